@@ -1,0 +1,189 @@
+#include "safetensors.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "errors.hpp"
+
+namespace yoco {
+namespace {
+
+constexpr uint64_t kMaxHeader = 100ull << 20;  // the format's own 100 MB limit
+
+[[noreturn]] void fail(const std::string& path, const std::string& why) { throw InputError(path + ": " + why); }
+
+}  // namespace
+
+SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
+  std::error_code ec;
+  const auto fsize = std::filesystem::file_size(path_, ec);
+  if (ec) fail(path_, "cannot open weights file (" + ec.message() + ")");
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) fail(path_, "cannot open weights file");
+  if (fsize < 8) fail(path_, "truncated: shorter than the 8-byte header length");
+  unsigned char lenbuf[8];
+  in.read(reinterpret_cast<char*>(lenbuf), 8);
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | lenbuf[i];
+  if (hlen > kMaxHeader) fail(path_, "header length " + std::to_string(hlen) + " exceeds the 100 MB limit");
+  if (hlen > fsize - 8)
+    fail(path_, "header length " + std::to_string(hlen) + " runs past the end of the file (" + std::to_string(fsize) +
+                    " bytes)");
+  std::string header(hlen, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(hlen));
+  if (!in) fail(path_, "truncated header");
+  data_start_ = 8 + hlen;
+  data_size_ = fsize - data_start_;
+
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(header);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(path_, std::string("header is not valid JSON (") + e.what() + ")");
+  }
+  if (!j.is_object()) fail(path_, "header is not a JSON object");
+  for (const auto& [name, v] : j.items()) {
+    if (name == "__metadata__") {
+      if (!v.is_object()) fail(path_, "__metadata__ is not an object");
+      for (const auto& [k, s] : v.items()) {
+        if (!s.is_string()) fail(path_, "__metadata__ value of '" + k + "' is not a string");
+        metadata_[k] = s.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "': ";
+    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+      fail(path_, where + "entry needs dtype, shape and data_offsets");
+    SafetensorsEntry e;
+    if (!v["dtype"].is_string()) fail(path_, where + "dtype is not a string");
+    const auto dt = v["dtype"].get<std::string>();
+    if (!dtype_from_safetensors_name(dt, &e.dtype))
+      fail(path_, where + "unsupported dtype " + dt + " (accepted: F64, F32, BF16, F16)");
+    if (!v["shape"].is_array()) fail(path_, where + "shape is not an array");
+    int64_t numel = 1;
+    for (const auto& s : v["shape"]) {
+      if (!s.is_number_integer() || s.get<int64_t>() < 0) fail(path_, where + "shape has a bad dimension " + s.dump());
+      const int64_t dim = s.get<int64_t>();
+      if (dim > 0 && numel > (int64_t{1} << 50) / dim) fail(path_, where + "shape is absurdly large");
+      numel *= dim;
+      e.shape.push_back(dim);
+    }
+    const auto& off = v["data_offsets"];
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+      fail(path_, where + "data_offsets must be two non-negative integers");
+    e.begin = off[0].get<uint64_t>();
+    e.end = off[1].get<uint64_t>();
+    if (e.end < e.begin) fail(path_, where + "data_offsets are reversed");
+    if (e.end > data_size_)
+      fail(path_, where + "data runs past the end of the file (truncated?): ends at " + std::to_string(e.end) +
+                      ", data section has " + std::to_string(data_size_) + " bytes");
+    const uint64_t want = static_cast<uint64_t>(numel) * dtype_size(e.dtype);
+    if (e.end - e.begin != want)
+      fail(path_, where + "holds " + std::to_string(e.end - e.begin) + " bytes but dtype and shape need " +
+                      std::to_string(want));
+    entries_.emplace(name, std::move(e));
+  }
+}
+
+template <class T>
+void SafetensorsReader::read(const std::string& name, T* dst) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) fail(path_, "no tensor '" + name + "'");
+  const auto& e = it->second;
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
+  std::vector<unsigned char> raw(e.end - e.begin);
+  in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+  if (!in) fail(path_, "tensor '" + name + "': read failed (truncated?)");
+  const int64_t n = e.numel();
+  const unsigned char* p = raw.data();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (e.dtype) {
+      case DType::f64: {
+        double x;
+        std::memcpy(&x, p + 8 * i, 8);
+        dst[i] = static_cast<T>(x);
+        break;
+      }
+      case DType::f32: {
+        float x;
+        std::memcpy(&x, p + 4 * i, 4);
+        dst[i] = static_cast<T>(x);
+        break;
+      }
+      case DType::bf16: {
+        uint16_t b;
+        std::memcpy(&b, p + 2 * i, 2);
+        dst[i] = static_cast<T>(bf16_bits_to_float(b));
+        break;
+      }
+      case DType::f16: {
+        uint16_t b;
+        std::memcpy(&b, p + 2 * i, 2);
+        dst[i] = static_cast<T>(f16_bits_to_float(b));
+        break;
+      }
+    }
+  }
+}
+
+template void SafetensorsReader::read<float>(const std::string&, float*) const;
+template void SafetensorsReader::read<double>(const std::string&, double*) const;
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType dtype,
+                       const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header;
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  const int es = dtype_size(dtype);
+  for (const auto& t : tensors) {
+    int64_t n = 1;
+    for (auto s : t.shape) n *= s;
+    header[t.name] = {{"dtype", dtype_safetensors_name(dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + static_cast<uint64_t>(n) * es}}};
+    offset += static_cast<uint64_t>(n) * es;
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // data section 8-byte aligned
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(path + ": cannot open for writing");
+  unsigned char lenbuf[8];
+  uint64_t hl = h.size();
+  for (int i = 0; i < 8; ++i) lenbuf[i] = static_cast<unsigned char>((hl >> (8 * i)) & 0xff);
+  out.write(reinterpret_cast<const char*>(lenbuf), 8);
+  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  std::vector<unsigned char> buf;
+  for (const auto& t : tensors) {
+    int64_t n = 1;
+    for (auto s : t.shape) n *= s;
+    buf.resize(static_cast<size_t>(n) * es);
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = t.data64 ? t.data64[i] : static_cast<double>(t.data32[i]);
+      unsigned char* p = buf.data() + i * es;
+      switch (dtype) {
+        case DType::f64: std::memcpy(p, &x, 8); break;
+        case DType::f32: {
+          const float f = static_cast<float>(x);
+          std::memcpy(p, &f, 4);
+          break;
+        }
+        case DType::bf16: {
+          const uint16_t b = float_to_bf16_bits(static_cast<float>(x));
+          std::memcpy(p, &b, 2);
+          break;
+        }
+        case DType::f16: {
+          const uint16_t b = float_to_f16_bits(static_cast<float>(x));
+          std::memcpy(p, &b, 2);
+          break;
+        }
+      }
+    }
+    out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+  }
+  if (!out) throw InputError(path + ": write failed");
+}
+
+}  // namespace yoco

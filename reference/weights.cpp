@@ -1,0 +1,105 @@
+#include "weights.hpp"
+
+#include <set>
+
+#include "errors.hpp"
+#include "safetensors.hpp"
+
+namespace yoco {
+
+namespace {
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+}  // namespace
+
+template <class T>
+void fill_counter_init(const ParamSpec& p, uint64_t seed, T* dst) {
+  const uint64_t key = tensor_stream_key(seed, p.name);
+  const int64_t n = p.numel();
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(counter_init_value(key, static_cast<uint64_t>(i), p.init));
+}
+
+template <class T>
+Weights<T> Weights<T>::init(const ModelConfig& cfg, uint64_t seed) {
+  Weights w;
+  w.cfg_ = cfg;
+  for (const auto& p : param_layout(cfg)) {
+    const auto [r, c] = matrix_shape(p);
+    Mat<T> m(r, c);
+    fill_counter_init(p, seed, m.data());
+    w.tensors_.emplace(p.name, std::move(m));
+  }
+  return w;
+}
+
+template <class T>
+Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
+  SafetensorsReader file(path);
+  Weights w;
+  w.cfg_ = cfg;
+  const auto specs = param_layout(cfg);
+  std::set<std::string> expected;
+  for (const auto& p : specs) expected.insert(p.name);
+  for (const auto& [name, e] : file.entries()) {
+    if (!expected.count(name))
+      throw InputError(path + ": unexpected tensor '" + name + "' for model " + cfg.name + " (extra tensor)");
+  }
+  for (const auto& p : specs) {
+    const auto it = file.entries().find(p.name);
+    if (it == file.entries().end())
+      throw InputError(path + ": missing tensor '" + p.name + "' (shape " + shape_str(p.shape) + ") for model " + cfg.name);
+    if (it->second.shape != p.shape)
+      throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_str(it->second.shape) + ", model " +
+                       cfg.name + " needs " + shape_str(p.shape));
+    const auto [r, c] = matrix_shape(p);
+    Mat<T> m(r, c);
+    file.read<T>(p.name, m.data());
+    w.tensors_.emplace(p.name, std::move(m));
+  }
+  return w;
+}
+
+template <class T>
+void Weights<T>::save(const std::string& path, DType dtype) const {
+  std::vector<TensorToWrite> out;
+  for (const auto& p : param_layout(cfg_)) {
+    TensorToWrite t;
+    t.name = p.name;
+    t.shape = p.shape;
+    if constexpr (std::is_same_v<T, double>) t.data64 = tensors_.at(p.name).data();
+    else t.data32 = tensors_.at(p.name).data();
+    out.push_back(t);
+  }
+  write_safetensors(path, out, dtype, {{"format", "pt"}, {"yoco_config", config_to_json_text(cfg_)}});
+}
+
+template <class T>
+const Mat<T>& Weights<T>::operator[](const std::string& name) const {
+  const auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw std::logic_error("no parameter '" + name + "' in " + cfg_.name);
+  return it->second;
+}
+
+template <class T>
+Mat<T>& Weights<T>::mutable_tensor(const std::string& name) {
+  const auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw std::logic_error("no parameter '" + name + "' in " + cfg_.name);
+  return it->second;
+}
+
+template <class T>
+int64_t Weights<T>::bytes() const {
+  int64_t b = 0;
+  for (const auto& [n, m] : tensors_) b += m.size() * static_cast<int64_t>(sizeof(T));
+  return b;
+}
+
+template class Weights<float>;
+template class Weights<double>;
+template void fill_counter_init<float>(const ParamSpec&, uint64_t, float*);
+template void fill_counter_init<double>(const ParamSpec&, uint64_t, double*);
+
+}  // namespace yoco
