@@ -93,7 +93,7 @@ Mat<T> attention(const Eigen::Ref<const Mat<T>>& q, const Eigen::Ref<const Mat<T
   Mat<T> out = Mat<T>::Zero(n, n_heads * head_dim);
   // Queries in blocks so that the score matrix stays small at long lengths.
   constexpr int64_t kBlock = 128;
-  ActivationGuard guard(kBlock * m * static_cast<int64_t>(sizeof(T)));
+  ActivationGuard guard(std::min(kBlock, n) * m * static_cast<int64_t>(sizeof(T)));
   const T sc = static_cast<T>(scale);
   for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const int64_t nb = std::min(kBlock, n - i0);
