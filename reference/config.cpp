@@ -1,5 +1,6 @@
 #include "config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -155,7 +156,7 @@ void ModelConfig::validate() const {
   positive("vocab_size", vocab_size);
   if (!(rope_theta > 0) || !std::isfinite(rope_theta)) bad(*this, "rope_theta", "must be a positive number");
   if (!(norm_eps > 0) || !std::isfinite(norm_eps)) bad(*this, "norm_eps", "must be a positive number");
-  if (vocab_size > (int64_t{1} << 31)) bad(*this, "vocab_size", "must be < 2^31");
+  if (vocab_size > (int64_t{1} << 31)) bad(*this, "vocab_size", "must be <= 2^31 (token ids are 32-bit on the device)");
 
   const std::string heads_field = is_yoco() ? "n_attn_heads" : "n_heads";
   const std::string kv_field = is_yoco() ? "n_attn_kv_heads" : "n_kv_heads";
@@ -298,6 +299,7 @@ std::string config_to_json_text(const ModelConfig& c) {
     j["n_attn_kv_heads"] = c.n_attn_kv_heads;
     j["sliding_window"] = c.sliding_window ? nlohmann::ordered_json(*c.sliding_window) : nlohmann::ordered_json(nullptr);
     j["gret_chunk_size"] = c.gret_chunk_size;
+    j["gate_logit_normalizer"] = c.gate_logit_normalizer;
   } else {
     j["head_dim"] = c.attn_head_dim();
     j["n_heads"] = c.n_attn_heads;

@@ -1,5 +1,6 @@
 #include "safetensors.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -84,6 +85,21 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
                       std::to_string(want));
     entries_.emplace(name, std::move(e));
   }
+  // The format requires the data section to be covered exactly: no two tensors
+  // sharing bytes, no holes.
+  std::vector<std::pair<const std::string*, const SafetensorsEntry*>> by_offset;
+  for (const auto& [name, e] : entries_) by_offset.emplace_back(&name, &e);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
+  uint64_t covered = 0;
+  for (const auto& [name, e] : by_offset) {
+    if (e->begin < covered) fail(path_, "tensor '" + *name + "': data overlaps the previous tensor's");
+    if (e->begin > covered) fail(path_, "tensor '" + *name + "': a hole of " + std::to_string(e->begin - covered) +
+                                            " bytes precedes its data");
+    covered = e->end;
+  }
+  if (covered != data_size_)
+    fail(path_, std::to_string(data_size_ - covered) + " bytes after the last tensor's data (file is not ours or is corrupt)");
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 // a linear weight is [out, in] row-major and maps a row x to x W^T, as in
 // PyTorch's nn.Linear, so safetensors data is used without transposition.
 #include <Eigen/Dense>
+#include <cmath>
 
 namespace yoco {
 

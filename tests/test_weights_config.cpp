@@ -226,6 +226,17 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
     SafetensorsReader r(write_raw("neg.st", R"({"x": {"dtype": "F32", "shape": [-3], "data_offsets": [0, 12]}})", 12));
   }, {"'x'", "dimension"});
 
+  expect_input_error([&] {
+    SafetensorsReader r(write_raw("overlap.st", R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+      "y": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12));
+  }, {"'y'", "overlaps"});
+  expect_input_error([&] {
+    SafetensorsReader r(write_raw("hole.st", R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", 12));
+  }, {"'x'", "hole"});
+  expect_input_error([&] {
+    SafetensorsReader r(write_raw("tail.st", R"({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 12));
+  }, {"4 bytes after"});
+
   // Model-level: missing, extra and mis-shaped tensors name the tensor.
   const auto cfg = preset_config("yoco-tiny");
   const auto w = Weights<float>::init(cfg, 1);

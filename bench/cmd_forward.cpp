@@ -1,0 +1,82 @@
+// yoco forward: the logits of a model over one token sequence, as .npy.
+#include <iostream>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "host_memory.hpp"
+#include "model_options.hpp"
+#include "npy.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+CommandSpec forward_spec() {
+  CommandSpec s;
+  s.path = "yoco forward";
+  s.usage =
+      "yoco forward --model PRESET|FILE.json [--weights FILE.safetensors | --seed N]\n"
+      "                    (--tokens 1,2,3 | --tokens-file FILE) [--dtype f64|f32]\n"
+      "                    [--paradigm parallel|recurrent|chunkwise] [--chunk N] [--all-positions] --out FILE.npy";
+  s.summary =
+      "Runs the full forward pass (no cache) over one token sequence and writes the logits as a NumPy\n"
+      ".npy file: shape (vocab,) for the last position, or (N, vocab) with --all-positions; float32\n"
+      "('<f4') for --dtype f32, float64 ('<f8') for --dtype f64.";
+  s.options = model_option_specs();
+  for (auto& o : token_option_specs()) s.options.push_back(o);
+  s.options.push_back({"--paradigm", "P", "gRet paradigm: parallel (default), recurrent or chunkwise; YOCO gRet models only"});
+  s.options.push_back({"--chunk", "N", "chunk size of the chunkwise paradigm (>= 1; default: the config's gret_chunk_size)"});
+  s.options.push_back({"--all-positions", "", "write the logits of every position, not only the last"});
+  s.options.push_back({"--out", "FILE.npy", "output file; required"});
+  return s;
+}
+
+}  // namespace
+
+int cmd_forward(const Args& args) {
+  const CommandSpec spec = forward_spec();
+  if (wants_help(args)) {
+    std::cout << help_text(spec);
+    return 0;
+  }
+  const ParsedArgs a = parse_args(spec, args);
+  a.exclusive({"--tokens", "--tokens-file"}, true);
+  const std::string out = a.require("--out");
+  const GretParadigm paradigm = parse_paradigm(a.get_or("--paradigm", "parallel"));
+  const int64_t chunk = a.get_int("--chunk", 0, 1, INT64_MAX);
+  ModelChoice m = model_choice(a);
+  const bool gret = m.cfg.is_yoco() && m.cfg.self_decoder() == SelfDecoderKind::gret;
+  for (const char* opt : {"--paradigm", "--chunk"})
+    if (a.has(opt) && !gret)
+      throw InputError(std::string(opt) + " applies to YOCO gRet models only; " + m.cfg.name + " is " +
+                       (m.cfg.is_yoco() ? "a YOCO model with a sliding-window self-decoder" : "a Transformer"));
+  if (a.has("--chunk")) m.cfg.gret_chunk_size = chunk;
+
+  const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  require_host_memory(forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
+                      "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
+  const auto runner = ModelRunner::create(m.cfg, m.precision, m.weights);
+  const Mat<double> logits = runner->forward(TokenBatch::single(ids), paradigm);
+
+  const bool all = a.has("--all-positions");
+  const int64_t V = m.cfg.vocab_size;
+  std::vector<int64_t> shape = all ? std::vector<int64_t>{n, V} : std::vector<int64_t>{V};
+  const double* data = all ? logits.data() : logits.data() + (n - 1) * V;  // row-major
+  write_npy(out, m.precision == Precision::f64 ? NpyDType::f64 : NpyDType::f32, shape, data);
+
+  std::string paradigm_text = "n/a";
+  if (gret) {
+    paradigm_text = paradigm_name(paradigm);
+    if (paradigm == GretParadigm::chunkwise) paradigm_text += " (chunk " + std::to_string(m.cfg.gret_chunk_size) + ")";
+  }
+  std::string shape_text = all ? "(" + std::to_string(n) + ", " + std::to_string(V) + ")" : "(" + std::to_string(V) + ",)";
+  std::cout << "forward: model " << m.cfg.name << " (" << runner->architecture() << ", weights "
+            << m.weights.describe() << "), " << n << " tokens, dtype " << precision_name(m.precision)
+            << ", paradigm " << paradigm_text << ", logits " << (all ? "at all positions " : "at the last position ")
+            << shape_text << " -> " << out << "\n";
+  return 0;
+}
+
+}  // namespace yoco::cli

@@ -1,0 +1,158 @@
+// yoco weights init | inspect: write counter-initialised weights as
+// safetensors; list (and optionally validate) a safetensors file.
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "host_memory.hpp"
+#include "param_layout.hpp"
+#include "safetensors.hpp"
+#include "weights.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+const char* kWeightsUsage =
+    "usage: yoco weights init --model PRESET|FILE.json --seed N --out FILE.safetensors [--dtype f32|bf16|f16|f64]\n"
+    "       yoco weights inspect FILE.safetensors [--model PRESET|FILE.json]\n"
+    "\n"
+    "  init     write the counter-based initial weights of a model (the same values --seed gives\n"
+    "           forward and generate) as a safetensors file\n"
+    "  inspect  list a safetensors file's tensors and metadata; with --model, also check that the\n"
+    "           file holds exactly that model's tensors with the right shapes\n"
+    "\n"
+    "Run 'yoco weights init --help' or 'yoco weights inspect --help' for details.\n";
+
+CommandSpec init_spec() {
+  CommandSpec s;
+  s.path = "yoco weights init";
+  s.usage = "yoco weights init --model PRESET|FILE.json --seed N --out FILE.safetensors [--dtype f32|bf16|f16|f64]";
+  s.summary =
+      "Writes the counter-based initial weights of a model as safetensors (tensor names of DESIGN.md §3,\n"
+      "metadata: format=pt and the model config as yoco_config).";
+  s.options = {
+      {"--model", "PRESET|FILE.json", "model preset or config file; required"},
+      {"--seed", "N", "init seed; required"},
+      {"--out", "FILE.safetensors", "output file; required"},
+      {"--dtype", "f32|bf16|f16|f64", "storage type (default f32; bf16 rounds to nearest even)"},
+  };
+  return s;
+}
+
+CommandSpec inspect_spec() {
+  CommandSpec s;
+  s.path = "yoco weights inspect";
+  s.usage = "yoco weights inspect FILE.safetensors [--model PRESET|FILE.json]";
+  s.summary =
+      "Prints every tensor (name, dtype, shape, bytes) in file order, the metadata, the tensor count and\n"
+      "the byte total. With --model, loads the file as that model's weights: a missing, extra or\n"
+      "mis-shaped tensor is an error (exit 2).";
+  s.options = {{"--model", "PRESET|FILE.json", "validate the file against this model"}};
+  s.min_positional = 1;
+  s.max_positional = 1;
+  return s;
+}
+
+DType parse_storage_dtype(const std::string& t) {
+  if (t == "f32") return DType::f32;
+  if (t == "bf16") return DType::bf16;
+  if (t == "f16") return DType::f16;
+  if (t == "f64") return DType::f64;
+  throw InputError("--dtype: must be f32, bf16, f16 or f64, got '" + t + "'");
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+int weights_init(const Args& args) {
+  const CommandSpec spec = init_spec();
+  if (wants_help(args)) {
+    std::cout << help_text(spec);
+    return 0;
+  }
+  const ParsedArgs a = parse_args(spec, args);
+  const uint64_t seed = parse_u64("--seed", a.require("--seed"));
+  const std::string out = a.require("--out");
+  const DType dtype = parse_storage_dtype(a.get_or("--dtype", "f32"));
+  const ModelConfig cfg = resolve_model(a.require("--model"));
+  // The values are floats by construction, so float storage loses nothing even for F64.
+  require_host_memory(weights_elements_estimate(cfg) * 4 * 1.5, "the weights of " + cfg.name);
+  const auto w = Weights<float>::init(cfg, seed);
+  w.save(out, dtype);
+  const auto layout = param_layout(cfg);
+  int64_t bytes = 0;
+  for (const auto& p : layout) bytes += p.numel() * dtype_size(dtype);
+  std::cout << "wrote " << out << ": model " << cfg.name << ", seed " << seed << ", dtype " << dtype_safetensors_name(dtype)
+            << ", " << layout.size() << " tensors, " << param_count(cfg) << " parameters, "
+            << bytes_with_human(bytes) << " of tensor data\n";
+  return 0;
+}
+
+int weights_inspect(const Args& args) {
+  const CommandSpec spec = inspect_spec();
+  if (wants_help(args)) {
+    std::cout << help_text(spec);
+    return 0;
+  }
+  const ParsedArgs a = parse_args(spec, args);
+  const std::string path = a.positional()[0];
+  // Resolve the model first so that a bad --model is reported before the file is read.
+  std::optional<ModelConfig> cfg;
+  if (const auto m = a.get("--model")) cfg = resolve_model(*m);
+  const SafetensorsReader file(path);
+
+  std::vector<std::pair<std::string, const SafetensorsEntry*>> order;
+  for (const auto& [name, e] : file.entries()) order.emplace_back(name, &e);
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second->begin < y.second->begin; });
+
+  std::cout << path << "\n";
+  std::cout << "metadata:" << (file.metadata().empty() ? " (none)" : "") << "\n";
+  for (const auto& [k, v] : file.metadata()) {
+    std::string shown = v;
+    for (size_t p = 0; (p = shown.find('\n', p)) != std::string::npos; p += 5) shown.replace(p, 1, "\n    ");
+    std::cout << "  " << k << ": " << shown << "\n";
+  }
+  TextTable t({"name", "dtype", "shape", "bytes"});
+  uint64_t total = 0;
+  for (const auto& [name, e] : order) {
+    const uint64_t b = e->end - e->begin;
+    total += b;
+    t.add_row({name, dtype_safetensors_name(e->dtype), shape_text(e->shape), std::to_string(b)});
+  }
+  std::cout << "tensors:\n" << t.str();
+  std::cout << "total: " << order.size() << " tensors, " << bytes_with_human(static_cast<int64_t>(total))
+            << " of tensor data (data section " << file.data_bytes() << " B)\n";
+
+  if (cfg) {
+    require_host_memory(weights_elements_estimate(*cfg) * 4, "the weights of " + cfg->name);
+    const auto w = Weights<float>::load(*cfg, path);
+    std::cout << "valid weights for model " << cfg->name << ": all " << param_layout(*cfg).size()
+              << " tensors present with the right shapes, no extra tensor\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_weights(const Args& args) {
+  if (args.empty()) throw InputError("yoco weights: missing action (init or inspect)\n" + std::string(kWeightsUsage));
+  const std::string action = args[0];
+  const Args rest(args.begin() + 1, args.end());
+  if (action == "--help" || action == "-h" || action == "help") {
+    std::cout << kWeightsUsage;
+    return 0;
+  }
+  if (action == "init") return weights_init(rest);
+  if (action == "inspect") return weights_inspect(rest);
+  throw InputError("yoco weights: unknown action '" + action + "' (expected init or inspect; see yoco weights --help)");
+}
+
+}  // namespace yoco::cli

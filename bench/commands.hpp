@@ -1,0 +1,17 @@
+#pragma once
+// The subcommands of `yoco`. Each takes the arguments after its name, prints
+// its own --help, and returns the exit status; InputError (exit 2) and other
+// exceptions (exit 1) propagate to main().
+#include <string>
+#include <vector>
+
+namespace yoco::cli {
+
+using Args = std::vector<std::string>;
+
+int cmd_forward(const Args& args);
+int cmd_generate(const Args& args);
+int cmd_weights(const Args& args);
+int cmd_demo(const Args& args);
+
+}  // namespace yoco::cli

@@ -1,0 +1,92 @@
+// yoco: the suite's command line. Exit status: 0 success, 1 internal failure
+// (or a failed check), 2 bad input (yoco::InputError: the message names the
+// file, field, option or tensor at fault).
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "errors.hpp"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const yoco::cli::Args&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"forward", yoco::cli::cmd_forward, "logits of a model over a token sequence, written as .npy"},
+    {"generate", yoco::cli::cmd_generate,
+     "prefill + greedy decoding: generated ids, timings, memory; --check against the full forward"},
+    {"weights", yoco::cli::cmd_weights, "init | inspect safetensors weight files"},
+    {"demo", yoco::cli::cmd_demo, "prefill, generate and check the tiny models (the suite's smoke test)"},
+};
+
+std::string top_usage() {
+  std::string s =
+      "usage: yoco <command> [options]\n"
+      "\n"
+      "YOCO efficiency suite: the CPU reference of YOCO and of the GQA Transformer baseline.\n"
+      "\n"
+      "commands:\n";
+  for (const auto& c : kCommands) {
+    std::string name = c.name;
+    s += "  " + name + std::string(10 - name.size(), ' ') + c.summary + "\n";
+  }
+  s +=
+      "\n"
+      "Run 'yoco <command> --help' for a command's options.\n"
+      "Exit status: 0 success, 1 internal failure or failed check, 2 bad input.\n";
+  return s;
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << top_usage();
+    std::cerr << "yoco: error: no command given\n";
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    if (cmd == "help" && argc > 2) {
+      for (const auto& c : kCommands)
+        if (std::strcmp(c.name, argv[2]) == 0) return c.run({"--help"});
+      throw yoco::InputError("unknown command '" + std::string(argv[2]) + "' (see yoco --help)");
+    }
+    std::cout << top_usage();
+    return 0;
+  }
+  const yoco::cli::Args args(argv + 2, argv + argc);
+  for (const auto& c : kCommands)
+    if (cmd == c.name) return c.run(args);
+  throw yoco::InputError("unknown command '" + cmd + "' (commands: forward, generate, weights, demo; see yoco --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const yoco::InputError& e) {
+    std::cout.flush();
+    std::cerr << "yoco: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cout.flush();
+    std::cerr << "yoco: internal error: out of memory (std::bad_alloc)\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "yoco: internal error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cout.flush();
+    std::cerr << "yoco: internal error: unknown exception\n";
+    return 1;
+  }
+}

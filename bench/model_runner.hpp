@@ -1,0 +1,69 @@
+#pragma once
+// One handle on any CPU reference model: YocoModel<T> or TransformerModel<T>
+// (chosen by ModelConfig::is_yoco()), T = float or double, with its decoding
+// cache. Logits come back as double whatever T is (float -> double is exact),
+// so callers -- the command line, the benchmark harness -- need no templates.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "gret.hpp"
+#include "memory.hpp"
+#include "tensor.hpp"
+#include "token_batch.hpp"
+
+namespace yoco {
+
+enum class Precision { f32, f64 };
+const char* precision_name(Precision p);  // "f32" | "f64"
+int precision_bytes(Precision p);         // 4 | 8
+// "f32" | "f64"; otherwise InputError naming `option`.
+Precision parse_precision(const std::string& option, const std::string& text);
+
+// Where the parameters come from: a safetensors file, or the counter-based init.
+struct WeightSource {
+  std::string path;  // empty: Weights<T>::init(cfg, seed)
+  uint64_t seed = 0;
+  static WeightSource from_seed(uint64_t s) { return {"", s}; }
+  static WeightSource from_file(std::string p) { return {std::move(p), 0}; }
+  std::string describe() const;  // "seed 0" | "file W.safetensors"
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  // Loads or initialises the weights (InputError for a bad file, or for a model
+  // too large for this machine's memory) and builds the model.
+  static std::unique_ptr<ModelRunner> create(const ModelConfig& cfg, Precision precision, const WeightSource& weights);
+
+  virtual const ModelConfig& config() const = 0;
+  virtual Precision precision() const = 0;
+  // True for YOCO with a gRet self-decoder: the only models with paradigms.
+  bool has_gret() const;
+  // "YOCO, gRet self-decoder" | "YOCO, SWA self-decoder (window 64)" | "GQA Transformer".
+  std::string architecture() const;
+  int64_t param_count() const;
+
+  // Logits at every position, [batch * length, vocab], row b * length + i for
+  // token i of sequence b. Stateless (the cache is untouched). A paradigm other
+  // than parallel is an InputError for models without gRet.
+  virtual Mat<double> forward(const TokenBatch& tokens, GretParadigm paradigm = GretParadigm::parallel) const = 0;
+
+  // Starts a generation: drops any previous cache, prefills `prompt` in chunks
+  // of `prefill_chunk` tokens into a cache sized for prompt + max_new_tokens.
+  // Returns the logits at the last prompt position, [batch, vocab].
+  virtual Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) = 0;
+  // One token per sequence; returns [batch, vocab]. Needs a prefill first.
+  virtual Mat<double> decode_step(const std::vector<int64_t>& tokens) = 0;
+
+  // weights, kv_cache and state of the current cache; activations = peak of the
+  // last forward / prefill / decode_step call.
+  virtual MemoryBreakdown memory() const = 0;
+  virtual int64_t position() const = 0;  // tokens in the cache per sequence (0 before prefill)
+  virtual int64_t capacity() const = 0;  // tokens the cache can hold
+};
+
+}  // namespace yoco

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds one preset: cpu (default), cuda or sanitize.
+# `auto` picks cuda when nvcc exists (it then builds the CPU parts too), else cpu.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-cpu}"
+if [ "$preset" = auto ]; then
+  if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then preset=cuda; else preset=cpu; fi
+fi
+jobs="${YOCO_JOBS:-$(nproc)}"
+cmake --preset "$preset" >/dev/null
+cmake --build "build/$preset" -j "$jobs"
+echo "$preset"

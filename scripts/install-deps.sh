@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the suite needs, only those missing.
+# Needs root or sudo when something is missing; does nothing otherwise.
+set -euo pipefail
+
+PACKAGES=(build-essential cmake libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libfccp-dev
+          nlohmann-json3-dev python3 python3-matplotlib python3-numpy)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "[deps] all Debian packages present"
+  exit 0
+fi
+echo "[deps] installing: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "[deps] error: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,693 @@
+// End-to-end tests of the `yoco` command line: run the built binary
+// (YOCO_CLI_PATH) through the shell, check exit status, stdout/stderr and the
+// files it writes. Expected logits are recomputed in-process with the
+// reference models, so a CLI that wrote the wrong rows, dtype or shape fails.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "counter_rng.hpp"
+#include "param_layout.hpp"
+#include "tensor.hpp"
+#include "transformer_model.hpp"
+#include "weights.hpp"
+#include "yoco_model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---------------------------------------------------------------- helpers --
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << p;
+}
+
+struct CliRun {
+  int status = -1;  // exit code, or -signal when killed by a signal
+  std::string out, err;
+  std::string all() const { return out + err; }
+};
+
+// One counter per process plus the pid: unique names even when test binaries run in parallel.
+std::string unique_name(const std::string& stem) {
+  static std::atomic<int> counter{0};
+  return stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / unique_name("yoco_test_cli");
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Runs `yoco <args>`; `args` is pasted into a shell command line as is.
+  CliRun yoco(const std::string& args) {
+    const std::string out = path(unique_name("stdout")), err = path(unique_name("stderr"));
+    const std::string cmd = shell_quote(YOCO_CLI_PATH) + " " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err);
+    const int raw = std::system(cmd.c_str());
+    CliRun r;
+    if (raw == -1) r.status = -1000;
+    else if (WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+    else if (WIFSIGNALED(raw)) r.status = -WTERMSIG(raw);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+// Asserts exit 2 with "yoco: error: " on stderr and every `needles` in the message.
+void expect_input_error(const CliRun& r, const std::vector<std::string>& needles, const std::string& what) {
+  EXPECT_EQ(r.status, 2) << what << "\nstdout: " << r.out << "\nstderr: " << r.err;
+  EXPECT_NE(r.err.find("yoco: error: "), std::string::npos) << what << "\nstderr: " << r.err;
+  for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what << ": no '" << n << "' in: " << r.err;
+}
+
+// A minimal .npy (format 1.0) reader that checks the header strictly.
+struct Npy {
+  std::string descr;
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+};
+
+Npy read_npy(const std::string& file) {
+  const std::string b = slurp(file);
+  Npy n;
+  EXPECT_GE(b.size(), 10u) << file;
+  if (b.size() < 10) return n;
+  EXPECT_EQ(b.substr(0, 6), std::string("\x93NUMPY")) << file;
+  EXPECT_EQ(b[6], 1) << "major version";
+  EXPECT_EQ(b[7], 0) << "minor version";
+  const size_t hlen = static_cast<unsigned char>(b[8]) | (static_cast<size_t>(static_cast<unsigned char>(b[9])) << 8);
+  EXPECT_LE(10 + hlen, b.size());
+  if (10 + hlen > b.size()) return n;
+  EXPECT_EQ((10 + hlen) % 64, 0u) << "data must start on a 64-byte boundary";
+  const std::string h = b.substr(10, hlen);
+  EXPECT_EQ(h.back(), '\n');
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(h, m, std::regex("'descr': '(<f[48])'"))) << h;
+  n.descr = m.size() > 1 ? m[1].str() : "";
+  EXPECT_NE(h.find("'fortran_order': False"), std::string::npos) << h;
+  std::smatch s;
+  EXPECT_TRUE(std::regex_search(h, s, std::regex("'shape': \\(([0-9, ]*)\\)"))) << h;
+  if (s.size() > 1) {
+    const std::string dims = s[1].str();
+    std::regex num("[0-9]+");
+    for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it)
+      n.shape.push_back(std::stoll(it->str()));
+    if (n.shape.size() == 1) {
+      EXPECT_NE(dims.find(','), std::string::npos) << "a 1-tuple needs its comma: " << h;
+    }
+  }
+  int64_t count = 1;
+  for (auto d : n.shape) count *= d;
+  const size_t item = n.descr == "<f8" ? 8 : 4;
+  EXPECT_EQ(b.size() - 10 - hlen, static_cast<size_t>(count) * item) << "data size of " << file;
+  if (b.size() - 10 - hlen != static_cast<size_t>(count) * item) return n;
+  n.data.resize(static_cast<size_t>(count));
+  const char* p = b.data() + 10 + hlen;
+  for (int64_t i = 0; i < count; ++i) {
+    if (item == 8) {
+      double x;
+      std::memcpy(&x, p + 8 * i, 8);
+      n.data[i] = x;
+    } else {
+      float x;
+      std::memcpy(&x, p + 4 * i, 4);
+      n.data[i] = x;
+    }
+  }
+  return n;
+}
+
+double rms_ratio_vec(const std::vector<double>& a, const std::vector<double>& ref) {
+  EXPECT_EQ(a.size(), ref.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < ref.size(); ++i) {
+    num += (a[i] - ref[i]) * (a[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / std::sqrt(den);
+}
+
+std::vector<int64_t> test_tokens(int n, int vocab, int mul = 37, int add = 5) {
+  std::vector<int64_t> t;
+  for (int i = 0; i < n; ++i) t.push_back((i * mul + add) % vocab);
+  return t;
+}
+
+std::string join(const std::vector<int64_t>& v, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + std::to_string(v[i]);
+  return s;
+}
+
+// In-process logits at every position, as a flat row-major vector.
+std::vector<double> reference_logits(const std::string& model, const std::vector<int64_t>& tokens, uint64_t seed = 0) {
+  const yoco::ModelConfig cfg = yoco::preset_config(model);
+  yoco::Mat<double> l;
+  if (cfg.is_yoco()) {
+    yoco::YocoModel<double> m(cfg, yoco::Weights<double>::init(cfg, seed));
+    l = m.forward(yoco::TokenBatch::single(tokens));
+  } else {
+    yoco::TransformerModel<double> m(cfg, yoco::Weights<double>::init(cfg, seed));
+    l = m.forward(yoco::TokenBatch::single(tokens));
+  }
+  return std::vector<double>(l.data(), l.data() + l.size());
+}
+
+// Generated ids of "seq B: a b c" lines.
+std::vector<std::vector<int64_t>> parse_generated(const std::string& out) {
+  std::vector<std::vector<int64_t>> seqs;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("seq ", 0) != 0) continue;
+    std::istringstream ls(line.substr(line.find(':') + 1));
+    std::vector<int64_t> ids;
+    int64_t x;
+    while (ls >> x) ids.push_back(x);
+    seqs.push_back(ids);
+  }
+  return seqs;
+}
+
+// The number after `key` in `text`, or NaN.
+double number_after(const std::string& text, const std::string& key) {
+  const auto p = text.find(key);
+  if (p == std::string::npos) return NAN;
+  return std::strtod(text.c_str() + p + key.size(), nullptr);
+}
+
+// ----------------------------------------------------------------- forward --
+
+TEST_F(Cli, ForwardParadigmsAgreeAndMatchTheReference) {
+  const auto tokens = test_tokens(30, 512);
+  const std::string base = "forward --model yoco-tiny --dtype f64 --all-positions --tokens " + join(tokens, ",");
+  std::vector<Npy> res;
+  for (const std::string p : {"--paradigm parallel", "--paradigm recurrent", "--paradigm chunkwise --chunk 7", ""}) {
+    const std::string out = path(unique_name("logits") + ".npy");
+    const CliRun r = yoco(base + " " + p + " --out " + out);
+    ASSERT_EQ(r.status, 0) << p << "\n" << r.all();
+    EXPECT_NE(r.out.find("yoco-tiny"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(30, 512)"), std::string::npos) << r.out;
+    res.push_back(read_npy(out));
+    EXPECT_EQ(res.back().descr, "<f8");
+    EXPECT_EQ(res.back().shape, (std::vector<int64_t>{30, 512})) << p;
+  }
+  // The default paradigm is parallel: identical bits.
+  EXPECT_EQ(res[3].data, res[0].data);
+  // The three paradigms compute one function (DESIGN.md §6: <= 1e-10 in f64)...
+  EXPECT_LE(rms_ratio_vec(res[1].data, res[0].data), 1e-10);
+  EXPECT_LE(rms_ratio_vec(res[2].data, res[0].data), 1e-10);
+  // ...but not bit for bit (so the paradigm really was switched).
+  EXPECT_NE(res[1].data, res[0].data);
+  EXPECT_NE(res[2].data, res[0].data);
+  // And the file holds exactly what the reference model computes, row-major.
+  EXPECT_EQ(res[0].data, reference_logits("yoco-tiny", tokens));
+}
+
+TEST_F(Cli, ForwardLastPositionAndFloat32) {
+  const auto tokens = test_tokens(12, 512, 11, 3);
+  const std::string all = path("all.npy"), last = path("last.npy"), last32 = path("last32.npy");
+  const std::string base = "forward --model transformer-tiny --tokens " + shell_quote(join(tokens, " ")) + " ";
+  ASSERT_EQ(yoco(base + "--dtype f64 --all-positions --out " + all).status, 0);
+  ASSERT_EQ(yoco(base + "--dtype f64 --out " + last).status, 0);
+  ASSERT_EQ(yoco(base + "--out " + last32).status, 0);  // default dtype f32
+  const Npy a = read_npy(all), l = read_npy(last), l32 = read_npy(last32);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{12, 512}));
+  EXPECT_EQ(l.shape, (std::vector<int64_t>{512}));
+  EXPECT_EQ(l.descr, "<f8");
+  EXPECT_EQ(l32.descr, "<f4");
+  EXPECT_EQ(l32.shape, (std::vector<int64_t>{512}));
+  ASSERT_EQ(a.data.size(), 12u * 512u);
+  EXPECT_EQ(l.data, std::vector<double>(a.data.end() - 512, a.data.end()));
+  const auto ref = reference_logits("transformer-tiny", tokens);
+  EXPECT_EQ(a.data, ref);
+  EXPECT_LE(rms_ratio_vec(l32.data, l.data), 1e-5);
+  EXPECT_GT(rms_ratio_vec(l32.data, l.data), 0.0);  // really computed in f32
+}
+
+TEST_F(Cli, ForwardSwaAndTokensFile) {
+  const auto tokens = test_tokens(80, 512, 101, 7);  // longer than the window of 64
+  const std::string tf = path("tokens.txt");
+  spit(tf, join(std::vector<int64_t>(tokens.begin(), tokens.begin() + 40), ", ") + "\n" +
+               join(std::vector<int64_t>(tokens.begin() + 40, tokens.end()), "\t") + "\n");
+  const std::string out = path("swa.npy");
+  const CliRun r = yoco("forward --model yoco-swa-tiny --dtype f64 --all-positions --tokens-file " + tf + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.all();
+  const Npy n = read_npy(out);
+  EXPECT_EQ(n.shape, (std::vector<int64_t>{80, 512}));
+  EXPECT_EQ(n.data, reference_logits("yoco-swa-tiny", tokens));
+}
+
+// ----------------------------------------------------------------- weights --
+
+TEST_F(Cli, WeightsInitInspectAndLoad) {
+  const std::string w = path("w.safetensors");
+  CliRun r = yoco("weights init --model yoco-tiny --seed 5 --out " + w);
+  ASSERT_EQ(r.status, 0) << r.all();
+  const yoco::ModelConfig cfg = yoco::preset_config("yoco-tiny");
+  const auto layout = yoco::param_layout(cfg);
+
+  r = yoco("weights inspect " + w);
+  ASSERT_EQ(r.status, 0) << r.all();
+  for (const auto& p : layout) EXPECT_NE(r.out.find(p.name), std::string::npos) << p.name;
+  EXPECT_NE(r.out.find("[512, 64]"), std::string::npos);
+  EXPECT_NE(r.out.find("F32"), std::string::npos);
+  EXPECT_NE(r.out.find("yoco_config"), std::string::npos);
+  EXPECT_NE(r.out.find(std::to_string(layout.size()) + " tensors"), std::string::npos) << r.out;
+  const std::string total = std::to_string(yoco::param_count(cfg) * 4) + " B";
+  EXPECT_NE(r.out.find(total), std::string::npos) << "byte total " << total << " in\n" << r.out;
+
+  r = yoco("weights inspect " + w + " --model yoco-tiny");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("valid"), std::string::npos);
+  // The same file is not a Transformer's weights.
+  expect_input_error(yoco("weights inspect " + w + " --model transformer-tiny"), {w, "transformer-tiny", "extra tensor"},
+                     "wrong model");
+
+  // Loading the f32 file gives exactly the logits of the same seed.
+  const std::string a = path("a.npy"), b = path("b.npy"), c = path("c.npy");
+  const std::string toks = " --tokens 3,1,4,1,5,9,2,6 --all-positions --dtype f32 --out ";
+  ASSERT_EQ(yoco("forward --model yoco-tiny --weights " + w + toks + a).status, 0);
+  ASSERT_EQ(yoco("forward --model yoco-tiny --seed 5" + toks + b).status, 0);
+  ASSERT_EQ(yoco("forward --model yoco-tiny --seed 6" + toks + c).status, 0);
+  EXPECT_EQ(slurp(a), slurp(b));
+  EXPECT_NE(slurp(a), slurp(c));
+
+  // bf16 storage: listed as BF16, loads, and rounds (close to, not equal to, f32).
+  const std::string w16 = path("w16.safetensors"), d = path("d.npy");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 5 --dtype bf16 --out " + w16).status, 0);
+  r = yoco("weights inspect " + w16 + " --model yoco-tiny");
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("BF16"), std::string::npos);
+  EXPECT_LT(fs::file_size(w16), fs::file_size(w) * 6 / 10);
+  ASSERT_EQ(yoco("forward --model yoco-tiny --weights " + w16 + toks + d).status, 0);
+  const double err = rms_ratio_vec(read_npy(d).data, read_npy(a).data);
+  EXPECT_GT(err, 0.0);
+  EXPECT_LT(err, 5e-2);
+}
+
+// Splits a safetensors file into its JSON header and data section.
+struct StFile {
+  nlohmann::ordered_json header;
+  std::string data;
+};
+
+StFile split_safetensors(const std::string& bytes) {
+  uint64_t hlen = 0;
+  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | static_cast<unsigned char>(bytes[i]);
+  StFile f;
+  f.header = nlohmann::ordered_json::parse(bytes.substr(8, hlen));
+  f.data = bytes.substr(8 + hlen);
+  return f;
+}
+
+std::string le64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return s;
+}
+
+std::string join_safetensors(const std::string& header_text, const std::string& data) {
+  return le64(header_text.size()) + header_text + data;
+}
+
+TEST_F(Cli, MalformedSafetensorsAreInputErrors) {
+  const std::string good = path("good.safetensors");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 1 --out " + good).status, 0);
+  const std::string bytes = slurp(good);
+  const StFile st = split_safetensors(bytes);
+  ASSERT_TRUE(st.header.contains("layer_norm.weight"));
+
+  struct Case {
+    std::string name, contents;
+    std::vector<std::string> needles;
+    bool readable_without_model;  // `weights inspect FILE` alone succeeds
+  };
+  std::vector<Case> cases;
+  cases.push_back({"truncated_data", bytes.substr(0, bytes.size() - 100), {"truncated"}, false});
+  cases.push_back({"short_file", bytes.substr(0, 5), {"truncated"}, false});
+  {
+    std::string b = bytes;
+    b.replace(0, 8, le64(bytes.size()));
+    cases.push_back({"header_past_end", b, {"header length", "past the end"}, false});
+  }
+  {
+    const uint64_t hlen = bytes.size() - 8 - st.data.size();
+    std::string bad = "{\"embed_tokens.weight\": {\"dtype\": \"F32\", \"shape\": [";
+    bad.resize(hlen, ' ');
+    cases.push_back({"bad_json", le64(hlen) + bad + st.data, {"not valid JSON"}, false});
+  }
+  {
+    auto h = st.header;
+    h["layer_norm.weight"]["dtype"] = "I8";
+    cases.push_back({"dtype_i8", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "unsupported dtype I8"}, false});
+  }
+  {
+    auto h = st.header;
+    h["layer_norm.weight"]["shape"] = {8, 8};  // same byte count, wrong shape
+    cases.push_back({"wrong_shape", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "[8, 8]", "[64]"}, true});
+  }
+  {
+    // A well-formed file without one tensor: drop the tensor whose data comes
+    // last and cut its bytes, so that offsets stay valid (no hole).
+    auto h = st.header;
+    std::string last;
+    uint64_t last_begin = 0;
+    for (const auto& [name, e] : h.items()) {
+      if (name == "__metadata__") continue;
+      const uint64_t b = e["data_offsets"][0].get<uint64_t>();
+      if (last.empty() || b > last_begin) {
+        last = name;
+        last_begin = b;
+      }
+    }
+    ASSERT_FALSE(last.empty());
+    h.erase(last);
+    cases.push_back({"missing", join_safetensors(h.dump(), st.data.substr(0, last_begin)), {"missing tensor", last}, true});
+  }
+  {
+    // A well-formed file with one tensor too many, its bytes appended.
+    auto h = st.header;
+    const uint64_t end = st.data.size();
+    h["bogus.extra.weight"] = {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {end, end + 8}}};
+    cases.push_back({"extra", join_safetensors(h.dump(), st.data + std::string(8, '\0')), {"bogus.extra.weight", "extra tensor"}, true});
+  }
+  {
+    auto h = st.header;
+    h["layer_norm.weight"]["shape"] = {65};  // byte count no longer matches the offsets
+    cases.push_back({"size_mismatch", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "bytes"}, false});
+  }
+
+  // The untouched file loads: every failure below comes from the edit.
+  ASSERT_EQ(yoco("forward --model yoco-tiny --weights " + good + " --tokens 1,2,3 --out " + path("ok.npy")).status, 0);
+  for (const auto& c : cases) {
+    const std::string f = path(c.name + ".safetensors");
+    spit(f, c.contents);
+    std::vector<std::string> needles = c.needles;
+    needles.push_back(f);  // the message names the file
+    expect_input_error(yoco("forward --model yoco-tiny --weights " + f + " --tokens 1,2,3 --out " + path("x.npy")),
+                       needles, c.name + " (forward)");
+    expect_input_error(yoco("weights inspect " + f + " --model yoco-tiny"), needles, c.name + " (inspect --model)");
+    const CliRun plain = yoco("weights inspect " + f);
+    if (c.readable_without_model) {
+      EXPECT_EQ(plain.status, 0) << c.name << "\n" << plain.all();
+    } else {
+      expect_input_error(plain, needles, c.name + " (inspect)");
+    }
+  }
+}
+
+TEST_F(Cli, CorruptedSafetensorsNeverCrash) {
+  const std::string good = path("good.safetensors");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 2 --dtype f16 --out " + good).status, 0);
+  const std::string bytes = slurp(good);
+  const uint64_t hlen = bytes.size() - 8 - split_safetensors(bytes).data.size();
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return state >> 33;
+  };
+  int errors = 0;
+  for (int i = 0; i < 30; ++i) {
+    std::string b = bytes;
+    const int kind = i % 3;
+    if (kind == 0) {  // flip a few header bytes
+      for (int k = 0; k < 3; ++k) b[8 + next() % hlen] = static_cast<char>(next() & 0xff);
+    } else if (kind == 1) {  // cut anywhere
+      b.resize(next() % b.size());
+    } else {  // a random header length
+      b.replace(0, 8, le64(next() % (2 * b.size())));
+    }
+    const std::string f = path("fuzz" + std::to_string(i) + ".safetensors");
+    spit(f, b);
+    const CliRun r = yoco("weights inspect " + f + " --model yoco-tiny");
+    EXPECT_TRUE(r.status == 0 || r.status == 2) << "case " << i << " status " << r.status << "\n" << r.all();
+    if (r.status == 2) {
+      ++errors;
+      EXPECT_EQ(r.err.rfind("yoco: error: ", 0), 0u) << r.err;
+    }
+  }
+  EXPECT_GE(errors, 20);  // cuts and bogus lengths are always errors
+}
+
+// ----------------------------------------------------------------- configs --
+
+const char* kTinyYocoJson = R"({"dim": 64, "n_layers": 4, "hidden_dim": 192, "n_self_heads": 4,
+  "n_attn_heads": 4, "n_attn_kv_heads": 2, "vocab_size": 512, "rope_theta": 10000.0, "norm_eps": 1e-5,
+  "sliding_window": null, "max_seq_len": 4096})";
+
+TEST_F(Cli, ConfigFiles) {
+  const std::string out = " --tokens 1,2,3 --dtype f64 --all-positions --out " + path("cfg.npy");
+  auto write = [&](const std::string& name, const std::string& text) {
+    const std::string f = path(name);
+    spit(f, text);
+    return f;
+  };
+  // A valid file equal to the preset gives the preset's logits: the failures below come from the edits.
+  const std::string ok = write("ok.json", kTinyYocoJson);
+  ASSERT_EQ(yoco("forward --model " + ok + out).status, 0);
+  EXPECT_EQ(read_npy(path("cfg.npy")).data, reference_logits("yoco-tiny", {1, 2, 3}));
+  const std::string tr = write("tr.json", R"({"model_type": "transformer", "dim": 64, "n_layers": 4, "head_dim": 16,
+    "hidden_dim": 192, "n_heads": 4, "n_kv_heads": 2, "vocab_size": 512, "rope_theta": 10000.0, "norm_eps": 1e-5})");
+  ASSERT_EQ(yoco("forward --model " + tr + out).status, 0);
+  EXPECT_EQ(read_npy(path("cfg.npy")).data, reference_logits("transformer-tiny", {1, 2, 3}));
+
+  std::string s = kTinyYocoJson;
+  const std::string kv = write("kv.json", std::regex_replace(s, std::regex("\"n_attn_kv_heads\": 2"), "\"n_attn_kv_heads\": 3"));
+  expect_input_error(yoco("forward --model " + kv + out), {kv, "n_attn_kv_heads"}, "kv heads");
+  const std::string unk = write("unk.json", std::regex_replace(s, std::regex("\"dim\""), "\"dimm\""));
+  expect_input_error(yoco("forward --model " + unk + out), {unk, "dimm"}, "unknown field");
+  const std::string bad = write("bad.json", "{\"dim\": 64, ");
+  expect_input_error(yoco("forward --model " + bad + out), {bad, "JSON"}, "bad json");
+  const std::string odd = write("odd.json", std::regex_replace(s, std::regex("\"n_layers\": 4"), "\"n_layers\": 3"));
+  expect_input_error(yoco("forward --model " + odd + out), {"n_layers"}, "odd layers");
+  expect_input_error(yoco("forward --model " + path("absent.json") + out), {"absent.json"}, "missing file");
+  expect_input_error(yoco("forward --model yoco-nonesuch" + out), {"unknown model preset", "yoco-nonesuch"}, "preset");
+  expect_input_error(yoco("generate --model " + kv + " --prompt-len 4 --gen 1"), {"n_attn_kv_heads"}, "generate");
+  expect_input_error(yoco("weights init --seed 0 --model " + unk + " --out " + path("w.safetensors")), {"dimm"}, "init");
+}
+
+// ----------------------------------------------------- options and tokens --
+
+TEST_F(Cli, HelpAndUnknownCommands) {
+  for (const std::string c : {"--help", "-h", "forward --help", "generate --help", "weights --help",
+                              "weights init --help", "weights inspect -h", "demo --help", "help generate",
+                              "forward --model nonsense --help"}) {
+    const CliRun r = yoco(c);
+    EXPECT_EQ(r.status, 0) << c << "\n" << r.all();
+    EXPECT_EQ(r.out.rfind("usage: yoco", 0), 0u) << c << "\n" << r.out;
+  }
+  EXPECT_NE(yoco("forward --help").out.find("--all-positions"), std::string::npos);
+  EXPECT_NE(yoco("generate --help").out.find("--prefill-chunk"), std::string::npos);
+  expect_input_error(yoco("frobnicate"), {"frobnicate"}, "unknown command");
+  expect_input_error(yoco(""), {"no command"}, "no command");
+  expect_input_error(yoco("weights frob"), {"frob"}, "unknown weights action");
+}
+
+TEST_F(Cli, BadOptionsAreInputErrors) {
+  const std::string o = " --out " + path("o.npy");
+  const std::string fwd = "forward --model yoco-tiny --tokens 1,2,3";
+  const std::string gen = "generate --model yoco-tiny --prompt-len 8";
+  expect_input_error(yoco("forward --model yoco-tiny --tokens 1,512" + o), {"512", "vocabulary"}, "token >= vocab");
+  expect_input_error(yoco("generate --model transformer-tiny --tokens 7,600 --gen 2"), {"600", "vocabulary"},
+                     "generate token >= vocab");
+  expect_input_error(yoco("forward --model yoco-tiny --tokens 1,-2" + o), {"item 2", "-2"}, "negative token");
+  expect_input_error(yoco("forward --model yoco-tiny --tokens 1,,2" + o), {"empty item"}, "empty item");
+  expect_input_error(yoco("forward --model yoco-tiny --tokens ''" + o), {"no token"}, "no tokens");
+  const std::string tf = path("bad_tokens.txt");
+  spit(tf, "1, 2\n3 4q 5\n");
+  expect_input_error(yoco("forward --model yoco-tiny --tokens-file " + tf + o), {tf, "item 4", "4q"}, "token file");
+  expect_input_error(yoco("forward --model yoco-tiny --tokens-file " + path("none.txt") + o), {"none.txt"}, "no file");
+  expect_input_error(yoco(fwd), {"--out"}, "missing --out");
+  expect_input_error(yoco("forward --tokens 1" + o), {"--model"}, "missing --model");
+  expect_input_error(yoco("forward --model yoco-tiny" + o), {"--tokens"}, "missing tokens");
+  expect_input_error(yoco(fwd + " --bogus 3" + o), {"--bogus"}, "unknown option");
+  expect_input_error(yoco(fwd + " --chunk 0" + o), {"--chunk"}, "chunk 0");
+  expect_input_error(yoco(fwd + " --chunk x" + o), {"--chunk"}, "chunk x");
+  expect_input_error(yoco(fwd + " --dtype xyz" + o), {"--dtype", "xyz"}, "dtype");
+  expect_input_error(yoco(fwd + " --paradigm sideways" + o), {"--paradigm", "sideways"}, "paradigm");
+  expect_input_error(yoco(fwd + " --seed -3" + o), {"--seed"}, "negative seed");
+  expect_input_error(yoco(fwd + " --seed 1 --weights " + path("w.safetensors") + o), {"--weights", "--seed"}, "both");
+  expect_input_error(yoco("forward --model transformer-tiny --tokens 1,2 --paradigm chunkwise" + o),
+                     {"--paradigm applies to YOCO gRet models only"}, "transformer paradigm");
+  expect_input_error(yoco("forward --model transformer-tiny --tokens 1,2 --chunk 4" + o), {"--chunk", "gRet"},
+                     "transformer chunk");
+  expect_input_error(yoco(gen + " --gen abc"), {"--gen", "abc"}, "gen abc");
+  expect_input_error(yoco(gen + " --gen -1"), {"--gen", "-1"}, "gen -1");
+  expect_input_error(yoco(gen), {"--gen"}, "missing --gen");
+  expect_input_error(yoco(gen + " --gen 2 --prefill-chunk 0"), {"--prefill-chunk"}, "prefill chunk 0");
+  expect_input_error(yoco(gen + " --gen 2 --batch 0"), {"--batch"}, "batch 0");
+  expect_input_error(yoco(gen + " --gen 2 --tokens 1,2"), {"--prompt-len", "--tokens"}, "two prompts");
+  expect_input_error(yoco("generate --model yoco-tiny --prompt-len 0 --gen 2"), {"--prompt-len"}, "empty prompt");
+  expect_input_error(yoco(gen + " --gen 99999999999999999999"), {"--gen"}, "huge gen");
+  expect_input_error(yoco("generate --model yoco-tiny --prompt-len 1000000000000 --gen 1"), {"memory"}, "too long");
+  expect_input_error(yoco("demo --gen x"), {"--gen"}, "demo gen");
+  expect_input_error(yoco("demo --dtype bf16"), {"--dtype"}, "demo dtype");
+  expect_input_error(yoco("weights init --model yoco-tiny --seed 1 --dtype i8 --out " + path("w.safetensors")),
+                     {"--dtype", "i8"}, "init dtype");
+  expect_input_error(yoco("weights init --model yoco-tiny --out " + path("w.safetensors")), {"--seed"}, "init seed");
+  expect_input_error(yoco("weights inspect"), {"inspect"}, "inspect without file");
+  expect_input_error(yoco("weights inspect " + path("absent.safetensors")), {"absent.safetensors"}, "inspect absent");
+}
+
+// ---------------------------------------------------------------- generate --
+
+TEST_F(Cli, GenerateCheckPassesOnTheTinyModels) {
+  for (const std::string model : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"}) {
+    const CliRun r = yoco("generate --model " + model + " --dtype f64 --prompt-len 40 --prefill-chunk 16 --gen 8 --check");
+    ASSERT_EQ(r.status, 0) << model << "\n" << r.all();
+    EXPECT_NE(r.out.find("PASS"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    const double ratio = number_after(r.out, "max RMS ratio ");
+    EXPECT_LE(ratio, 1e-9) << r.out;
+    const auto seqs = parse_generated(r.out);
+    ASSERT_EQ(seqs.size(), 1u) << r.out;
+    EXPECT_EQ(seqs[0].size(), 8u);
+    for (auto t : seqs[0]) EXPECT_TRUE(t >= 0 && t < 512);
+    EXPECT_FALSE(std::isnan(number_after(r.out, "prefill: "))) << r.out;
+    EXPECT_NE(r.out.find("ms/step"), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(Cli, GenerateIsGreedyOverTheForwardAndReportsTheCaches) {
+  const auto prompt = test_tokens(21, 512, 29, 11);
+  for (const std::string model : {"yoco-tiny", "transformer-tiny"}) {
+    const CliRun r = yoco("generate --model " + model + " --dtype f64 --prefill-chunk 5 --gen 6 --tokens " + join(prompt, ","));
+    ASSERT_EQ(r.status, 0) << r.all();
+    const auto seqs = parse_generated(r.out);
+    ASSERT_EQ(seqs.size(), 1u);
+    ASSERT_EQ(seqs[0].size(), 6u);
+    // Each generated token is the argmax (lowest id on ties) of the full
+    // forward's logits at the position before it.
+    std::vector<int64_t> full = prompt;
+    full.insert(full.end(), seqs[0].begin(), seqs[0].end());
+    const auto logits = reference_logits(model, full);
+    for (size_t j = 0; j < 6; ++j) {
+      const double* row = logits.data() + (prompt.size() - 1 + j) * 512;
+      const int64_t best = std::max_element(row, row + 512) - row;  // first maximum
+      EXPECT_EQ(seqs[0][j], best) << model << " token " << j;
+    }
+    // The caches hold prompt + generated tokens exactly: 2 (K, V) x 27 x Hkv*Da (32) x 8 bytes,
+    // once for YOCO, once per layer (4) for the Transformer.
+    const int64_t kv = 2 * 27 * 32 * 8 * (model == "yoco-tiny" ? 1 : 4);
+    EXPECT_NE(r.out.find("kv_cache    " + std::to_string(kv) + " B"), std::string::npos) << r.out;
+    // gRet state: 2 self layers x 4 heads x 16 x 16 doubles.
+    if (model == "yoco-tiny") {
+      EXPECT_NE(r.out.find("state       16384 B"), std::string::npos) << r.out;
+    }
+    EXPECT_NE(r.out.find("weights     " + std::to_string(yoco::param_count(yoco::preset_config(model)) * 8) + " B"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
+TEST_F(Cli, GenerateBatches) {
+  CliRun r = yoco("generate --model yoco-swa-tiny --dtype f32 --prompt-len 70 --prefill-chunk 32 --batch 3 --gen 5 --check");
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("PASS"), std::string::npos);
+  EXPECT_NE(r.out.find("x 3 sequences"), std::string::npos) << r.out;
+  auto seqs = parse_generated(r.out);
+  ASSERT_EQ(seqs.size(), 3u);
+  EXPECT_NE(seqs[0], seqs[1]);  // different synthetic prompts
+  // --tokens prompts are replicated: every sequence generates the same ids.
+  r = yoco("generate --model yoco-tiny --tokens 4,8,15,16,23,42 --batch 2 --gen 4 --check");
+  ASSERT_EQ(r.status, 0) << r.all();
+  seqs = parse_generated(r.out);
+  ASSERT_EQ(seqs.size(), 2u);
+  EXPECT_EQ(seqs[0], seqs[1]);
+  // --gen 0: prefill only, one position checked.
+  r = yoco("generate --model transformer-tiny --prompt-len 9 --gen 0 --check --dtype f64");
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("at 1 position x 1 sequence"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, GenerateSyntheticPromptsAndTies) {
+  // --prompt-len: token i of sequence b is splitmix64(seed * 1000003 + b * 7919 + i) % vocab.
+  std::vector<int64_t> p1;
+  for (uint64_t i = 0; i < 10; ++i) p1.push_back(static_cast<int64_t>(yoco::splitmix64(3 * 1000003 + 1 * 7919 + i) % 512));
+  const CliRun syn = yoco("generate --model yoco-tiny --seed 3 --prompt-len 10 --batch 2 --gen 5");
+  const CliRun given = yoco("generate --model yoco-tiny --seed 3 --gen 5 --tokens " + join(p1, ","));
+  ASSERT_EQ(syn.status, 0) << syn.all();
+  ASSERT_EQ(given.status, 0) << given.all();
+  const auto a = parse_generated(syn.out), b = parse_generated(given.out);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(a[1], b[0]);
+
+  // Ties go to the lowest id: with a zero LM head every logit is 0, so greedy picks token 0.
+  const std::string w = path("w.safetensors"), z = path("zero_head.safetensors");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 0 --out " + w).status, 0);
+  const std::string bytes = slurp(w);
+  StFile st = split_safetensors(bytes);
+  const auto off = st.header["output_projection.weight"]["data_offsets"];
+  const uint64_t b0 = off[0].get<uint64_t>(), b1 = off[1].get<uint64_t>();
+  std::fill(st.data.begin() + static_cast<std::ptrdiff_t>(b0), st.data.begin() + static_cast<std::ptrdiff_t>(b1), '\0');
+  spit(z, join_safetensors(st.header.dump(), st.data));
+  const CliRun r = yoco("generate --model yoco-tiny --weights " + z + " --prompt-len 7 --gen 4 --check --dtype f64");
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_EQ(parse_generated(r.out), (std::vector<std::vector<int64_t>>{{0, 0, 0, 0}})) << r.out;
+
+  // Activations are the peak over prefill and decode: never below the prefill's alone.
+  const std::string g = "generate --model transformer-tiny --prompt-len 40 --prefill-chunk 16 --dtype f64 --gen ";
+  const CliRun g0 = yoco(g + "0"), g3 = yoco(g + "3");
+  ASSERT_EQ(g0.status, 0) << g0.all();
+  ASSERT_EQ(g3.status, 0) << g3.all();
+  const double act0 = number_after(g0.out, "\n  activations "), act3 = number_after(g3.out, "\n  activations ");
+  EXPECT_GT(act0, 0.0) << g0.out;
+  EXPECT_GE(act3, act0) << g3.out;
+}
+
+// -------------------------------------------------------------------- demo --
+
+TEST_F(Cli, DemoPasses) {
+  const CliRun r = yoco("demo --prompt-len 40 --gen 4");
+  ASSERT_EQ(r.status, 0) << r.all();
+  for (const std::string m : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"})
+    EXPECT_NE(r.out.find(m), std::string::npos) << m;
+  size_t passes = 0;
+  for (size_t p = 0; (p = r.out.find("PASS", p)) != std::string::npos; ++p) ++passes;
+  EXPECT_GE(passes, 3u) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos);
+}
+
+}  // namespace
