@@ -5,6 +5,7 @@
 #include <string>
 
 #include "errors.hpp"
+#include "inference_checks.hpp"
 #include "ops.hpp"
 
 namespace yoco {
@@ -89,10 +90,8 @@ Mat<T> TransformerModel<T>::forward(const TokenBatch& tokens) const {
 template <class T>
 Mat<T> TransformerModel<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens, TransformerCache<T>& cache,
                                     int64_t prefill_chunk) const {
-  if (prefill_chunk < 1) throw InputError("prefill chunk must be >= 1, got " + std::to_string(prefill_chunk));
-  if (max_new_tokens < 0) throw InputError("number of tokens to generate must be >= 0");
+  check_prefill_args(prompt, max_new_tokens, prefill_chunk);
   const int64_t B = prompt.batch, N = prompt.length;
-  if (N < 1) throw InputError("prefill needs at least one prompt token");
   validate_tokens(cfg_, prompt.ids);
   MeterScope scope(&meter_);
   meter_.reset_peak();
@@ -117,18 +116,9 @@ Mat<T> TransformerModel<T>::prefill(const TokenBatch& prompt, int64_t max_new_to
 template <class T>
 Mat<T> TransformerModel<T>::decode_step(const std::vector<int64_t>& tokens, TransformerCache<T>& cache) const {
   const int64_t B = cache.batch;
-  if (static_cast<int64_t>(tokens.size()) != B)
-    throw InputError("decode step needs one token per sequence: got " + std::to_string(tokens.size()) + " for batch " +
-                     std::to_string(B));
-  if (cache.position >= cache.capacity)
-    throw InputError("cache is full: it holds " + std::to_string(cache.capacity) +
-                     " tokens (prompt + max_new_tokens given at prefill)");
+  const TokenBatch tb = check_decode_args(tokens, B, cache.position, cache.capacity);
   MeterScope scope(&meter_);
   meter_.reset_peak();
-  TokenBatch tb;
-  tb.batch = B;
-  tb.length = 1;
-  tb.ids = tokens;
   Mat<T> x = embed(tb);
   for (int64_t l = 0; l < cfg_.n_layers; ++l) x = layer(l, x, B, 1, cache.position, &cache);
   ++cache.position;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "errors.hpp"
+#include "inference_checks.hpp"
 #include "ops.hpp"
 
 namespace yoco {
@@ -210,10 +211,8 @@ Mat<T> YocoModel<T>::forward(const TokenBatch& tokens, GretParadigm paradigm) co
 template <class T>
 Mat<T> YocoModel<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens, YocoCache<T>& cache,
                              int64_t prefill_chunk) const {
-  if (prefill_chunk < 1) throw InputError("prefill chunk must be >= 1, got " + std::to_string(prefill_chunk));
-  if (max_new_tokens < 0) throw InputError("number of tokens to generate must be >= 0");
+  check_prefill_args(prompt, max_new_tokens, prefill_chunk);
   const int64_t B = prompt.batch, N = prompt.length;
-  if (N < 1) throw InputError("prefill needs at least one prompt token");
   validate_tokens(cfg_, prompt.ids);
   MeterScope scope(&meter_);
   meter_.reset_peak();
@@ -259,19 +258,10 @@ Mat<T> YocoModel<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens, Y
 template <class T>
 Mat<T> YocoModel<T>::decode_step(const std::vector<int64_t>& tokens, YocoCache<T>& cache) const {
   const int64_t B = cache.batch;
-  if (static_cast<int64_t>(tokens.size()) != B)
-    throw InputError("decode step needs one token per sequence: got " + std::to_string(tokens.size()) + " for batch " +
-                     std::to_string(B));
-  if (cache.position >= cache.capacity)
-    throw InputError("cache is full: it holds " + std::to_string(cache.capacity) +
-                     " tokens (prompt + max_new_tokens given at prefill)");
+  const TokenBatch tb = check_decode_args(tokens, B, cache.position, cache.capacity);
   MeterScope scope(&meter_);
   meter_.reset_peak();
   const int64_t pos = cache.position;
-  TokenBatch tb;
-  tb.batch = B;
-  tb.length = 1;
-  tb.ids = tokens;
   Mat<T> x = embed(tb);
   for (int64_t l = 0; l < cfg_.n_self_layers(); ++l) x = self_layer(l, x, B, 1, pos, GretParadigm::recurrent, &cache);
   Mat<T> k, v;

@@ -1,0 +1,35 @@
+#pragma once
+// Argument checks shared by every model's prefill and decode step, so that the
+// CPU models (and later the CUDA runners) reject bad calls with one wording.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "errors.hpp"
+#include "token_batch.hpp"
+
+namespace yoco {
+
+inline void check_prefill_args(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) {
+  if (prefill_chunk < 1) throw InputError("prefill chunk must be >= 1, got " + std::to_string(prefill_chunk));
+  if (max_new_tokens < 0) throw InputError("number of tokens to generate must be >= 0");
+  if (prompt.length < 1) throw InputError("prefill needs at least one prompt token");
+}
+
+// Returns the step's tokens as a [batch, 1] TokenBatch.
+inline TokenBatch check_decode_args(const std::vector<int64_t>& tokens, int64_t batch, int64_t position,
+                                    int64_t capacity) {
+  if (static_cast<int64_t>(tokens.size()) != batch)
+    throw InputError("decode step needs one token per sequence: got " + std::to_string(tokens.size()) + " for batch " +
+                     std::to_string(batch));
+  if (position >= capacity)
+    throw InputError("cache is full: it holds " + std::to_string(capacity) +
+                     " tokens (prompt + max_new_tokens given at prefill)");
+  TokenBatch tb;
+  tb.batch = batch;
+  tb.length = 1;
+  tb.ids = tokens;
+  return tb;
+}
+
+}  // namespace yoco
