@@ -8,4 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 preset=$(scripts/build.sh "${1:-auto}" | tail -1)
 echo "[test] preset $preset"
+if [ "$preset" = cuda ]; then
+  # Say up front whether the GPU tests will run, and if not, why.
+  reason=$(build/cuda/bin/test_cuda_counter_init --gtest_filter='*BitIdentical*' 2>&1 | grep -o 'no CUDA device:.*' | head -1 || true)
+  echo "[test] GPU tests: ${reason:-a CUDA device is present, GPU tests run}"
+fi
 ctest --preset "$preset" -j "${YOCO_JOBS:-$(nproc)}" --timeout 900

@@ -82,7 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Lengths, GretParadigms,
                                             ::testing::Values(0.1, 1.0, 16.0), ::testing::Bool()));
 // 4096 tokens: the parallel form is O(n^2), so fewer combinations.
 INSTANTIATE_TEST_SUITE_P(Long, GretParadigms,
-                         ::testing::Combine(::testing::Values<int64_t>(4096), ::testing::Values<int64_t>(64, 256),
+                         ::testing::Combine(::testing::Values<int64_t>(4096), ::testing::Values<int64_t>(1, 7, 64, 256),
                                             ::testing::Values(0.1, 1.0, 16.0), ::testing::Bool()));
 
 // A decay of exactly 1 everywhere is plain linear attention: check against a

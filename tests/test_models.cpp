@@ -101,6 +101,26 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"transformer-tiny", 120, 100, 32768}, Case{"transformer-tiny", 120, 100, 33},
                       Case{"transformer-tiny", 80, 1, 7}));
 
+// GQA group sizes 1, 3 and 8 through the whole cached path of both models.
+TEST(Gqa, GroupSizesOneThreeEight) {
+  for (const auto& [heads, kv] : std::vector<std::pair<int, int>>{{4, 4}, {6, 2}, {8, 1}}) {
+    const std::string shape = R"("dim": 48, "n_layers": 2, "hidden_dim": 96, "vocab_size": 300)";
+    const auto y = config_from_json_text("{" + shape + R"(, "n_self_heads": 4, "n_attn_heads": )" + std::to_string(heads) +
+                                             R"(, "n_attn_kv_heads": )" + std::to_string(kv) + "}",
+                                         "gqa-yoco");
+    const auto t = config_from_json_text(R"({"model_type": "transformer", )" + shape + R"(, "n_heads": )" +
+                                             std::to_string(heads) + R"(, "n_kv_heads": )" + std::to_string(kv) + "}",
+                                         "gqa-transformer");
+    const std::vector<std::vector<int64_t>> seqs = {random_tokens(60, 300, 8)};
+    YocoModel<double> ym(y, Weights<double>::init(y, 2));
+    TransformerModel<double> tm(t, Weights<double>::init(t, 2));
+    const auto yc = cached_logits<YocoModel<double>, YocoCache<double>>(ym, seqs, 40, 16);
+    const auto tc = cached_logits<TransformerModel<double>, TransformerCache<double>>(tm, seqs, 40, 16);
+    EXPECT_LE(rms_ratio(yc, forward_rows(ym.forward(TokenBatch::from_sequences(seqs)), 1, 60, 40)), 1e-9) << heads << "/" << kv;
+    EXPECT_LE(rms_ratio(tc, forward_rows(tm.forward(TokenBatch::from_sequences(seqs)), 1, 60, 40)), 1e-9) << heads << "/" << kv;
+  }
+}
+
 TEST(Yoco, ParadigmsGiveTheSameLogits) {
   const auto cfg = preset_config("yoco-tiny");
   YocoModel<double> m(cfg, Weights<double>::init(cfg, 3));
