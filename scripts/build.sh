@@ -8,6 +8,7 @@ if [ "$preset" = auto ]; then
   if [ -x /usr/local/cuda/bin/nvcc ] || command -v nvcc >/dev/null; then preset=cuda; else preset=cpu; fi
 fi
 jobs="${YOCO_JOBS:-$(nproc)}"
-cmake --preset "$preset" >/dev/null
-cmake --build "build/$preset" -j "$jobs"
+# Progress and errors go to stderr; stdout carries only the preset's name.
+cmake --preset "$preset" >&2
+cmake --build "build/$preset" -j "$jobs" >&2
 echo "$preset"
