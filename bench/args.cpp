@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iostream>
 #include <sstream>
 
 #include "errors.hpp"
@@ -152,4 +153,12 @@ std::string help_text(const CommandSpec& spec) {
   return s.str();
 }
 
+}  // namespace yoco::cli
+
+namespace yoco::cli {
+bool print_help_if_asked(const CommandSpec& spec, const std::vector<std::string>& args) {
+  if (!wants_help(args)) return false;
+  std::cout << help_text(spec);
+  return true;
+}
 }  // namespace yoco::cli

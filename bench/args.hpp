@@ -53,6 +53,8 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& a
 // True when any argument is --help or -h (help wins over every other mistake).
 bool wants_help(const std::vector<std::string>& args);
 std::string help_text(const CommandSpec& spec);
+// Prints the command's help to stdout when asked for; true if it did.
+bool print_help_if_asked(const CommandSpec& spec, const std::vector<std::string>& args);
 
 // Strict number parsing of a whole string: InputError "<option>: ..." otherwise.
 int64_t parse_int(const std::string& option, const std::string& text, int64_t min, int64_t max);

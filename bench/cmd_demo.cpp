@@ -38,10 +38,7 @@ CommandSpec demo_spec() {
 
 int cmd_demo(const Args& args) {
   const CommandSpec spec = demo_spec();
-  if (wants_help(args)) {
-    std::cout << help_text(spec);
-    return 0;
-  }
+  if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   const Precision precision = parse_precision("--dtype", a.get_or("--dtype", "f64"));
   const int64_t n = a.get_int("--prompt-len", 200, 1, 1 << 20);

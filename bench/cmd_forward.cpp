@@ -36,10 +36,7 @@ CommandSpec forward_spec() {
 
 int cmd_forward(const Args& args) {
   const CommandSpec spec = forward_spec();
-  if (wants_help(args)) {
-    std::cout << help_text(spec);
-    return 0;
-  }
+  if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   a.exclusive({"--tokens", "--tokens-file"}, true);
   const std::string out = a.require("--out");

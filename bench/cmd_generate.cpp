@@ -48,10 +48,7 @@ CommandSpec generate_spec() {
 
 int cmd_generate(const Args& args) {
   const CommandSpec spec = generate_spec();
-  if (wants_help(args)) {
-    std::cout << help_text(spec);
-    return 0;
-  }
+  if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   a.exclusive({"--prompt-len", "--tokens", "--tokens-file"}, true);
   const int64_t gen = a.require_int("--gen", 0, kMaxCount);

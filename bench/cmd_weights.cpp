@@ -74,10 +74,7 @@ std::string shape_text(const std::vector<int64_t>& s) {
 
 int weights_init(const Args& args) {
   const CommandSpec spec = init_spec();
-  if (wants_help(args)) {
-    std::cout << help_text(spec);
-    return 0;
-  }
+  if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   const uint64_t seed = parse_u64("--seed", a.require("--seed"));
   const std::string out = a.require("--out");
@@ -98,10 +95,7 @@ int weights_init(const Args& args) {
 
 int weights_inspect(const Args& args) {
   const CommandSpec spec = inspect_spec();
-  if (wants_help(args)) {
-    std::cout << help_text(spec);
-    return 0;
-  }
+  if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   const std::string path = a.positional()[0];
   // Resolve the model first so that a bad --model is reported before the file is read.
