@@ -66,11 +66,6 @@ DType parse_storage_dtype(const std::string& t) {
   throw InputError("--dtype: must be f32, bf16, f16 or f64, got '" + t + "'");
 }
 
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
 int weights_init(const Args& args) {
   const CommandSpec spec = init_spec();
@@ -119,7 +114,7 @@ int weights_inspect(const Args& args) {
   for (const auto& [name, e] : order) {
     const uint64_t b = e->end - e->begin;
     total += b;
-    t.add_row({name, dtype_safetensors_name(e->dtype), shape_text(e->shape), std::to_string(b)});
+    t.add_row({name, dtype_safetensors_name(e->dtype), shape_string(e->shape), std::to_string(b)});
   }
   std::cout << "tensors:\n" << t.str();
   std::cout << "total: " << order.size() << " tensors, " << bytes_with_human(static_cast<int64_t>(total))

@@ -80,6 +80,12 @@ std::vector<ParamSpec> param_layout(const ModelConfig& c) {
   return v;
 }
 
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i) r += (i ? ", " : "") + std::to_string(shape[i]);
+  return r + "]";
+}
+
 int64_t param_count(const ModelConfig& c) {
   int64_t n = 0;
   for (const auto& p : param_layout(c)) n += p.numel();

@@ -23,6 +23,8 @@ struct ParamSpec {
 };
 
 std::vector<ParamSpec> param_layout(const ModelConfig& cfg);
+// "[out, in]": how shapes are written in messages and listings.
+std::string shape_string(const std::vector<int64_t>& shape);
 int64_t param_count(const ModelConfig& cfg);
 
 }  // namespace yoco

@@ -7,14 +7,6 @@
 
 namespace yoco {
 
-namespace {
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-}  // namespace
-
 template <class T>
 void fill_counter_init(const ParamSpec& p, uint64_t seed, T* dst) {
   const uint64_t key = tensor_stream_key(seed, p.name);
@@ -50,10 +42,10 @@ Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
   for (const auto& p : specs) {
     const auto it = file.entries().find(p.name);
     if (it == file.entries().end())
-      throw InputError(path + ": missing tensor '" + p.name + "' (shape " + shape_str(p.shape) + ") for model " + cfg.name);
+      throw InputError(path + ": missing tensor '" + p.name + "' (shape " + shape_string(p.shape) + ") for model " + cfg.name);
     if (it->second.shape != p.shape)
-      throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_str(it->second.shape) + ", model " +
-                       cfg.name + " needs " + shape_str(p.shape));
+      throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_string(it->second.shape) + ", model " +
+                       cfg.name + " needs " + shape_string(p.shape));
     const auto [r, c] = matrix_shape(p);
     Mat<T> m(r, c);
     file.read<T>(p.name, m.data());
