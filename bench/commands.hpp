@@ -13,5 +13,8 @@ int cmd_forward(const Args& args);
 int cmd_generate(const Args& args);
 int cmd_weights(const Args& args);
 int cmd_demo(const Args& args);
+int cmd_model(const Args& args);
+int cmd_bench(const Args& args);
+int cmd_compare(const Args& args);
 
 }  // namespace yoco::cli

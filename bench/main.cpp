@@ -24,6 +24,10 @@ const Command kCommands[] = {
     {"generate", yoco::cli::cmd_generate,
      "prefill + greedy decoding: generated ids, timings, memory; --check against the full forward"},
     {"weights", yoco::cli::cmd_weights, "init | inspect safetensors weight files"},
+    {"bench", yoco::cli::cmd_bench,
+     "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)"},
+    {"model", yoco::cli::cmd_model, "analytic cost model: memory, FLOPs, bytes, roofline times, KV bytes per token"},
+    {"compare", yoco::cli::cmd_compare, "compare two result CSVs (CI regression gate: exit 1 if a metric got worse)"},
     {"demo", yoco::cli::cmd_demo, "prefill, generate and check the tiny models (the suite's smoke test)"},
 };
 
@@ -31,7 +35,7 @@ std::string top_usage() {
   std::string s =
       "usage: yoco <command> [options]\n"
       "\n"
-      "YOCO efficiency suite: the CPU reference of YOCO and of the GQA Transformer baseline.\n"
+      "YOCO efficiency suite: YOCO and the GQA Transformer baseline, their cost model and measurement harness.\n"
       "\n"
       "commands:\n";
   for (const auto& c : kCommands) {
@@ -64,7 +68,7 @@ int dispatch(int argc, char** argv) {
   const yoco::cli::Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands)
     if (cmd == c.name) return c.run(args);
-  throw yoco::InputError("unknown command '" + cmd + "' (commands: forward, generate, weights, demo; see yoco --help)");
+  throw yoco::InputError("unknown command '" + cmd + "' (commands: bench, model, compare, forward, generate, weights, demo; see yoco --help)");
 }
 
 }  // namespace

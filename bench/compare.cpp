@@ -1,0 +1,1 @@
+// placeholder: filled in by issue 3 work
