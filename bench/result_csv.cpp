@@ -1,0 +1,1 @@
+// placeholder: the result-CSV reader (yoco compare)
