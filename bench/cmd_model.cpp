@@ -1,5 +1,201 @@
+// yoco model: the analytic cost model (bench/cost_model.hpp) for models ×
+// lengths, as tables and result rows with method=analytic.
+#include <algorithm>
+#include <iostream>
+#include <set>
+
+#include "analytic_options.hpp"
+#include "analytic_rows.hpp"
+#include "args.hpp"
 #include "commands.hpp"
-#include "errors.hpp"
+#include "format.hpp"
+#include "lists.hpp"
+#include "param_layout.hpp"
+#include "result_output.hpp"
+
 namespace yoco::cli {
-int cmd_model(const Args&) { throw InputError("yoco model: not implemented yet"); }
+
+namespace {
+
+CommandSpec model_spec() {
+  CommandSpec s;
+  s.path = "yoco model";
+  s.usage = "yoco model [--model A,B] [--lengths 32K,...,1M] [--batch N] [--gen N] [options]";
+  s.summary =
+      "The analytic cost model: memory by category, FLOPs and bytes moved by part for the prefill and one\n"
+      "decode step, roofline times on a device, throughput (DESIGN.md §4) and KV cache bytes per token —\n"
+      "computed from the model's shapes. Every row it writes has method=analytic.";
+  s.options = {
+      {"--model", "A,B,...", "presets or config files (default yoco-3b,transformer-3b)"},
+      {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 32K,64K,128K,256K,512K,1M)"},
+      {"--batch", "N", "sequences for the memory, prefill and decode points (default 1)"},
+      {"--gen", "N", "generated tokens of the throughput protocol (default 1024; prompt = length - gen)"},
+      {"--throughput-batch", "auto|N", "throughput batch (default auto: the largest that fits in 95% of the device)"},
+      {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
+      {"--parts", "", "also print prefill and decode split by part (gemm, attention, gret, norms, lm_head)"},
+      {"--all-presets", "", "KV bytes per token for every preset (the default when --model is not given)"},
+      {"--format", "table|csv|json", "what goes to stdout (default table)"},
+      {"--out", "FILE.csv", "also write the rows as CSV"},
+  };
+  for (auto& o : analytic_option_specs()) s.options.push_back(o);
+  s.notes =
+      "Conventions: FLOPs count matmuls only (2mnk; causal attention half of 4·B·S²·H·Da, FlashAttention's\n"
+      "convention); bytes count every tensor an op reads or writes once (the floor of a fused kernel);\n"
+      "a part's roofline time is max(FLOPs/peak, bytes/bandwidth) and parts add up. Activations are the\n"
+      "temporaries of one prefill chunk plus the last positions' fp32 logits. Units are decimal (GB = 1e9 B).\n"
+      "The rows' columns, phases and metrics are described in reports/SCHEMA.md.";
+  return s;
+}
+
+struct ModelRun {
+  std::string name;
+  ModelConfig cfg;
+  std::vector<AnalyticPoint> points;
+};
+
+std::string gb(double b) { return strf("%.3f", b / 1e9); }
+std::string secs(double s) { return s >= 1 ? strf("%.2f", s) : s >= 1e-3 ? strf("%.2f m", s * 1e3) : strf("%.1f u", s * 1e6); }
+
+void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConfig>& kv_models,
+                  const std::vector<std::string>& kv_names, const AnalyticSettings& s, bool parts,
+                  const std::vector<ResultRow>& ratios) {
+  std::cout << "yoco model: analytic (computed from the shapes, not measured)\n"
+            << "storage: weights " << cost::storage_name(s.storage.weights) << ", KV cache "
+            << cost::storage_name(s.storage.kv_cache) << ", activations " << cost::storage_name(s.storage.activations)
+            << ", gRet state " << cost::storage_name(s.storage.state) << "; prefill chunk " << s.prefill_chunk
+            << "; batch " << s.batch << "\n"
+            << "device: " << describe_device(s.device) << "\n\n";
+  std::cout << "Memory (GB) with a cache of N tokens per sequence\n";
+  TextTable mem({"model", "N", "weights", "kv_cache", "state", "activations", "total", "fits device"});
+  for (const auto& r : runs)
+    for (const auto& p : r.points)
+      mem.add_row({r.name, length_label(p.seq_len), gb(p.memory.weights), gb(p.memory.kv_cache), gb(p.memory.state),
+                   gb(p.memory.activations), gb(p.memory.total()),
+                   s.device.memory_bytes <= 0 ? "?" : p.memory.total() <= s.device.memory_bytes ? "yes" : "NO"});
+  std::cout << mem.str() << "\n";
+  std::cout << "Prefill of N tokens and one decode step at context N (roofline; s, m = ms, u = us)\n";
+  TextTable ph({"model", "N", "prefill TFLOP", "prefill GB", "prefill s", "decode GFLOP", "decode GB", "decode s"});
+  for (const auto& r : runs)
+    for (const auto& p : r.points) {
+      const auto pt = p.prefill.total(), dt = p.decode.total();
+      ph.add_row({r.name, length_label(p.seq_len), strf("%.2f", pt.flops / 1e12), strf("%.1f", pt.bytes / 1e9),
+                  secs(p.prefill_s), strf("%.2f", dt.flops / 1e9), strf("%.2f", dt.bytes / 1e9), secs(p.decode_s)});
+    }
+  std::cout << ph.str() << "\n";
+  if (parts) {
+    for (const char* phase : {"prefill", "decode"}) {
+      std::cout << "Roofline time by part, " << phase << " (s, m = ms, u = us; bound: C compute, M memory)\n";
+      std::vector<std::string> head = {"model", "N"};
+      for (int i = 0; i < cost::kParts; ++i) head.push_back(cost::part_name(static_cast<cost::Part>(i)));
+      TextTable t(head);
+      for (const auto& r : runs)
+        for (const auto& p : r.points) {
+          const auto& w = std::string(phase) == "prefill" ? p.prefill : p.decode;
+          std::vector<std::string> row = {r.name, length_label(p.seq_len)};
+          for (const auto& part : w.parts) {
+            if (part.flops == 0 && part.bytes == 0) {
+              row.push_back("-");
+              continue;
+            }
+            const bool compute = part.flops / s.device.peak_flops >= part.bytes / s.device.bandwidth;
+            row.push_back(secs(cost::roofline_time(part, s.device)) + (compute ? " C" : " M"));
+          }
+          t.add_row(row);
+        }
+      std::cout << t.str() << "\n";
+    }
+  }
+  std::cout << "Throughput: prompt N - " << s.gen << ", " << s.gen << " generated, "
+            << (s.tp_batch > 0 ? "batch " + std::to_string(s.tp_batch) : std::string("largest batch that fits"))
+            << "; prefills one sequence at a time\n";
+  TextTable tp({"model", "N", "batch", "prefill s", "decode s", "tokens/s"});
+  for (const auto& r : runs)
+    for (const auto& p : r.points) {
+      if (!p.has_throughput) continue;
+      const auto& t = p.throughput;
+      if (t.batch == 0) {
+        tp.add_row({r.name, length_label(p.seq_len), "0", "-", "-", "does not fit (" + gb(t.memory.total()) + " GB)"});
+        continue;
+      }
+      tp.add_row({r.name, length_label(p.seq_len), std::to_string(t.batch), secs(t.prefill_s), secs(t.decode_s),
+                  strf("%.1f", t.tokens_per_s)});
+    }
+  std::cout << tp.str() << "\n";
+  if (!ratios.empty()) {
+    std::cout << "YOCO vs Transformer (x; higher = YOCO better)\n";
+    TextTable rt({"pair", "N", "metric", "ratio"});
+    for (const auto& q : ratios)
+      if (q.seq_len > 0 || q.phase == "kv_cache")
+        rt.add_row({q.model, q.seq_len ? length_label(q.seq_len) : "-", q.metric, strf("%.2f", *q.value)});
+    std::cout << rt.str() << "\n";
+  }
+  std::cout << "KV cache per token (KV " << cost::storage_name(s.storage.kv_cache) << "; the paper's figure 8)\n";
+  TextTable kv({"model", "layers", "KV heads x dim", "bytes/token", "tokens per GB", "tokens per GiB"});
+  for (size_t i = 0; i < kv_models.size(); ++i) {
+    const auto& c = kv_models[i];
+    const double b = cost::kv_cache_bytes_per_token(c, s.storage);
+    kv.add_row({kv_names[i], std::to_string(c.n_layers),
+                std::to_string(c.n_attn_kv_heads) + " x " + std::to_string(c.attn_head_dim()), strf("%.0f", b),
+                strf("%.0f", 1e9 / b), strf("%.0f", 1073741824.0 / b)});
+  }
+  std::cout << kv.str();
+}
+
+}  // namespace
+
+int cmd_model(const Args& args) {
+  const CommandSpec spec = model_spec();
+  if (print_help_if_asked(spec, args)) return 0;
+  const ParsedArgs a = parse_args(spec, args);
+  AnalyticSettings s = analytic_settings(a);
+  s.batch = a.get_int("--batch", 1, 1, 1 << 20);
+  s.gen = a.get_int("--gen", 1024, 1, int64_t{1} << 40);
+  s.prefill_chunk = a.get_int("--prefill-chunk", 32768, 1, int64_t{1} << 40);
+  const std::string tpb = a.get_or("--throughput-batch", "auto");
+  s.tp_batch = tpb == "auto" ? 0 : parse_int("--throughput-batch", tpb, 1, 1 << 20);
+  const OutputFormat format = parse_output_format(a);
+  const auto names = split_list("--model", a.get_or("--model", "yoco-3b,transformer-3b"));
+  const auto lengths = parse_length_list("--lengths", a.get_or("--lengths", "32K,64K,128K,256K,512K,1M"));
+
+  const Provenance prov = Provenance::here("analytic", s.device.name, "");
+  std::vector<ModelRun> runs;
+  std::vector<ModelConfig> configs;
+  std::vector<ResultRow> rows;
+  const std::set<std::string> all = {"memory", "prefill", "decode", "throughput"};
+  for (const auto& n : names) {
+    ModelRun r{n, resolve_model(n), {}};
+    configs.push_back(r.cfg);
+    for (int64_t len : lengths) {
+      r.points.push_back(analytic_point(r.cfg, len, s));
+      for (auto& row : analytic_rows(n, r.points.back(), s, prov, all)) rows.push_back(std::move(row));
+    }
+    runs.push_back(std::move(r));
+  }
+  std::vector<std::string> kv_names = names;
+  std::vector<ModelConfig> kv_models = configs;
+  if (!a.has("--model") || a.has("--all-presets")) {
+    // Every preset, smallest first (figure 8's x axis is model size).
+    std::vector<std::pair<int64_t, std::string>> by_size;
+    for (const auto& n : preset_names()) by_size.emplace_back(param_count(preset_config(n)), n);
+    std::stable_sort(by_size.begin(), by_size.end());
+    kv_names.clear();
+    kv_models.clear();
+    for (const auto& [count, n] : by_size) {
+      kv_names.push_back(n);
+      kv_models.push_back(preset_config(n));
+    }
+  }
+  for (size_t i = 0; i < kv_models.size(); ++i)
+    for (auto& row : kv_per_token_rows(kv_models[i], kv_names[i], s, prov)) rows.push_back(std::move(row));
+  auto pairs = pair_models(names, configs);
+  // KV-per-token pairs of the other presets; the SWA variants have the same cache as gRet.
+  for (const auto& p : pair_models(kv_names, kv_models))
+    if (std::find(pairs.begin(), pairs.end(), p) == pairs.end() && p.first.rfind("yoco-swa-", 0) != 0)
+      pairs.push_back(p);
+  const auto ratios = ratio_rows(rows, pairs);
+  rows.insert(rows.end(), ratios.begin(), ratios.end());
+  emit_rows(a, format, rows, [&] { print_tables(runs, kv_models, kv_names, s, a.has("--parts"), ratios); });
+  return 0;
+}
+
 }  // namespace yoco::cli

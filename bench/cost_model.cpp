@@ -1,1 +1,285 @@
-// placeholder: filled in by issue 3 work
+#include "cost_model.hpp"
+
+#include <algorithm>
+
+#include "errors.hpp"
+#include "param_layout.hpp"
+
+namespace yoco::cost {
+
+const char* part_name(Part p) {
+  static const char* names[kParts] = {"gemm", "attention", "gret", "norms", "lm_head"};
+  return names[static_cast<int>(p)];
+}
+
+Work PhaseWork::total() const {
+  Work t;
+  for (const auto& w : parts) t += w;
+  return t;
+}
+
+namespace {
+
+// Parameter elements by where they are used, from the reference's layout so
+// that the cost model and the weights cannot disagree.
+struct WeightGroups {
+  double self_gemm = 0;         // YOCO self-decoder projections and FFNs
+  double cross_kv_gemm = 0;     // YOCO shared K/V projection
+  double cross_layer_gemm = 0;  // YOCO cross-decoder layers
+  double layer_gemm = 0;        // Transformer layers
+  double embedding = 0, lm_head = 0, norms = 0;
+  double gemm() const { return self_gemm + cross_kv_gemm + cross_layer_gemm + layer_gemm; }
+};
+
+WeightGroups weight_groups(const ModelConfig& cfg) {
+  WeightGroups g;
+  for (const auto& p : param_layout(cfg)) {
+    const double n = static_cast<double>(p.numel());
+    const std::string& s = p.name;
+    if (p.shape.size() == 1) g.norms += n;
+    else if (s == "embed_tokens.weight" || s == "tok_embeddings.weight") g.embedding += n;
+    else if (s == "output_projection.weight" || s == "output.weight") g.lm_head += n;
+    else if (s.starts_with("self_decoder.")) g.self_gemm += n;
+    else if (s == "cross_decoder.k_proj.weight" || s == "cross_decoder.v_proj.weight") g.cross_kv_gemm += n;
+    else if (s.starts_with("cross_decoder.layers.")) g.cross_layer_gemm += n;
+    else g.layer_gemm += n;
+  }
+  return g;
+}
+
+// The shape numbers every formula below uses, as doubles (no overflow at 1M
+// tokens × batch × width).
+struct Shape {
+  double d, F, V, L, Ls, Lc, Hs, D, H, Da, qw, kvw, W;
+  bool yoco, gret;
+  explicit Shape(const ModelConfig& c)
+      : d(c.dim), F(c.hidden_dim), V(c.vocab_size), L(c.n_layers), Ls(c.n_self_layers()), Lc(c.n_cross_layers()),
+        Hs(c.is_yoco() ? c.n_self_heads : 0), D(c.is_yoco() ? c.self_head_dim() : 0), H(c.n_attn_heads),
+        Da(c.attn_head_dim()), qw(c.q_width()), kvw(c.kv_width()), W(c.window()), yoco(c.is_yoco()),
+        gret(c.is_yoco() && c.self_decoder() == SelfDecoderKind::gret) {}
+};
+
+struct Bytes {
+  double w, kv, act, state, logits;
+  explicit Bytes(const Storage& s)
+      : w(storage_bytes(s.weights)), kv(storage_bytes(s.kv_cache)), act(storage_bytes(s.activations)),
+        state(storage_bytes(s.state)), logits(storage_bytes(s.logits)) {}
+};
+
+// Activation elements one token moves through the GEMMs of one layer (inputs
+// read, outputs written), without the K/V written to a cache.
+double self_layer_gemm_io(const Shape& s) {
+  const double ffn = (s.d + 2 * s.F) + (s.F + s.d);
+  if (s.gret) return (s.d + 4 * s.d + s.Hs) + (s.d + s.d) + ffn;  // fused QKVG+gate logits, out
+  return (s.d + 3 * s.d) + (s.d + s.d) + ffn;                    // SWA: fused QKV, out
+}
+double attn_layer_gemm_io(const Shape& s) {  // Transformer / cross layer: q (and k, v), out, FFN
+  return s.d + s.qw + (s.qw + s.d) + (s.d + 2 * s.F) + (s.F + s.d);
+}
+// Elementwise traffic per token of one layer: two fused residual+RMSNorm (read
+// x and the branch output, write x and the normed x), RoPE in place, SwiGLU,
+// and for gRet the per-head norm with the silu gate.
+double self_layer_elementwise(const Shape& s) {
+  const double base = 8 * s.d + 2 * (2 * s.d) + 3 * s.F;
+  return s.gret ? base + 3 * s.d : base;
+}
+double attn_layer_elementwise(const Shape& s, bool rope_on_kv) {
+  return 8 * s.d + 2 * s.qw + (rope_on_kv ? 2 * s.kvw : 0) + 3 * s.F;
+}
+
+// Keys seen by queries [s, s + c) of a causal band of width W (0 = unbounded),
+// summed over the queries.
+double band_keys(double s0, double c, double W) {
+  if (W <= 0) return c * s0 + c * (c + 1) / 2;
+  double keys = 0;
+  // Queries whose band is still growing see i + 1 keys; the rest see W.
+  const double grow_end = std::min(s0 + c, W);  // queries [s0, grow_end) have i + 1 < = W
+  if (grow_end > s0) keys += (grow_end - s0) * (s0 + grow_end + 1) / 2;
+  const double full = s0 + c - std::max(grow_end, s0);
+  keys += full * W;
+  return keys;
+}
+
+}  // namespace
+
+int64_t prefill_tokens_in_flight(int64_t batch, int64_t prompt, int64_t prefill_chunk) {
+  return batch * std::min(prompt, prefill_chunk);
+}
+
+double kv_cache_bytes_per_token(const ModelConfig& cfg, const Storage& st) {
+  const Shape s(cfg);
+  const double per_layer = 2 * s.kvw * storage_bytes(st.kv_cache);
+  return s.yoco ? per_layer : s.L * per_layer;
+}
+
+MemoryCost memory_cost(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t capacity,
+                       int64_t prefill_tokens) {
+  const Shape s(cfg);
+  const Bytes b(st);
+  const double B = static_cast<double>(batch), m = static_cast<double>(prefill_tokens);
+  MemoryCost mc;
+  mc.weights = static_cast<double>(param_count(cfg)) * b.w;
+  mc.kv_cache = kv_cache_bytes_per_token(cfg, st) * static_cast<double>(capacity) * B;
+  if (s.gret) mc.state = s.Ls * B * s.Hs * s.D * s.D * b.state;
+  else if (s.yoco) mc.state = s.Ls * B * 2 * s.W * s.d * b.kv;  // SWA ring buffers
+  // Peak temporaries per token: the mixer or the FFN of one layer, whichever is larger.
+  const double ffn = 3 * s.d + 2 * s.F;  // x, normed x, fused W1/W3 output, FFN output
+  double mixer;
+  if (s.yoco) mixer = s.gret ? 7 * s.d + s.Hs : 6 * s.d;  // x, normed x, q k v (g, gate), o
+  else mixer = 2 * s.d + 2 * s.qw + 2 * s.kvw;            // x, normed x, q, k, v, o
+  mc.activations = m * std::max(mixer, ffn) * b.act + B * s.V * b.logits;
+  return mc;
+}
+
+PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
+                       int64_t prefill_chunk) {
+  if (prompt < 1 || prefill_chunk < 1 || batch < 1) throw InputError("prefill_work: prompt, chunk and batch must be >= 1");
+  const Shape s(cfg);
+  const Bytes b(st);
+  const WeightGroups g = weight_groups(cfg);
+  const double B = static_cast<double>(batch), N = static_cast<double>(prompt);
+  PhaseWork w;
+  Work& gemm = w[Part::gemm];
+  Work& attn = w[Part::attention];
+  Work& gret = w[Part::gret];
+  Work& ew = w[Part::norms];
+
+  ew.bytes += B * N * s.d * (b.w + b.act);  // embedding gather (× sqrt(d) fused)
+  for (int64_t s0 = 0; s0 < prompt; s0 += prefill_chunk) {
+    const double c = static_cast<double>(std::min(prefill_chunk, prompt - s0)), start = static_cast<double>(s0);
+    const double m = B * c;  // tokens in this chunk step
+    if (s.yoco) {
+      // Self-decoder over the chunk; weights read once per chunk step.
+      gemm.flops += 2 * m * g.self_gemm;
+      gemm.bytes += g.self_gemm * b.w + s.Ls * m * self_layer_gemm_io(s) * b.act;
+      ew.bytes += s.Ls * m * self_layer_elementwise(s) * b.act;
+      if (s.gret) {
+        const double cc_full = static_cast<double>(cfg.gret_chunk_size);
+        for (double off = 0; off < c; off += cc_full) {
+          const double cc = std::min(cc_full, c - off);
+          // Intra-chunk causal (half of 4·cc²·D) + q·S and the state update (2·cc·D² each).
+          gret.flops += s.Ls * B * s.Hs * (2 * cc * cc * s.D + 4 * cc * s.D * s.D);
+        }
+        gret.bytes += s.Ls * (m * (4 * s.d * b.act + s.Hs * 4) + 2 * B * s.Hs * s.D * s.D * b.state);
+      } else {
+        attn.flops += s.Ls * 4 * B * s.Hs * s.D * band_keys(start, c, s.W);
+        attn.bytes += s.Ls * (4 * m * s.d * b.act + B * std::min(s.W, start) * 2 * s.d * b.kv);
+      }
+      // Shared K/V of the chunk: RMSNorm_kv, projection, RoPE on K, into the cache.
+      gemm.flops += 2 * m * g.cross_kv_gemm;
+      gemm.bytes += g.cross_kv_gemm * b.w + m * (s.d * b.act + 2 * s.kvw * b.kv);
+      ew.bytes += m * (2 * s.d * b.act + 2 * s.kvw * b.kv);
+    } else {
+      gemm.flops += 2 * m * g.layer_gemm;
+      gemm.bytes += g.layer_gemm * b.w + s.L * m * (attn_layer_gemm_io(s) * b.act + 2 * s.kvw * b.kv);
+      ew.bytes += s.L * m * (attn_layer_elementwise(s, false) * b.act + 2 * s.kvw * b.kv);
+      attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2);
+      attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
+    }
+  }
+  if (s.yoco) {
+    // Early exit: the cross-decoder runs for the last position of each sequence only.
+    gemm.flops += 2 * B * g.cross_layer_gemm;
+    gemm.bytes += g.cross_layer_gemm * b.w + s.Lc * B * attn_layer_gemm_io(s) * b.act;
+    ew.bytes += s.Lc * B * attn_layer_elementwise(s, false) * b.act;
+    attn.flops += s.Lc * 4 * B * N * s.H * s.Da;
+    attn.bytes += s.Lc * (2 * B * s.qw * b.act + B * N * 2 * s.kvw * b.kv);
+  }
+  ew.bytes += B * 2 * s.d * b.act;  // final norm of the last positions
+  Work& head = w[Part::lm_head];
+  head.flops += 2 * B * s.d * s.V;
+  head.bytes += g.lm_head * b.w + B * (s.d * b.act + s.V * b.logits);
+  return w;
+}
+
+PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t context) {
+  if (batch < 1 || context < 0) throw InputError("decode_work: batch must be >= 1 and context >= 0");
+  const Shape s(cfg);
+  const Bytes b(st);
+  const WeightGroups g = weight_groups(cfg);
+  const double B = static_cast<double>(batch), keys = static_cast<double>(context) + 1;
+  PhaseWork w;
+  Work& gemm = w[Part::gemm];
+  Work& attn = w[Part::attention];
+  Work& ew = w[Part::norms];
+  // Every projection runs once for the new token of each sequence; weights are
+  // read once per step for the whole batch.
+  gemm.flops = 2 * B * g.gemm();
+  gemm.bytes = g.gemm() * b.w;
+  ew.bytes = B * s.d * (b.w + b.act) + B * 2 * s.d * b.act;  // embedding gather, final norm
+  if (s.yoco) {
+    gemm.bytes += B * (s.Ls * self_layer_gemm_io(s) + s.Lc * attn_layer_gemm_io(s) + s.d) * b.act +
+                  B * 2 * s.kvw * b.kv;
+    ew.bytes += B * (s.Ls * self_layer_elementwise(s) + s.Lc * attn_layer_elementwise(s, false) + 2 * s.d) * b.act +
+                B * 2 * s.kvw * b.kv;
+    if (s.gret) {
+      Work& gret = w[Part::gret];
+      gret.flops = s.Ls * 4 * B * s.Hs * s.D * s.D;
+      gret.bytes = s.Ls * B * (2 * s.Hs * s.D * s.D * b.state + 4 * s.d * b.act + s.Hs * 4);
+    } else {
+      const double band = std::min(keys, s.W);
+      attn.flops += s.Ls * 4 * B * s.Hs * s.D * band;
+      attn.bytes += s.Ls * B * (2 * s.d * b.act + band * 2 * s.d * b.kv);
+    }
+    attn.flops += s.Lc * 4 * B * s.H * s.Da * keys;
+    attn.bytes += s.Lc * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
+  } else {
+    gemm.bytes += B * s.L * (attn_layer_gemm_io(s) * b.act + 2 * s.kvw * b.kv);
+    ew.bytes += B * s.L * (attn_layer_elementwise(s, false) * b.act + 2 * s.kvw * b.kv);
+    attn.flops += s.L * 4 * B * s.H * s.Da * keys;
+    attn.bytes += s.L * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
+  }
+  Work& head = w[Part::lm_head];
+  head.flops = 2 * B * s.d * s.V;
+  head.bytes = g.lm_head * b.w + B * (s.d * b.act + s.V * b.logits);
+  return w;
+}
+
+double roofline_time(const Work& w, const DeviceSpec& dev) {
+  return std::max(w.flops / dev.peak_flops, w.bytes / dev.bandwidth);
+}
+
+double roofline_time(const PhaseWork& w, const DeviceSpec& dev) {
+  double t = 0;
+  for (const auto& p : w.parts) t += roofline_time(p, dev);
+  return t;
+}
+
+ThroughputCost throughput_cost(const ModelConfig& cfg, const Storage& st, const DeviceSpec& dev, int64_t seq_len,
+                               int64_t gen, int64_t batch, int64_t prefill_chunk, int64_t max_batch) {
+  if (gen < 1 || gen >= seq_len)
+    throw InputError("throughput: generated tokens (" + std::to_string(gen) + ") must be >= 1 and below the length (" +
+                     std::to_string(seq_len) + ")");
+  const int64_t prompt = seq_len - gen;
+  // One sequence is prefilled at a time, so the activations are one chunk's.
+  const int64_t in_flight = prefill_tokens_in_flight(1, prompt, prefill_chunk);
+  auto fits = [&](int64_t bsz) {
+    return memory_cost(cfg, st, bsz, seq_len, in_flight).total() <= kUsableMemoryFraction * dev.memory_bytes;
+  };
+  ThroughputCost t;
+  if (batch > 0) {
+    t.batch = batch;
+  } else if (dev.memory_bytes <= 0) {
+    t.batch = 1;  // unknown capacity: no search
+  } else if (fits(1)) {
+    int64_t lo = 1, hi = 2;
+    while (hi <= max_batch && fits(hi)) lo = hi, hi *= 2;
+    hi = std::min(hi, max_batch + 1);
+    while (hi - lo > 1) {  // fits(lo), !fits(hi) or hi beyond the cap
+      const int64_t mid = lo + (hi - lo) / 2;
+      (fits(mid) ? lo : hi) = mid;
+    }
+    t.batch = lo;
+  } else {
+    t.batch = 0;
+    t.memory = memory_cost(cfg, st, 1, seq_len, in_flight);
+    return t;
+  }
+  t.memory = memory_cost(cfg, st, t.batch, seq_len, in_flight);
+  t.prefill_s = static_cast<double>(t.batch) * roofline_time(prefill_work(cfg, st, 1, prompt, prefill_chunk), dev);
+  for (int64_t i = 0; i < gen; ++i) t.decode_s += roofline_time(decode_work(cfg, st, t.batch, prompt + i), dev);
+  t.tokens_per_s = static_cast<double>(t.batch * gen) / (t.prefill_s + t.decode_s);
+  return t;
+}
+
+}  // namespace yoco::cost

@@ -1,1 +1,176 @@
-// placeholder: the result-CSV reader (yoco compare)
+#include "result_csv.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+// Result files are small: a reader thread buys nothing.
+#define CSV_IO_NO_THREAD
+#include <csv.h>
+
+#include "errors.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+constexpr unsigned kColumns = 19;
+// Fields are read as text and converted here, not by fccp: its float parser
+// is not correctly rounded (a %.17g value would not read back bit-for-bit,
+// which `compare --exact` relies on), and it reads "" as 0 and "1,5" as 1.5.
+using Reader = io::CSVReader<kColumns, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>,
+                             io::throw_on_overflow, io::empty_line_comment>;
+using Fields = std::array<std::string, kColumns>;
+
+template <size_t... I>
+void read_header(Reader& r, io::ignore_column policy, std::index_sequence<I...>) {
+  const auto& c = result_columns();
+  r.read_header(policy, c[I]...);
+}
+
+template <size_t... I>
+bool read_row(Reader& r, Fields& f, std::index_sequence<I...>) {
+  return r.read_row(f[I]...);
+}
+
+constexpr auto kAll = std::make_index_sequence<kColumns>{};
+
+std::string at_line(const std::string& path, long line) {
+  return line > 0 ? path + ": line " + std::to_string(line) : path;
+}
+
+// fccp's exceptions carry a file name truncated to 255 characters and, for
+// header errors, no line: rebuild the message from our own path and line.
+[[noreturn]] void throw_input_error(const std::string& path, long line) {
+  try {
+    throw;
+  } catch (const io::error::can_not_open_file& e) {
+    throw InputError("cannot open " + path + (e.errno_value ? std::string(": ") + std::strerror(e.errno_value) : ""));
+  } catch (const io::error::header_missing&) {
+    throw InputError(path + " is empty: expected a result CSV (header git_sha,timestamp,...,notes; reports/SCHEMA.md)");
+  } catch (const io::error::extra_column_in_header& e) {
+    throw InputError(path + " is not a result CSV: header (line " + std::to_string(line) + ") has column '" +
+                     std::string(e.column_name) + "', which is not one of the " + std::to_string(kColumns) +
+                     " columns of reports/SCHEMA.md");
+  } catch (const io::error::duplicated_column_in_header& e) {
+    throw InputError(at_line(path, line) + ": header names column '" + std::string(e.column_name) + "' twice");
+  } catch (const io::error::too_few_columns&) {
+    throw InputError(at_line(path, line) + ": too few fields (a result row has " + std::to_string(kColumns) + ")");
+  } catch (const io::error::too_many_columns&) {
+    throw InputError(at_line(path, line) + ": too many fields (a result row has " + std::to_string(kColumns) +
+                     "; quote a field that contains ',')");
+  } catch (const io::error::escaped_string_not_closed&) {
+    throw InputError(at_line(path, line) + ": a quoted field is not closed on this line");
+  } catch (const io::error::line_length_limit_exceeded&) {
+    throw InputError(at_line(path, line) + ": line longer than 16 MiB");
+  } catch (const io::error::base& e) {
+    throw InputError(at_line(path, line) + ": " + e.what());
+  }
+}
+
+// Where a field came from, for messages.
+struct Where {
+  const std::string& path;
+  long line;
+  std::string column(size_t i) const {
+    return at_line(path, line) + ": column '" + result_columns()[i] + "'";
+  }
+};
+
+std::optional<double> parse_number(const Where& w, size_t col, const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec == std::errc::result_out_of_range) throw InputError(w.column(col) + ": '" + s + "' is out of range of a double");
+  if (ec != std::errc() || end != s.data() + s.size()) throw InputError(w.column(col) + ": '" + s + "' is not a number");
+  // The writers never produce NaN or infinities (no value is written as ""),
+  // and a relative change against one would be meaningless.
+  if (!std::isfinite(v)) throw InputError(w.column(col) + ": '" + s + "' is not a finite number");
+  return v;
+}
+
+int64_t parse_count(const Where& w, size_t col, const std::string& s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty()) throw InputError(w.column(col) + " is empty (expected an integer)");
+  if (ec != std::errc() || end != s.data() + s.size() || v < 0)
+    throw InputError(w.column(col) + ": '" + s + "' is not a non-negative integer");
+  return v;
+}
+
+const std::string& required_text(const Where& w, size_t col, const std::string& s) {
+  if (s.empty()) throw InputError(w.column(col) + " is empty");
+  return s;
+}
+
+ResultRow to_row(const Where& w, const Fields& f) {
+  ResultRow r;
+  r.prov = {f[0], f[1], f[2], f[3], f[4], f[5]};
+  r.model = required_text(w, 6, f[6]);
+  r.seq_len = parse_count(w, 7, f[7]);
+  r.batch = parse_count(w, 8, f[8]);
+  r.gen_tokens = parse_count(w, 9, f[9]);
+  r.phase = required_text(w, 10, f[10]);
+  r.metric = required_text(w, 11, f[11]);
+  r.value = parse_number(w, 12, f[12]);
+  r.unit = f[13];
+  r.method = f[14];
+  r.repeats = parse_count(w, 15, f[15]);
+  r.min = parse_number(w, 16, f[16]);
+  r.max = parse_number(w, 17, f[17]);
+  r.notes = f[18];
+  return r;
+}
+
+// Missing columns first, so that a foreign CSV is called that rather than
+// blamed for its first unknown column.
+void check_no_missing_column(const std::string& path) {
+  Reader probe(path);
+  try {
+    read_header(probe, io::ignore_missing_column | io::ignore_extra_column, kAll);
+  } catch (const io::error::base&) {
+    throw_input_error(path, probe.get_file_line());
+  }
+  for (const auto& c : result_columns())
+    if (!probe.has_column(c))
+      throw InputError(path + " is not a result CSV: header (line " + std::to_string(probe.get_file_line()) +
+                       ") lacks column '" + c + "' (reports/SCHEMA.md)");
+}
+
+}  // namespace
+
+std::vector<ResultRow> read_results_csv(const std::string& path) {
+  if (result_columns().size() != kColumns) throw std::logic_error("read_results_csv: column count changed");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read " + path + ": it is a directory");
+  std::vector<ResultRow> rows;
+  std::map<std::string, long> first_line;  // result_key -> line
+  try {
+    check_no_missing_column(path);
+    Reader reader(path);
+    try {
+      read_header(reader, io::ignore_no_column, kAll);
+      Fields f;
+      while (read_row(reader, f, kAll)) {
+        const long line = reader.get_file_line();
+        ResultRow r = to_row(Where{path, line}, f);
+        const auto [it, fresh] = first_line.emplace(result_key(r), line);
+        if (!fresh)
+          throw InputError(at_line(path, line) + ": duplicate key: same model, device_name, seq_len, batch, gen_tokens, " +
+                           "phase and metric as line " + std::to_string(it->second) + " (" + it->first + ")");
+        rows.push_back(std::move(r));
+      }
+    } catch (const io::error::base&) {
+      throw_input_error(path, reader.get_file_line());
+    }
+  } catch (const io::error::base&) {  // opening the file
+    throw_input_error(path, 0);
+  }
+  return rows;
+}
+
+}  // namespace yoco::cli

@@ -1,0 +1,35 @@
+#include "device_spec.hpp"
+
+#include "errors.hpp"
+
+namespace yoco::cost {
+
+// NVIDIA's datasheets list bf16 tensor-core rates "with sparsity" (2x); the
+// dense rate is half of it. Capacities are decimal GB as sold.
+DeviceSpec device_spec(const std::string& name) {
+  if (name == "h100")
+    return {"H100 SXM5 80GB (datasheet)", 989.4e12, 3.35e12, 80e9,
+            "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 1979 TFLOP/s with sparsity (989.4 dense), "
+            "HBM3 3.35 TB/s, 80 GB"};
+  if (name == "h200")
+    return {"H200 SXM 141GB (datasheet)", 989.4e12, 4.8e12, 141e9,
+            "NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 1979 TFLOP/s with sparsity (989.4 dense), "
+            "HBM3e 4.8 TB/s, 141 GB"};
+  throw InputError("--device-spec: unknown device '" + name + "' (known: h100, h200; or give --peak-tflops and --peak-gbs)");
+}
+
+std::vector<std::string> device_spec_names() { return {"h100", "h200"}; }
+
+DeviceSpec custom_device_spec(double tflops, double gbs, double memory_gb) {
+  if (!(tflops > 0) || !(gbs > 0)) throw InputError("--peak-tflops and --peak-gbs must both be positive");
+  DeviceSpec s;
+  s.name = "custom (" + std::to_string(static_cast<long long>(tflops)) + " TFLOP/s, " +
+           std::to_string(static_cast<long long>(gbs)) + " GB/s)";
+  s.peak_flops = tflops * 1e12;
+  s.bandwidth = gbs * 1e9;
+  s.memory_bytes = memory_gb > 0 ? memory_gb * 1e9 : 0;
+  s.source = "given on the command line (--peak-tflops, --peak-gbs)";
+  return s;
+}
+
+}  // namespace yoco::cost

@@ -1,0 +1,43 @@
+#include "lists.hpp"
+
+#include "args.hpp"
+#include "errors.hpp"
+
+namespace yoco::cli {
+
+std::vector<std::string> split_list(const std::string& option, const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.empty()) throw InputError(option + ": empty item in '" + text + "'");
+    out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text) {
+  constexpr int64_t kMax = int64_t{1} << 40;
+  std::vector<int64_t> out;
+  for (std::string item : split_list(option, text)) {
+    int64_t scale = 1;
+    const char last = item.back();
+    if (last == 'K' || last == 'k') scale = 1024;
+    else if (last == 'M' || last == 'm') scale = 1024 * 1024;
+    if (scale != 1) item.pop_back();
+    const int64_t n = parse_int(option, item, 1, kMax / scale);
+    out.push_back(n * scale);
+  }
+  return out;
+}
+
+std::string length_label(int64_t n) {
+  if (n >= 1048576 && n % 1048576 == 0) return std::to_string(n / 1048576) + "M";
+  if (n >= 1024 && n % 1024 == 0) return std::to_string(n / 1024) + "K";
+  return std::to_string(n);
+}
+
+}  // namespace yoco::cli

@@ -1,0 +1,18 @@
+#pragma once
+// Comma-separated option values: lengths with K/M suffixes, names.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace yoco::cli {
+
+// "32K,64K,1M,5000" -> {32768, 65536, 1048576, 5000}: K = 1024, M = 1048576
+// (the paper's 32K…1M are powers of two). InputError naming `option` for an
+// empty item, a bad number or suffix, a value below 1 or above 2^40.
+std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text);
+// "32768" -> "32K", "1048576" -> "1M", others unchanged.
+std::string length_label(int64_t n);
+// Non-empty comma-separated items (InputError naming `option` for an empty one).
+std::vector<std::string> split_list(const std::string& option, const std::string& text);
+
+}  // namespace yoco::cli

@@ -1,0 +1,22 @@
+#pragma once
+// Reading result CSVs (reports/SCHEMA.md) back into ResultRow: the inverse of
+// write_results_csv, strict enough to serve as the input check of a CI gate.
+#include <string>
+#include <vector>
+
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+// The rows of `path`, in file order. The header must name the columns of
+// result_columns() (each once, no others; blank lines are skipped). Numbers
+// are parsed exactly (correctly rounded, so a %.17g value reads back
+// bit-for-bit); an empty value/min/max is "no value". InputError naming the
+// file, and the line where there is one, for: a missing, unreadable or empty
+// file; a header that is not ours; a row with too few or too many fields, an
+// unclosed quote, a non-numeric or non-finite number, a negative or
+// non-integer seq_len/batch/gen_tokens/repeats, an empty model/phase/metric;
+// two rows with the same result_key (both lines named).
+std::vector<ResultRow> read_results_csv(const std::string& path);
+
+}  // namespace yoco::cli

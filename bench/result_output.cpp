@@ -1,0 +1,30 @@
+#include "result_output.hpp"
+
+#include <iostream>
+
+#include "errors.hpp"
+
+namespace yoco::cli {
+
+OutputFormat parse_output_format(const ParsedArgs& a) {
+  const std::string f = a.get_or("--format", "table");
+  if (f == "table") return OutputFormat::table;
+  if (f == "csv") return OutputFormat::csv;
+  if (f == "json") return OutputFormat::json;
+  throw InputError("--format: expected table, csv or json, got '" + f + "'");
+}
+
+void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,
+               const std::function<void()>& print_table) {
+  if (auto out = a.get("--out")) {
+    save_results_csv(*out, rows);
+    std::cerr << "wrote " << rows.size() << " rows to " << *out << "\n";
+  }
+  switch (format) {
+    case OutputFormat::table: print_table(); break;
+    case OutputFormat::csv: write_results_csv(std::cout, rows); break;
+    case OutputFormat::json: write_results_json(std::cout, rows); break;
+  }
+}
+
+}  // namespace yoco::cli

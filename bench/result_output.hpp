@@ -1,0 +1,21 @@
+#pragma once
+// Where a command's result rows go: --out FILE.csv (always CSV) and stdout in
+// --format table (the command's own human-readable table), csv or json.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+enum class OutputFormat { table, csv, json };
+OutputFormat parse_output_format(const ParsedArgs& a);  // --format, default table
+
+// Writes --out if given (and says so on stderr), then prints the rows to
+// stdout in `format`; for table, calls `print_table`.
+void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,
+               const std::function<void()>& print_table);
+
+}  // namespace yoco::cli
