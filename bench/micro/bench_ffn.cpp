@@ -5,6 +5,8 @@
 // compute-bound, read FLOP/s.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
+
 #include "micro_counters.hpp"
 #include "micro_main.hpp"
 #include "op_work.hpp"
