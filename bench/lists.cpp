@@ -10,7 +10,9 @@ std::vector<std::string> split_list(const std::string& option, const std::string
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
     if (item.empty()) throw InputError(option + ": empty item in '" + text + "'");
     out.push_back(item);
     if (comma == std::string::npos) break;

@@ -12,7 +12,7 @@ namespace yoco::cli {
 std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text);
 // "32768" -> "32K", "1048576" -> "1M", others unchanged.
 std::string length_label(int64_t n);
-// Non-empty comma-separated items (InputError naming `option` for an empty one).
+// "a, b*" -> {"a", "b*"}: items trimmed of blanks; InputError naming `option` for an empty one.
 std::vector<std::string> split_list(const std::string& option, const std::string& text);
 
 }  // namespace yoco::cli

@@ -1,0 +1,228 @@
+// The analytic cost model (bench/cost_model.hpp) against the paper's numbers,
+// derived from first principles, and against the CPU reference's own memory
+// accounting and brute-force counts. Each test states its tolerance and why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "analytic_rows.hpp"
+#include "cli_runner.hpp"
+#include "cost_model.hpp"
+#include "model_runner.hpp"
+#include "param_layout.hpp"
+#include "tokens.hpp"
+
+namespace yoco {
+namespace {
+
+using cost::Part;
+using cost::Storage;
+using cost::StorageType;
+
+constexpr int64_t K = 1024, M = 1024 * 1024;
+const Storage kPaper;  // bf16 weights, KV and activations; fp32 gRet state
+
+double rel(double got, double want) { return std::abs(got - want) / std::abs(want); }
+
+// Paper §1: "a 65B-size language model (augmented with grouped-query attention
+// and 8-bit KV quantization), 512K tokens occupy about 86GB". 80 layers × 8 KV
+// heads × 128 × (K and V) × 1 B = 163840 B/token; × 524288 = 85.90 GB.
+TEST(CostModelPaper, Gqa65bInt8KvAt512kIsAbout86GB) {
+  Storage st = kPaper;
+  st.kv_cache = StorageType::int8;
+  const auto m = cost::memory_cost(preset_config("transformer-65b"), st, 1, 512 * K, 32768);
+  EXPECT_NEAR(m.kv_cache / 1e9, 86.0, 0.5);  // "about 86GB": the paper rounds 85.9
+}
+
+// Paper §4.4: at 1M tokens YOCO-3B needs 12.4 GB in total and the Transformer
+// 9.4× that. Ours: bf16 weights 6.89 GB + global KV 4.29 GB + gRet states
+// 0.02 GB + one 32K-token prefill chunk of activations 1.68 GB = 12.88 GB
+// (+3.9%); the paper does not say how it prefilled, so activations are where we
+// may differ: tolerance 5%. Transformer 119.8 GB, ratio 9.30 (−1%): tolerance 5%.
+TEST(CostModelPaper, Yoco3bAt1MIsAbout12point4GBAndTransformerAbout9point4x) {
+  const auto y = cost::memory_cost(preset_config("yoco-3b"), kPaper, 1, M, 32768);
+  const auto t = cost::memory_cost(preset_config("transformer-3b"), kPaper, 1, M, 32768);
+  EXPECT_LT(rel(y.total() / 1e9, 12.4), 0.05) << y.total() / 1e9 << " GB";
+  EXPECT_LT(rel(t.total() / y.total(), 9.4), 0.05) << t.total() / y.total();
+  // The breakdown the paper's figure 7b shows: weights dominate YOCO, the KV cache the Transformer.
+  EXPECT_GT(y.weights, y.kv_cache);
+  EXPECT_GT(t.kv_cache, 10 * t.weights);
+}
+
+// Paper §3: YOCO caches one layer of K/V, so it needs "roughly L times" less
+// per token. With the same KV heads and head dim the ratio is exactly L.
+TEST(CostModelPaper, KvPerTokenRatioIsTheLayerCount) {
+  for (const char* size : {"160m", "400m", "830m", "1.4b", "2.7b", "3b", "6.8b", "13b", "65b"}) {
+    const auto y = preset_config(std::string("yoco-") + size), t = preset_config(std::string("transformer-") + size);
+    EXPECT_DOUBLE_EQ(cost::kv_cache_bytes_per_token(t, kPaper) / cost::kv_cache_bytes_per_token(y, kPaper),
+                     static_cast<double>(t.n_layers))
+        << size;
+  }
+}
+
+// Paper fig. 8: "YOCO can serve 128K tokens with 1GB GPU memory, while
+// Transformer with GQA can only support 1.6K tokens at 65B model size". These
+// match an fp32 cache counted in GiB: 2^30 / 8192 B = 131072 = 128K exactly and
+// 2^30 / 655360 B = 1638 ≈ 1.6K (tolerance 3% for the paper's rounding).
+TEST(CostModelPaper, TokensPerGiBAt65bMatchTheFigureWithAnFp32Cache) {
+  Storage st = kPaper;
+  st.kv_cache = StorageType::fp32;
+  const double gib = 1073741824.0;
+  EXPECT_DOUBLE_EQ(gib / cost::kv_cache_bytes_per_token(preset_config("yoco-65b"), st), 128.0 * K);
+  EXPECT_LT(rel(gib / cost::kv_cache_bytes_per_token(preset_config("transformer-65b"), st), 1600), 0.03);
+}
+
+// Issue 4 quotes "about 3.2 GFLOP per token for yoco-3b's self-decoder":
+// 13 layers × 2 × (5·d² + d·Hs + 3·d·F) = 3.19 GFLOP.
+TEST(CostModel, Yoco3bSelfDecoderGemmsAreAbout3point2GflopPerToken) {
+  const auto cfg = preset_config("yoco-3b");
+  const auto a = cost::prefill_work(cfg, kPaper, 1, 2 * 32768, 32768);
+  const auto b = cost::prefill_work(cfg, kPaper, 1, 32768, 32768);
+  const double per_token = (a[Part::gemm].flops - b[Part::gemm].flops) / 32768;  // cross-decoder K/V included
+  const double d = 3072, F = 8192, Hs = 24, kvw = 1024;
+  EXPECT_DOUBLE_EQ(per_token, 13 * 2 * (5 * d * d + d * Hs + 3 * d * F) + 2 * 2 * d * kvw);
+  EXPECT_NEAR(per_token / 1e9, 3.2, 0.05);
+}
+
+// Causal attention in chunks sums to FlashAttention's 2·B·S²·H·Da per layer
+// whatever the chunking, because Σ (c·s + c²/2) = N²/2 for any partition.
+TEST(CostModel, ChunkedCausalAttentionFlopsAreIndependentOfTheChunk) {
+  const auto cfg = preset_config("transformer-3b");
+  const double N = 100000, want = 26 * 2 * N * N * 24 * 128;
+  for (int64_t chunk : {1000, 4096, 32768, 100000, 1 << 20}) {
+    const auto w = cost::prefill_work(cfg, kPaper, 1, 100000, chunk);
+    EXPECT_LT(rel(w[Part::attention].flops, want), 1e-12) << chunk;
+  }
+}
+
+// YOCO's early exit: the cross-decoder attends from the last position only, so
+// prefill attention grows linearly: 13 layers × 4·N·H·Da.
+TEST(CostModel, YocoPrefillAttentionIsTheLastPositionOnly) {
+  const auto w = cost::prefill_work(preset_config("yoco-3b"), kPaper, 2, 50000, 32768);
+  EXPECT_DOUBLE_EQ(w[Part::attention].flops, 13.0 * 4 * 2 * 50000 * 24 * 128);
+}
+
+// gRet chunk FLOPs: per gRet chunk of c tokens 2·c²·D + 4·c·D² per head; a
+// prefill chunk that is a multiple of 256 gives the same total.
+TEST(CostModel, GretFlopsFollowTheChunkForm) {
+  const auto cfg = preset_config("yoco-3b");  // Hs 24, D 128, gRet chunk 256
+  const double c = 256, D = 128, per_chunk = 2 * c * c * D + 4 * c * D * D;
+  for (int64_t chunk : {256, 4096, 32768}) {
+    const auto w = cost::prefill_work(cfg, kPaper, 1, 65536, chunk);
+    EXPECT_DOUBLE_EQ(w[Part::gret].flops, 13 * 24 * (65536 / 256) * per_chunk) << chunk;
+  }
+}
+
+// A decode step runs every projection once per sequence: 2·B·(all linear
+// weights but the embedding and LM head) for the GEMMs, 2·B·d·V for the head.
+TEST(CostModel, DecodeGemmFlopsAreTwiceTheProjectionParameters) {
+  for (const char* name : {"yoco-3b", "yoco-swa-tiny", "transformer-3b"}) {
+    const auto cfg = preset_config(name);
+    double proj = 0;
+    for (const auto& p : param_layout(cfg))
+      if (p.shape.size() == 2 && p.shape[0] != cfg.vocab_size && p.shape[1] != cfg.vocab_size) proj += p.numel();
+    const auto w = cost::decode_work(cfg, kPaper, 3, 1000);
+    EXPECT_DOUBLE_EQ(w[Part::gemm].flops, 2 * 3 * proj) << name;
+    EXPECT_DOUBLE_EQ(w[Part::lm_head].flops, 2.0 * 3 * cfg.dim * cfg.vocab_size) << name;
+  }
+}
+
+// SWA attention counts the keys in each query's band; compare with a brute-force count.
+TEST(CostModel, SwaBandKeysMatchABruteForceCount) {
+  auto cfg = preset_config("yoco-swa-tiny");  // window 64, 4 heads of 16, 2 self layers
+  for (int64_t n : {1, 63, 64, 65, 200}) {
+    for (int64_t chunk : {1, 7, 64, 1000}) {
+      double keys = 0;
+      for (int64_t i = 0; i < n; ++i) keys += std::min<int64_t>(i + 1, 64);
+      const auto w = cost::prefill_work(cfg, kPaper, 1, n, chunk);
+      const double cross = 2.0 * 4 * n * cfg.n_attn_heads * cfg.attn_head_dim();
+      EXPECT_DOUBLE_EQ(w[Part::attention].flops - cross, 2.0 * 4 * 4 * 16 * keys) << n << " chunk " << chunk;
+    }
+  }
+}
+
+// The cost model's weights, KV cache and state with everything in fp32 equal
+// the bytes the CPU reference holds (f32) after a prefill — exactly.
+TEST(CostModel, MemoryMatchesTheReferenceAccountingExactly) {
+  for (const char* name : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"}) {
+    const auto cfg = preset_config(name);
+    auto runner = ModelRunner::create(cfg, Precision::f32, WeightSource::from_seed(0));
+    const int64_t prompt = 300, gen = 20, batch = 2;
+    std::vector<std::vector<int64_t>> seqs;
+    for (int b = 0; b < batch; ++b) seqs.push_back(cli::synthetic_prompt(0, b, prompt, cfg.vocab_size));
+    runner->prefill(TokenBatch::from_sequences(seqs), gen, 64);
+    const MemoryBreakdown got = runner->memory();
+    const auto want = cost::memory_cost(cfg, Storage::uniform(StorageType::fp32), batch, prompt + gen, 64);
+    EXPECT_EQ(got.weights, static_cast<int64_t>(want.weights)) << name;
+    EXPECT_EQ(got.kv_cache, static_cast<int64_t>(want.kv_cache)) << name;
+    EXPECT_EQ(got.state, static_cast<int64_t>(want.state)) << name;
+  }
+}
+
+// The throughput batch search returns the largest batch that fits.
+TEST(CostModel, ThroughputBatchIsTheLargestThatFits) {
+  const auto dev = cost::device_spec("h100");
+  for (const char* name : {"yoco-3b", "transformer-3b"}) {
+    const auto cfg = preset_config(name);
+    for (int64_t n : {32 * K, 256 * K}) {
+      const auto t = cost::throughput_cost(cfg, kPaper, dev, n, 1024, 0, 32768);
+      ASSERT_GT(t.batch, 0) << name << " " << n;
+      // One sequence is prefilled at a time: one chunk of the prompt in flight.
+      auto total = [&](int64_t b) { return cost::memory_cost(cfg, kPaper, b, n, std::min<int64_t>(n - 1024, 32768)).total(); };
+      EXPECT_LE(total(t.batch), cost::kUsableMemoryFraction * dev.memory_bytes);
+      EXPECT_GT(total(t.batch + 1), cost::kUsableMemoryFraction * dev.memory_bytes);
+      EXPECT_GT(t.tokens_per_s, 0);
+    }
+  }
+  // At 1M the Transformer's cache alone (112 GB) exceeds an H100: batch 0.
+  EXPECT_EQ(cost::throughput_cost(preset_config("transformer-3b"), kPaper, dev, M, 1024, 0, 32768).batch, 0);
+}
+
+// Roofline: a part is bound by the larger of its compute and memory times.
+TEST(CostModel, RooflineTakesTheBindingResource) {
+  const auto dev = cost::custom_device_spec(100, 1000, 0);  // 1e14 FLOP/s, 1e12 B/s
+  EXPECT_DOUBLE_EQ(cost::roofline_time(cost::Work{1e14, 1e9}, dev), 1.0);
+  EXPECT_DOUBLE_EQ(cost::roofline_time(cost::Work{1e10, 2e12}, dev), 2.0);
+}
+
+TEST(CostModelRows, RatioRowsDivideTheRightWayRound) {
+  cli::AnalyticSettings s;
+  s.device = cost::device_spec("h100");
+  const cli::Provenance prov{"sha", "t", "h", "analytic", s.device.name, ""};
+  std::vector<cli::ResultRow> rows;
+  for (const char* name : {"yoco-3b", "transformer-3b"}) {
+    const auto p = cli::analytic_point(preset_config(name), 512 * K, s);
+    for (auto& r : cli::analytic_rows(name, p, s, prov, {"memory", "prefill", "throughput"})) rows.push_back(r);
+  }
+  const auto ratios = cli::ratio_rows(rows, {{"yoco-3b", "transformer-3b"}});
+  auto find = [&](const std::string& metric) -> double {
+    for (const auto& r : ratios)
+      if (r.metric == metric) return *r.value;
+    ADD_FAILURE() << "no " << metric;
+    return 0;
+  };
+  EXPECT_GT(find("memory_reduction"), 4);   // 64.0 / 10.7 GB
+  EXPECT_GT(find("prefill_speedup"), 10);   // quadratic attention at 512K
+  EXPECT_GT(find("throughput_gain"), 1);
+  for (const auto& r : ratios) EXPECT_EQ(r.model, "yoco-3b vs transformer-3b");
+}
+
+using ModelCli = yoco_test::CliTest;
+
+TEST_F(ModelCli, WritesAnalyticRowsAndRejectsBadOptions) {
+  const auto ok = yoco("model --model yoco-tiny,transformer-tiny --lengths 1K,2K --gen 16 --format csv");
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out.rfind("git_sha,timestamp,host,device,device_name,", 0), 0u);
+  EXPECT_NE(ok.out.find(",yoco-tiny,2048,1,0,prefill,flops,"), std::string::npos);
+  EXPECT_NE(ok.out.find("yoco-tiny vs transformer-tiny"), std::string::npos);
+  EXPECT_EQ(ok.out.find(",measured,"), std::string::npos);  // all analytic
+  yoco_test::expect_input_error(yoco("model --kv-dtype fp4"), {"--kv-dtype", "fp4"}, "bad dtype");
+  yoco_test::expect_input_error(yoco("model --peak-tflops 100"), {"--peak-gbs"}, "half a custom device");
+  yoco_test::expect_input_error(yoco("model --device-spec a100"), {"a100", "h100"}, "unknown device");
+  yoco_test::expect_input_error(yoco("model --lengths 32K,,64K"), {"--lengths"}, "empty length");
+  yoco_test::expect_input_error(yoco("model --lengths 4Q"), {"--lengths"}, "bad suffix");
+  yoco_test::expect_input_error(yoco("model --lengths 2K --gen 0"), {"--gen"}, "no generated tokens");
+}
+
+}  // namespace
+}  // namespace yoco
