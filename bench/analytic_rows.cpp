@@ -1,5 +1,6 @@
 #include "analytic_rows.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "param_layout.hpp"
@@ -205,6 +206,37 @@ std::vector<ResultRow> ratio_rows(const std::vector<ResultRow>& rows,
     }
   }
   return out;
+}
+
+NamedConfigs presets_by_size() {
+  std::vector<std::pair<int64_t, std::string>> by_size;
+  for (const auto& n : preset_names()) by_size.emplace_back(param_count(preset_config(n)), n);
+  std::stable_sort(by_size.begin(), by_size.end());
+  NamedConfigs out;
+  for (const auto& [count, n] : by_size) {
+    out.names.push_back(n);
+    out.configs.push_back(preset_config(n));
+  }
+  return out;
+}
+
+std::vector<ResultRow> analytic_sweep_rows(const NamedConfigs& models, const std::vector<int64_t>& lengths,
+                                           const NamedConfigs& kv, const AnalyticSettings& s, const Provenance& prov) {
+  const std::set<std::string> all = {"memory", "prefill", "decode", "throughput"};
+  std::vector<ResultRow> rows;
+  for (size_t i = 0; i < models.names.size(); ++i)
+    for (int64_t len : lengths)
+      for (auto& r : analytic_rows(models.names[i], analytic_point(models.configs[i], len, s), s, prov, all))
+        rows.push_back(std::move(r));
+  for (size_t i = 0; i < kv.names.size(); ++i)
+    for (auto& r : kv_per_token_rows(kv.configs[i], kv.names[i], s, prov)) rows.push_back(std::move(r));
+  auto pairs = pair_models(models.names, models.configs);
+  for (const auto& p : pair_models(kv.names, kv.configs))
+    if (std::find(pairs.begin(), pairs.end(), p) == pairs.end() && p.first.rfind("yoco-swa-", 0) != 0)
+      pairs.push_back(p);
+  const auto ratios = ratio_rows(rows, pairs);
+  rows.insert(rows.end(), ratios.begin(), ratios.end());
+  return rows;
 }
 
 }  // namespace yoco::cli

@@ -54,4 +54,17 @@ std::vector<std::pair<std::string, std::string>> pair_models(const std::vector<s
 std::vector<ResultRow> ratio_rows(const std::vector<ResultRow>& rows,
                                   const std::vector<std::pair<std::string, std::string>>& pairs);
 
+// Models to list KV bytes per token for: every preset, smallest first (figure 8's x axis).
+struct NamedConfigs {
+  std::vector<std::string> names;
+  std::vector<ModelConfig> configs;
+};
+NamedConfigs presets_by_size();
+
+// Everything `yoco model` writes: analytic rows for models × lengths, KV per
+// token (and parameter count) for `kv`, and the ratio rows of the pairs
+// among the models and among `kv` (gRet variants only: SWA has the same cache).
+std::vector<ResultRow> analytic_sweep_rows(const NamedConfigs& models, const std::vector<int64_t>& lengths,
+                                           const NamedConfigs& kv, const AnalyticSettings& s, const Provenance& prov);
+
 }  // namespace yoco::cli

@@ -1,5 +1,121 @@
+// yoco bench: the measured harness. With no arguments it runs the default job
+// (bench/default_job.cpp); otherwise one sweep of models × lengths.
+#include <iostream>
+#include <map>
+
+#include "args.hpp"
 #include "commands.hpp"
+#include "cuda_status.hpp"
+#include "default_job.hpp"
 #include "errors.hpp"
+#include "format.hpp"
+#include "lists.hpp"
+#include "result_output.hpp"
+#include "sweep.hpp"
+#include "sweep_table.hpp"
+
 namespace yoco::cli {
-int cmd_bench(const Args&) { throw InputError("yoco bench: not implemented yet"); }
+
+namespace {
+
+CommandSpec bench_spec() {
+  CommandSpec s;
+  s.path = "yoco bench";
+  s.usage = "yoco bench [--model A,B] [--lengths N,...] [options]   |   yoco bench   (the default job)";
+  s.summary =
+      "Measures memory, prefill latency, decode step latency and throughput (DESIGN.md §4) for each model at\n"
+      "each length, within a time budget per point, next to the cost model's projection of the same point.\n"
+      "A point that would exceed the budget or does not fit becomes rows that say so (method over_budget /\n"
+      "out_of_memory / failed) beside its analytic row: the sweep never stops at a missing point.\n"
+      "With no arguments: the default job (see below).";
+  s.options = {
+      {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU)"},
+      {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
+      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N (default 1024)"},
+      {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
+      {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU)"},
+      {"--metrics", "LIST", "any of memory,prefill,decode,throughput (default all)"},
+      {"--repeats", "N", "timed prefills per point; the median is reported, min and max kept (default 3)"},
+      {"--warmup", "N", "untimed prefills before them (default 1)"},
+      {"--decode-sample", "N", "decode steps timed per point; throughput scales a sample when gen > N (default 64)"},
+      {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
+      {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners (default cpu)"},
+      {"--dtype", "f32|f64", "CPU reference precision (default f32)"},
+      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first (default 120)"},
+      {"--seed", "S", "weights and synthetic prompts (default 0)"},
+      {"--format", "table|csv|json", "what goes to stdout (default table)"},
+      {"--out", "FILE.csv", "also write the rows as CSV"},
+      {"--default-job", "", "run the default job even with other options (they override its settings)"},
+      {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results)"},
+      {"--no-report", "", "default job: do not regenerate reports/README.md and the figures"},
+  };
+  s.notes =
+      "Methods (reports/SCHEMA.md): measured = full runs timed, median of repeats; sampled = decode steps\n"
+      "timed on a sample and scaled (half at the start, half at the end of the generation, the positions\n"
+      "between skipped); exact = the reference's memory accounting; analytic = the cost model (device\n"
+      "'roofline of <CPU> (measured ceilings)': this machine's GEMM rate and copy bandwidth, measured at the\n"
+      "start of the run). Progress goes to stderr when it is a terminal.\n"
+      "\n"
+      "The default job (no arguments, no GPU): yoco-tiny and transformer-tiny on the CPU at 2K-32K (the\n"
+      "Transformer's quadratic prefill shows; a few minutes on 2 cores), then the analytic projection of\n"
+      "yoco-3b vs transformer-3b at 32K-1M on an H100 (datasheet) with KV bytes per token of every preset;\n"
+      "CSVs under reports/results/<device>/, then reports/report.py regenerates reports/README.md and figures.";
+  return s;
+}
+
+std::set<std::string> parse_metrics(const std::string& text) {
+  static const std::set<std::string> known = {"memory", "prefill", "decode", "throughput"};
+  std::set<std::string> out;
+  for (const auto& m : split_list("--metrics", text)) {
+    if (!known.count(m)) throw InputError("--metrics: unknown metric '" + m + "' (memory, prefill, decode, throughput)");
+    out.insert(m);
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults) {
+  SweepSettings s = defaults;
+  if (auto m = a.get("--model")) s.models = split_list("--model", *m);
+  if (auto l = a.get("--lengths")) s.lengths = parse_length_list("--lengths", *l);
+  s.gen = a.get_int("--gen", s.gen, 1, int64_t{1} << 40);
+  const std::string batch = a.get_or("--batch", s.batch > 0 ? std::to_string(s.batch) : "auto");
+  s.batch = batch == "auto" ? 0 : parse_int("--batch", batch, 1, 1 << 20);
+  s.max_batch = a.get_int("--max-batch", s.max_batch, 1, 1 << 20);
+  if (auto m = a.get("--metrics")) s.metrics = parse_metrics(*m);
+  s.repeats = static_cast<int>(a.get_int("--repeats", s.repeats, 1, 1000));
+  s.warmup = static_cast<int>(a.get_int("--warmup", s.warmup, 0, 1000));
+  s.decode_sample = a.get_int("--decode-sample", s.decode_sample, 2, 1 << 20);
+  s.prefill_chunk = a.get_int("--prefill-chunk", s.prefill_chunk, 1, int64_t{1} << 40);
+  s.budget_s = static_cast<double>(a.get_int("--budget-s", static_cast<int64_t>(s.budget_s), 1, 1 << 30));
+  s.precision = parse_precision("--dtype", a.get_or("--dtype", precision_name(s.precision)));
+  s.seed = a.get_u64("--seed", s.seed);
+  for (const auto& m : s.models) resolve_model(m);  // a bad name fails before anything runs
+  return s;
+}
+
+int cmd_bench(const Args& args) {
+  const CommandSpec spec = bench_spec();
+  if (print_help_if_asked(spec, args)) return 0;
+  const ParsedArgs a = parse_args(spec, args);
+  const std::string device = a.get_or("--device", "cpu");
+  if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
+  if (args.empty() || a.has("--default-job")) return run_default_job(a);
+  for (const char* o : {"--results-dir", "--no-report"})
+    if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
+  if (device == "cuda") {
+    const CudaStatus c = cuda_status();
+    if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
+    throw InputError("--device cuda: the CUDA runners are not implemented yet (issues 4 and 5); device " +
+                     c.device_name + " is present");
+  }
+  const OutputFormat format = parse_output_format(a);
+  const SweepSettings s = sweep_settings(a, default_cpu_sweep());
+  Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
+  const auto rows = run_cpu_sweep(s, progress);
+  emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
+  return 0;
+}
+
 }  // namespace yoco::cli

@@ -10,7 +10,6 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "lists.hpp"
-#include "param_layout.hpp"
 #include "result_output.hpp"
 
 namespace yoco::cli {
@@ -158,43 +157,23 @@ int cmd_model(const Args& args) {
   const auto lengths = parse_length_list("--lengths", a.get_or("--lengths", "32K,64K,128K,256K,512K,1M"));
 
   const Provenance prov = Provenance::here("analytic", s.device.name, "");
-  std::vector<ModelRun> runs;
-  std::vector<ModelConfig> configs;
-  std::vector<ResultRow> rows;
-  const std::set<std::string> all = {"memory", "prefill", "decode", "throughput"};
+  NamedConfigs models;
   for (const auto& n : names) {
-    ModelRun r{n, resolve_model(n), {}};
-    configs.push_back(r.cfg);
-    for (int64_t len : lengths) {
-      r.points.push_back(analytic_point(r.cfg, len, s));
-      for (auto& row : analytic_rows(n, r.points.back(), s, prov, all)) rows.push_back(std::move(row));
-    }
+    models.names.push_back(n);
+    models.configs.push_back(resolve_model(n));
+  }
+  const NamedConfigs kv = !a.has("--model") || a.has("--all-presets") ? presets_by_size() : models;
+  const std::vector<ResultRow> rows = analytic_sweep_rows(models, lengths, kv, s, prov);
+  std::vector<ModelRun> runs;
+  for (size_t i = 0; i < names.size(); ++i) {
+    ModelRun r{names[i], models.configs[i], {}};
+    for (int64_t len : lengths) r.points.push_back(analytic_point(r.cfg, len, s));
     runs.push_back(std::move(r));
   }
-  std::vector<std::string> kv_names = names;
-  std::vector<ModelConfig> kv_models = configs;
-  if (!a.has("--model") || a.has("--all-presets")) {
-    // Every preset, smallest first (figure 8's x axis is model size).
-    std::vector<std::pair<int64_t, std::string>> by_size;
-    for (const auto& n : preset_names()) by_size.emplace_back(param_count(preset_config(n)), n);
-    std::stable_sort(by_size.begin(), by_size.end());
-    kv_names.clear();
-    kv_models.clear();
-    for (const auto& [count, n] : by_size) {
-      kv_names.push_back(n);
-      kv_models.push_back(preset_config(n));
-    }
-  }
-  for (size_t i = 0; i < kv_models.size(); ++i)
-    for (auto& row : kv_per_token_rows(kv_models[i], kv_names[i], s, prov)) rows.push_back(std::move(row));
-  auto pairs = pair_models(names, configs);
-  // KV-per-token pairs of the other presets; the SWA variants have the same cache as gRet.
-  for (const auto& p : pair_models(kv_names, kv_models))
-    if (std::find(pairs.begin(), pairs.end(), p) == pairs.end() && p.first.rfind("yoco-swa-", 0) != 0)
-      pairs.push_back(p);
-  const auto ratios = ratio_rows(rows, pairs);
-  rows.insert(rows.end(), ratios.begin(), ratios.end());
-  emit_rows(a, format, rows, [&] { print_tables(runs, kv_models, kv_names, s, a.has("--parts"), ratios); });
+  std::vector<ResultRow> ratios;
+  for (const auto& r : rows)
+    if (r.unit == "x") ratios.push_back(r);
+  emit_rows(a, format, rows, [&] { print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios); });
   return 0;
 }
 

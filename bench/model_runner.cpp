@@ -75,6 +75,13 @@ class Runner final : public ModelRunner {
     return to_double(model_.decode_step(tokens, cache_));
   }
 
+  void skip_positions(int64_t n) override {
+    if (!prefilled_) throw std::logic_error("ModelRunner::skip_positions before prefill");
+    if (n < 0 || cache_.position + n > cache_.capacity)
+      throw std::logic_error("ModelRunner::skip_positions past the cache capacity");
+    cache_.position += n;
+  }
+
   MemoryBreakdown memory() const override { return model_.memory(cache_); }
   int64_t position() const override { return cache_.position; }
   int64_t capacity() const override { return cache_.capacity; }

@@ -59,6 +59,12 @@ class ModelRunner {
   // One token per sequence; returns [batch, vocab]. Needs a prefill first.
   virtual Mat<double> decode_step(const std::vector<int64_t>& tokens) = 0;
 
+  // Timing only: advances the cache by `n` positions without computing them, so
+  // that a sampled decode can time steps late in a long generation without
+  // running every step before them. A step costs the same whatever the cached
+  // values are, but the logits after a skip are meaningless.
+  virtual void skip_positions(int64_t n) = 0;
+
   // weights, kv_cache and state of the current cache; activations = peak of the
   // last forward / prefill / decode_step call.
   virtual MemoryBreakdown memory() const = 0;

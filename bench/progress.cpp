@@ -1,0 +1,54 @@
+#include "progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "format.hpp"
+
+namespace yoco::cli {
+
+std::string clock_string(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  if (t >= 3600) return strf("%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  return strf("%ld:%02ld", t / 60, t % 60);
+}
+
+Progress::Progress(int total_points)
+    : enabled_(isatty(STDERR_FILENO) == 1), total_(total_points), start_(std::chrono::steady_clock::now()) {}
+
+double Progress::elapsed_s() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Progress::point(int i, const std::string& what, double predicted_left_s) {
+  current_ = i;
+  point_ = what;
+  step_.clear();
+  left_s_ = predicted_left_s;
+  draw();
+}
+
+void Progress::step(const std::string& what) {
+  step_ = what;
+  draw();
+}
+
+void Progress::draw() {
+  if (!enabled_) return;
+  std::string line = "[bench " + std::to_string(current_) + "/" + std::to_string(total_) + ", " +
+                     clock_string(elapsed_s()) + " elapsed" +
+                     (left_s_ >= 0 ? ", ~" + clock_string(left_s_) + " left" : std::string()) + "] " + point_;
+  if (!step_.empty()) line += ": " + step_;
+  if (line.size() > 118) line.resize(118);
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+}
+
+void Progress::done() {
+  if (!enabled_) return;
+  std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace yoco::cli

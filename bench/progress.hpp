@@ -1,0 +1,32 @@
+#pragma once
+// Progress of a long sweep on stderr — only when stderr is a terminal, so logs
+// and CI output stay clean: "[bench 3/8, 0:42 elapsed, ~1:10 left] transformer-tiny 8K: prefill".
+#include <chrono>
+#include <string>
+
+namespace yoco::cli {
+
+class Progress {
+ public:
+  explicit Progress(int total_points);
+  bool enabled() const { return enabled_; }
+  // Starts point i (1-based); `predicted_left_s` < 0 when unknown.
+  void point(int i, const std::string& what, double predicted_left_s);
+  // What the current point is doing now.
+  void step(const std::string& what);
+  void done();  // clears the line
+  double elapsed_s() const;
+
+ private:
+  void draw();
+  bool enabled_;
+  int total_, current_ = 0;
+  double left_s_ = -1;
+  std::string point_, step_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// "1:05", "12:00:03".
+std::string clock_string(double seconds);
+
+}  // namespace yoco::cli

@@ -1,0 +1,38 @@
+#pragma once
+// The measured harness (DESIGN.md §4–5): models × lengths, each point within a
+// time budget, every point ending as rows — measured, sampled, or rows saying
+// why it did not run — next to the cost model's projection for the same
+// point. The CPU sweep runs the reference; the CUDA runners plug in later.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "model_runner.hpp"
+#include "progress.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+struct SweepSettings {
+  std::vector<std::string> models;
+  std::vector<int64_t> lengths;
+  int64_t gen = 1024;         // throughput: generated tokens (prompt = length - gen)
+  int64_t batch = 0;          // 0 = auto: 1 for latency points, the largest that fits for throughput
+  int64_t max_batch = 8;      // cap of the automatic throughput batch
+  std::set<std::string> metrics = {"memory", "prefill", "decode", "throughput"};
+  int repeats = 3, warmup = 1;
+  int64_t decode_sample = 64;  // decode steps timed per point
+  int64_t prefill_chunk = 32768;
+  double budget_s = 120;       // per point
+  Precision precision = Precision::f32;
+  uint64_t seed = 0;           // weights and synthetic prompts
+};
+
+// Runs the sweep on the CPU reference. Rows: ceilings of this machine,
+// measured / sampled / exact rows per point, over_budget / out_of_memory /
+// failed rows where a point did not run, analytic rows for every point
+// (roofline on the measured ceilings), and YOCO-vs-Transformer ratio rows.
+std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress);
+
+}  // namespace yoco::cli

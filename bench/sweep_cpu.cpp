@@ -1,0 +1,358 @@
+// The CPU sweep: the reference models timed with steady_clock.
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <new>
+
+#include "analytic_rows.hpp"
+#include "cpu_ceilings.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "host_info.hpp"
+#include "host_memory.hpp"
+#include "lists.hpp"
+#include "stats.hpp"
+#include "sweep.hpp"
+#include "tokens.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// What a point measured; absent fields did not run.
+struct PointResult {
+  std::optional<Summary> prefill, decode;
+  std::optional<MemoryBreakdown> memory;
+  int64_t peak_rss = 0;
+  bool rss_reset = false;
+  int64_t throughput_batch = 0;
+  std::optional<double> throughput, tp_prefill_s, tp_decode_s;
+  bool throughput_sampled = false;
+  std::string throughput_note;
+};
+
+// The time a point will take, from the last measured point of the same model
+// scaled by the cost model's FLOP ratio (quadratic attention included), or
+// from the roofline on this machine's ceilings when nothing was measured yet.
+struct Predictor {
+  struct Last {
+    int64_t n = 0;
+    double prefill_s = 0, prefill_flops = 0, decode_s = 0, decode_work = 0;
+  };
+  std::map<std::string, Last> last;
+
+  double prefill(const std::string& model, double flops, double roofline_s) const {
+    auto it = last.find(model);
+    if (it == last.end() || it->second.prefill_flops <= 0) return roofline_s;
+    return it->second.prefill_s * flops / it->second.prefill_flops;
+  }
+  double decode(const std::string& model, double work, double roofline_s) const {
+    auto it = last.find(model);
+    if (it == last.end() || it->second.decode_work <= 0) return roofline_s;
+    return it->second.decode_s * work / it->second.decode_work;
+  }
+};
+
+class RowSink {
+ public:
+  RowSink(std::vector<ResultRow>& rows, const Provenance& prov) : rows_(rows), prov_(prov) {}
+  ResultRow& add(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,
+                 const std::string& metric, std::optional<double> value, const std::string& unit,
+                 const std::string& method, int64_t repeats, const std::string& notes) {
+    ResultRow r;
+    r.prov = prov_;
+    r.model = model;
+    r.seq_len = n;
+    r.batch = batch;
+    r.gen_tokens = gen;
+    r.phase = phase;
+    r.metric = metric;
+    r.value = value;
+    r.unit = unit;
+    r.method = method;
+    r.repeats = repeats;
+    if (value) r.min = r.max = value;
+    r.notes = notes;
+    rows_.push_back(std::move(r));
+    return rows_.back();
+  }
+  void timing(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,
+              const std::string& metric, const Summary& s, const std::string& method, const std::string& notes) {
+    ResultRow& r = add(model, n, batch, gen, phase, metric, s.median, "s", method, s.count, notes);
+    r.min = s.min;
+    r.max = s.max;
+  }
+
+ private:
+  std::vector<ResultRow>& rows_;
+  Provenance prov_;
+};
+
+// The metrics' names per phase, for rows that say a point did not run.
+const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>& phase_metrics() {
+  static const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> m = {
+      {"memory", {{"mem_total_bytes", "B"}}},
+      {"prefill", {{"prefill_latency_s", "s"}}},
+      {"decode", {{"decode_step_latency_s", "s"}}},
+      {"throughput", {{"throughput_tokens_per_s", "tokens/s"}}},
+  };
+  return m;
+}
+
+std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t n, int64_t vocab) {
+  std::vector<std::vector<int64_t>> seqs;
+  for (int64_t b = 0; b < batch; ++b) seqs.push_back(synthetic_prompt(seed, b, n, vocab));
+  return seqs;
+}
+
+// `steps` decode steps, each timed; tokens are synthetic (a step costs the same whatever they are).
+std::vector<double> time_decode_steps(ModelRunner& r, int64_t batch, int64_t steps) {
+  std::vector<double> t;
+  const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto t0 = Clock::now();
+    r.decode_step(tokens);
+    t.push_back(since(t0));
+  }
+  return t;
+}
+
+}  // namespace
+
+std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress) {
+  std::vector<ResultRow> rows;
+  const std::string cpu = cpu_device_name();
+  const Provenance prov = Provenance::here("cpu", cpu, kernel_release());
+  RowSink sink(rows, prov);
+
+  progress.step("measuring this machine's GEMM rate and copy bandwidth");
+  const CpuCeilings ceil = measure_cpu_ceilings();
+  {
+    ResultRow& g = sink.add("-", 0, 1, 0, "ceiling", "gemm_peak_tflops", ceil.gemm_flops / 1e12, "TFLOP/s", "measured",
+                            ceil.repeats, "Eigen fp32 GEMM 768x768x768, median");
+    g.min = ceil.gemm_min / 1e12;
+    g.max = ceil.gemm_max / 1e12;
+    ResultRow& c = sink.add("-", 0, 1, 0, "ceiling", "copy_bw_gbs", ceil.copy_bw / 1e9, "GB/s", "measured",
+                            ceil.repeats, "memcpy of 256 MiB, read + write counted, median");
+    c.min = ceil.copy_min / 1e9;
+    c.max = ceil.copy_max / 1e9;
+  }
+  AnalyticSettings an;
+  an.storage = cost::Storage::uniform(s.precision == Precision::f64 ? cost::StorageType::fp64 : cost::StorageType::fp32);
+  an.device = cpu_roofline_spec(ceil, cpu);
+  an.prefill_chunk = s.prefill_chunk;
+  an.gen = s.gen;
+  const Provenance an_prov = Provenance::here("analytic", an.device.name, "");
+
+  const int elem = precision_bytes(s.precision);
+  const double host = host_memory_bytes();
+  const double usable = 0.8 * host;  // leave room for the OS and the rest of the process
+  std::vector<ModelConfig> configs;
+  for (const auto& m : s.models) configs.push_back(resolve_model(m));
+  const int total = static_cast<int>(s.models.size() * s.lengths.size());
+  Predictor predict;
+  double predicted_left = -1;
+  int index = 0;
+  const bool latency = s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode");
+
+  for (size_t mi = 0; mi < s.models.size(); ++mi) {
+    const std::string& model = s.models[mi];
+    const ModelConfig& cfg = configs[mi];
+    std::unique_ptr<ModelRunner> runner;
+    for (int64_t n : s.lengths) {
+      ++index;
+      const std::string label = model + " " + length_label(n);
+      progress.point(index, label, predicted_left);
+      const int64_t B = s.batch > 0 ? s.batch : 1;
+      const bool do_tp = s.metrics.count("throughput") && n > s.gen;
+      // The throughput batch: given, or the largest (up to --max-batch) whose caches fit.
+      int64_t Bt = s.batch;
+      std::string bt_note = "batch given (--batch)";
+      if (do_tp && Bt == 0) {
+        Bt = 1;
+        while (Bt < s.max_batch &&
+               generation_bytes_estimate(cfg, elem, Bt + 1, n - s.gen, s.gen, s.prefill_chunk, false) <= usable)
+          ++Bt;
+        bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in 80% of host memory";
+      }
+      // Analytic rows for this point (batch B; throughput at batch Bt).
+      AnalyticSettings a = an;
+      a.batch = B;
+      a.tp_batch = do_tp ? Bt : 0;
+      const AnalyticPoint ap = analytic_point(cfg, n, a);
+      for (auto& r : analytic_rows(model, ap, a, an_prov, s.metrics)) rows.push_back(std::move(r));
+
+      // Will it fit, and how long will it take?
+      const double need = generation_bytes_estimate(cfg, elem, std::max(B, do_tp ? Bt : 0), n, s.decode_sample,
+                                                    s.prefill_chunk, false);
+      const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
+      const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
+      int warmup = s.warmup, repeats = s.repeats;
+      auto point_time = [&](int w, int r, bool tp) {
+        double t = latency ? (w + r) * pre1 * B + (s.metrics.count("decode") ? s.decode_sample * step1 : 0) : 0;
+        if (tp) t += Bt * pre1 * static_cast<double>(n - s.gen) / n + std::min(s.gen, s.decode_sample) * step1 * Bt;
+        return t;
+      };
+      bool tp = do_tp;
+      std::string budget_note;
+      if (point_time(warmup, repeats, tp) > s.budget_s) {
+        warmup = 0;
+        while (repeats > 1 && point_time(warmup, repeats, tp) > s.budget_s) --repeats;
+        budget_note = "repeats cut to " + std::to_string(repeats) + ", no warm-up, to fit --budget-s " +
+                      strf("%g", s.budget_s) + " (predicted " + strf("%.0f", point_time(s.warmup, s.repeats, tp)) +
+                      " s with all)";
+        if (tp && point_time(warmup, repeats, tp) > s.budget_s) tp = false;
+      }
+      const double predicted = point_time(warmup, repeats, tp);
+      std::string skip_method, skip_note;
+      if (need > usable) {
+        skip_method = "out_of_memory";
+        skip_note = "needs about " + human_bytes(need) + ", 80% of host memory is " + human_bytes(usable);
+      } else if (predicted > s.budget_s) {
+        skip_method = "over_budget";
+        skip_note = "predicted " + strf("%.0f", predicted) + " s > --budget-s " + strf("%g", s.budget_s);
+      }
+      PointResult res;
+      if (skip_method.empty()) {
+        try {
+          if (!runner) {
+            progress.step("initialising weights");
+            runner = ModelRunner::create(cfg, s.precision, WeightSource::from_seed(s.seed));
+          }
+          if (latency) {
+            const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
+            std::vector<double> times;
+            res.rss_reset = reset_peak_rss();
+            const bool decode = s.metrics.count("decode") > 0;
+            for (int i = 0; i < warmup + repeats; ++i) {
+              progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
+              const bool last = i + 1 == warmup + repeats;
+              const auto t0 = Clock::now();
+              runner->prefill(prompt, last && decode ? s.decode_sample : 0, s.prefill_chunk);
+              const double t = since(t0);
+              if (i >= warmup) times.push_back(t);
+              if (i == warmup) res.memory = runner->memory();  // cache of exactly n tokens
+            }
+            res.prefill = summarize(times);
+            if (decode) {
+              progress.step("decode steps");
+              res.decode = summarize(time_decode_steps(*runner, B, s.decode_sample));
+            }
+            res.peak_rss = peak_rss_bytes();
+          }
+          if (tp) {
+            progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
+            res.throughput_batch = Bt;
+            const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
+            const auto t0 = Clock::now();
+            runner->prefill(prompt, s.gen, s.prefill_chunk);
+            res.tp_prefill_s = since(t0);
+            progress.step("throughput: decode");
+            std::vector<double> steps;
+            if (s.gen <= s.decode_sample) {
+              steps = time_decode_steps(*runner, Bt, s.gen);
+            } else {
+              // Sampled: half the sample at the start of the generation, half at its end
+              // (the positions between are skipped, not computed); a step's cost is affine
+              // in its context, so the mean of the two halves is the mean over all steps.
+              const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
+              steps = time_decode_steps(*runner, Bt, head);
+              runner->skip_positions(s.gen - s.decode_sample);
+              const auto t = time_decode_steps(*runner, Bt, tail);
+              steps.insert(steps.end(), t.begin(), t.end());
+              res.throughput_sampled = true;
+            }
+            double sum = 0;
+            for (double t : steps) sum += t;
+            res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
+            res.throughput = static_cast<double>(Bt * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
+            res.throughput_note =
+                "prompt " + std::to_string(n - s.gen) + " + " + std::to_string(s.gen) + " generated, batch " +
+                std::to_string(Bt) + " (" + bt_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) + " s, decode " +
+                strf("%.3f", *res.tp_decode_s) + " s" +
+                (res.throughput_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, "
+                                               "mean step x %lld",
+                                               static_cast<long long>(s.decode_sample / 2),
+                                               static_cast<long long>(s.decode_sample - s.decode_sample / 2),
+                                               static_cast<long long>(s.gen), static_cast<long long>(s.gen))
+                                          : std::string("; every decode step timed"));
+          }
+        } catch (const std::bad_alloc&) {
+          skip_method = "out_of_memory";
+          skip_note = "std::bad_alloc during the run";
+          res = PointResult{};
+        } catch (const std::exception& e) {
+          skip_method = "failed";
+          skip_note = e.what();
+          res = PointResult{};
+        }
+      }
+      // Rows of the point.
+      if (!skip_method.empty()) {
+        for (const auto& [phase, metrics] : phase_metrics()) {
+          if (!s.metrics.count(phase) || (phase == "throughput" && !do_tp)) continue;
+          for (const auto& [metric, unit] : metrics)
+            sink.add(model, n, phase == "throughput" ? Bt : B, phase == "throughput" ? s.gen : 0, phase, metric,
+                     std::nullopt, unit, skip_method, 0, skip_note + "; the analytic row beside is the projection");
+        }
+      } else {
+        const std::string common = budget_note.empty() ? "" : "; " + budget_note;
+        if (res.memory && s.metrics.count("memory")) {
+          const MemoryBreakdown& m = *res.memory;
+          const std::string note = "the reference's accounting after prefilling " + std::to_string(n) +
+                                   " tokens (cache of exactly that), " + precision_name(s.precision);
+          sink.add(model, n, B, 0, "memory", "mem_weights_bytes", m.weights, "B", "exact", 1, note);
+          sink.add(model, n, B, 0, "memory", "mem_kv_cache_bytes", m.kv_cache, "B", "exact", 1, note);
+          sink.add(model, n, B, 0, "memory", "mem_state_bytes", m.state, "B", "exact", 1, note);
+          sink.add(model, n, B, 0, "memory", "mem_activations_bytes", m.activations, "B", "exact", 1,
+                   note + "; activations: peak of the metered temporaries");
+          sink.add(model, n, B, 0, "memory", "mem_total_bytes", m.total(), "B", "exact", 1, note);
+          sink.add(model, n, B, 0, "memory", "mem_host_peak_rss_bytes", static_cast<double>(res.peak_rss), "B",
+                   "measured", 1,
+                   res.rss_reset ? "process peak RSS over this point's prefills and decode steps"
+                                 : "process peak RSS since start (the kernel refused to reset the mark)");
+        }
+        if (res.prefill && s.metrics.count("prefill"))
+          sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
+                      "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
+                          " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) + common);
+        if (res.decode)
+          sink.timing(model, n, B, 0, "decode", "decode_step_latency_s", *res.decode, "measured",
+                      "median of " + std::to_string(res.decode->count) + " steps at context " + std::to_string(n) +
+                          ".." + std::to_string(n + s.decode_sample - 1));
+        if (do_tp && !res.throughput)
+          sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", std::nullopt, "tokens/s",
+                   "over_budget", 0, budget_note + "; throughput dropped to keep the point within budget");
+        if (res.throughput) {
+          sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", *res.throughput, "tokens/s",
+                   res.throughput_sampled ? "sampled" : "measured", 1, res.throughput_note);
+          sink.add(model, n, Bt, s.gen, "throughput", "max_batch", static_cast<double>(Bt), "count", "exact", 1,
+                   bt_note);
+        }
+        // Learn for the next point's prediction.
+        auto& l = predict.last[model];
+        l.n = n;
+        if (res.prefill) {
+          l.prefill_s = res.prefill->median / B;
+          l.prefill_flops = ap.prefill.total().flops / B;
+        }
+        if (res.decode) {
+          l.decode_s = res.decode->median;
+          l.decode_work = ap.decode.total().bytes;
+        }
+      }
+      // A rough estimate of what is left: this point's prediction for each remaining point.
+      predicted_left = predicted * (total - index);
+    }
+  }
+  progress.done();
+  const auto pairs = pair_models(s.models, configs);
+  const auto ratios = ratio_rows(rows, pairs);
+  rows.insert(rows.end(), ratios.begin(), ratios.end());
+  return rows;
+}
+
+}  // namespace yoco::cli
