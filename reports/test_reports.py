@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""Self-test of reports/plot.py and reports/report.py on a synthetic result set.
+
+Run:  /usr/bin/python3 -m unittest test_reports      (from reports/)
+      /usr/bin/python3 reports/test_reports.py        (from anywhere)
+
+The synthetic rows follow reports/SCHEMA.md but their numbers are made up (rough
+formulas, not the suite's cost model): they exist to exercise the scripts.
+`/usr/bin/python3 reports/test_reports.py --make-synthetic DIR` writes them to DIR
+for looking at the figures by hand; never commit them as results.
+"""
+import contextlib
+import csv
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import plot  # noqa: E402
+import report  # noqa: E402
+
+K = 1024
+M = 1024 * 1024
+
+
+# ----------------------------------------------------------------------------------------------
+# Synthetic result set
+
+
+class _Writer(object):
+    def __init__(self, prov):
+        self.prov, self.rows = prov, []
+
+    def add(self, model, seq_len, phase, metric, value, unit, method, batch=1, gen=0, repeats=None, lo=None,
+            hi=None, notes="", device=None, device_name=None):
+        prov = dict(self.prov)
+        if device is not None:
+            prov.update(device=device, device_name=device_name, driver="")
+        if repeats is None:
+            repeats = {"measured": 5, "sampled": 1, "extrapolated": 1}.get(method, 0)
+        fmt = lambda v: "" if v is None else "%.17g" % v  # noqa: E731
+        if value is not None and lo is None:
+            lo = hi = value
+        self.rows.append(dict(prov, model=model, seq_len=seq_len, batch=batch, gen_tokens=gen, phase=phase,
+                              metric=metric, value=fmt(value), unit=unit, method=method, repeats=repeats,
+                              min=fmt(lo), max=fmt(hi), notes=notes))
+
+    def write(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, plot.COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(self.rows)
+        return path
+
+
+def _ratios(w, a, b, seq_len, phase, ya, yb, method, batch=1, gen=0, higher_better=False):
+    name = {"memory": "memory_reduction", "prefill": "prefill_speedup", "decode": "decode_speedup",
+            "throughput": "throughput_gain", "kv_cache": "kv_cache_reduction"}[phase]
+    v = (ya / yb) if higher_better else (yb / ya)
+    w.add("%s vs %s" % (a, b), seq_len, phase, name, v, "x", method, batch=batch, gen=gen)
+
+
+def make_synthetic(root, with_param_count=True, with_cuda=True):
+    """Writes a synthetic result set under root/{cpu,analytic,cuda}/; returns the file paths."""
+    files = []
+    # --- CPU, tiny models, 1K..16K -------------------------------------------------------------
+    cpu = _Writer(dict(git_sha="0123456789ab", timestamp="2026-11-21T10:00:00Z", host="devbox", device="cpu",
+                       device_name="AMD EPYC (2 cores)", driver="6.1.0-28-amd64"))
+    roof = dict(device="analytic", device_name="roofline of AMD EPYC (measured ceilings)")
+    gen = 128
+    tiny_kv = {"yoco-tiny": 256.0, "transformer-tiny": 1024.0}
+    for n in (1024, 2048, 4096, 8192, 16384):
+        mem, pre, dec, thr = {}, {}, {}, {}
+        for m in ("yoco-tiny", "transformer-tiny"):
+            y = m.startswith("yoco")
+            parts = dict(mem_weights_bytes=812032.0 if y else 798720.0, mem_kv_cache_bytes=tiny_kv[m] * n,
+                         mem_state_bytes=8192.0 if y else 0.0, mem_activations_bytes=(0.6 if y else 1.1) * 2e5 + 40 * n,
+                         mem_other_bytes=0.0)
+            for k, v in parts.items():
+                cpu.add(m, n, "memory", k, v, "B", "exact")
+            mem[m] = sum(parts.values())
+            cpu.add(m, n, "memory", "mem_total_bytes", mem[m], "B", "exact")
+            cpu.add(m, n, "memory", "mem_host_peak_rss_bytes", mem[m] + 21e6, "B", "measured", repeats=1)
+            pre[m] = 2.1e-5 * n if y else 4e-5 * n + 2.3e-7 * n * n
+            if not y and n == 16384:
+                cpu.add(m, n, "prefill", "prefill_latency_s", None, "s", "over_budget",
+                        notes="predicted %.1f s > --budget-s 30" % pre[m])
+                cpu.add(m, n, "prefill", "prefill_latency_s", pre[m], "s", "analytic", **roof)
+            else:
+                cpu.add(m, n, "prefill", "prefill_latency_s", pre[m], "s", "measured", lo=pre[m] * 0.97,
+                        hi=pre[m] * 1.06)
+            dec[m] = 3e-4 + (2e-9 if y else 9e-9) * n
+            meth = "measured" if n <= 4096 else "sampled"
+            cpu.add(m, n, "decode", "decode_step_latency_s", dec[m], "s", meth, lo=dec[m] * 0.95, hi=dec[m] * 1.1,
+                    notes="" if meth == "measured" else "64 of 128 decode steps timed, scaled")
+            thr[m] = gen / (pre[m] + gen * dec[m])
+            if not y and n == 16384:
+                cpu.add(m, n, "throughput", "throughput_tokens_per_s", None, "tokens/s", "over_budget", gen=gen,
+                        notes="prefill over budget")
+                cpu.add(m, n, "throughput", "throughput_tokens_per_s", thr[m], "tokens/s", "analytic", gen=gen,
+                        **roof)
+            else:
+                cpu.add(m, n, "throughput", "throughput_tokens_per_s", thr[m], "tokens/s", meth, gen=gen,
+                        notes="" if meth == "measured" else "decode steps sampled")
+        a, b = "yoco-tiny", "transformer-tiny"
+        _ratios(cpu, a, b, n, "memory", mem[a], mem[b], "exact")
+        _ratios(cpu, a, b, n, "prefill", pre[a], pre[b], "analytic" if n == 16384 else "measured")
+        _ratios(cpu, a, b, n, "decode", dec[a], dec[b], "measured" if n <= 4096 else "sampled")
+        _ratios(cpu, a, b, n, "throughput", thr[a], thr[b], "analytic" if n == 16384 else
+                ("measured" if n <= 4096 else "sampled"), gen=gen, higher_better=True)
+    for m, v in tiny_kv.items():
+        cpu.add(m, 0, "kv_cache", "kv_cache_bytes_per_token", v, "B/token", "exact")
+    _ratios(cpu, "yoco-tiny", "transformer-tiny", 0, "kv_cache", 256.0, 1024.0, "exact")
+    files.append(cpu.write(os.path.join(root, "cpu", "bench.csv")))
+
+    # --- analytic H100 projection of the 3B models, 32K..1M, and KV per token of the presets ---
+    h = _Writer(dict(git_sha="0123456789ab", timestamp="2026-11-21T10:05:00Z", host="devbox", device="analytic",
+                     device_name="H100 SXM5 80GB (datasheet)", driver=""))
+    lens = [32 * K * 2 ** i for i in range(6)]
+
+    def h100_3b(m, n):
+        y = m.startswith("yoco")
+        kvpt = 4096.0 if y else 106496.0
+        parts = dict(mem_weights_bytes=6.36e9 if y else 6.47e9, mem_kv_cache_bytes=kvpt * n,
+                     mem_state_bytes=20.4e6 if y else 0.0, mem_activations_bytes=0.8e9 if y else 1.3e9,
+                     mem_other_bytes=0.55e9)
+        pre = 3.1e-6 * n + 0.02 if y else 2.2e-5 * n + 2.55e-10 * n * n
+        dec = 0.011 + 4e-9 * n if y else 0.011 + 1.2e-7 * n
+        return parts, pre, dec
+
+    analytic = {}
+    for n in lens:
+        vals = {}
+        for m in ("yoco-3b", "transformer-3b"):
+            parts, pre, dec = h100_3b(m, n)
+            for k, v in parts.items():
+                h.add(m, n, "memory", k, v, "B", "analytic", gen=1024)
+            tot = sum(parts.values())
+            h.add(m, n, "memory", "mem_total_bytes", tot, "B", "analytic", gen=1024)
+            h.add(m, n, "prefill", "prefill_latency_s", pre, "s", "analytic")
+            h.add(m, n, "decode", "decode_step_latency_s", dec, "s", "analytic")
+            per_seq = parts["mem_kv_cache_bytes"] + parts["mem_state_bytes"]
+            free = 80e9 - parts["mem_weights_bytes"] - parts["mem_activations_bytes"] - parts["mem_other_bytes"]
+            mb = max(0, int(free // per_seq))
+            h.add(m, n, "throughput", "max_batch", mb, "count", "analytic", batch=max(mb, 1), gen=1024)
+            b = max(mb, 1)
+            thr = b * 1024 / (b * pre + 1024 * dec * (1 + 0.02 * b))
+            h.add(m, n, "throughput", "throughput_tokens_per_s", thr, "tokens/s", "analytic", batch=b, gen=1024,
+                  notes="" if mb else "does not fit in 80 GB even at batch 1; value as if it did")
+            vals[m] = (tot, pre, dec, thr, b)
+            analytic[(m, n)] = (parts, tot, pre, dec)
+        a, bb = "yoco-3b", "transformer-3b"
+        _ratios(h, a, bb, n, "memory", vals[a][0], vals[bb][0], "analytic", gen=1024)
+        _ratios(h, a, bb, n, "prefill", vals[a][1], vals[bb][1], "analytic")
+        _ratios(h, a, bb, n, "decode", vals[a][2], vals[bb][2], "analytic")
+        _ratios(h, a, bb, n, "throughput", vals[a][3], vals[bb][3], "analytic", batch=vals[a][4], gen=1024,
+                higher_better=True)
+    presets = [("tiny", 64, 4, 4, 2, 0.2e6), ("160m", 768, 12, 12, 3, 0.16e9), ("400m", 1024, 24, 16, 4, 0.4e9),
+               ("830m", 1536, 24, 12, 3, 0.83e9), ("1.4b", 2048, 24, 16, 4, 1.4e9),
+               ("2.7b", 2560, 32, 20, 5, 2.7e9), ("3b", 3072, 26, 24, 8, 3.2e9), ("6.8b", 4096, 32, 32, 8, 6.8e9),
+               ("13b", 5120, 40, 40, 10, 13e9), ("65b", 8192, 80, 64, 8, 65e9)]
+    for size, d, L, H, Hkv, pc in presets:
+        per_layer = Hkv * (d // H) * 2 * 2.0
+        for fam, layers in (("yoco", 1), ("transformer", L)) + ((("yoco-swa", 1),) if size in ("160m", "1.4b",
+                                                                                                 "13b") else ()):
+            m = "%s-%s" % (fam, size)
+            v = per_layer * layers + (0 if fam != "yoco-swa" else 0)
+            h.add(m, 0, "kv_cache", "kv_cache_bytes_per_token", v, "B/token", "analytic")
+            if with_param_count:
+                h.add(m, 0, "model", "param_count", pc * (1.0 if fam == "transformer" else 0.99), "count", "exact")
+        _ratios(h, "yoco-%s" % size, "transformer-%s" % size, 0, "kv_cache", per_layer, per_layer * L,
+                "analytic")
+    files.append(h.write(os.path.join(root, "analytic", "h100-3b.csv")))
+
+    if not with_cuda:
+        return files
+    # --- a measured H100 run of the 3B models with points that did not run ----------------------
+    c = _Writer(dict(git_sha="fedcba987654-dirty", timestamp="2026-11-22T08:00:00Z", host="gpu-node-7",
+                     device="cuda", device_name="NVIDIA H100 80GB HBM3", driver="550.54.15"))
+    dsh = dict(device="analytic", device_name="H100 SXM5 80GB (datasheet)")
+    for n in lens:
+        for m in ("yoco-3b", "transformer-3b"):
+            parts, tot, pre, dec = analytic[(m, n)]
+            if tot > 80e9:
+                c.add(m, n, "memory", "mem_total_bytes", None, "B", "out_of_memory", gen=1024,
+                      notes="needs %.1f GB, 79.1 GB free" % (tot / 1e9))
+                for k, v in parts.items():
+                    c.add(m, n, "memory", k, None, "B", "out_of_memory", gen=1024, notes="does not fit")
+            else:
+                for k, v in parts.items():
+                    c.add(m, n, "memory", k, v * 1.04, "B", "measured", gen=1024, repeats=1)
+                c.add(m, n, "memory", "mem_total_bytes", tot * 1.04, "B", "measured", gen=1024, repeats=1)
+            if m.startswith("transformer") and n == 1 * M:
+                c.add(m, n, "prefill", "prefill_latency_s", None, "s", "over_budget",
+                      notes="predicted %.0f s > --budget-s 240" % pre)
+                c.add(m, n, "prefill", "prefill_latency_s", pre, "s", "analytic", **dsh)
+            elif m.startswith("transformer") and n == 512 * K:
+                c.add(m, n, "prefill", "prefill_latency_s", pre * 1.2, "s", "extrapolated",
+                      notes="2 of 26 layers timed, x13")
+            else:
+                c.add(m, n, "prefill", "prefill_latency_s", pre * 1.15, "s", "measured", lo=pre * 1.12,
+                      hi=pre * 1.2)
+            c.add(m, n, "decode", "decode_step_latency_s", dec * 1.1, "s", "sampled",
+                  notes="64 of 1024 steps timed, scaled")
+    files.append(c.write(os.path.join(root, "cuda", "h100-run.csv")))
+    return files
+
+
+# ----------------------------------------------------------------------------------------------
+# Tests
+
+
+def _quiet(fn, *a, **kw):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = fn(*a, **kw)
+    return rc, out.getvalue(), err.getvalue()
+
+
+class ReportsTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="yoco-reports-test-")
+        self.results = os.path.join(self.tmp, "results")
+        self.out = os.path.join(self.tmp, "figures")
+        self.readme = os.path.join(self.tmp, "README.md")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_paper_rows_parse(self):
+        files = sorted(f for f in os.listdir(os.path.join(HERE, "paper")) if f.endswith(".csv"))
+        self.assertTrue(files, "reports/paper/*.csv missing")
+        rows = []
+        for f in files:
+            path = os.path.join(HERE, "paper", f)
+            with open(path) as fh:
+                self.assertEqual(fh.readline().rstrip("\n"), ",".join(plot.COLUMNS), path)
+            rows.extend(plot.read_result_csv(path))
+        self.assertTrue(all(r.device == "paper" and r.method == "paper" for r in rows))
+        self.assertTrue(all(r.device_name == "H100-80GB (paper)" for r in rows))
+        self.assertTrue(all(r.notes.strip() and r.value is not None for r in rows))
+        keys = [r.key() for r in rows]
+        self.assertEqual(len(keys), len(set(keys)), "duplicate key among the paper rows")
+        got = {(r.model, r.seq_len, r.metric): r.value for r in rows}
+        pair = "yoco-3b vs transformer-3b"
+        self.assertEqual(got[("yoco-3b", M, "mem_total_bytes")], 12.4e9)
+        self.assertEqual(got[(pair, M, "memory_reduction")], 9.4)
+        self.assertEqual(got[(pair, 32 * K, "memory_reduction")], 2)
+        self.assertEqual(got[(pair, M, "prefill_speedup")], 71.8)
+        self.assertEqual(got[(pair, 32 * K, "prefill_speedup")], 2.87)
+        self.assertEqual(got[("transformer-3b", 512 * K, "prefill_latency_s")], 180)
+        self.assertEqual(got[("yoco-3b", 512 * K, "prefill_latency_s")], 6)
+        self.assertEqual(got[("transformer-3b", M, "prefill_latency_s")], 300)
+        self.assertEqual(got[("transformer-3b", 512 * K, "throughput_tokens_per_s")], 4.5)
+        self.assertEqual(got[("yoco-3b", 512 * K, "throughput_tokens_per_s")], 43.1)
+        self.assertEqual(got[(pair, 512 * K, "throughput_gain")], 9.6)
+        self.assertEqual(got[("transformer-65b", 512 * K, "mem_kv_cache_bytes")], 86e9)
+        self.assertEqual(got[("yoco-65b vs transformer-65b", 0, "kv_cache_reduction")], 80)
+        self.assertEqual(got[("yoco-65b", 0, "kv_cache_bytes_per_token")], 2 ** 30 / 131072)
+        self.assertAlmostEqual(got[("transformer-65b", 0, "kv_cache_bytes_per_token")], 2 ** 30 / 1638.4)
+        self.assertEqual(got[("transformer-7b", M, "prefill_latency_s")], 380)
+        self.assertEqual(got[("transformer-7b", 450 * K, "prefill_latency_s")], 110)
+
+    def test_plot_and_report(self):
+        make_synthetic(self.results)
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        pngs = sorted(f for f in os.listdir(self.out) if f.endswith(".png"))
+        svgs = sorted(f for f in os.listdir(self.out) if f.endswith(".svg"))
+        self.assertEqual(len(pngs), len(svgs))
+        for dev in ("amd-epyc-2-cores", "h100-sxm5-80gb-datasheet", "nvidia-h100-80gb-hbm3"):
+            for kind in ("memory_vs_length", "memory_breakdown", "prefill_vs_length"):
+                self.assertIn("%s_%s.png" % (dev, kind), pngs)
+        self.assertIn("h100-sxm5-80gb-datasheet_kv_cache_per_token.png", pngs)
+        self.assertIn("h100-sxm5-80gb-datasheet_throughput_vs_length.png", pngs)
+        # the roofline device only holds the projections beside points that did not run
+        self.assertFalse(any(f.startswith("roofline") for f in pngs), pngs)
+        for f in pngs:
+            with open(os.path.join(self.out, f), "rb") as fh:
+                self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n", f)
+        with open(self.readme, encoding="utf-8") as fh:
+            text = fh.read()
+        for needle in ("## AMD EPYC (2 cores)", "## H100 SXM5 80GB (datasheet)", "prefill_speedup",
+                       "kv_cache_reduction", "How to regenerate", "Where the numbers come from",
+                       "fedcba987654-dirty", "gpu-node-7", "71.8×", "over budget"):
+            self.assertIn(needle, text)
+        # figures are linked relative to the README and exist
+        import re
+        links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+        self.assertTrue(links)
+        for l in links:
+            self.assertTrue(os.path.isfile(os.path.join(os.path.dirname(self.readme), l)), l)
+            self.assertFalse(os.path.isabs(l), l)
+
+    def test_plot_without_param_count_or_paper(self):
+        make_synthetic(self.results, with_param_count=False, with_cuda=False)
+        rc, out, err = _quiet(plot.main, [self.results, "--out", self.out, "--no-paper"])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("preset size order", out)
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "h100-sxm5-80gb-datasheet_kv_cache_per_token.png")))
+
+    def test_missing_data_is_skipped_not_fatal(self):
+        w = _Writer(dict(git_sha="x", timestamp="2026-11-21T10:00:00Z", host="h", device="cpu",
+                         device_name="Some CPU", driver=""))
+        w.add("yoco-tiny", 1024, "prefill", "prefill_latency_s", 0.5, "s", "measured")
+        w.add("transformer-tiny", 1024, "prefill", "prefill_latency_s", None, "s", "failed", notes="boom")
+        path = w.write(os.path.join(self.results, "one.csv"))
+        rc, out, err = _quiet(report.main, [path, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("skip memory_vs_length", out)
+        self.assertTrue(os.path.isfile(os.path.join(self.out, "some-cpu_prefill_vs_length.png")))
+        # no results at all: a README that says so, no crash
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty)
+        rc, out, err = _quiet(report.main, ["--results", empty, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+
+    def _expect_exit2(self, content, line, fragment):
+        path = os.path.join(self.tmp, "bad.csv")
+        with open(path, "w") as f:
+            f.write(content)
+        for main in (plot.main, report.main):
+            rc, out, err = _quiet(main, [path, "--out", self.out, "--readme", self.readme] if main is report.main
+                                  else [path, "--out", self.out])
+            self.assertEqual(rc, 2, out + err)
+            self.assertIn("%s:%d:" % (path, line), err)
+            self.assertIn(fragment, err)
+
+    def test_malformed_csv_exit_2(self):
+        header = ",".join(plot.COLUMNS) + "\n"
+        good = ("x,2026-11-21T10:00:00Z,h,cpu,CPU,,yoco-tiny,1024,1,0,prefill,prefill_latency_s,0.5,s,measured,"
+                "5,0.4,0.6,\n")
+        self._expect_exit2("a,b,c\n1,2,3\n", 1, "not a result CSV")
+        self._expect_exit2(header.replace("metric,", ""), 1, "missing column(s) metric")
+        self._expect_exit2(header + good + "x,y\n", 3, "2 fields")
+        self._expect_exit2(header + good + good.replace("0.5,s", "fast,s"), 3, "column value")
+        self._expect_exit2(header + good + good.replace(",1024,", ",1k,"), 3, "column seq_len")
+        self._expect_exit2("", 1, "empty file")
+
+    def test_scripts_run_by_path(self):
+        make_synthetic(self.results, with_cuda=False)
+        exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        r = subprocess.run([exe, os.path.join(HERE, "plot.py"), "--results", self.results, "--out", self.out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("wrote", r.stdout)
+        bad = os.path.join(self.tmp, "bad.csv")
+        with open(bad, "w") as f:
+            f.write("not,a,result\n")
+        r = subprocess.run([exe, os.path.join(HERE, "report.py"), bad, "--out", self.out, "--readme", self.readme],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(bad + ":1:", r.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--make-synthetic":
+        for p in make_synthetic(sys.argv[2]):
+            print("wrote", p)
+        sys.exit(0)
+    unittest.main()
