@@ -5,12 +5,18 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>  // csv.h uses std::numeric_limits without including <limits>
 #include <map>
 #include <utility>
 
 // Result files are small: a reader thread buys nothing.
 #define CSV_IO_NO_THREAD
+// fccp copies file names with strncpy into fixed buffers, which GCC flags
+// when it inlines them here; the truncation is fccp's documented behaviour.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-truncation"
 #include <csv.h>
+#pragma GCC diagnostic pop
 
 #include "errors.hpp"
 
@@ -85,8 +91,10 @@ std::optional<double> parse_number(const Where& w, size_t col, const std::string
   if (s.empty()) return std::nullopt;
   double v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec == std::errc::result_out_of_range) throw InputError(w.column(col) + ": '" + s + "' is out of range of a double");
-  if (ec != std::errc() || end != s.data() + s.size()) throw InputError(w.column(col) + ": '" + s + "' is not a number");
+  if (ec == std::errc::result_out_of_range)
+    throw InputError(w.column(col) + ": '" + s + "' is out of range of a double");
+  if (ec != std::errc() || end != s.data() + s.size())
+    throw InputError(w.column(col) + ": '" + s + "' is not a number");
   // The writers never produce NaN or infinities (no value is written as ""),
   // and a relative change against one would be meaningless.
   if (!std::isfinite(v)) throw InputError(w.column(col) + ": '" + s + "' is not a finite number");
@@ -160,8 +168,10 @@ std::vector<ResultRow> read_results_csv(const std::string& path) {
         ResultRow r = to_row(Where{path, line}, f);
         const auto [it, fresh] = first_line.emplace(result_key(r), line);
         if (!fresh)
-          throw InputError(at_line(path, line) + ": duplicate key: same model, device_name, seq_len, batch, gen_tokens, " +
-                           "phase and metric as line " + std::to_string(it->second) + " (" + it->first + ")");
+          throw InputError(at_line(path, line) +
+                           ": duplicate key: same model, device_name, seq_len, batch, gen_tokens, phase and metric "
+                           "as line " +
+                           std::to_string(it->second) + " (" + it->first + ")");
         rows.push_back(std::move(r));
       }
     } catch (const io::error::base&) {

@@ -8,9 +8,10 @@
 
 namespace yoco::cli {
 
-// The rows of `path`, in file order. The header must name the columns of
-// result_columns() (each once, no others; blank lines are skipped). Numbers
-// are parsed exactly (correctly rounded, so a %.17g value reads back
+// The rows of `path`, in file order. The header must name each column of
+// result_columns() once, in any order, and no other; blank lines are
+// skipped; a record must fit on one line (fccp is line-based). Numbers are
+// parsed exactly (correctly rounded, so a %.17g value reads back
 // bit-for-bit); an empty value/min/max is "no value". InputError naming the
 // file, and the line where there is one, for: a missing, unreadable or empty
 // file; a header that is not ours; a row with too few or too many fields, an
