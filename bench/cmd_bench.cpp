@@ -43,6 +43,7 @@ CommandSpec bench_spec() {
       {"--dtype", "f32|f64", "CPU reference precision (default f32)"},
       {"--budget-s", "S", "time budget per point in seconds; repeats are cut first (default 120)"},
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
+      {"--device-name", "LABEL", "device_name of the rows instead of the CPU's name (CI baselines that must join across runners)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
       {"--out", "FILE.csv", "also write the rows as CSV"},
       {"--default-job", "", "run the default job even with other options (they override its settings)"},
@@ -91,6 +92,7 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   s.budget_s = static_cast<double>(a.get_int("--budget-s", static_cast<int64_t>(s.budget_s), 1, 1 << 30));
   s.precision = parse_precision("--dtype", a.get_or("--dtype", precision_name(s.precision)));
   s.seed = a.get_u64("--seed", s.seed);
+  s.device_name = a.get_or("--device-name", s.device_name);
   for (const auto& m : s.models) resolve_model(m);  // a bad name fails before anything runs
   return s;
 }

@@ -83,6 +83,18 @@ int method_rank(const std::string& method) {
   return 5;
 }
 
+namespace {
+
+// Readers take one record per line (fast-cpp-csv-parser does), so free text
+// such as an exception message must not carry line breaks.
+std::string one_line(std::string s) {
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+}  // namespace
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -123,7 +135,7 @@ void write_results_csv(std::ostream& os, const std::vector<ResultRow>& rows) {
                                         std::to_string(r.repeats),
                                         format_value(r.min),
                                         format_value(r.max),
-                                        r.notes};
+                                        one_line(r.notes)};
     for (size_t i = 0; i < f.size(); ++i) os << (i ? "," : "") << csv_field(f[i]);
     os << "\n";
   }

@@ -27,6 +27,9 @@ struct SweepSettings {
   double budget_s = 120;       // per point
   Precision precision = Precision::f32;
   uint64_t seed = 0;           // weights and synthetic prompts
+  // device_name of the rows; empty = the CPU's name. A fixed label lets a CI
+  // baseline join with runs on other machines of the same pool.
+  std::string device_name;
 };
 
 // Runs the sweep on the CPU reference. Rows: ceilings of this machine,

@@ -124,7 +124,7 @@ std::vector<double> time_decode_steps(ModelRunner& r, int64_t batch, int64_t ste
 
 std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress) {
   std::vector<ResultRow> rows;
-  const std::string cpu = cpu_device_name();
+  const std::string cpu = s.device_name.empty() ? cpu_device_name() : s.device_name;
   const Provenance prov = Provenance::here("cpu", cpu, kernel_release());
   RowSink sink(rows, prov);
 
