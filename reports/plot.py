@@ -79,6 +79,7 @@ METHOD_STYLE = OrderedDict([
     ("extrapolated", ("^", False, ":")),
     ("analytic", ("x", True, "--")),
     ("not run", ("X", False, "--")),
+    ("does not fit", ("v", False, "none")),
 ])
 METHOD_LEGEND = {
     "measured": "measured (full run)",
@@ -87,6 +88,7 @@ METHOD_LEGEND = {
     "extrapolated": "extrapolated (reduced run, scaled)",
     "analytic": "analytic (cost model)",
     "not run": "not run: analytic value shown",
+    "does not fit": "no point: one sequence does not fit",
 }
 
 # The paper's compared models; its other numbers (7B on 4 GPUs) are context only.
@@ -694,9 +696,9 @@ def _side(ax, x):
     return -1 if frac > 0.68 else 1
 
 
-def _label(ax, x, y, text, dy=0, **kw):
+def _label(ax, x, y, text, dy=0, xycoords="data", **kw):
     side = _side(ax, x)
-    ax.annotate(text, (x, y), textcoords="offset points", xytext=(9 * side, dy),
+    ax.annotate(text, (x, y), xycoords=xycoords, textcoords="offset points", xytext=(9 * side, dy),
                 ha="left" if side > 0 else "right", va="center", zorder=7,
                 bbox=dict(boxstyle="round,pad=0.12", facecolor="white", edgecolor="none", alpha=0.75), **kw)
 
@@ -707,8 +709,12 @@ def _method_of(row):
     return row.method if row.method in METHOD_STYLE else "measured"
 
 
-def _draw_point(ax, x, y, method, color, size=6.5):
+def _draw_point(ax, x, y, method, color, size=6.5, alpha=1.0):
     marker, filled, _ = METHOD_STYLE[method]
+    if alpha < 1.0:  # a halo under another series with the same values
+        ax.plot([x], [y], marker=marker, markersize=size, color=color, alpha=alpha, markeredgewidth=3.0,
+                linestyle="none", zorder=2.5)
+        return
     if method == "not run":
         ax.plot([x], [y], marker=marker, markersize=size + 2.5, markerfacecolor="white",
                 markeredgecolor=color, markeredgewidth=1.6, linestyle="none", zorder=4)
@@ -866,7 +872,7 @@ def line_figure(data, device_name, rows, kind, out_dir, stem):
             if r.not_run:
                 labels.append((x, y, NOT_RUN_LABEL[r.method], 8, dict(fontsize=7.5, color="#8b0000",
                                                                        fontweight="bold")))
-            if kind == "throughput_vs_length" and r.batch > 1:
+            if kind == "throughput_vs_length" and r.batch > 1 and len(set(q.batch for q in drawable)) > 1:
                 ax.annotate("b=%d" % r.batch, (x, y), textcoords="offset points", xytext=(0, -11),
                             fontsize=6.5, color="#555555", ha="center", va="top")
         model_handles.append((Line2D([], [], color=color, linewidth=2.2), label))
@@ -878,12 +884,34 @@ def line_figure(data, device_name, rows, kind, out_dir, stem):
         # Short label: the legend says a star is the paper's, an open one derived.
         labels.append((pr.seq_len, pr.value * sc, paper_value_text(pr).replace(" (derived)", ""), dy,
                        dict(fontsize=7, color="#222222", fontstyle="italic")))
+    # Throughput points that do not exist because not even one sequence fits (max_batch 0, no throughput row).
+    no_fit = []
+    if kind == "throughput_vs_length":
+        have = set((r.model, r.seq_len) for r in drawable)
+        for r in rows:
+            if (r.phase == "throughput" and r.metric == "max_batch" and r.value == 0 and r.model in colors
+                    and r.seq_len > 0 and (r.model, r.seq_len) not in have):
+                no_fit.append(r)
+                xs.append(r.seq_len)
+                have.add((r.model, r.seq_len))
     _log2_axis(ax, xs)
     _y_scale(ax, ys, force="log" if kind in ("prefill_vs_length", "decode_vs_length") and max(ys) / min(ys) >= 10
              else None)
+    for i, r in enumerate(sorted(no_fit, key=lambda r: (r.seq_len, model_sort_key(r.model)))):
+        y = 0.95 - 0.07 * i  # throughput falls with length: the top right is free
+        ax.plot([r.seq_len], [y], transform=ax.get_xaxis_transform(), marker="v", markersize=8,
+                markerfacecolor="white", markeredgecolor=colors[r.model], markeredgewidth=1.6, zorder=4,
+                linestyle="none", clip_on=False)
+        _label(ax, r.seq_len, y, "%s: does not fit" % r.model, xycoords=ax.get_xaxis_transform(), fontsize=7.5,
+               color="#8b0000", fontweight="bold")
+        methods_used.add("does not fit")
     for x, y, text, dy, kw in labels:
         _label(ax, x, y, text, dy=dy, **kw)
-    ax.set_xlabel(_x_label(kind, drawable))
+    xlabel = _x_label(kind, drawable)
+    batches = set(r.batch for r in drawable)
+    if len(batches) == 1 and list(batches)[0] > 1:
+        xlabel += "; batch %d at every point" % list(batches)[0]
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)
     paper_fig = FIGURE_KINDS[kind]
@@ -1038,17 +1066,22 @@ def kv_figure(data, device_name, rows, out_dir, stem):
     for (kindf, fam), ms in families.items():
         ms = sorted(ms, key=lambda m: xpos[m])
         color = fam_color[fam]
+        # SWA-YOCO has the same global cache as gRet-YOCO: drawn as a wide pale band under it, so both show.
+        halo = kindf == "yoco-swa"
         pts = [(xpos[m], data.value_of(per_model[m])[0], _method_of(per_model[m]), per_model[m]) for m in ms]
         for (x1, y1, m1, _), (x2, y2, m2, _) in zip(pts, pts[1:]):
-            ax.plot([x1, x2], [y1, y2], color=color, linestyle=_segment_style(m1, m2), linewidth=1.5, zorder=3)
+            ax.plot([x1, x2], [y1, y2], color=color, linestyle="-" if halo else _segment_style(m1, m2),
+                    linewidth=6 if halo else 1.5, alpha=0.35 if halo else 1.0, zorder=2.5 if halo else 3,
+                    solid_capstyle="round")
         for x, y, m, r in pts:
-            _draw_point(ax, x, y, m, color)
+            _draw_point(ax, x, y, m, color, size=11 if halo else 6.5, alpha=0.35 if halo else 1.0)
             methods_used.add(m)
             ys.append(y)
             if r.not_run:
                 ax.annotate(NOT_RUN_LABEL[r.method], (x, y), textcoords="offset points", xytext=(6, 6),
                             fontsize=7.5, color="#8b0000")
-        handles.append((Line2D([], [], color=color, linewidth=2.2), fam))
+        handles.append((Line2D([], [], color=color, linewidth=6 if halo else 2.2, alpha=0.35 if halo else 1.0),
+                        fam + (" (wide band)" if halo else "")))
     if have_pc:
         # Size names once per size, below the lowest point of that size.
         low = {}

@@ -181,9 +181,15 @@ def section_measured(data, devices):
     lines.append("Devices (one section each below; devices never share a plot):")
     lines.append("")
     for name, rows in devices.items():
-        models = sorted(set(r.model for r in rows if not r.is_ratio), key=model_sort_key)
+        models = sorted(set(r.model for r in rows if not r.is_ratio and r.model not in ("-", "")),
+                        key=model_sort_key)
         lens = sorted(set(r.seq_len for r in rows if r.seq_len > 0))
-        phases = sorted(set(r.phase for r in rows))
+        tops = OrderedDict()
+        for ph in sorted(set(r.phase for r in rows)):
+            top, _, part = ph.partition(".")
+            tops.setdefault(top, False)
+            tops[top] = tops[top] or bool(part)
+        phases = [t + (" (also by part)" if by_part else "") for t, by_part in tops.items()]
         counts = defaultdict(int)
         for r in rows:
             counts[r.method] += 1
@@ -205,7 +211,14 @@ def section_device(data, name, rows, figs, readme_dir):
     lines.append("Device type `%s`%s%s." % ("/".join(kinds), "; host " + ", ".join(hosts) if hosts else "",
                                            "; suite revision " + ", ".join("`%s`" % s for s in shas) if shas else ""))
     if "analytic" in kinds and len(kinds) == 1:
-        lines.append("All values here are projections of the cost model onto this device's datasheet, not runs.")
+        lines.append("All values here are projections of the cost model onto this device, not runs.")
+    ceil = [r for r in rows if r.phase == "ceiling" and r.value is not None]
+    if ceil:
+        lines.append("Ceilings%s: %s." % (
+            " measured in the same run" if any(r.method == "measured" for r in ceil) else "",
+            "; ".join("%s %s (%s%s)" % (r.metric, fmt_value(r.value, r.unit), r.method,
+                                          ", " + " ".join(r.notes.split()) if r.notes.strip() else "")
+                      for r in ceil)))
     lines.append("")
     drawn = [f for f in figs if f.paths]
     for f in drawn:
