@@ -38,22 +38,7 @@ struct RowMaker {
   std::vector<ResultRow>& out;
   void add(int64_t seq_len, int64_t batch, int64_t gen, const std::string& phase, const std::string& metric,
            double value, const std::string& unit, const std::string& notes) const {
-    ResultRow r;
-    r.prov = prov;
-    r.model = model;
-    r.seq_len = seq_len;
-    r.batch = batch;
-    r.gen_tokens = gen;
-    r.phase = phase;
-    r.metric = metric;
-    r.value = value;
-    r.unit = unit;
-    r.method = "analytic";
-    r.repeats = 0;
-    r.min = value;
-    r.max = value;
-    r.notes = notes;
-    out.push_back(std::move(r));
+    out.push_back(make_row(prov, model, seq_len, batch, gen, phase, metric, value, unit, "analytic", 0, notes));
   }
   void work(int64_t seq_len, int64_t batch, const std::string& phase, const std::string& latency_metric,
             const cost::PhaseWork& w, const cost::DeviceSpec& dev, const std::string& notes) const {

@@ -71,6 +71,27 @@ Provenance Provenance::here(const std::string& device, const std::string& device
   return {sha, utc_now(), host_name(), device, device_name, driver};
 }
 
+ResultRow make_row(const Provenance& prov, const std::string& model, int64_t seq_len, int64_t batch,
+                   int64_t gen_tokens, const std::string& phase, const std::string& metric,
+                   std::optional<double> value, const std::string& unit, const std::string& method, int64_t repeats,
+                   const std::string& notes) {
+  ResultRow r;
+  r.prov = prov;
+  r.model = model;
+  r.seq_len = seq_len;
+  r.batch = batch;
+  r.gen_tokens = gen_tokens;
+  r.phase = phase;
+  r.metric = metric;
+  r.value = value;
+  r.unit = unit;
+  r.method = method;
+  r.repeats = repeats;
+  r.min = r.max = value;
+  r.notes = notes;
+  return r;
+}
+
 std::string result_key(const ResultRow& r) {
   return r.model + "|" + r.prov.device_name + "|" + std::to_string(r.seq_len) + "|" + std::to_string(r.batch) + "|" +
          std::to_string(r.gen_tokens) + "|" + r.phase + "|" + r.metric;

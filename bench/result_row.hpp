@@ -34,6 +34,13 @@ struct ResultRow {
   std::string notes;
 };
 
+// A row of `prov` with min = max = value (one value, or an exact one); callers
+// set min/max afterwards for timings with a spread.
+ResultRow make_row(const Provenance& prov, const std::string& model, int64_t seq_len, int64_t batch,
+                   int64_t gen_tokens, const std::string& phase, const std::string& metric,
+                   std::optional<double> value, const std::string& unit, const std::string& method, int64_t repeats,
+                   const std::string& notes);
+
 // The comparison key of reports/SCHEMA.md: model, device_name, seq_len, batch,
 // gen_tokens, phase, metric (joined with '|', for maps and messages).
 std::string result_key(const ResultRow& r);

@@ -62,21 +62,7 @@ class RowSink {
   ResultRow& add(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,
                  const std::string& metric, std::optional<double> value, const std::string& unit,
                  const std::string& method, int64_t repeats, const std::string& notes) {
-    ResultRow r;
-    r.prov = prov_;
-    r.model = model;
-    r.seq_len = n;
-    r.batch = batch;
-    r.gen_tokens = gen;
-    r.phase = phase;
-    r.metric = metric;
-    r.value = value;
-    r.unit = unit;
-    r.method = method;
-    r.repeats = repeats;
-    if (value) r.min = r.max = value;
-    r.notes = notes;
-    rows_.push_back(std::move(r));
+    rows_.push_back(make_row(prov_, model, n, batch, gen, phase, metric, value, unit, method, repeats, notes));
     return rows_.back();
   }
   void timing(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,

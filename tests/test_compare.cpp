@@ -4,10 +4,7 @@
 // written in a temp dir with write_results_csv, so they follow the schema as
 // the writers produce it; malformed files are written by hand.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -20,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_runner.hpp"
 #include "compare.hpp"
 #include "errors.hpp"
 #include "result_csv.hpp"
@@ -35,21 +33,11 @@ namespace {
 ResultRow row(const std::string& model, int64_t seq_len, const std::string& phase, const std::string& metric,
               std::optional<double> value, const std::string& unit, const std::string& method, int64_t repeats,
               std::optional<double> min, std::optional<double> max, const std::string& notes = "") {
-  ResultRow r;
-  r.prov = {"0123456789ab", "2026-11-21T10:00:00Z", "ci-host", "cpu", "Test CPU @ 3.0GHz", "6.1.0"};
-  r.model = model;
-  r.seq_len = seq_len;
-  r.batch = 1;
-  r.gen_tokens = phase == "throughput" ? 1024 : 0;
-  r.phase = phase;
-  r.metric = metric;
-  r.value = value;
-  r.unit = unit;
-  r.method = method;
-  r.repeats = repeats;
+  const Provenance prov{"0123456789ab", "2026-11-21T10:00:00Z", "ci-host", "cpu", "Test CPU @ 3.0GHz", "6.1.0"};
+  ResultRow r = make_row(prov, model, seq_len, 1, phase == "throughput" ? 1024 : 0, phase, metric, value, unit, method,
+                         repeats, notes);
   r.min = min;
   r.max = max;
-  r.notes = notes;
   return r;
 }
 
@@ -103,41 +91,11 @@ RowComparison find(const Comparison& c, const std::string& phase, const std::str
 
 // ---------------------------------------------------------------- helpers --
 
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
+using yoco_test::CliRun;
+using yoco_test::shell_quote;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string unique_name(const std::string& stem) {
-  static std::atomic<int> counter{0};
-  return stem + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-}
-
-struct CliRun {
-  int status = -1;
-  std::string out, err;
-};
-
-class CompareTest : public ::testing::Test {
+class CompareTest : public yoco_test::CliTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / unique_name("yoco_test_compare");
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-
   std::string write_rows(const std::string& name, const std::vector<ResultRow>& rows) {
     std::ofstream f(path(name), std::ios::binary);
     write_results_csv(f, rows);
@@ -158,22 +116,10 @@ class CompareTest : public ::testing::Test {
   }
 
   // `yoco compare <args>`; `args` is pasted into a shell command line as is.
-  CliRun compare(const std::string& args) {
-    const std::string out = path(unique_name("stdout")), err = path(unique_name("stderr"));
-    const std::string cmd =
-        shell_quote(YOCO_CLI_PATH) + " compare " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err);
-    const int raw = std::system(cmd.c_str());
-    CliRun r;
-    if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  CliRun compare(const std::string& args) { return yoco("compare " + args); }
   CliRun compare_files(const std::string& base, const std::string& head, const std::string& extra = "") {
     return compare(shell_quote(base) + " " + shell_quote(head) + (extra.empty() ? "" : " " + extra));
   }
-
-  fs::path dir_;
 };
 
 // The markdown line of the table for `metric` (phase given to disambiguate).
