@@ -110,7 +110,10 @@ void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConf
   TextTable tp({"model", "N", "batch", "prefill s", "decode s", "tokens/s"});
   for (const auto& r : runs)
     for (const auto& p : r.points) {
-      if (!p.has_throughput) continue;
+      if (!p.has_throughput) {
+        tp.add_row({r.name, length_label(p.seq_len), "-", "-", "-", "length <= --gen " + std::to_string(s.gen)});
+        continue;
+      }
       const auto& t = p.throughput;
       if (t.batch == 0) {
         tp.add_row({r.name, length_label(p.seq_len), "0", "-", "-", "does not fit (" + gb(t.memory.total()) + " GB)"});
