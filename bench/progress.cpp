@@ -39,7 +39,7 @@ void Progress::draw() {
   std::string line = "[bench " + std::to_string(current_) + "/" + std::to_string(total_) + ", " +
                      clock_string(elapsed_s()) + " elapsed" +
                      (left_s_ >= 0 ? ", ~" + clock_string(left_s_) + " left" : std::string()) + "] " + point_;
-  if (!step_.empty()) line += ": " + step_;
+  if (!step_.empty()) line += (point_.empty() ? "" : ": ") + step_;
   if (line.size() > 118) line.resize(118);
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);
