@@ -1,0 +1,41 @@
+#pragma once
+// The small memory-bound kernels both CUDA runners share, each paired with the
+// reference op it must equal (reference/ops.hpp). Storage: bf16 activations
+// and weights, fp32 residual stream, fp32 arithmetic. Sizes are int64_t and
+// every index inside the kernels is 64-bit.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "ops.hpp"  // RopeLayout: one definition for CPU and GPU
+
+namespace yoco::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// residual[r, :] = scale * table[tokens[r], :]  (YOCO: scale sqrt(d); Transformer: 1).
+cudaError_t launch_embedding(const int64_t* tokens, int64_t rows, const bf16* table, int64_t dim, float scale,
+                             float* residual, cudaStream_t stream);
+
+// out = x / sqrt(mean(x^2) + eps) * w, per row (w may be null: no weight).  ↔ rms_norm
+cudaError_t launch_rms_norm(const float* x, const bf16* w, int64_t rows, int64_t dim, float eps, bf16* out,
+                            cudaStream_t stream);
+
+// residual += delta, then out = rms_norm(residual) * w: the pre-norm block's
+// add and the next norm in one pass over the row.  ↔ x + delta, rms_norm
+cudaError_t launch_add_rms_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim,
+                                float eps, bf16* out, cudaStream_t stream);
+
+// h13 rows are [W1 x (F) | W3 x (F)]; out = silu(W1 x) * W3 x, [rows, F].  ↔ the middle of swiglu_ffn
+cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* out, cudaStream_t stream);
+
+// Rotates `n_heads` heads of `head_dim` at the start of each row (row stride
+// `row_stride` elements, so q or k inside a fused projection output can be
+// rotated in place). Row r is at position pos0 + r % rows_per_seq. inv_freq:
+// head_dim/2 doubles on the device (from rope_inv_freq_*); angles and their
+// sines in double, as the reference (fp32 angles lose ~0.06 rad at 1M tokens).  ↔ apply_rope
+cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                        int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream);
+
+}  // namespace yoco::cuda

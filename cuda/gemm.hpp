@@ -1,0 +1,39 @@
+#pragma once
+// The dense projections: y = x Wᵀ for a [out, in] weight (reference linear()),
+// bf16 operands, fp32 accumulation, through cuBLAS. Row-major [rows, features]
+// buffers as everywhere else; cuBLAS is column-major, so the call computes
+// yᵀ = W xᵀ, which is the same memory.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace yoco::cuda {
+
+class Gemm {
+ public:
+  Gemm();
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  bool ok() const { return handle_ != nullptr; }
+  const std::string& error() const { return error_; }
+
+  // y[m, n] = x[m, k] · w[n, k]ᵀ, y bf16. Empty string on success, else why.
+  // m, n, k above 2^31 - 1 are refused (cuBLAS's 32-bit API): callers split rows.
+  std::string linear(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
+                     __nv_bfloat16* y, cudaStream_t stream);
+  // The same with fp32 output (logits).
+  std::string linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
+                         cudaStream_t stream);
+
+ private:
+  std::string run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
+                  cudaStream_t stream);
+  cublasHandle_t handle_ = nullptr;
+  std::string error_;
+};
+
+}  // namespace yoco::cuda

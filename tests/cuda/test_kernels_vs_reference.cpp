@@ -1,0 +1,201 @@
+// Each shared CUDA kernel against the reference op it must equal (DESIGN.md
+// §6): fresh random bf16 inputs, outputs poisoned with NaN before the run,
+// error as RMS ratio against the fp64 reference on the same inputs, bounded by
+// 2x the error of rounding the exact output to bf16 (fp32 outputs: 1e-5).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "device_test_data.hpp"
+#include "elementwise.hpp"
+#include "gemm.hpp"
+#include "gpu_test_support.hpp"
+#include "gret.hpp"
+#include "gret_recurrent.hpp"
+#include "ops.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+using namespace yoco::cuda_test;
+
+TEST(CudaKernels, EmbeddingGathersAndScales) {
+  YOCO_REQUIRE_GPU();
+  const int64_t V = 50, d = 777, n = 65;
+  const auto table = random_bf16_values(V * d, 1);
+  std::vector<int64_t> tokens(n);
+  for (int64_t i = 0; i < n; ++i) tokens[i] = (i * 37) % V;
+  DeviceArray<bf16> dt(V * d);
+  DeviceArray<int64_t> dtok(n);
+  DeviceArray<float> out(n * d);
+  upload_bf16(dt, table);
+  upload(dtok, tokens);
+  const float scale = std::sqrt(static_cast<float>(d));
+  ASSERT_EQ(launch_embedding(dtok.ptr, n, dt.ptr, d, scale, out.ptr, nullptr), cudaSuccess);
+  const auto got = download(out);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < d; ++c) ASSERT_EQ(got[r * d + c], scale * table[tokens[r] * d + c]) << r << "," << c;
+}
+
+TEST(CudaKernels, RmsNormAndTheFusedAddMatchTheReference) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t rows : {1, 3, 65}) {
+    for (int64_t d : {64, 768, 3072, 4097}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(d));
+      const auto x = random_bf16_values(rows * d, 2, 3.0f), delta = random_bf16_values(rows * d, 3);
+      const auto w = random_bf16_values(d, 4, 0.25f);
+      std::vector<double> wd(w.begin(), w.end());
+      // Plain norm of x.
+      DeviceArray<float> res(rows * d);
+      DeviceArray<bf16> dw(d), ddelta(rows * d), out(rows * d);
+      upload(res, x);
+      upload_bf16(dw, w);
+      upload_bf16(ddelta, delta);
+      ASSERT_EQ(launch_rms_norm(res.ptr, dw.ptr, rows, d, 1e-5f, out.ptr, nullptr), cudaSuccess);
+      const auto want = to_vector(rms_norm<double>(to_mat(x, rows, d), wd.data(), 1e-5));
+      EXPECT_LE(rms_error(download_bf16(out), want), bf16_output_bound(want));
+      // residual += delta; norm.
+      ASSERT_EQ(launch_add_rms_norm(res.ptr, ddelta.ptr, dw.ptr, rows, d, 1e-5f, out.ptr, nullptr), cudaSuccess);
+      const Mat<double> sum = to_mat(x, rows, d) + to_mat(delta, rows, d);
+      EXPECT_LE(rms_error(download(res), to_vector(sum)), 1e-7);  // one fp32 add of bf16 values
+      const auto want2 = to_vector(rms_norm<double>(sum, wd.data(), 1e-5));
+      EXPECT_LE(rms_error(download_bf16(out), want2), bf16_output_bound(want2));
+    }
+  }
+}
+
+TEST(CudaKernels, SwigluMatchesSiluTimesGate) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t rows : {1, 63, 64, 65}) {
+    const int64_t F = 1000;
+    const auto h = random_bf16_values(rows * 2 * F, 5, 2.0f);
+    DeviceArray<bf16> dh(rows * 2 * F), out(rows * F);
+    upload_bf16(dh, h);
+    ASSERT_EQ(launch_swiglu(dh.ptr, rows, F, out.ptr, nullptr), cudaSuccess);
+    std::vector<double> want(rows * F);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < F; ++c) want[r * F + c] = silu<double>(h[r * 2 * F + c]) * h[r * 2 * F + F + c];
+    EXPECT_LE(rms_error(download_bf16(out), want), bf16_output_bound(want)) << rows;
+  }
+}
+
+// Both layouts and frequency rules, a row stride wider than the heads (q inside
+// a fused projection), batch rows restarting their positions, and positions
+// near 1M where fp32 angles would be off by ~0.06 rad.
+TEST(CudaKernels, RopeMatchesTheReferenceIncludingFarPositions) {
+  YOCO_REQUIRE_GPU();
+  struct Case {
+    RopeLayout layout;
+    bool linspace;
+    int64_t pos0;
+  };
+  for (const Case& cs : {Case{RopeLayout::interleaved, true, 0}, Case{RopeLayout::half_split, false, 0},
+                         Case{RopeLayout::interleaved, true, (1 << 20) - 7}}) {
+    const int64_t heads = 3, D = 128, per_seq = 5, batch = 2, rows = batch * per_seq, stride = heads * D + 40;
+    const auto x = random_bf16_values(rows * stride, 6);
+    const auto inv = cs.linspace ? rope_inv_freq_linspace(D, 10000.0) : rope_inv_freq_pow(D, 10000.0);
+    DeviceArray<bf16> dx(rows * stride);
+    DeviceArray<double> dinv(inv.size());
+    upload_bf16(dx, x);
+    upload(dinv, inv);
+    ASSERT_EQ(launch_rope(dx.ptr, rows, stride, heads, D, cs.pos0, per_seq, dinv.ptr, cs.layout, nullptr), cudaSuccess);
+    const auto got = download_bf16(dx);
+    Mat<double> ref = to_mat(x, rows, stride).leftCols(heads * D);
+    std::vector<int64_t> pos(rows);
+    for (int64_t r = 0; r < rows; ++r) pos[r] = cs.pos0 + r % per_seq;
+    apply_rope(ref, heads, D, pos, inv, cs.layout);
+    std::vector<double> want, have;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < heads * D; ++c) {
+        want.push_back(ref(r, c));
+        have.push_back(got[r * stride + c]);
+      }
+      for (int64_t c = heads * D; c < stride; ++c) ASSERT_EQ(got[r * stride + c], x[r * stride + c]) << "untouched";
+    }
+    EXPECT_LE(rms_error(have, want), bf16_output_bound(want)) << "pos0 " << cs.pos0;
+  }
+}
+
+TEST(CudaKernels, GemmMatchesLinearAtOddShapes) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_TRUE(gemm.ok()) << gemm.error();
+  for (int64_t m : {1, 63, 65, 300}) {
+    const int64_t k = 770, n = 515;
+    const auto x = random_bf16_values(m * k, 7), w = random_bf16_values(n * k, 8, 1.0f / 27);
+    DeviceArray<bf16> dx(m * k), dw(n * k), y(m * n);
+    DeviceArray<float> y32(m * n);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(gemm.linear(dx.ptr, m, k, dw.ptr, n, y.ptr, nullptr), "");
+    ASSERT_EQ(gemm.linear_f32(dx.ptr, m, k, dw.ptr, n, y32.ptr, nullptr), "");
+    const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
+    EXPECT_LE(rms_error(download_bf16(y), want), bf16_output_bound(want)) << m;
+    EXPECT_LE(rms_error(download(y32), want), 1e-5) << m;  // fp32 accumulation only
+  }
+}
+
+// Chained decode steps equal the reference recurrence, outputs and fp32 state.
+TEST(CudaKernels, GretRecurrentStepsMatchTheReference) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {
+    for (int64_t batch : {1, 3}) {
+      for (double n : {0.1, 1.0, 16.0}) {
+        SCOPED_TRACE("D " + std::to_string(D) + " batch " + std::to_string(batch) + " gate /" + std::to_string(n));
+        const int64_t heads = 2, steps = 9, stride = heads * D * 3;  // q | k | v in one row
+        std::mt19937_64 rng(static_cast<uint64_t>(D * 10 + batch));
+        std::normal_distribution<double> gauss;
+        DeviceArray<float> state(batch * heads * D * D);
+        ASSERT_EQ(cudaMemset(state.ptr, 0, state.n * sizeof(float)), cudaSuccess);
+        DeviceArray<bf16> qkv(batch * stride), o(batch * heads * D);
+        DeviceArray<float> lg(batch * heads);
+        std::vector<std::vector<float>> q_all(batch * heads), k_all(batch * heads), v_all(batch * heads);
+        std::vector<std::vector<double>> g_all(batch * heads);
+        std::vector<float> last;
+        for (int64_t t = 0; t < steps; ++t) {
+          const auto row = random_bf16_values(batch * stride, 100 + t, 0.5f);
+          std::vector<float> g(batch * heads);
+          for (auto& x : g) x = static_cast<float>(logsigmoid(gauss(rng)) / n);
+          for (int64_t b = 0; b < batch; ++b)
+            for (int64_t h = 0; h < heads; ++h) {
+              const int64_t bh = b * heads + h;
+              for (int64_t i = 0; i < D; ++i) {
+                q_all[bh].push_back(row[b * stride + h * D + i]);
+                k_all[bh].push_back(row[b * stride + heads * D + h * D + i]);
+                v_all[bh].push_back(row[b * stride + 2 * heads * D + h * D + i]);
+              }
+              g_all[bh].push_back(g[bh]);
+            }
+          upload_bf16(qkv, row);
+          upload(lg, g);
+          ASSERT_EQ(launch_gret_recurrent_step(qkv.ptr, qkv.ptr + heads * D, qkv.ptr + 2 * heads * D, stride, lg.ptr,
+                                               state.ptr, o.ptr, batch, heads, D, nullptr),
+                    cudaSuccess);
+          last = download_bf16(o);
+        }
+        const auto got_state = download(state);
+        for (int64_t bh = 0; bh < batch * heads; ++bh) {
+          const auto Q = to_mat(q_all[bh], steps, D), Kx = to_mat(k_all[bh], steps, D), Vx = to_mat(v_all[bh], steps, D);
+          Vec<double> G(steps);
+          for (int64_t t = 0; t < steps; ++t) G(t) = g_all[bh][t];
+          const auto ref = gret_recurrent<double>(Q, Kx, Vx, G, nullptr);
+          std::vector<double> want_o(D), have_o(D), want_s, have_s;
+          for (int64_t j = 0; j < D; ++j) {
+            want_o[j] = ref.o(steps - 1, j);
+            have_o[j] = last[(bh / heads) * heads * D + (bh % heads) * D + j];
+          }
+          for (int64_t i = 0; i < D * D; ++i) {
+            want_s.push_back(ref.state.data()[i]);
+            have_s.push_back(got_state[bh * D * D + i]);
+          }
+          EXPECT_LE(rms_error(have_o, want_o), bf16_output_bound(want_o)) << bh;
+          EXPECT_LE(rms_error(have_s, want_s), 1e-5) << bh;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace yoco::cuda
