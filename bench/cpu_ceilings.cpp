@@ -42,8 +42,9 @@ CpuCeilings measure_cpu_ceilings() {
     std::memcpy(dst.data(), src.data(), bytes);
     copy.push_back(2.0 * static_cast<double>(bytes) / seconds_since(t0));
   }
-  // Keep the results observable so the copies and products are not optimised away.
-  if (dst[1] == 42 && out(0, 0) == 42.0f) c.repeats += 0;
+  // Read the results through a volatile so the copies and products cannot be optimised away.
+  volatile float sink = out(0, 0) + static_cast<float>(dst[1]);
+  (void)sink;
   const Summary g = summarize(gemm), m = summarize(copy);
   c.gemm_flops = g.median;
   c.gemm_min = g.min;

@@ -39,7 +39,6 @@ struct PointResult {
 // from the roofline on this machine's ceilings when nothing was measured yet.
 struct Predictor {
   struct Last {
-    int64_t n = 0;
     double prefill_s = 0, prefill_flops = 0, decode_s = 0, decode_work = 0;
   };
   std::map<std::string, Last> last;
@@ -320,7 +319,6 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
         }
         // Learn for the next point's prediction.
         auto& l = predict.last[model];
-        l.n = n;
         if (res.prefill) {
           l.prefill_s = res.prefill->median / B;
           l.prefill_flops = ap.prefill.total().flops / B;
