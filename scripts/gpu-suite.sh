@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# One call on a GPU machine runs every GPU check of the suite and brings back
+# every log (KERNELS.md §7): device facts, all GPU tests (YOCO_EXPECT_GPU=1, so
+# nothing passes by skipping), compute-sanitizer memcheck/racecheck on the
+# small cases, the kernel benchmarks against the ceilings measured in the same
+# run, and a SASS census (HGMMA/HMMA per kernel). Every step runs under
+# `timeout`, so a hung kernel costs one step, not the call.
+#
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps info,tests,sanitize,bench,sass]
+#                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
+#
+# --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
+#        .carry/bin). --out: where logs go (default $OUT on the lent machine,
+#        else reports/gpu-suite-logs). The last lines printed are a summary.
+# Outputs: summary.txt, suite.log (all steps), kernels.csv (bench rows),
+#          logs.tar.gz (one log per step and test binary).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=""
+OUTDIR="${OUT:-reports/gpu-suite-logs}"
+STEPS="info,tests,sanitize,bench,sass"
+TEST_REGEX="."
+BENCH_FILTER=""
+SCALE=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin) BIN="$2"; shift 2 ;;
+    --out) OUTDIR="$2"; shift 2 ;;
+    --steps) STEPS="$2"; shift 2 ;;
+    --tests) TEST_REGEX="$2"; shift 2 ;;
+    --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
+    --timeout-scale) SCALE="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$BIN" ]; then
+  for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
+fi
+[ -n "$BIN" ] && [ -d "$BIN" ] || { echo "gpu-suite: no binaries (build the cuda preset, or pass --bin)" >&2; exit 2; }
+command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
+mkdir -p "$OUTDIR/logs"
+LOGS="$OUTDIR/logs"
+SUMMARY="$OUTDIR/summary.txt"
+: >"$SUMMARY"
+export YOCO_EXPECT_GPU=1
+has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
+note() { echo "$*" | tee -a "$SUMMARY"; }
+# run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
+run_step() {
+  local name="$1" secs="$2"; shift 2
+  secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN{printf "%d", s*k}')
+  local t0=$SECONDS
+  echo "=== $name ($*) ==="
+  timeout -k 10 "$secs" "$@" >"$LOGS/$name.log" 2>&1
+  local rc=$?
+  local verdict=pass
+  [ $rc -eq 0 ] || verdict="FAIL(rc=$rc)"
+  [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMEOUT(${secs}s)"
+  tail -n 25 "$LOGS/$name.log"
+  note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+  return $rc
+}
+
+{
+echo "gpu-suite $(date -u +%FT%TZ) git $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown) bin $BIN"
+
+if has_step info; then
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+    nvidia-smi
+    nvcc --version 2>/dev/null | tail -2
+    ldd "$BIN"/test_flash_decode 2>&1 | head -20
+    python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())' 2>&1
+  } >"$LOGS/info.log" 2>&1
+  cat "$LOGS/info.log" | head -12
+  note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+fi
+
+# The GPU test binaries are those built from tests/cuda/test_*.cpp.
+GPU_TESTS=()
+for src in tests/cuda/test_*.cpp; do
+  t=$(basename "$src" .cpp)
+  [[ "$t" =~ $TEST_REGEX ]] || continue
+  if [ -x "$BIN/$t" ]; then GPU_TESTS+=("$t"); else note "$(printf '%-48s %s' "$t" "MISSING (not built)")"; fi
+done
+
+if has_step tests; then
+  for t in "${GPU_TESTS[@]}"; do
+    run_step "test.$t" 300 "$BIN/$t" --gtest_color=no
+  done
+fi
+
+# Small cases under the sanitizers: tests whose names mark them long (Long,
+# 128K, 1M, Big) are left out; memcheck on every binary, racecheck and
+# synccheck on the shared-memory kernels' tests.
+# The arena's deliberate out-of-memory allocation is an API error to memcheck:
+# left out too.
+SMALL_FILTER='-*Long*:*128K*:*1M*:*Big*:*Oracle*At*:*Drift*:*ImpossibleAllocation*'
+if has_step sanitize && command -v compute-sanitizer >/dev/null; then
+  for t in "${GPU_TESTS[@]}"; do
+    case "$t" in test_device_ceilings|test_cuda_counter_init) continue ;; esac
+    run_step "memcheck.$t" 240 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER"
+  done
+  for t in "${GPU_TESTS[@]}"; do
+    case "$t" in test_flash_prefill|test_gret_chunk|test_flash_decode|test_gret_decode)
+      run_step "racecheck.$t" 240 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+        --print-limit 20 "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER"
+      run_step "synccheck.$t" 240 compute-sanitizer --tool synccheck --error-exitcode 9 --print-limit 20 \
+        "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER" ;;
+    esac
+  done
+fi
+
+if has_step bench && [ -x "$BIN/bench_cuda_kernels" ]; then
+  args=(--out "$OUTDIR/kernels.csv")
+  [ -n "$BENCH_FILTER" ] && args+=(--filter "$BENCH_FILTER")
+  run_step bench_cuda_kernels 420 "$BIN/bench_cuda_kernels" "${args[@]}"
+fi
+
+if has_step sass && command -v cuobjdump >/dev/null; then
+  {
+    # Every GPU binary links only the kernels it uses: take them all, one
+    # line per kernel (the first binary that holds it).
+    for b in "$BIN"/bench_cuda_kernels "${GPU_TESTS[@]/#/$BIN/}"; do
+      [ -x "$b" ] || continue
+      cuobjdump --dump-sass "$b" 2>/dev/null
+    done | awk '
+        /Function :/ { fn = $3; skip = (fn in seen); seen[fn] = 1; next }
+        skip { next }
+        /HGMMA/ { hg[fn]++ } / HMMA/ { hm[fn]++ } / LDL| STL/ { ll[fn]++ } /LDGSTS/ { cp[fn]++ }
+        END { for (f in seen) if (hg[f] + hm[f] + ll[f] + cp[f] > 0)
+                printf "%-100.100s HGMMA %4d HMMA %4d LDGSTS %4d local %4d\n", f, hg[f], hm[f], cp[f], ll[f] }'
+  } >"$LOGS/sass.log" 2>&1
+  note "$(printf '%-48s %s' sass "$(wc -l <"$LOGS/sass.log") kernels with mma/local ops (logs/sass.log)")"
+fi
+} 2>&1 | tee "$OUTDIR/suite.log"
+
+# Few files come back from a lent machine: the per-step logs travel as one tarball.
+tar -czf "$OUTDIR/logs.tar.gz" -C "$OUTDIR" logs 2>/dev/null && rm -rf "$LOGS"
+echo
+echo "===== gpu-suite summary ====="
+cat "$SUMMARY"
+[ -f "$OUTDIR/kernels.csv" ] && echo "kernel rows: $OUTDIR/kernels.csv"
+grep -q -E 'FAIL|TIMEOUT|MISSING' "$SUMMARY" && exit 1
+exit 0
