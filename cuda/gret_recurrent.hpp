@@ -2,7 +2,16 @@
 // One gRet decode step for every (sequence, head): S = γ S + kᵀ v, o = q S
 // (reference/gret.hpp: gret_recurrent, one token). The state stays fp32 on the
 // device (the authors keep it in bf16 and drift; DESIGN.md §3). Memory-bound:
-// the state is read and written once per step; q, k, v are tiny.
+// the state is read and written once per step, B·H·2·D²·4 bytes; q, k, v are
+// tiny (KERNELS.md §3 "Decode step").
+//
+// Layout of the work: one CTA per (sequence, head, V-slice of W columns), so a
+// batch of one still spreads over many SMs (192 CTAs at H 24, D 128, W 16).
+// Each thread owns a 4-column quad of the slice on D/32 (W 16) rows: it loads
+// its whole part of the tile with 16-byte loads before any store, updates it,
+// stores it, and o = q S is reduced across the rows by warp shuffles and one
+// shared-memory pass. The state layout stays [batch, heads, Dk, Dv] row-major
+// (what the chunk prefill kernel hands over).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -13,10 +22,37 @@ namespace yoco::cuda {
 // q, k, v: rows of `row_stride` elements per sequence (q/k/v may sit inside a
 // fused projection output), head h at columns [h·D, (h+1)·D). k is already
 // RoPE'd and scaled by D^-1/2, as the reference's op expects.
-// log_gamma: [batch, heads] fp32. state: [batch, heads, Dk, Dv] fp32, updated
-// in place. o: [batch, heads·Dv] bf16. Dk = Dv = head_dim ≤ 1024.
+// log_gamma: [batch, heads] fp32 (≤ 0). Near γ = 1 (log γ > −0.5) the decay is
+// applied as S − δS with δ = −expm1(log γ), so that fp32's rounding of γ does
+// not accumulate over long decodes (KERNELS.md §5 row 2).
+// state: [batch, heads, Dk, Dv] fp32, updated in place. o: [batch, heads·Dv]
+// bf16. Dk = Dv = head_dim ≤ 1024.
+// The sliced fast path runs for head_dim % 16 == 0, head_dim ≤ 256 and a
+// 16-byte-aligned state; any other shape takes a slower one-CTA-per-head path
+// with the same results.
 cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                        int64_t row_stride, const float* log_gamma, float* state, __nv_bfloat16* o,
                                        int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream);
+
+// Whether the fused step below supports this head_dim: head_dim % 16 == 0 and
+// head_dim ≤ 128, or head_dim % 32 == 0 and head_dim ≤ 256 (≤ 8 V-slices per
+// head, one thread-block cluster per head).
+bool gret_fused_step_supported(int64_t head_dim);
+
+// The step, then the gRet output's per-head RMSNorm (no weight) and gate in
+// the same kernel: out = silu(g) ⊙ (o / sqrt(mean(o²) + eps)) per head, with o
+// the fp32 result of the step (never rounded to bf16 before the norm). A
+// head's V-slice CTAs form one cluster and add their sums of squares through
+// distributed shared memory. g: bf16, head h at columns [h·D, (h+1)·D) of a
+// row of `g_stride` elements per sequence. out: [batch, heads·D] bf16.
+// The state is updated exactly as launch_gret_recurrent_step does.
+// Returns cudaErrorInvalidValue where !gret_fused_step_supported(head_dim) or
+// the state is not 16-byte aligned (then run the step and
+// launch_gret_norm_gate instead).  ↔ the step, rms_norm_heads_inplace, silu(g) ⊙ o
+cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                 const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
+                                                 float* state, const __nv_bfloat16* g, int64_t g_stride, float eps,
+                                                 __nv_bfloat16* out, int64_t batch, int64_t heads, int64_t head_dim,
+                                                 cudaStream_t stream);
 
 }  // namespace yoco::cuda

@@ -6,20 +6,22 @@
 # run, and a SASS census (HGMMA/HMMA per kernel). Every step runs under
 # `timeout`, so a hung kernel costs one step, not the call.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps info,tests,sanitize,bench,sass]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps info,tests,sanitize,bench,peers,sass]
 #                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
 #
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
+# peers: PyTorch SDPA (and FlexAttention) for attention, flash-linear-attention
+#        for gRet, installed from wheels in .whl/ when carried (never committed).
 # Outputs: summary.txt, suite.log (all steps), kernels.csv (bench rows),
-#          logs.tar.gz (one log per step and test binary).
+#          peers_sdpa.csv, peers_fla.csv, logs.tar.gz (one log per step).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
-STEPS="info,tests,sanitize,bench,sass"
+STEPS="info,tests,sanitize,bench,peers,sass"
 TEST_REGEX="."
 BENCH_FILTER=""
 SCALE=1
@@ -92,24 +94,31 @@ if has_step tests; then
   done
 fi
 
-# Small cases under the sanitizers: tests whose names mark them long (Long,
-# 128K, 1M, Big) are left out; memcheck on every binary, racecheck and
-# synccheck on the shared-memory kernels' tests.
-# The arena's deliberate out-of-memory allocation is an API error to memcheck:
-# left out too.
-SMALL_FILTER='-*Long*:*128K*:*1M*:*Big*:*Oracle*At*:*Drift*:*ImpossibleAllocation*'
+# Small cases under the sanitizers (they slow kernels 10-100x): per binary, the
+# tests that cover each kernel path at short lengths; the long and oracle
+# tests are left out. The arena's deliberate out-of-memory allocation is an API
+# error to memcheck, so that test is left out too.
+sanitize_filter() {
+  case "$1" in
+    test_gret_chunk) echo '*SplitPrefill*:*RejectsBad*' ;;
+    test_flash_decode) echo '*AnySplit*:*Strided*:*RingMode*' ;;
+    test_gret_decode) echo '*StepMatches*:*NormGate*:*LogDecay*' ;;
+    test_flash_prefill) echo '*HeadDims*:*ChunkOffsets*:*SlidingWindows*' ;;
+    *) echo '-*Long*:*128K*:*32K*:*1M*:*Oracle*:*ImpossibleAllocation*' ;;
+  esac
+}
 if has_step sanitize && command -v compute-sanitizer >/dev/null; then
   for t in "${GPU_TESTS[@]}"; do
     case "$t" in test_device_ceilings|test_cuda_counter_init) continue ;; esac
-    run_step "memcheck.$t" 240 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-      "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER"
+    run_step "memcheck.$t" 180 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")"
   done
   for t in "${GPU_TESTS[@]}"; do
     case "$t" in test_flash_prefill|test_gret_chunk|test_flash_decode|test_gret_decode)
-      run_step "racecheck.$t" 240 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
-        --print-limit 20 "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER"
-      run_step "synccheck.$t" 240 compute-sanitizer --tool synccheck --error-exitcode 9 --print-limit 20 \
-        "$BIN/$t" --gtest_color=no --gtest_filter="$SMALL_FILTER" ;;
+      run_step "racecheck.$t" 180 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+        --print-limit 20 "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")"
+      run_step "synccheck.$t" 120 compute-sanitizer --tool synccheck --error-exitcode 9 --print-limit 20 \
+        "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")" ;;
     esac
   done
 fi
@@ -118,6 +127,16 @@ if has_step bench && [ -x "$BIN/bench_cuda_kernels" ]; then
   args=(--out "$OUTDIR/kernels.csv")
   [ -n "$BENCH_FILTER" ] && args+=(--filter "$BENCH_FILTER")
   run_step bench_cuda_kernels 420 "$BIN/bench_cuda_kernels" "${args[@]}"
+fi
+
+if has_step peers && command -v python3 >/dev/null; then
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yoco-peers \
+      .whl/*.whl >"$LOGS/peers-install.log" 2>&1 && export PYTHONPATH=/tmp/yoco-peers${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  export PYTHONUNBUFFERED=1
+  run_step peers.torch_sdpa 300 python3 bench/peers/torch_sdpa_attention.py --out "$OUTDIR/peers_sdpa.csv"
+  run_step peers.fla_gret 240 python3 bench/peers/fla_gret.py --out "$OUTDIR/peers_fla.csv"
 fi
 
 if has_step sass && command -v cuobjdump >/dev/null; then

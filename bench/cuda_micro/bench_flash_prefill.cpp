@@ -1,0 +1,118 @@
+// Prefill attention (cuda/flash_prefill.cu) at the KERNELS.md §1 shapes:
+// transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal, one-shot S = 4K,
+// 8K, 16K, 32K; one chunked point (a 32K chunk at q0 = 96K, capacity 128K);
+// D 64 and D 256 at 16K (H 24 / Hkv 8); SWA (H = Hkv = 24, W 1024) at 32K.
+// FLOPs by the FlashAttention convention: 4 * B * H * D * (visible (query, key)
+// pairs), which is 1/2 * 4 * S^2 * H * D for one-shot causal prefill. Bytes: q,
+// k, v (the keys the chunk can see) and o, each once. Device memory < 1.2 GB.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "attention_oracle.hpp"
+#include "flash_prefill.hpp"
+#include "kernel_bench.hpp"
+
+namespace {
+
+using yoco::cuda::PrefillAttentionShape;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("bench_flash_prefill: ") + what + ": " + cudaGetErrorString(e));
+}
+
+// Visible (query, key) pairs of q_len queries at positions q0 .. q0 + q_len - 1.
+double visible_pairs(int64_t q0, int64_t q_len, int64_t window) {
+  double pairs = 0;
+  for (int64_t i = 0; i < q_len; ++i) {
+    const int64_t p = q0 + i;
+    pairs += static_cast<double>(window > 0 && window < p + 1 ? window : p + 1);
+  }
+  return pairs;
+}
+
+struct Point {
+  int64_t H, Hkv, D, window, q0, q_len;
+  const char* model;
+  const char* variant;
+};
+
+void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
+  const int64_t cap = pt.q0 + pt.q_len;
+  const int64_t q_elems = pt.q_len * pt.H * pt.D, kv_elems = cap * pt.Hkv * pt.D;
+  __nv_bfloat16 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  int64_t* meta = nullptr;  // [q_start, q_len]
+  check(cudaMalloc(&q, q_elems * 2), "cudaMalloc q");
+  check(cudaMalloc(&k, kv_elems * 2), "cudaMalloc k");
+  check(cudaMalloc(&v, kv_elems * 2), "cudaMalloc v");
+  check(cudaMalloc(&o, q_elems * 2), "cudaMalloc o");
+  check(cudaMalloc(&meta, 2 * sizeof(int64_t)), "cudaMalloc meta");
+  const int64_t host_meta[2] = {pt.q0, pt.q_len};
+  check(cudaMemcpy(meta, host_meta, sizeof(host_meta), cudaMemcpyHostToDevice), "upload meta");
+  check(yoco::cuda::launch_fill_normal_bf16(q, q_elems, 11, 1.0f, nullptr), "fill q");
+  check(yoco::cuda::launch_fill_normal_bf16(k, kv_elems, 12, 1.0f, nullptr), "fill k");
+  check(yoco::cuda::launch_fill_normal_bf16(v, kv_elems, 13, 1.0f, nullptr), "fill v");
+  check(cudaDeviceSynchronize(), "fill");
+
+  PrefillAttentionShape s;
+  s.batch = 1;
+  s.n_heads = pt.H;
+  s.n_kv_heads = pt.Hkv;
+  s.head_dim = pt.D;
+  s.q_rows = pt.q_len;
+  s.capacity = cap;
+  s.q_stride = pt.H * pt.D;
+  s.kv_stride = pt.Hkv * pt.D;
+  s.window = pt.window;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(pt.D));
+
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "stream");
+  const int repeats = pt.q_len >= 32768 ? 10 : 20;
+  yoco::cuda_bench::KernelResult r;
+  try {
+    r.time = yoco::cuda_bench::time_launches(
+        [&](cudaStream_t st) {
+          check(yoco::cuda::launch_flash_prefill(q, k, v, meta, meta + 1, s, o, nullptr, st), "launch");
+        },
+        stream, 2, repeats, true);
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(meta);
+    throw;
+  }
+  // Keys any query of the chunk can see, read once.
+  const int64_t key_lo = pt.window > 0 && pt.q0 - pt.window + 1 > 0 ? pt.q0 - pt.window + 1 : 0;
+  r.kernel = "flash_prefill";
+  r.variant = pt.variant;
+  r.model = pt.model;
+  r.seq_len = cap;
+  r.batch = 1;
+  r.flops = 4.0 * static_cast<double>(pt.H * pt.D) * visible_pairs(pt.q0, pt.q_len, pt.window);
+  r.bytes = 2.0 * (2.0 * static_cast<double>(q_elems) + 2.0 * static_cast<double>((cap - key_lo) * pt.Hkv * pt.D));
+  r.notes = "mma.sync v1; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
+            std::to_string(pt.H) + "/" + std::to_string(pt.Hkv) + ", D " + std::to_string(pt.D) +
+            (pt.window > 0 ? ", window " + std::to_string(pt.window) : std::string(", causal"));
+  report.add(r);
+  cudaStreamDestroy(stream);
+  cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(meta);
+}
+
+}  // namespace
+
+YOCO_KERNEL_BENCH(flash_prefill) {
+  const Point points[] = {
+      {24, 8, 128, 0, 0, 4096, "transformer-3b", "D128 causal"},
+      {24, 8, 128, 0, 0, 8192, "transformer-3b", "D128 causal"},
+      {24, 8, 128, 0, 0, 16384, "transformer-3b", "D128 causal"},
+      {24, 8, 128, 0, 0, 32768, "transformer-3b", "D128 causal"},
+      {24, 8, 128, 0, 98304, 32768, "transformer-3b", "D128 causal chunk q0 96K"},
+      {24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 causal"},
+      {24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 causal"},
+      {24, 24, 128, 1024, 0, 32768, "yoco-swa-3b", "D128 window 1024"},
+  };
+  for (const Point& pt : points) run_point(report, pt);
+}

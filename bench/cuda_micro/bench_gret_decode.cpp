@@ -1,0 +1,200 @@
+// gRet decode kernels (issue 14; KERNELS.md §3 "Decode step"):
+// - the sliced decode step at yoco-3b shape (24 heads × 128) for batch 1 and 8,
+//   and at the scaling family's head dim (12 heads × 256) for batch 1; floor
+//   bytes = B·H·2·D²·4 (the fp32 state read and written), L2 flushed first;
+// - the step fused with norm + gate, against step + launch_gret_norm_gate;
+// - 13 steps (one per gRet layer, 13 distinct states) launched eagerly and as
+//   one CUDA-graph replay: the difference is the per-step launch overhead;
+// - norm + gate and the log-decay at 32K tokens × 24 heads × 128.
+// The old one-block-per-head kernel is gone (this replaces it), so the
+// comparison is against the copy ceiling only.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "counter_init.hpp"
+#include "dtype.hpp"
+#include "gret_gate.hpp"
+#include "gret_recurrent.hpp"
+#include "kernel_bench.hpp"
+
+namespace yoco::cuda_bench {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string("bench_gret_decode: ") + what + ": " + cudaGetErrorString(e));
+}
+
+template <class T>
+struct Buf {
+  T* p = nullptr;
+  size_t n = 0;
+  explicit Buf(size_t count) : n(count) { check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc"); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+};
+
+// Random bf16 (normal, never all zeros): a 1 Mi-element host tile copied over the buffer.
+void fill_bf16(bf16* dst, size_t n, uint64_t seed, float scale) {
+  const size_t tile = std::min<size_t>(n, size_t{1} << 20);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<uint16_t> h(tile);
+  for (auto& x : h) x = float_to_bf16_bits(d(rng));
+  for (size_t off = 0; off < n; off += tile)
+    check(cudaMemcpy(dst + off, h.data(), std::min(tile, n - off) * sizeof(uint16_t), cudaMemcpyHostToDevice),
+          "upload bf16");
+}
+
+void fill_f32(float* dst, size_t n, uint64_t key, float offset, float scale) {
+  check(cuda::launch_counter_init(dst, static_cast<int64_t>(n), key, InitRule{offset, scale}, nullptr), "counter_init");
+  check(cudaDeviceSynchronize(), "counter_init sync");
+}
+
+bool all_finite_bf16(const bf16* d, size_t n) {
+  std::vector<uint16_t> h(n);
+  check(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
+  for (uint16_t b : h)
+    if (!std::isfinite(bf16_bits_to_float(b))) return false;
+  return true;
+}
+
+struct Shape {
+  const char* model;
+  int64_t batch, heads, D;
+};
+
+constexpr int kLayers = 13;  // gRet layers of yoco-3b
+
+void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
+  const int64_t B = s.batch, H = s.heads, D = s.D, HD = H * D, stride = 4 * HD;  // row: q | k | v | g
+  const double step_bytes = static_cast<double>(B * H) * 2.0 * D * D * 4.0;
+  const double step_flops = 4.0 * static_cast<double>(B * H) * D * D;
+  const std::string shape = "B" + std::to_string(B) + " H" + std::to_string(H) + " D" + std::to_string(D);
+  Buf<bf16> row(B * stride), o(B * HD), out(B * HD);
+  Buf<float> lg(B * H), states(static_cast<size_t>(kLayers) * B * H * D * D);
+  fill_bf16(row.p, row.n, 1 + D + B, 1.0f);
+  fill_f32(lg.p, lg.n, 7, -0.001f, 0.0005f);  // γ ≈ 0.999
+  fill_f32(states.p, states.n, 8, 0.0f, 0.1f);
+  const bf16 *q = row.p, *k = row.p + HD, *v = row.p + 2 * HD, *g = row.p + 3 * HD;
+  const size_t state_elems = static_cast<size_t>(B * H * D * D);
+  auto step = [&](cudaStream_t st, int layer) {
+    check(cuda::launch_gret_recurrent_step(q, k, v, stride, lg.p, states.p + layer * state_elems, o.p, B, H, D, st),
+          "step");
+  };
+  const bool fused_ok = cuda::gret_fused_step_supported(D);
+  auto fused = [&](cudaStream_t st, int layer) {
+    check(cuda::launch_gret_recurrent_step_norm_gate(q, k, v, stride, lg.p, states.p + layer * state_elems, g, stride,
+                                                     1e-5f, out.p, B, H, D, st),
+          "fused step");
+  };
+
+  // One step, eager, cold L2.
+  {
+    KernelResult r{"gret_decode_step", shape + " eager", s.model, 0, B, step_bytes, step_flops, {}, ""};
+    r.time = time_launches([&](cudaStream_t st) { step(st, 0); }, stream);
+    r.notes = std::string("floor bytes = B*H*2*D*D*4; ") + (all_finite_bf16(o.p, o.n) ? "o finite" : "o NOT FINITE");
+    report.add(r);
+  }
+  // Step then norm + gate (two launches) vs the fused kernel.
+  {
+    const double ng_bytes = 3.0 * static_cast<double>(B * HD) * 2.0;
+    KernelResult r{"gret_decode_step", shape + " step+norm_gate eager", s.model, 0, B, step_bytes + ng_bytes,
+                   step_flops, {}, "two launches"};
+    r.time = time_launches(
+        [&](cudaStream_t st) {
+          step(st, 0);
+          check(cuda::launch_gret_norm_gate(o.p, g, stride, B, H, D, 1e-5f, out.p, st), "norm_gate");
+        },
+        stream);
+    report.add(r);
+    if (fused_ok) {
+      KernelResult f{"gret_decode_step", shape + " fused norm_gate eager", s.model, 0, B,
+                     step_bytes + 2.0 * static_cast<double>(B * HD) * 2.0, step_flops, {}, ""};
+      f.time = time_launches([&](cudaStream_t st) { fused(st, 0); }, stream);
+      f.notes = std::string("cluster of D/slice CTAs per head; ") +
+                (all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE");
+      report.add(f);
+    }
+  }
+  // 13 layers: eager launches vs one graph replay (each layer its own state).
+  auto thirteen = [&](cudaStream_t st, bool use_fused) {
+    for (int l = 0; l < kLayers; ++l) use_fused ? fused(st, l) : step(st, l);
+  };
+  for (bool use_fused : {false, true}) {
+    if (use_fused && !fused_ok) continue;
+    const std::string kind = use_fused ? "fused step+norm_gate" : "step";
+    KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * step_bytes,
+                   kLayers * step_flops, {}, ""};
+    e.time = time_launches([&](cudaStream_t st) { thirteen(st, use_fused); }, stream);
+    e.notes = "per step " + std::to_string(e.time.median_s / kLayers * 1e6) + " us";
+    report.add(e);
+
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    thirteen(stream, use_fused);
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
+    KernelResult gr{"gret_decode_13_layers", shape + " " + kind + " graph x13", s.model, 0, B, kLayers * step_bytes,
+                    kLayers * step_flops, {}, ""};
+    gr.time = time_launches([&](cudaStream_t st) { check(cudaGraphLaunch(exec, st), "graph launch"); }, stream);
+    check(cudaStreamSynchronize(stream), "graph sync");
+    const bool finite = all_finite_bf16(use_fused ? out.p : o.p, o.n);
+    gr.notes = "per step " + std::to_string(gr.time.median_s / kLayers * 1e6) + " us (eager " +
+               std::to_string(e.time.median_s / kLayers * 1e6) + " us); " +
+               (finite ? "output finite after replays" : "output NOT FINITE after replays");
+    report.add(gr);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+}
+
+YOCO_KERNEL_BENCH(gret_decode) {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  try {
+    for (const Shape& s : {Shape{"yoco-3b", 1, 24, 128}, Shape{"yoco-3b", 8, 24, 128}, Shape{"yoco-scaling-d256", 1, 12, 256}})
+      bench_step(report, s, stream);
+
+    // Norm + gate and the log-decay over one 32K prefill chunk of yoco-3b.
+    const int64_t rows = 32768, H = 24, D = 128, HD = H * D;
+    {
+      Buf<bf16> o(rows * HD), g(rows * HD), out(rows * HD);
+      fill_bf16(o.p, o.n, 21, 2.0f);
+      fill_bf16(g.p, g.n, 22, 1.0f);
+      KernelResult r{"gret_norm_gate", "rows 32768 H24 D128", "yoco-3b", rows, 1, 3.0 * rows * HD * 2.0, 0, {}, ""};
+      r.time = time_launches(
+          [&](cudaStream_t st) { check(cuda::launch_gret_norm_gate(o.p, g.p, HD, rows, H, D, 1e-5f, out.p, st), "norm_gate"); },
+          stream);
+      r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+      report.add(r);
+    }
+    {
+      Buf<float> z(rows * H), lg(rows * H);
+      fill_f32(z.p, z.n, 23, 0.0f, 8.0f);
+      KernelResult r{"gret_log_decay", "rows 32768 H24 fp32 z", "yoco-3b", rows, 1, rows * H * 8.0, 0, {}, ""};
+      r.time = time_launches(
+          [&](cudaStream_t st) { check(cuda::launch_gret_log_decay(z.p, H, rows, H, 16.0f, lg.p, st), "log_decay"); },
+          stream);
+      report.add(r);
+    }
+  } catch (...) {
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace yoco::cuda_bench

@@ -1,0 +1,48 @@
+#pragma once
+// Causal (optionally sliding-window) GQA prefill attention, FlashAttention-2
+// style, on tensor cores (issue 13, v1): mma.sync m16n8k16 bf16 with fp32
+// accumulators, K/V tiles double-buffered through cp.async, online softmax in
+// the exp2 domain with the scale folded in, key blocks outside the visible band
+// never loaded, the mask applied only on blocks cut by the diagonal or the
+// window edge. ↔ reference attention() (reference/ops.hpp).
+//
+// Queries are bottom-right aligned (chunked prefill): query row i of sequence b
+// sits at absolute position q_start[b] + i and sees key j iff j <= q_start[b] + i
+// and (window == 0 or j > q_start[b] + i - window). Index maths:
+// cuda/attention_tiles.hpp (proved on the CPU by tests/test_attention_tiles.cpp).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace yoco::cuda {
+
+struct PrefillAttentionShape {
+  int64_t batch = 1, n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim 64, 128 or 256; H % Hkv == 0
+  int64_t q_rows = 0;    // query rows per sequence in the q/o buffers
+  int64_t capacity = 0;  // key/value rows per sequence in the k/v buffers
+  // Elements between consecutive rows (>= H*D and >= Hkv*D, multiples of 8), so q, k, v can sit
+  // inside fused projection outputs; o rows are dense H*D.
+  int64_t q_stride = 0, kv_stride = 0;
+  int64_t window = 0;  // 0: causal only; else sliding window W (the query sees itself and W-1 keys back)
+  float scale = 0;     // usually head_dim^-1/2; must be finite and > 0
+};
+
+// q: [batch, q_rows, q_stride] bf16; row i of sequence b is at absolute position
+//    q_start[b] + i and is valid for i < q_len[b] (q_len[b] <= q_rows).
+// k, v: [batch, capacity, kv_stride] bf16; row p holds position p; q_start[b] + q_len[b] <= capacity.
+//    Query head h reads KV head h / (H / Hkv) at columns [kvh*D, kvh*D + D).
+// q_start, q_len: device int64 arrays [batch].
+// o: [batch, q_rows, H*D] bf16 (rows i >= q_len[b] are left untouched).
+// lse: optional fp32 [batch, H, q_rows]: natural-log log-sum-exp of each valid row's scaled scores
+//    (nullptr: not written).
+// q, k, v, o must be 16-byte aligned. Returns cudaErrorInvalidValue on a bad shape or alignment,
+// else the launch's error. Asynchronous on `stream`.
+cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                 const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                 __nv_bfloat16* o, float* lse, cudaStream_t stream);
+
+// Query rows per CTA for this head dim (the tile height, for callers that plan work); 0 if unsupported.
+int flash_prefill_tile_rows(int64_t head_dim);
+
+}  // namespace yoco::cuda

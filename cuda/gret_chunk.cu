@@ -1,0 +1,400 @@
+#include "gret_chunk.hpp"
+
+#include <cstdint>
+
+namespace yoco::cuda {
+
+namespace {
+
+constexpr int kThreads = 128;  // 4 warps; warp w owns chunk rows [16w, 16w+16) and state rows [w*D/4, (w+1)*D/4)
+
+// Shared-memory layout of one CTA. Rows are padded by 16 bytes so that the 8
+// row addresses of an ldmatrix (and of the fragment stores) fall in 8 distinct
+// 16-byte bank groups: no bank conflicts without a swizzle.
+template <int D, int VS, int C>
+struct GretTile {
+  static constexpr int QS = D + 8;   // Q/K row stride (bf16 elements)
+  static constexpr int VSS = VS + 8; // V/S^ row stride
+  static constexpr int MT = D / 64;  // 16-row m-tiles of the state per warp
+  static constexpr int NT = VS / 8;  // 8-column n-tiles of the slice
+  static constexpr size_t q_elems = static_cast<size_t>(C) * QS;
+  static constexpr size_t v_elems = static_cast<size_t>(C) * VSS;
+  static constexpr size_t s_elems = static_cast<size_t>(D) * VSS;
+  // bytes: Q[2], K[2], V[2], S^[2] (bf16), then log_gamma[2][C], G[4][C] (fp32)
+  static constexpr size_t off_q = 0;
+  static constexpr size_t off_k = off_q + 2 * q_elems * 2;
+  static constexpr size_t off_v = off_k + 2 * q_elems * 2;
+  static constexpr size_t off_s = off_v + 2 * v_elems * 2;
+  static constexpr size_t off_lg = off_s + 2 * s_elems * 2;
+  static constexpr size_t off_g = off_lg + 2 * C * 4;
+  static constexpr size_t bytes = off_g + 4 * C * 4;
+  static_assert(C == 64, "4 warps x 16 rows: the chunk is 64 tokens");
+  static_assert(D % 64 == 0 && VS % 16 == 0 && VS <= D, "tile shape");
+  static_assert(MT * NT * 4 <= 64, "state slice: at most 64 fp32 registers a thread");
+  static_assert((QS * 2) % 16 == 0 && (VSS * 2) % 16 == 0, "16-byte aligned rows for cp.async/ldmatrix");
+  static_assert(off_k % 16 == 0 && off_v % 16 == 0 && off_s % 16 == 0 && off_lg % 16 == 0, "alignment");
+  static_assert(bytes <= 227 * 1024, "shared memory per block");
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int n = valid ? 16 : 0;  // 0: zero-fill, nothing read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
+  const int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+// c += a * b, m16n8k16, bf16 operands, fp32 accumulators.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address / lower column)
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+// Multiplies both halves of a bf16x2 by fp32 factors and rounds back once.
+__device__ __forceinline__ uint32_t scale_bf16x2(uint32_t x, float f_lo, float f_hi) {
+  __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&x);
+  const float2 f = __bfloat1622float2(h);
+  return pack_bf16(f.x * f_lo, f.y * f_hi);
+}
+__device__ __forceinline__ float decay(float x) { return __expf(fminf(x, 0.0f)); }  // every exponent clamped <= 0
+
+template <int D, int VS, int C>
+__global__ void __launch_bounds__(kThreads, 1)
+    gret_chunk_kernel(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
+                      const __nv_bfloat16* __restrict__ v, const float* __restrict__ log_gamma,
+                      float* __restrict__ state, __nv_bfloat16* __restrict__ o, int64_t heads, int64_t seq_len,
+                      int64_t row_stride, int64_t slices) {
+  using T = GretTile<D, VS, C>;
+  constexpr int MT = T::MT, NT = T::NT, QS = T::QS, VSS = T::VSS;
+  extern __shared__ __align__(16) unsigned char smem[];
+  __nv_bfloat16* sQ = reinterpret_cast<__nv_bfloat16*>(smem + T::off_q);
+  __nv_bfloat16* sK = reinterpret_cast<__nv_bfloat16*>(smem + T::off_k);
+  __nv_bfloat16* sV = reinterpret_cast<__nv_bfloat16*>(smem + T::off_v);
+  __nv_bfloat16* sS = reinterpret_cast<__nv_bfloat16*>(smem + T::off_s);
+  float* sLg = reinterpret_cast<float*>(smem + T::off_lg);
+  float* sG = reinterpret_cast<float*>(smem + T::off_g);
+
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const GretCta cta = gret_cta(blockIdx.x, heads, slices);
+  const int64_t b = cta.batch, h = cta.head;
+  const int64_t v0 = gret_slice_begin(cta.slice, VS);
+  const int64_t nchunks = gret_num_chunks(seq_len, C);
+
+  // Issues the cp.async loads of chunk c into buffer `buf`; rows past the end
+  // are zero-filled (k = v = 0, log_gamma = 0), nothing past the end is read.
+  auto load_chunk = [&](int64_t c, int buf) {
+    const int64_t t0 = gret_chunk_begin(c, C);
+    const int64_t nv = gret_chunk_valid(c, C, seq_len);
+    const __nv_bfloat16* qh = q + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
+    const __nv_bfloat16* kh = k + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
+    const __nv_bfloat16* vh = v + gret_qkv_offset(b, 0, h, v0, seq_len, row_stride, D);
+    constexpr int qchunks = C * D / 8;  // 16-byte pieces
+#pragma unroll 4
+    for (int idx = tid; idx < qchunks; idx += kThreads) {
+      const int r = idx / (D / 8), cc = idx % (D / 8);
+      const bool ok = r < nv;
+      const int64_t go = ok ? (t0 + r) * row_stride + cc * 8 : 0;
+      const size_t so = static_cast<size_t>(buf) * T::q_elems + static_cast<size_t>(r) * QS + cc * 8;
+      cp_async16(smem_u32(sQ + so), qh + go, ok);
+      cp_async16(smem_u32(sK + so), kh + go, ok);
+    }
+    constexpr int vchunks = C * VS / 8;
+#pragma unroll
+    for (int idx = tid; idx < vchunks; idx += kThreads) {
+      const int r = idx / (VS / 8), cc = idx % (VS / 8);
+      const bool ok = r < nv;
+      const int64_t go = ok ? (t0 + r) * row_stride + cc * 8 : 0;
+      cp_async16(smem_u32(sV + static_cast<size_t>(buf) * T::v_elems + static_cast<size_t>(r) * VSS + cc * 8), vh + go,
+                 ok);
+    }
+    if (tid < C) {
+      const bool ok = tid < nv;
+      const int64_t go = ok ? gret_gate_offset(b, t0 + tid, h, seq_len, heads) : 0;
+      cp_async4(smem_u32(sLg + buf * C + tid), log_gamma + go, ok);
+    }
+  };
+
+  if (nchunks > 0) load_chunk(0, 0);
+  cp_async_commit();
+
+  // The state slice S[:, v0:v0+VS] in the mma accumulator layout: warp w,
+  // m-tile mt, n-tile nt: rows r0 = w*D/4 + 16 mt + g and r0 + 8, columns
+  // 8 nt + 2t, +1.
+  float s[MT][NT][4];
+  float* sh = state + gret_state_offset(b, h, 0, v0, heads, D);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int r0 = warp * (D / 4) + mt * 16 + g;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int col = nt * 8 + 2 * t;
+      const float2 a = *reinterpret_cast<const float2*>(sh + static_cast<int64_t>(r0) * D + col);
+      const float2 c2 = *reinterpret_cast<const float2*>(sh + static_cast<int64_t>(r0 + 8) * D + col);
+      s[mt][nt][0] = a.x;
+      s[mt][nt][1] = a.y;
+      s[mt][nt][2] = c2.x;
+      s[mt][nt][3] = c2.y;
+      *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0) * VSS + col) = pack_bf16(a.x, a.y);
+      *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0 + 8) * VSS + col) = pack_bf16(c2.x, c2.y);
+    }
+  }
+
+  float* Gw = sG + warp * C;  // this warp's copy of G
+  const int i0 = warp * 16 + g, i1 = i0 + 8;  // the two chunk rows this thread holds in accumulators
+
+  for (int64_t c = 0; c < nchunks; ++c) {
+    const int buf = static_cast<int>(c & 1);
+    cp_async_wait_all();
+    __syncthreads();  // chunk c landed; every warp is done with chunk c-1 (its buffers and S^[(c+1)&1])
+    if (c + 1 < nchunks) load_chunk(c + 1, buf ^ 1);
+    cp_async_commit();
+
+    const __nv_bfloat16* cQ = sQ + buf * T::q_elems;
+    const __nv_bfloat16* cK = sK + buf * T::q_elems;
+    const __nv_bfloat16* cV = sV + buf * T::v_elems;
+    const __nv_bfloat16* cS = sS + buf * T::s_elems;        // S^ entering chunk c
+    __nv_bfloat16* nS = sS + (buf ^ 1) * T::s_elems;        // S^ leaving chunk c
+
+    // G: inclusive cumsum of log_gamma over the chunk (each warp its own copy).
+    float GC;
+    {
+      const float x0 = sLg[buf * C + 2 * lane], x1 = sLg[buf * C + 2 * lane + 1];
+      float sc = x0 + x1;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const float y = __shfl_up_sync(0xffffffffu, sc, off);
+        if (lane >= off) sc += y;
+      }
+      float ex = __shfl_up_sync(0xffffffffu, sc, 1);
+      if (lane == 0) ex = 0.0f;
+      Gw[2 * lane] = ex + x0;
+      Gw[2 * lane + 1] = sc;
+      GC = __shfl_sync(0xffffffffu, sc, 31);
+      __syncwarp();
+    }
+    const float Gi0 = Gw[i0], Gi1 = Gw[i1];
+
+    // ---- A = Q K^T (causal n-tiles only) and O = Q S^ ----
+    float acc[8][4];
+    float out[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) out[nt][0] = out[nt][1] = out[nt][2] = out[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t a0, a1, a2, a3;
+      ldsm_x4(smem_u32(cQ + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8), a0, a1, a2, a3);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        if (np <= warp) {  // key columns [16np, 16np+16) are visible to rows [16w, 16w+16) only if np <= w
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4(smem_u32(cK + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * QS + kk * 16 + ((lane >> 3) & 1) * 8),
+                  b0, b1, b2, b3);
+          mma_bf16(acc[2 * np], a0, a1, a2, a3, b0, b1);
+          mma_bf16(acc[2 * np + 1], a0, a1, a2, a3, b2, b3);
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t b0, b1, b2, b3;
+        ldsm_x4_t(smem_u32(cS + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8), b0,
+                  b1, b2, b3);
+        mma_bf16(out[2 * np], a0, a1, a2, a3, b0, b1);
+        mma_bf16(out[2 * np + 1], a0, a1, a2, a3, b2, b3);
+      }
+    }
+    // inter-chunk part: scale rows of the fp32 product by exp(G_i)
+    {
+      const float e0 = decay(Gi0), e1 = decay(Gi1);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        out[nt][0] *= e0;
+        out[nt][1] *= e0;
+        out[nt][2] *= e1;
+        out[nt][3] *= e1;
+      }
+    }
+    // ---- mask and decay A, round to bf16 A-fragments, O += A V ----
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      if (kk <= warp) {
+        uint32_t af[4];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int nt = 2 * kk + half;
+          const int j0 = nt * 8 + 2 * t, j1 = j0 + 1;
+          const float Gj0 = Gw[j0], Gj1 = Gw[j1];
+          // a select, never a product with an overflowed factor
+          const float p00 = j0 <= i0 ? acc[nt][0] * decay(Gi0 - Gj0) : 0.0f;
+          const float p01 = j1 <= i0 ? acc[nt][1] * decay(Gi0 - Gj1) : 0.0f;
+          const float p10 = j0 <= i1 ? acc[nt][2] * decay(Gi1 - Gj0) : 0.0f;
+          const float p11 = j1 <= i1 ? acc[nt][3] * decay(Gi1 - Gj1) : 0.0f;
+          af[2 * half] = pack_bf16(p00, p01);
+          af[2 * half + 1] = pack_bf16(p10, p11);
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np) {
+          uint32_t b0, b1, b2, b3;
+          ldsm_x4_t(smem_u32(cV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8),
+                    b0, b1, b2, b3);
+          mma_bf16(out[2 * np], af[0], af[1], af[2], af[3], b0, b1);
+          mma_bf16(out[2 * np + 1], af[0], af[1], af[2], af[3], b2, b3);
+        }
+      }
+    }
+    // ---- store o (rows past the end are not written) ----
+    {
+      const int64_t t0 = gret_chunk_begin(c, C);
+      const int64_t nv = gret_chunk_valid(c, C, seq_len);
+      const int64_t base0 = gret_out_offset(b, t0 + i0, h, v0, seq_len, heads, D);
+      const int64_t base1 = gret_out_offset(b, t0 + i1, h, v0, seq_len, heads, D);
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        const int col = nt * 8 + 2 * t;
+        if (i0 < nv) *reinterpret_cast<uint32_t*>(o + base0 + col) = pack_bf16(out[nt][0], out[nt][1]);
+        if (i1 < nv) *reinterpret_cast<uint32_t*>(o + base1 + col) = pack_bf16(out[nt][2], out[nt][3]);
+      }
+    }
+    // ---- state: S = exp(G_C) S + K'^T V, K' = bf16(K .* exp(G_C - G_j)) ----
+    {
+      const float eC = decay(GC);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][nt][e] *= eC;
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        const int j = kk * 16 + 2 * t;  // tokens j, j+1 (a0..a3) and j+8, j+9 (a4..a7)
+        const float f0 = decay(GC - Gw[j]), f1 = decay(GC - Gw[j + 1]);
+        const float f2 = decay(GC - Gw[j + 8]), f3 = decay(GC - Gw[j + 9]);
+        uint32_t bv[NT][2];
+#pragma unroll
+        for (int np = 0; np < NT / 2; ++np)
+          ldsm_x4_t(smem_u32(cV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8),
+                    bv[2 * np][0], bv[2 * np][1], bv[2 * np + 1][0], bv[2 * np + 1][1]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          uint32_t a0, a1, a2, a3;
+          // A = K^T (m = state row d, k = token): transposed 8x8 loads from K's rows.
+          ldsm_x4_t(smem_u32(cK + (kk * 16 + (lane & 7) + (lane >> 4) * 8) * QS + warp * (D / 4) + mt * 16 +
+                             ((lane >> 3) & 1) * 8),
+                    a0, a1, a2, a3);
+          a0 = scale_bf16x2(a0, f0, f1);
+          a1 = scale_bf16x2(a1, f0, f1);
+          a2 = scale_bf16x2(a2, f2, f3);
+          a3 = scale_bf16x2(a3, f2, f3);
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) mma_bf16(s[mt][nt], a0, a1, a2, a3, bv[nt][0], bv[nt][1]);
+        }
+      }
+      // S^ for the next chunk (double-buffered: the barrier at the top of the
+      // next iteration orders these stores before their reads)
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int r0 = warp * (D / 4) + mt * 16 + g;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int col = nt * 8 + 2 * t;
+          *reinterpret_cast<uint32_t*>(nS + static_cast<size_t>(r0) * VSS + col) = pack_bf16(s[mt][nt][0], s[mt][nt][1]);
+          *reinterpret_cast<uint32_t*>(nS + static_cast<size_t>(r0 + 8) * VSS + col) =
+              pack_bf16(s[mt][nt][2], s[mt][nt][3]);
+        }
+      }
+    }
+  }
+  cp_async_wait_all();
+
+  // the final fp32 state, in place
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int r0 = warp * (D / 4) + mt * 16 + g;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const int col = nt * 8 + 2 * t;
+      *reinterpret_cast<float2*>(sh + static_cast<int64_t>(r0) * D + col) = make_float2(s[mt][nt][0], s[mt][nt][1]);
+      *reinterpret_cast<float2*>(sh + static_cast<int64_t>(r0 + 8) * D + col) = make_float2(s[mt][nt][2], s[mt][nt][3]);
+    }
+  }
+}
+
+template <int D, int VS>
+cudaError_t launch_typed(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
+                         float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p,
+                         cudaStream_t stream) {
+  constexpr int C = 64;
+  using T = GretTile<D, VS, C>;
+  auto kern = gret_chunk_kernel<D, VS, C>;
+  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::bytes));
+  if (e != cudaSuccess) return e;
+  const int64_t ctas = gret_num_ctas(s.batch, s.heads, p.slices);
+  kern<<<static_cast<unsigned>(ctas), kThreads, T::bytes, stream>>>(q, k, v, lg, state, o, s.heads, s.seq_len,
+                                                                    s.row_stride, p.slices);
+  return cudaGetLastError();
+}
+
+bool misaligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) != 0; }
+
+}  // namespace
+
+size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
+#define YOCO_GRET_SMEM(D, VS) \
+  if (head_dim == D && slice_cols == VS) return GretTile<D, VS, 64>::bytes;
+  YOCO_GRET_SMEM(64, 16) YOCO_GRET_SMEM(64, 32) YOCO_GRET_SMEM(64, 64)
+  YOCO_GRET_SMEM(128, 16) YOCO_GRET_SMEM(128, 32) YOCO_GRET_SMEM(128, 64)
+  YOCO_GRET_SMEM(256, 16) YOCO_GRET_SMEM(256, 32)
+#undef YOCO_GRET_SMEM
+  return 0;
+}
+
+cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
+                              const GretChunkPlan& p, cudaStream_t stream) {
+  if (!q || !k || !v || !log_gamma || !state || !o) return cudaErrorInvalidValue;
+  if (s.batch < 1 || s.heads < 1 || s.seq_len < 0 || s.row_stride < s.heads * s.head_dim || s.row_stride % 8 != 0)
+    return cudaErrorInvalidValue;
+  if (!gret_plan_valid(s, p)) return cudaErrorInvalidValue;
+  if (misaligned(q, 16) || misaligned(k, 16) || misaligned(v, 16) || misaligned(state, 8) || misaligned(o, 4) ||
+      misaligned(log_gamma, 4))
+    return cudaErrorInvalidValue;
+  if (gret_num_ctas(s.batch, s.heads, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (s.seq_len == 0) return cudaSuccess;  // no tokens: o is empty and the state unchanged
+#define YOCO_GRET_CASE(D, VS) \
+  if (s.head_dim == D && p.slice_cols == VS) return launch_typed<D, VS>(q, k, v, log_gamma, state, o, s, p, stream);
+  YOCO_GRET_CASE(64, 16) YOCO_GRET_CASE(64, 32) YOCO_GRET_CASE(64, 64)
+  YOCO_GRET_CASE(128, 16) YOCO_GRET_CASE(128, 32) YOCO_GRET_CASE(128, 64)
+  YOCO_GRET_CASE(256, 16) YOCO_GRET_CASE(256, 32)
+#undef YOCO_GRET_CASE
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace yoco::cuda

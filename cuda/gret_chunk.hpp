@@ -1,0 +1,36 @@
+#pragma once
+// Gated retention (gRet) chunkwise prefill on the GPU: the device pair of
+// reference/gret.hpp gret_chunkwise (KERNELS.md §3). Per head,
+//   S_t = gamma_t S_{t-1} + k_t^T v_t,  o_t = q_t S_t,
+// computed in chunks of 64 tokens with tensor cores (mma.sync m16n8k16 bf16 ->
+// fp32): intra-chunk ((Q K^T) .* E) V, inter-chunk diag(exp G) Q S^, and the
+// state update S = exp(G_C) S + K'^T V, where K' = K .* exp(G_C - G_j). The
+// fp32 state slice lives in registers for the whole launch; only the state
+// update and its bf16 copy S^ sit on the chunk-to-chunk chain. One CTA per
+// (batch, head, V-slice); see gret_plan.hpp for the plan and index maths.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gret_plan.hpp"
+
+namespace yoco::cuda {
+
+// q, k, v: [batch, seq_len, row_stride] bf16, head h at columns [h*D, (h+1)*D);
+//   k already RoPE'd and scaled by D^-1/2. Pointers 16-byte aligned, row_stride
+//   a multiple of 8 and >= heads*D.
+// log_gamma: [batch, seq_len, heads] fp32, all <= 0 (not checked on the device;
+//   every exponent is clamped to <= 0 anyway).
+// state: [batch, heads, D, D] fp32: the incoming state is read, the final state
+//   written in place (carried across prefill launches, handed to decode).
+// o: [batch, seq_len, heads*D] bf16.
+// Returns cudaErrorInvalidValue for a bad shape, plan or alignment.
+cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
+                              const GretChunkPlan& plan, cudaStream_t stream);
+
+// Dynamic shared memory the kernel uses for (head_dim, slice_cols); 0 if unsupported.
+size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols);
+
+}  // namespace yoco::cuda

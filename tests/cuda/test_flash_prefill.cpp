@@ -1,0 +1,373 @@
+// Prefill attention (cuda/flash_prefill.cu) and the GPU oracle
+// (cuda/attention_oracle.cu) against the fp64 CPU reference attention<double>:
+//  - short lengths: head dims 64/128/256; GQA groups 1, 2, 3, 8 with distinct
+//    K/V per head; q0 = 0 and q0 not tile-aligned (chunked prefill); windows
+//    1, 7, 64, 1000; batch 3 with different lengths; q_len 1; strides larger
+//    than dense; LSE against an fp64 log-sum-exp; rows past q_len untouched;
+//  - chunked prefill in pieces equals one-shot;
+//  - the oracle equals the CPU reference (<= 4K keys);
+//  - kernel vs oracle at 32K and at 128K (sampled rows: first/last rows of
+//    tiles, the last row, random rows).
+// Bound (DESIGN §6): RMS ratio <= 2x the error of rounding the exact output to bf16.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "attention_oracle.hpp"
+#include "device_test_data.hpp"
+#include "flash_prefill.hpp"
+#include "gpu_test_support.hpp"
+#include "ops.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+using namespace yoco::cuda_test;
+
+struct Case {
+  int64_t H, Hkv, D, window;
+  std::vector<int64_t> q_start, q_len;
+  int64_t q_pad = 0, kv_pad = 0;  // extra elements per row beyond dense (multiples of 8)
+};
+
+struct Inputs {
+  int64_t B, q_rows, capacity, q_stride, kv_stride;
+  std::vector<float> q, k, v;
+};
+
+Inputs make_inputs(const Case& c, uint64_t seed) {
+  Inputs in;
+  in.B = static_cast<int64_t>(c.q_len.size());
+  in.q_rows = *std::max_element(c.q_len.begin(), c.q_len.end()) + 5;  // padding rows stay untouched
+  in.capacity = 0;
+  for (int64_t b = 0; b < in.B; ++b) in.capacity = std::max(in.capacity, c.q_start[b] + c.q_len[b]);
+  in.capacity += 3;
+  in.q_stride = c.H * c.D + c.q_pad;
+  in.kv_stride = c.Hkv * c.D + c.kv_pad;
+  in.q = random_bf16_values(static_cast<size_t>(in.B * in.q_rows * in.q_stride), seed);
+  in.k = random_bf16_values(static_cast<size_t>(in.B * in.capacity * in.kv_stride), seed + 1);
+  in.v = random_bf16_values(static_cast<size_t>(in.B * in.capacity * in.kv_stride), seed + 2);
+  return in;
+}
+
+PrefillAttentionShape shape_of(const Case& c, const Inputs& in) {
+  PrefillAttentionShape s;
+  s.batch = in.B;
+  s.n_heads = c.H;
+  s.n_kv_heads = c.Hkv;
+  s.head_dim = c.D;
+  s.q_rows = in.q_rows;
+  s.capacity = in.capacity;
+  s.q_stride = in.q_stride;
+  s.kv_stride = in.kv_stride;
+  s.window = c.window;
+  s.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  return s;
+}
+
+struct KernelOut {
+  std::vector<float> o, lse;
+};
+
+KernelOut run_kernel(const Case& c, const Inputs& in) {
+  const PrefillAttentionShape s = shape_of(c, in);
+  DeviceArray<__nv_bfloat16> dq(in.q.size()), dk(in.k.size()), dv(in.v.size()),
+      dout(static_cast<size_t>(in.B * in.q_rows * c.H * c.D));
+  DeviceArray<float> dlse(static_cast<size_t>(in.B * c.H * in.q_rows));
+  DeviceArray<int64_t> dstart(c.q_start.size()), dlen(c.q_len.size());
+  upload_bf16(dq, in.q);
+  upload_bf16(dk, in.k);
+  upload_bf16(dv, in.v);
+  upload(dstart, c.q_start);
+  upload(dlen, c.q_len);
+  EXPECT_EQ(launch_flash_prefill(dq.ptr, dk.ptr, dv.ptr, dstart.ptr, dlen.ptr, s, dout.ptr, dlse.ptr, nullptr),
+            cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return {download_bf16(dout), download(dlse)};
+}
+
+// Dense [rows, heads*D] block of a strided buffer.
+Mat<double> dense(const std::vector<float>& buf, int64_t row0, int64_t rows, int64_t stride, int64_t width) {
+  Mat<double> m(rows, width);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t x = 0; x < width; ++x) m(r, x) = buf[static_cast<size_t>((row0 + r) * stride + x)];
+  return m;
+}
+
+// fp64 log-sum-exp of row i's scaled visible scores, head h (written here, independently).
+double lse_reference(const Inputs& in, const Case& c, int64_t b, int64_t i, int64_t h) {
+  const int64_t p = c.q_start[b] + i, kvh = h / (c.H / c.Hkv);
+  const double sc = static_cast<double>(1.0f / std::sqrt(static_cast<float>(c.D)));
+  std::vector<double> s;
+  for (int64_t j = 0; j <= p; ++j) {
+    if (c.window > 0 && p - j >= c.window) continue;
+    double dot = 0;
+    for (int64_t d = 0; d < c.D; ++d)
+      dot += static_cast<double>(in.q[static_cast<size_t>((b * in.q_rows + i) * in.q_stride + h * c.D + d)]) *
+             in.k[static_cast<size_t>((b * in.capacity + j) * in.kv_stride + kvh * c.D + d)];
+    s.push_back(dot * sc);
+  }
+  const double mx = *std::max_element(s.begin(), s.end());
+  double sum = 0;
+  for (double x : s) sum += std::exp(x - mx);
+  return mx + std::log(sum);
+}
+
+// Checks a case against the CPU reference; returns the kernel output.
+KernelOut check_against_reference(const Case& c, uint64_t seed) {
+  const Inputs in = make_inputs(c, seed);
+  const KernelOut got = run_kernel(c, in);
+  const int64_t W = c.H * c.D;
+  const double scale = static_cast<double>(1.0f / std::sqrt(static_cast<float>(c.D)));
+  std::vector<double> want;
+  std::vector<float> have;
+  double lse_err = 0;
+  int64_t untouched_bad = 0;
+  for (int64_t b = 0; b < in.B; ++b) {
+    const int64_t q0 = c.q_start[b], n = c.q_len[b];
+    const Mat<double> q = dense(in.q, b * in.q_rows, n, in.q_stride, W);
+    const Mat<double> k = dense(in.k, b * in.capacity, q0 + n, in.kv_stride, c.Hkv * c.D);
+    const Mat<double> v = dense(in.v, b * in.capacity, q0 + n, in.kv_stride, c.Hkv * c.D);
+    const Mat<double> o = attention<double>(q, k, v, c.H, c.Hkv, c.D, q0, 0, c.window, scale);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t x = 0; x < W; ++x) {
+        want.push_back(o(i, x));
+        have.push_back(got.o[static_cast<size_t>((b * in.q_rows + i) * W + x)]);
+      }
+    for (int64_t i = n; i < in.q_rows; ++i)  // rows past q_len keep their poison
+      for (int64_t x = 0; x < W; ++x)
+        if (!std::isnan(got.o[static_cast<size_t>((b * in.q_rows + i) * W + x)])) ++untouched_bad;
+    // LSE on a few rows per sequence (first, last, middle) and every head.
+    for (int64_t i : {int64_t{0}, n / 2, n - 1})
+      for (int64_t h = 0; h < c.H; ++h) {
+        const double ref = lse_reference(in, c, b, i, h);
+        const double g = got.lse[static_cast<size_t>((b * c.H + h) * in.q_rows + i)];
+        lse_err = std::max(lse_err, std::isnan(g) ? INFINITY : std::abs(g - ref));
+      }
+  }
+  const double err = rms_error(have, want), bound = bf16_output_bound(want);
+  EXPECT_LE(err, bound) << "H " << c.H << " Hkv " << c.Hkv << " D " << c.D << " W " << c.window << " B " << in.B
+                        << " q_start[0] " << c.q_start[0] << " q_len[0] " << c.q_len[0];
+  EXPECT_LE(lse_err, 2e-3) << "LSE, D " << c.D << " W " << c.window;
+  EXPECT_EQ(untouched_bad, 0) << "rows past q_len were written";
+  return got;
+}
+
+TEST(FlashPrefill, HeadDimsAndGqaGroups) {
+  YOCO_REQUIRE_GPU();
+  check_against_reference({4, 4, 64, 0, {0}, {300}}, 101);          // group 1, D 64
+  check_against_reference({4, 2, 128, 0, {0}, {200}}, 102);         // group 2 (the tiny config's map)
+  check_against_reference({24, 8, 128, 0, {0}, {517}}, 103);        // group 3, transformer-3b heads
+  check_against_reference({8, 1, 256, 0, {0}, {260}}, 104);         // group 8, D 256
+  check_against_reference({8, 8, 256, 0, {0}, {131}}, 105);         // D 256, group 1
+  check_against_reference({8, 1, 64, 0, {0}, {129}}, 106);          // D 64, group 8
+}
+
+TEST(FlashPrefill, ChunkOffsetsNotTileAligned) {
+  YOCO_REQUIRE_GPU();
+  check_against_reference({4, 2, 128, 0, {1000}, {97}}, 201);
+  check_against_reference({8, 1, 256, 0, {1000}, {97}}, 202);
+  check_against_reference({4, 4, 64, 0, {333}, {260}}, 203);
+  check_against_reference({24, 8, 128, 0, {777}, {1}}, 204);        // q_len 1: the last position sees all keys
+  check_against_reference({4, 2, 64, 0, {0}, {1}}, 205);            // one query, one key
+}
+
+TEST(FlashPrefill, SlidingWindows) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t w : {1, 7, 64, 1000}) {
+    check_against_reference({4, 2, 128, w, {0}, {600}}, 300 + w);
+    check_against_reference({4, 2, 64, w, {350}, {300}}, 400 + w);
+  }
+  check_against_reference({8, 1, 256, 7, {100}, {200}}, 501);
+  check_against_reference({8, 8, 256, 1000, {0}, {300}}, 502);
+}
+
+TEST(FlashPrefill, BatchOfDifferentLengthsAndWideStrides) {
+  YOCO_REQUIRE_GPU();
+  check_against_reference({8, 2, 64, 0, {0, 50, 130}, {257, 1, 128}, 16, 24}, 601);
+  check_against_reference({24, 8, 128, 0, {0, 700, 3}, {300, 129, 1}, 8 * 128 * 2, 16}, 602);  // q in a fused QKV row
+  check_against_reference({8, 1, 256, 64, {10, 0, 500}, {90, 200, 33}, 256, 8}, 603);
+}
+
+TEST(FlashPrefill, ChunkedEqualsOneShot) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t D : {64, 128}) {
+    const Case whole{8, 2, D, 0, {0}, {1500}};
+    const Inputs in = make_inputs(whole, 700 + D);
+    const KernelOut one = run_kernel(whole, in);
+    const PrefillAttentionShape s = shape_of(whole, in);
+    DeviceArray<__nv_bfloat16> dq(in.q.size()), dk(in.k.size()), dv(in.v.size()),
+        dout(static_cast<size_t>(in.q_rows * whole.H * D));
+    upload_bf16(dq, in.q);
+    upload_bf16(dk, in.k);
+    upload_bf16(dv, in.v);
+    const int64_t W = whole.H * D;
+    for (int64_t c0 = 0; c0 < 1500;) {  // chunks of 1000, 97, 403
+      const int64_t n = c0 == 0 ? 1000 : (c0 == 1000 ? 97 : 1500 - c0);
+      PrefillAttentionShape sc = s;
+      sc.q_rows = n;
+      DeviceArray<int64_t> st(1), ln(1);
+      upload(st, std::vector<int64_t>{c0});
+      upload(ln, std::vector<int64_t>{n});
+      ASSERT_EQ(launch_flash_prefill(dq.ptr + c0 * in.q_stride, dk.ptr, dv.ptr, st.ptr, ln.ptr, sc,
+                                     dout.ptr + c0 * W, nullptr, nullptr),
+                cudaSuccess);
+      c0 += n;
+    }
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<float> chunked = download_bf16(dout);
+    std::vector<double> want;
+    std::vector<float> have;
+    for (int64_t i = 0; i < 1500 * W; ++i) {
+      want.push_back(one.o[static_cast<size_t>(i)]);
+      have.push_back(chunked[static_cast<size_t>(i)]);
+    }
+    // The same per-row arithmetic in both: equal up to (at most) output rounding.
+    EXPECT_LE(rms_error(have, want), 0.25 * bf16_output_bound(want)) << "D " << D;
+  }
+}
+
+TEST(FlashPrefill, RejectsBadShapes) {
+  PrefillAttentionShape s{1, 24, 8, 128, 64, 64, 24 * 128, 8 * 128, 0, 0.088f};
+  auto* p = reinterpret_cast<__nv_bfloat16*>(uintptr_t{256});
+  auto* i = reinterpret_cast<int64_t*>(uintptr_t{256});
+  PrefillAttentionShape bad = s;
+  bad.head_dim = 96;
+  EXPECT_EQ(launch_flash_prefill(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  bad = s;
+  bad.n_kv_heads = 5;
+  EXPECT_EQ(launch_flash_prefill(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  bad = s;
+  bad.q_stride = 24 * 128 - 8;
+  EXPECT_EQ(launch_flash_prefill(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  bad = s;
+  bad.kv_stride = 8 * 128 + 4;  // not a whole 16 bytes
+  EXPECT_EQ(launch_flash_prefill(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  bad = s;
+  bad.scale = 0;
+  EXPECT_EQ(launch_flash_prefill(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_flash_prefill(p + 1, p, p, i, i, s, p, nullptr, nullptr), cudaErrorInvalidValue);  // misaligned
+  EXPECT_EQ(launch_flash_prefill(nullptr, p, p, i, i, s, p, nullptr, nullptr), cudaErrorInvalidValue);
+}
+
+TEST(AttentionOracle, EqualsTheCpuReference) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t window : {0, 100}) {
+    const Case c{4, 2, 128, window, {0, 1500}, {2048, 600}, 0, 8};
+    const Inputs in = make_inputs(c, 800 + window);
+    DeviceArray<__nv_bfloat16> dq(in.q.size()), dk(in.k.size()), dv(in.v.size());
+    upload_bf16(dq, in.q);
+    upload_bf16(dk, in.k);
+    upload_bf16(dv, in.v);
+    std::vector<OracleRow> rows;
+    for (int64_t i : {0, 1, 127, 128, 1000, 2046, 2047}) rows.push_back({0, i});
+    for (int64_t i = 0; i < 600; i += 7) rows.push_back({1, i});
+    rows.push_back({1, 599});
+    OracleShape os{in.B, c.H, c.Hkv, c.D, in.q_rows, in.capacity, in.q_stride, in.kv_stride, window,
+                   static_cast<double>(1.0f / std::sqrt(128.0f))};
+    AttentionOracle oracle;
+    ASSERT_TRUE(oracle.ok()) << oracle.error();
+    std::vector<float> out;
+    std::vector<double> lse;
+    ASSERT_EQ(oracle.run(dq.ptr, dk.ptr, dv.ptr, os, c.q_start, rows, &out, &lse, nullptr), "");
+    const int64_t W = c.H * c.D;
+    std::vector<double> want(rows.size() * W, 0.0);
+    std::vector<float> have(out.begin(), out.end());
+    double lse_err = 0;
+    for (int64_t b = 0; b < 2; ++b) {
+      const int64_t q0 = c.q_start[b], n = c.q_len[b];
+      const Mat<double> q = dense(in.q, b * in.q_rows, n, in.q_stride, W);
+      const Mat<double> k = dense(in.k, b * in.capacity, q0 + n, in.kv_stride, c.Hkv * c.D);
+      const Mat<double> v = dense(in.v, b * in.capacity, q0 + n, in.kv_stride, c.Hkv * c.D);
+      const Mat<double> o = attention<double>(q, k, v, c.H, c.Hkv, c.D, q0, 0, window, os.scale);
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].batch != b) continue;
+        for (int64_t x = 0; x < W; ++x) want[r * W + x] = o(rows[r].row, x);
+        for (int64_t h = 0; h < c.H; ++h)
+          lse_err = std::max(lse_err, std::abs(lse[r * c.H + h] - lse_reference(in, c, b, rows[r].row, h)));
+      }
+    }
+    // fp32 GEMMs on exact bf16 products: far inside any bf16 bound.
+    EXPECT_LE(rms_error(have, want), 2e-6) << "window " << window;
+    EXPECT_LE(lse_err, 1e-5) << "window " << window;
+  }
+}
+
+// Kernel vs oracle on device-generated inputs, sampled rows.
+void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_start, int64_t q_len, uint64_t seed) {
+  const int64_t cap = q_start + q_len, q_stride = H * D, kv_stride = Hkv * D;
+  DeviceArray<__nv_bfloat16> dq(static_cast<size_t>(q_len * q_stride)), dk(static_cast<size_t>(cap * kv_stride)),
+      dv(static_cast<size_t>(cap * kv_stride)), dout(static_cast<size_t>(q_len * H * D));
+  ASSERT_EQ(launch_fill_normal_bf16(dq.ptr, static_cast<int64_t>(dq.n), seed, 1.0f, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(dk.ptr, static_cast<int64_t>(dk.n), seed + 1, 1.0f, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(dv.ptr, static_cast<int64_t>(dv.n), seed + 2, 1.0f, nullptr), cudaSuccess);
+  DeviceArray<int64_t> st(1), ln(1);
+  upload(st, std::vector<int64_t>{q_start});
+  upload(ln, std::vector<int64_t>{q_len});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  PrefillAttentionShape s{1, H, Hkv, D, q_len, cap, q_stride, kv_stride, window, scale};
+  DeviceArray<float> dlse(static_cast<size_t>(H * q_len));
+  ASSERT_EQ(launch_flash_prefill(dq.ptr, dk.ptr, dv.ptr, st.ptr, ln.ptr, s, dout.ptr, dlse.ptr, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  // Sampled rows: first and last rows of the first, second, a middle and the last tiles, the last
+  // row, and random rows.
+  const int64_t br = flash_prefill_tile_rows(D);
+  std::vector<int64_t> idx;
+  const int64_t tiles = (q_len + br - 1) / br;
+  for (int64_t t : {int64_t{0}, int64_t{1}, tiles / 2, tiles - 1}) {
+    idx.push_back(std::min(q_len - 1, t * br));
+    idx.push_back(std::min(q_len - 1, t * br + br - 1));
+  }
+  idx.push_back(q_len - 1);
+  std::mt19937_64 rng(seed);
+  for (int r = 0; r < 16; ++r) idx.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(q_len)));
+  std::sort(idx.begin(), idx.end());
+  idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+  std::vector<OracleRow> rows;
+  for (int64_t i : idx) rows.push_back({0, i});
+
+  AttentionOracle oracle;
+  ASSERT_TRUE(oracle.ok()) << oracle.error();
+  OracleShape os{1, H, Hkv, D, q_len, cap, q_stride, kv_stride, window, static_cast<double>(scale)};
+  std::vector<float> want_f;
+  std::vector<double> want_lse;
+  ASSERT_EQ(oracle.run(dq.ptr, dk.ptr, dv.ptr, os, {q_start}, rows, &want_f, &want_lse, nullptr), "");
+
+  const int64_t W = H * D;
+  std::vector<float> have(rows.size() * W);
+  std::vector<float> lse_all = download(dlse);
+  double lse_err = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::vector<uint16_t> bits(static_cast<size_t>(W));
+    ASSERT_EQ(cudaMemcpy(bits.data(), dout.ptr + rows[r].row * W, W * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t x = 0; x < W; ++x) have[r * W + x] = bf16_bits_to_float(bits[x]);
+    for (int64_t h = 0; h < H; ++h) {
+      const double g = lse_all[static_cast<size_t>(h * q_len + rows[r].row)];
+      lse_err = std::max(lse_err, std::isnan(g) ? INFINITY : std::abs(g - want_lse[r * H + h]));
+    }
+  }
+  const std::vector<double> want(want_f.begin(), want_f.end());
+  EXPECT_LE(rms_error(have, want), bf16_output_bound(want))
+      << "H " << H << " Hkv " << Hkv << " D " << D << " W " << window << " q_start " << q_start << " q_len " << q_len;
+  EXPECT_LE(lse_err, 5e-3) << "LSE at q_len " << q_len;
+}
+
+TEST(FlashPrefill, MatchesTheOracleAt32K) {
+  YOCO_REQUIRE_GPU();
+  check_long(24, 8, 128, 0, 0, 32768, 900);
+  check_long(8, 1, 256, 4096, 20000, 12768, 901);   // a later chunk, not tile-aligned, windowed
+  check_long(8, 2, 64, 0, 12345, 20000, 902);
+}
+
+TEST(FlashPrefill, MatchesTheOracleAt128K) {
+  YOCO_REQUIRE_GPU();
+  check_long(24, 8, 128, 0, 0, 131072, 1000);
+}
+
+}  // namespace
+}  // namespace yoco::cuda

@@ -1,0 +1,130 @@
+// The prefill attention kernel's index maths (cuda/attention_tiles.hpp)
+// against brute force: for every small (Sq, q0, W, Bc, Br), the key-block range
+// of each query tile holds exactly the blocks with a visible key, every visible
+// key lies in it, and "needs mask" is true exactly for blocks with a hidden
+// (query, key) pair; the GQA map; 64-bit offsets at 1M tokens x 24 heads x 128.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "attention_tiles.hpp"
+
+namespace yoco::cuda::attn {
+namespace {
+
+// Written independently of the header: visible iff the key is not in the
+// future and, with a window, fewer than W positions back.
+bool visible_brute(int64_t j, int64_t p, int64_t w) {
+  if (j > p) return false;
+  if (w > 0 && p - j >= w) return false;
+  return true;
+}
+
+TEST(AttentionTiles, VisibilityPredicate) {
+  for (int64_t p = 0; p < 40; ++p)
+    for (int64_t j = 0; j < 45; ++j)
+      for (int64_t w : {0, 1, 2, 3, 7, 64})
+        EXPECT_EQ(key_visible(j, p, w), visible_brute(j, p, w)) << j << " " << p << " " << w;
+  for (int64_t p = 0; p < 40; ++p)
+    for (int64_t j = 0; j < 45; ++j)
+      for (int64_t w : {0, 1, 2, 3, 7, 64})
+        EXPECT_EQ(key_visible_delta(static_cast<int32_t>(j - p), static_cast<int32_t>(w)), visible_brute(j, p, w));
+  // At the launcher's limits: capacity < 2^30, so |delta| < 2^30.
+  const int64_t big = (int64_t{1} << 30) - 1;
+  EXPECT_TRUE(key_visible_delta(static_cast<int32_t>(0 - big), 0));
+  EXPECT_FALSE(key_visible_delta(static_cast<int32_t>(0 - big), static_cast<int32_t>(big)));
+  EXPECT_TRUE(key_visible_delta(static_cast<int32_t>(1 - big), static_cast<int32_t>(big)));
+  EXPECT_TRUE(key_visible(5, 5, 1));   // window 1: the query sees itself only
+  EXPECT_FALSE(key_visible(4, 5, 1));
+  EXPECT_TRUE(key_visible(0, 1000000, 0));
+}
+
+TEST(AttentionTiles, BlockRangeCoversExactlyTheVisibleKeys) {
+  int64_t checked = 0;
+  for (int64_t sq = 1; sq <= 13; ++sq)
+    for (int64_t q0 = 0; q0 <= 19; ++q0)
+      for (int64_t w : {0, 1, 2, 3, 5, 7, 16, 1000})
+        for (int64_t bc : {1, 2, 3, 4, 5, 8, 16})
+          for (int64_t br : {1, 2, 3, 4, 8, 16}) {
+            const int64_t sk = q0 + sq;
+            for (int64_t t = 0; t < query_tiles(sq, br); ++t) {
+              const int64_t i0 = t * br, i1 = i0 + br < sq ? i0 + br : sq;  // valid rows [i0, i1)
+              const int64_t p_first = q0 + i0, p_last = q0 + i1 - 1;
+              const KeyBlockRange r = key_block_range(p_first, p_last, w, bc);
+              ASSERT_LE(r.first, r.last);
+              // Every visible key is inside the range.
+              for (int64_t j = 0; j < sk; ++j) {
+                bool vis = false;
+                for (int64_t i = i0; i < i1; ++i) vis = vis || visible_brute(j, q0 + i, w);
+                if (vis) {
+                  EXPECT_GE(j / bc, r.first) << sq << " " << q0 << " " << w << " " << bc << " " << br;
+                  EXPECT_LT(j / bc, r.last) << sq << " " << q0 << " " << w << " " << bc << " " << br;
+                }
+              }
+              // Every block in the range holds a visible key (none is loaded for nothing),
+              // lies inside the cache, and needs the mask exactly when some pair is hidden.
+              for (int64_t blk = r.first; blk < r.last; ++blk) {
+                bool any = false, all = true;
+                for (int64_t j = blk * bc; j < (blk + 1) * bc; ++j)
+                  for (int64_t i = i0; i < i1; ++i) {
+                    const bool v = visible_brute(j, q0 + i, w);
+                    any = any || v;
+                    all = all && v;
+                  }
+                EXPECT_TRUE(any) << "empty block " << blk << ": " << sq << " " << q0 << " " << w << " " << bc;
+                EXPECT_LT(blk * bc, sk);
+                EXPECT_EQ(key_block_needs_mask(blk, bc, p_first, p_last, w), !all)
+                    << blk << ": " << sq << " " << q0 << " " << w << " " << bc << " " << br;
+                ++checked;
+              }
+            }
+          }
+  EXPECT_GT(checked, 100000);
+}
+
+TEST(AttentionTiles, BlockRangeAtKernelTileSizes) {
+  // The kernel's tiles (128 rows, 64 or 32 keys), a chunk at q0 = 96K.
+  const int64_t q0 = 96 * 1024;
+  for (int64_t bc : {32, 64}) {
+    const KeyBlockRange r = key_block_range(q0 + 128, q0 + 255, 0, bc);
+    EXPECT_EQ(r.first, 0);
+    EXPECT_EQ(r.last, (q0 + 256) / bc);
+    EXPECT_FALSE(key_block_needs_mask(r.last - 1 - 128 / bc, bc, q0 + 128, q0 + 255, 0));
+    EXPECT_TRUE(key_block_needs_mask(r.last - 1, bc, q0 + 128, q0 + 255, 0));
+    const KeyBlockRange rw = key_block_range(q0 + 128, q0 + 255, 1024, bc);
+    EXPECT_EQ(rw.first, (q0 + 128 - 1023) / bc);
+  }
+}
+
+TEST(AttentionTiles, GqaHeadMap) {
+  for (int64_t H : {4, 8, 24, 32})
+    for (int64_t Hkv = 1; Hkv <= H; ++Hkv) {
+      if (H % Hkv) continue;
+      for (int64_t h = 0; h < H; ++h) EXPECT_EQ(kv_head_of(h, H, Hkv), h * Hkv / H);
+    }
+  EXPECT_EQ(kv_head_of(3, 24, 8), 1);  // not 3 % 8
+  EXPECT_EQ(kv_head_of(1, 4, 2), 0);   // not 1 % 2
+  EXPECT_EQ(kv_head_of(7, 8, 1), 0);
+}
+
+TEST(AttentionTiles, OffsetsDoNotWrapAtOneMillionTokens) {
+  const int64_t T = int64_t{1} << 20, H = 24, Hkv = 8, D = 128;
+  // Dense q: the last element of a 1M x 24 x 128 tensor.
+  EXPECT_EQ(q_offset(0, T - 1, H - 1, D - 1, T, H * D, D), 3221225471);
+  EXPECT_EQ(o_offset(0, T - 1, H - 1, D - 1, T, H, D), 3221225471);
+  // Past the first wrap point (token 699,050 of q/o rows of 3,072).
+  EXPECT_GT(q_offset(0, 699051, 0, 0, T, H * D, D), int64_t{std::numeric_limits<int32_t>::max()});
+  // A fused QKV projection row (q_stride = (H + 2 Hkv) D) and batch 8.
+  EXPECT_EQ(q_offset(7, T - 1, H - 1, D - 1, T, (H + 2 * Hkv) * D, D), (8 * T - 1) * 5120 + 3071);
+  // K cache: batch 8 of 1M + 1024 rows.
+  const int64_t cap = T + 1024;
+  EXPECT_EQ(kv_offset(7, cap - 1, Hkv - 1, D - 1, cap, Hkv * D, D), 8 * cap * 1024 - 1);
+  EXPECT_GT(kv_offset(7, cap - 1, Hkv - 1, D - 1, cap, Hkv * D, D), int64_t{1} << 33);
+  EXPECT_EQ(lse_offset(7, H - 1, T - 1, H, T), 8 * H * T - 1);
+  EXPECT_EQ(query_tiles(T, 128), 8192);
+  EXPECT_EQ(query_tiles(T + 1, 128), 8193);
+}
+
+}  // namespace
+}  // namespace yoco::cuda::attn

@@ -1,0 +1,213 @@
+// The gRet chunk kernel's plan and index maths (cuda/gret_plan.hpp), and a
+// host emulation of the kernel's exact arithmetic (chunk 64, bf16 rounding at
+// the kernel's points, the kernel's fp32 scan) against the fp64 reference
+// paradigms: the algorithm is right before a GPU sees it, and its error is the
+// "bf16-rounded CPU computation" of DESIGN §6 that the GPU test's bound uses.
+#define YOCO_GRET_EMULATION 1
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "dtype.hpp"
+#include "gret.hpp"
+#include "gret_plan.hpp"
+#include "ops.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+TEST(GretPlan, EveryChunkHeadAndSliceOnce) {
+  for (int64_t B : {1, 2, 3, 8})
+    for (int64_t H : {1, 5, 16, 24})
+      for (int64_t D : {64, 128, 256})
+        for (int sms : {1, 16, 132, 264}) {
+          GretChunkShape s{B, H, D, 1000, H * D};
+          const GretChunkPlan p = plan_gret_chunk(s, sms);
+          ASSERT_TRUE(gret_plan_valid(s, p)) << B << " " << H << " " << D << " " << sms;
+          std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+          std::vector<int> col_cover(static_cast<size_t>(B * H * D), 0);
+          const int64_t n = gret_num_ctas(B, H, p.slices);
+          for (int64_t c = 0; c < n; ++c) {
+            const GretCta t = gret_cta(c, H, p.slices);
+            ASSERT_GE(t.batch, 0);
+            ASSERT_LT(t.batch, B);
+            ASSERT_LT(t.head, H);
+            ASSERT_LT(t.slice, p.slices);
+            ASSERT_TRUE(seen.insert({t.batch, t.head, t.slice}).second);
+            for (int64_t j = 0; j < p.slice_cols; ++j)
+              ++col_cover[static_cast<size_t>((t.batch * H + t.head) * D + gret_slice_begin(t.slice, p.slice_cols) + j)];
+            // a head's slices are adjacent CTAs (co-scheduled; L2 serves the repeated q/k)
+            if (t.slice > 0) {
+              const GretCta prev = gret_cta(c - 1, H, p.slices);
+              EXPECT_EQ(prev.head, t.head);
+              EXPECT_EQ(prev.slice, t.slice - 1);
+            }
+          }
+          for (int x : col_cover) ASSERT_EQ(x, 1);
+        }
+}
+
+TEST(GretPlan, ChunksCoverTheSequenceOnce) {
+  for (int64_t N : {0, 1, 63, 64, 65, 127, 128, 129, 1000, 4097, 32768, 1048576 + 1024}) {
+    std::vector<int> cover(static_cast<size_t>(N), 0);
+    const int64_t nc = gret_num_chunks(N, 64);
+    for (int64_t c = 0; c < nc; ++c) {
+      const int64_t b = gret_chunk_begin(c, 64), n = gret_chunk_valid(c, 64, N);
+      ASSERT_GE(n, 1);
+      ASSERT_LE(n, 64);
+      if (c + 1 < nc) ASSERT_EQ(n, 64);  // only the last chunk is ragged
+      for (int64_t t = b; t < b + n; ++t) ++cover[static_cast<size_t>(t)];
+    }
+    for (int x : cover) ASSERT_EQ(x, 1) << N;
+    EXPECT_EQ(gret_chunk_valid(nc, 64, N), 0);
+  }
+}
+
+TEST(GretPlan, OffsetsDoNotWrapAtOneMillionTokens) {
+  const int64_t N = 1048576, H = 24, D = 128, W = H * D;
+  // KERNELS.md §5 row 1: the last q element at 1M x 24 x 128.
+  EXPECT_EQ(gret_qkv_offset(0, N - 1, H - 1, D - 1, N, W, D), 3221225471LL);
+  EXPECT_EQ(gret_out_offset(0, N - 1, H - 1, D - 1, N, H, D), 3221225471LL);
+  EXPECT_GT(gret_qkv_offset(0, 699051, 0, 0, N, W, D), (int64_t{1} << 31));
+  // fused projection (q, k, v, g side by side: row stride 4 W), batch 8, 1M + 1024 tokens
+  const int64_t N2 = N + 1024, B = 8;
+  EXPECT_EQ(gret_qkv_offset(B - 1, N2 - 1, H - 1, D - 1, N2, 4 * W, D), (B * N2 - 1) * 4 * W + W - 1);
+  EXPECT_EQ(gret_gate_offset(B - 1, N2 - 1, H - 1, N2, H), B * N2 * H - 1);
+  EXPECT_EQ(gret_state_offset(B - 1, H - 1, D - 1, D - 1, H, D), B * H * D * D - 1);
+  EXPECT_EQ(gret_chunk_begin(gret_num_chunks(N2, 64) - 1, 64), N2 - 64);
+}
+
+TEST(GretPlan, PlannerFillsTheDevice) {
+  // yoco-3b gRet layer at batch 1: 24 heads x 128 -> 4 slices of 32 (96 CTAs, the fastest measured)
+  GretChunkPlan p = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132);
+  EXPECT_EQ(p.slice_cols * p.slices, 128);
+  EXPECT_EQ(p.slices, 4);
+  EXPECT_EQ(plan_gret_chunk({2, 16, 128, 16384, 2048}, 132).slices, 4);  // the KERNELS.md anchor
+  // a large batch keeps the widest slice
+  p = plan_gret_chunk({8, 24, 128, 32768, 3072}, 132);
+  EXPECT_EQ(p.slice_cols, 64);
+  // head dim 256: never wider than 32 columns (64 fp32 state registers a thread)
+  p = plan_gret_chunk({16, 40, 256, 4096, 40 * 256}, 132);
+  EXPECT_EQ(p.slice_cols, 32);
+  EXPECT_FALSE(gret_slice_supported(256, 64));
+  EXPECT_FALSE(gret_slice_supported(96, 32));
+  GretChunkShape s{1, 24, 128, 100, 3072};
+  EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{128, 32, 4, 1}));  // only chunk 64 is compiled
+  EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{64, 32, 2, 1}));   // slices do not cover D
+}
+
+// ---------------------------------------------------------------------------
+// Emulation against the fp64 reference paradigms.
+
+double rms_ratio(const Mat<double>& got, const Mat<double>& want) {
+  return std::sqrt((got - want).squaredNorm() / std::max(want.squaredNorm(), 1e-300));
+}
+
+Mat<double> rand_bf16(int64_t r, int64_t c, uint64_t seed, double scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, scale);
+  Mat<double> m(r, c);
+  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = round_to_bf16(static_cast<float>(nd(rng)));
+  return m;
+}
+
+// tau <= 0: gamma = 1 exactly (log gamma = 0). Values are fp32, as the kernel reads them.
+Vec<double> gates(int64_t n, double tau, uint64_t seed) {
+  Vec<double> g(n);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  for (int64_t i = 0; i < n; ++i) g(i) = tau <= 0 ? 0.0 : static_cast<float>(logsigmoid(nd(rng)) / tau);
+  return g;
+}
+
+struct Inputs {
+  Mat<double> q, k, v, s0;
+  Vec<double> g;
+};
+Inputs make_inputs(int64_t n, int64_t D, double tau, uint64_t seed) {
+  Inputs in;
+  in.q = rand_bf16(n, D, seed, 1.0);
+  in.k = rand_bf16(n, D, seed + 1, 1.0 / std::sqrt(double(D)));
+  in.v = rand_bf16(n, D, seed + 2, 1.0);
+  in.g = gates(n, tau, seed + 3);
+  in.s0 = Mat<double>(D, D);
+  const Mat<double> s = rand_bf16(D, D, seed + 4, 1.0);  // any fp32 values will do
+  in.s0 = s;
+  return in;
+}
+
+double output_rounding_error(const Mat<double>& exact) {
+  Mat<double> r = exact;
+  for (int64_t i = 0; i < r.size(); ++i) r.data()[i] = round_to_bf16(static_cast<float>(r.data()[i]));
+  return rms_ratio(r, exact);
+}
+
+TEST(GretChunkEmulation, MatchesTheReferenceParadigms) {
+  for (int64_t D : {64, 128})
+    for (double tau : {0.1, 1.0, 16.0, 0.0})
+      for (int64_t n : {1, 63, 64, 65, 300, 1000})
+        for (bool with_state : {false, true}) {
+          const Inputs in = make_inputs(n, D, tau, 1000 + n + D);
+          const Mat<double>* s0 = with_state ? &in.s0 : nullptr;
+          const GretResult<double> rec = gret_recurrent<double>(in.q, in.k, in.v, in.g, s0);
+          const GretEmulation em = gret_chunk_emulate(in.q, in.k, in.v, in.g, s0);
+          const double eo = rms_ratio(em.o, rec.o), es = rms_ratio(em.state, rec.state);
+          const double round_o = output_rounding_error(rec.o);
+          const auto tag = ::testing::Message() << "D " << D << " tau " << tau << " n " << n << " state " << with_state;
+          // bf16 operands (A, K', S^) cost a few times the output rounding; the state is fp32 throughout.
+          EXPECT_LE(eo, 8.0 * round_o + 1e-6) << tag << " o err " << eo << " output rounding " << round_o;
+          EXPECT_LE(es, 1e-2) << tag << " state err " << es;
+          EXPECT_TRUE(std::isfinite(eo) && std::isfinite(es)) << tag;
+          if (n == 1000 && with_state)
+            std::cout << "[emulation] D " << D << " tau " << tau << " n " << n << ": o err " << eo << " (output rounding "
+                      << round_o << ", ratio " << eo / round_o << "), state err " << es << "\n";
+          if (n <= 300 && D == 64) {  // the other two paradigms agree with the recurrence
+            const GretResult<double> par = gret_parallel<double>(in.q, in.k, in.v, in.g, s0);
+            const GretResult<double> chk = gret_chunkwise<double>(in.q, in.k, in.v, in.g, s0, 64);
+            EXPECT_LE(rms_ratio(par.o, rec.o), 1e-10) << tag;
+            EXPECT_LE(rms_ratio(chk.o, rec.o), 1e-10) << tag;
+            EXPECT_LE(rms_ratio(em.o, chk.o), 8.0 * round_o + 1e-6) << tag;
+          }
+        }
+}
+
+TEST(GretChunkEmulation, SplitLaunchesCarryTheState) {
+  // 1000 + 3097 tokens in two launches equal 4097 in one, within rounding of
+  // the bf16 state copy at the split (the state itself is carried in fp32).
+  const int64_t D = 64, n1 = 1000, n2 = 3097, n = n1 + n2;
+  const Inputs in = make_inputs(n, D, 16.0, 77);
+  const GretEmulation whole = gret_chunk_emulate(in.q, in.k, in.v, in.g, &in.s0);
+  const GretResult<double> rec = gret_recurrent<double>(in.q, in.k, in.v, in.g, &in.s0);
+  const GretEmulation a = gret_chunk_emulate(in.q.topRows(n1), in.k.topRows(n1), in.v.topRows(n1), in.g.head(n1), &in.s0);
+  const GretEmulation b = gret_chunk_emulate(in.q.bottomRows(n2), in.k.bottomRows(n2), in.v.bottomRows(n2),
+                                             in.g.tail(n2), &a.state);
+  Mat<double> split(n, D);
+  split << a.o, b.o;
+  const double round_o = output_rounding_error(rec.o);
+  EXPECT_LE(rms_ratio(split, rec.o), 8.0 * round_o);
+  EXPECT_LE(rms_ratio(split, whole.o), 8.0 * round_o);
+  // chunk edges move with the split, so the bf16 K' roundings differ: compare both with the exact state
+  const double ew = rms_ratio(whole.state, rec.state), es = rms_ratio(b.state, rec.state);
+  EXPECT_LE(es, 2.0 * ew + 1e-6) << "split " << es << " whole " << ew;
+}
+
+TEST(GretChunkEmulation, ScanMatchesASerialCumsum) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  float lg[64], G[64];
+  for (float& x : lg) x = static_cast<float>(logsigmoid(nd(rng)) / 0.1);
+  gret_emulate_chunk_scan(lg, G);
+  double acc = 0;
+  for (int i = 0; i < 64; ++i) {
+    acc += lg[i];
+    EXPECT_NEAR(G[i], acc, 1e-5 * std::abs(acc) + 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace yoco::cuda
