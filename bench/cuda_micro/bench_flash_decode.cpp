@@ -90,7 +90,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       check(cudaMemset(out.p, 0xff, out.n * sizeof(bf16)), "poison out");
       const double bytes = static_cast<double>(B) * N * 2.0 * Hkv * D * 2.0 + 2.0 * B * H * D * 2.0;
       const double flops = 4.0 * B * H * static_cast<double>(N) * D;
-      KernelResult r{"flash_decode", variant, "yoco-3b", N, B, bytes, flops, {}, ""};
+      KernelResult r{"attn_decode", variant, "yoco-3b", N, B, bytes, flops, {}, ""};
       r.time = time_launches(
           [&](cudaStream_t st) {
             check(cuda::launch_flash_decode(q.p, k.p, v.p, lengths.p, s, splits, ws.p, out.p, st), "flash_decode");
@@ -136,7 +136,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       const std::string note = "splits " + std::to_string(splits) + " (chosen), " + std::to_string(Hs * splits) +
                                " blocks; ring W 1024 full";
       {
-        KernelResult r{"flash_decode_ring", "yoco-swa W 1024 B 1 splits " + std::to_string(splits) + " eager",
+        KernelResult r{"attn_decode_ring", "yoco-swa W 1024 B 1 splits " + std::to_string(splits) + " eager",
                        "yoco-swa-3b", W, 1, bytes, flops, {}, note};
         r.time = time_launches([&](cudaStream_t st) { layer(st, 0); }, stream);
         report.add(r);
@@ -147,7 +147,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       for (int64_t l = 0; l < layers; ++l) layer(stream, l);
       check(cudaStreamEndCapture(stream, &graph), "end capture");
       check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
-      KernelResult g{"flash_decode_ring_13_layers", "yoco-swa W 1024 B 1 splits " + std::to_string(splits) + " graph x13",
+      KernelResult g{"attn_decode_ring_13_layers", "yoco-swa W 1024 B 1 splits " + std::to_string(splits) + " graph x13",
                      "yoco-swa-3b", W, 1, layers * bytes, layers * flops, {}, ""};
       g.time = time_launches([&](cudaStream_t st) { check(cudaGraphLaunch(exec, st), "graph launch"); }, stream);
       check(cudaStreamSynchronize(stream), "graph sync");

@@ -1,6 +1,6 @@
 // gRet decode kernels (issue 14; KERNELS.md §3 "Decode step"):
 // - the sliced decode step at yoco-3b shape (24 heads × 128) for batch 1 and 8,
-//   and at the scaling family's head dim (12 heads × 256) for batch 1; floor
+//   and 16 heads × 256 (the issue's second shape) for batch 1 and 8; floor
 //   bytes = B·H·2·D²·4 (the fp32 state read and written), L2 flushed first;
 // - the step fused with norm + gate, against step + launch_gret_norm_gate;
 // - 13 steps (one per gRet layer, 13 distinct states) launched eagerly and as
@@ -101,7 +101,7 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
 
   // One step, eager, cold L2.
   {
-    KernelResult r{"gret_decode_step", shape + " eager", s.model, 0, B, step_bytes, step_flops, {}, ""};
+    KernelResult r{"gret_decode", shape + " eager", s.model, 0, B, step_bytes, step_flops, {}, ""};
     r.time = time_launches([&](cudaStream_t st) { step(st, 0); }, stream);
     r.notes = std::string("floor bytes = B*H*2*D*D*4; ") + (all_finite_bf16(o.p, o.n) ? "o finite" : "o NOT FINITE");
     report.add(r);
@@ -109,7 +109,7 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
   // Step then norm + gate (two launches) vs the fused kernel.
   {
     const double ng_bytes = 3.0 * static_cast<double>(B * HD) * 2.0;
-    KernelResult r{"gret_decode_step", shape + " step+norm_gate eager", s.model, 0, B, step_bytes + ng_bytes,
+    KernelResult r{"gret_decode", shape + " step+norm_gate eager", s.model, 0, B, step_bytes + ng_bytes,
                    step_flops, {}, "two launches"};
     r.time = time_launches(
         [&](cudaStream_t st) {
@@ -119,7 +119,7 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
         stream);
     report.add(r);
     if (fused_ok) {
-      KernelResult f{"gret_decode_step", shape + " fused norm_gate eager", s.model, 0, B,
+      KernelResult f{"gret_decode", shape + " fused norm_gate eager", s.model, 0, B,
                      step_bytes + 2.0 * static_cast<double>(B * HD) * 2.0, step_flops, {}, ""};
       f.time = time_launches([&](cudaStream_t st) { fused(st, 0); }, stream);
       f.notes = std::string("cluster of D/slice CTAs per head; ") +
@@ -164,7 +164,8 @@ YOCO_KERNEL_BENCH(gret_decode) {
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   try {
-    for (const Shape& s : {Shape{"yoco-3b", 1, 24, 128}, Shape{"yoco-3b", 8, 24, 128}, Shape{"yoco-scaling-d256", 1, 12, 256}})
+    for (const Shape& s : {Shape{"yoco-3b", 1, 24, 128}, Shape{"yoco-3b", 8, 24, 128}, Shape{"H16 D256", 1, 16, 256},
+                           Shape{"H16 D256", 8, 16, 256}})
       bench_step(report, s, stream);
 
     // Norm + gate and the log-decay over one 32K prefill chunk of yoco-3b.

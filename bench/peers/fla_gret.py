@@ -24,20 +24,20 @@ def main():
     import torch.nn.functional as F
     timer, rows = Timer(torch), Rows(torch)
     shapes = [(1, 32768, 24, 128), (1, 131072, 24, 128), (1, 524288, 24, 128), (2, 16384, 16, 128),
-              (1, 32768, 12, 256)]
+              (1, 32768, 16, 256)]
     if args.quick:
         shapes = [(1, 32768, 24, 128), (2, 16384, 16, 128)]
     try:
         from fla.ops.simple_gla import chunk_simple_gla, fused_recurrent_simple_gla
     except Exception as e:  # noqa: BLE001
         for b, n, h, d in shapes:
-            rows.add_failure("yoco-3b", n, b, "peer:fla_chunk_simple_gla", f"fla not importable: {e}")
+            rows.add_failure("yoco-3b", n, b, "gret_chunk_fla", f"fla not importable: {e}")
         rows.save(args.out)
         return 0
     torch.manual_seed(0)
     for b, n, h, d in shapes:
         model = "yoco-3b" if (h, d) == (24, 128) else f"H{h} D{d}"
-        phase = f"peer:fla_chunk_simple_gla:D{d}"
+        phase = f"gret_chunk_fla:D{d}"
         try:
             q = torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16)
             k = (torch.randn(b, n, h, d, device="cuda") * d ** -0.5).to(torch.bfloat16)
@@ -54,8 +54,8 @@ def main():
             rows.add_failure(model, n, b, phase, e)
         torch.cuda.empty_cache()
     # One decode step: T = 1 from a state, for batch 1 and 8.
-    for b, h, d in [(1, 24, 128), (8, 24, 128), (1, 12, 256)]:
-        phase = f"peer:fla_fused_recurrent_simple_gla_step:D{d}"
+    for b, h, d in [(1, 24, 128), (8, 24, 128), (1, 16, 256), (8, 16, 256)]:
+        phase = f"gret_decode_fla:D{d}"
         try:
             q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
             k = (torch.randn(b, 1, h, d, device="cuda") * d ** -0.5).to(torch.bfloat16)

@@ -9,6 +9,10 @@
 //   (t = W-1, W, 2W-1, 2W among them), two sequences at different lengths;
 // - 128K keys (batch 1, 8 KV heads, 24 heads, D 128) against the fp64 reference
 //   on that one query, for the chosen split count, 1 split and 128;
+// - large scores (q scaled so that scores reach about +-100): without the max
+//   subtraction exp overflows and the test fails;
+// - a cache of more than 2^31 elements (batch 2 x 1,048,580 keys x 8 x 128),
+//   the second sequence wholly past the 2^31 mark, against the GPU oracle;
 // - the split choice on 132 SMs and the launcher's argument checks (no GPU needed).
 #include <gtest/gtest.h>
 
@@ -17,6 +21,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention_oracle.hpp"
 #include "device_test_data.hpp"
 #include "dtype.hpp"
 #include "flash_decode.hpp"
@@ -254,6 +259,88 @@ TEST(FlashDecode, LongCacheAgainstTheReference) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto got = download_bf16(out);
     EXPECT_LE(rms_error(got, want), bf16_output_bound(want)) << "N 128K splits " << splits;
+  }
+}
+
+TEST(FlashDecode, LargeScoresNeedTheMaxSubtraction) {
+  YOCO_REQUIRE_GPU();
+  const int64_t H = 24, Hkv = 8, Da = 128, B = 2;
+  const std::vector<int64_t> lengths = {3001, 700};
+  const int64_t cap = 3001, kvw = Hkv * Da;
+  // q, k ~ N(0, 9): scores q.k / sqrt(D) have a spread of ~9, and three keys per
+  // sequence set to 1.2 q give head 0 scores of ~120: exp(120) overflows fp32,
+  // so only a kernel that subtracts the running max gets this right.
+  auto q = random_bf16_values(static_cast<size_t>(B * H * Da), 71, 3.0f);
+  auto k = random_bf16_values(static_cast<size_t>(B * cap * kvw), 72, 3.0f);
+  const auto v = random_bf16_values(static_cast<size_t>(B * cap * kvw), 73);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t j : {int64_t{5}, int64_t{333}, lengths[b] - 1})
+      for (int64_t d = 0; d < Da; ++d)  // key j of KV head 0 = 1.2 x query head 0
+        k[static_cast<size_t>((b * cap + j) * kvw + d)] = round_to_bf16(1.2f * q[static_cast<size_t>(b * H * Da + d)]);
+  DecodeAttentionShape s{B, H, Hkv, Da, cap, 0, static_cast<float>(1.0 / std::sqrt(double(Da)))};
+  std::vector<double> want;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto r = reference(q, k, v, H, Hkv, Da, cap, b, lengths[b], 0);
+    want.insert(want.end(), r.begin(), r.end());
+  }
+  // The scores really are large: the largest of head 0, sequence 0.
+  double top = 0;
+  for (int64_t d = 0; d < Da; ++d) top += 1.2 * double(q[static_cast<size_t>(d)]) * q[static_cast<size_t>(d)];
+  EXPECT_GT(top / std::sqrt(double(Da)), 90.0) << "test inputs do not produce large scores";
+  for (int splits : {1, 7, choose_decode_splits(s, cap, 132)}) {
+    const auto got = run(s, lengths, q, k, v, splits);
+    EXPECT_LE(rms_error(got, want), bf16_output_bound(want)) << "splits " << splits;
+  }
+}
+
+TEST(FlashDecode, CacheOfMoreThan2To31ElementsAgainstTheOracle) {
+  YOCO_REQUIRE_GPU();
+  // B * cap * Hkv * Da = 2 * 1,048,580 * 1024 = 2,147,491,840 > 2^31 elements per K
+  // (4.3 GB); sequence 1 starts at element 1,073,745,920 and ends past 2^31.
+  const int64_t H = 24, Hkv = 8, Da = 128, B = 2, cap = 1048580;
+  const int64_t kv_elems = B * cap * Hkv * Da;
+  ASSERT_GT(kv_elems, int64_t{1} << 31);
+  size_t free_b = 0, total_b = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  if (free_b < static_cast<size_t>(kv_elems) * 4 + (size_t{3} << 30)) GTEST_SKIP() << "device cannot hold 8.6 GB of K/V";
+  const std::vector<int64_t> lengths = {777, cap};
+  DeviceArray<__nv_bfloat16> dq(static_cast<size_t>(B * H * Da)), dk(static_cast<size_t>(kv_elems)),
+      dv(static_cast<size_t>(kv_elems)), out(static_cast<size_t>(B * H * Da));
+  ASSERT_EQ(launch_fill_normal_bf16(dq.ptr, B * H * Da, 81, 1.0f, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(dk.ptr, kv_elems, 82, 1.0f, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(dv.ptr, kv_elems, 83, 1.0f, nullptr), cudaSuccess);
+  DeviceArray<int64_t> dl(2);
+  upload(dl, lengths);
+  // The oracle: each sequence's query row 0 at absolute position len - 1 (q rows: 1 per sequence).
+  AttentionOracle oracle;
+  ASSERT_TRUE(oracle.ok()) << oracle.error();
+  OracleShape os;
+  os.batch = B;
+  os.n_heads = H;
+  os.n_kv_heads = Hkv;
+  os.head_dim = Da;
+  os.q_rows = 1;
+  os.capacity = cap;
+  os.q_stride = H * Da;
+  os.kv_stride = Hkv * Da;
+  os.scale = 1.0 / std::sqrt(double(Da));
+  std::vector<float> want_f;
+  ASSERT_EQ(oracle.run(dq.ptr, dk.ptr, dv.ptr, os, {lengths[0] - 1, lengths[1] - 1}, {{0, 0}, {1, 0}}, &want_f,
+                       nullptr, nullptr),
+            "");
+  const std::vector<double> want(want_f.begin(), want_f.end());
+  DecodeAttentionShape s{B, H, Hkv, Da, cap, 0, static_cast<float>(os.scale)};
+  for (int splits : {choose_decode_splits(s, cap, 132), 1}) {
+    DeviceArray<float> ws(static_cast<size_t>(decode_workspace_floats(s, splits)));
+    ASSERT_EQ(cudaMemset(out.ptr, 0xff, out.n * 2), cudaSuccess);
+    ASSERT_EQ(launch_flash_decode(dq.ptr, dk.ptr, dv.ptr, dl.ptr, s, splits, ws.ptr, out.ptr, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto got = download_bf16(out);
+    EXPECT_LE(rms_error(got, want), bf16_output_bound(want)) << "splits " << splits;
+    // Sequence 1 alone: the part whose offsets pass 2^31.
+    const std::vector<float> got1(got.begin() + H * Da, got.end());
+    const std::vector<double> want1(want.begin() + H * Da, want.end());
+    EXPECT_LE(rms_error(got1, want1), bf16_output_bound(want1)) << "sequence past 2^31, splits " << splits;
   }
 }
 
