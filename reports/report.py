@@ -17,6 +17,7 @@ from collections import OrderedDict, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
+from kernels_section import is_kernel_row, kernel_sections  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
 DEFAULT_README = os.path.join(plot.REPORTS_DIR, "README.md")
@@ -185,11 +186,14 @@ def section_measured(data, devices):
                         key=model_sort_key)
         lens = sorted(set(r.seq_len for r in rows if r.seq_len > 0))
         tops = OrderedDict()
-        for ph in sorted(set(r.phase for r in rows)):
+        kernel_phases = set(r.phase for r in rows if is_kernel_row(r))
+        for ph in sorted(set(r.phase for r in rows) - kernel_phases):
             top, _, part = ph.partition(".")
             tops.setdefault(top, False)
             tops[top] = tops[top] or bool(part)
         phases = [t + (" (also by part)" if by_part else "") for t, by_part in tops.items()]
+        if kernel_phases:
+            phases.append("%d kernel benchmark phases (ours and peers)" % len(kernel_phases))
         counts = defaultdict(int)
         for r in rows:
             counts[r.method] += 1
@@ -235,7 +239,10 @@ def section_device(data, name, rows, figs, readme_dir):
         lines.append("Not drawn for this device: " + "; ".join(
             "%s (%s)" % (FIGURE_TEXT.get(f.kind, f.kind).lower(), f.reason) for f in skipped) + ".")
         lines.append("")
+    lines += kernel_sections(rows, table)
     ratio_rows = [r for r in rows if r.is_ratio and r.metric in METRIC_TITLE]
+    if not ratio_rows and any(is_kernel_row(r) for r in rows):
+        return lines  # a kernel-only result set: no model runs, no ratios yet
     lines.append("### Headline ratios, YOCO vs Transformer")
     lines.append("")
     if not ratio_rows:

@@ -213,6 +213,20 @@ def make_synthetic(root, with_param_count=True, with_cuda=True):
             c.add(m, n, "decode", "decode_step_latency_s", dec * 1.1, "s", "sampled",
                   notes="64 of 1024 steps timed, scaled")
     files.append(c.write(os.path.join(root, "cuda", "h100-run.csv")))
+    # Kernel benchmark rows (bench_cuda_kernels and bench/peers) of the same device.
+    k = _Writer(dict(c.prov))
+    k.add("-", 0, "ceiling", "copy_bw_gbs", 2990.0, "GB/s", "measured")
+    k.add("-", 0, "ceiling", "gemm_peak_tflops", 780.0, "TFLOP/s", "measured")
+    fl = 6144.0 * 16384 ** 2
+    for phase, t in (("attn_prefill:D128 v2", 2.5e-3), ("attn_prefill:D128 v1", 4.7e-3),
+                     ("attn_prefill_torch_cudnn:D128", 2.6e-3)):
+        k.add("transformer-3b", 16 * K, phase, "kernel_time_s", t, "s", "measured", lo=t * 0.99, hi=t * 1.02)
+        k.add("transformer-3b", 16 * K, phase, "achieved_tflops", fl / t / 1e12, "TFLOP/s", "measured")
+        if not phase.startswith("attn_prefill_torch"):
+            k.add("transformer-3b", 16 * K, phase, "fraction_of_gemm_peak", fl / t / 780e12, "ratio", "measured")
+    k.add("transformer-3b", 16 * K, "attn_prefill_torch_efficient:D128", "kernel_time_s", None, "s", "failed",
+          notes="No available kernel. Aborting execution.")
+    files.append(k.write(os.path.join(root, "cuda", "kernels.csv")))
     return files
 
 
@@ -292,7 +306,10 @@ class ReportsTest(unittest.TestCase):
             text = fh.read()
         for needle in ("## AMD EPYC (2 cores)", "## H100 SXM5 80GB (datasheet)", "prefill_speedup",
                        "kv_cache_reduction", "How to regenerate", "Where the numbers come from",
-                       "fedcba987654-dirty", "gpu-node-7", "71.8×", "over budget", "Ceilings measured"):
+                       "fedcba987654-dirty", "gpu-node-7", "71.8×", "over budget", "Ceilings measured",
+                       "### CUDA kernels against their floors", "### Side by side with the peers",
+                       "| attn_prefill | transformer-3b | 16K | 1 | torch cudnn D128 | 2.6 ms | D128 v2 | 2.5 ms | 1.04× |",
+                       "Did not run: attn_prefill_torch_efficient:D128"):
             self.assertIn(needle, text)
         # figures are linked relative to the README and exist
         import re

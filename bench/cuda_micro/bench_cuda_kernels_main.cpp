@@ -63,6 +63,18 @@ bool save_atomically(const std::string& path, const std::vector<ResultRow>& rows
   return !ec;
 }
 
+// First line of a shell command's output, "" on failure.
+std::string shell_line(const char* cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[256];
+    if (fgets(buf, sizeof buf, p)) out = buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
 std::string phase_of(const KernelResult& r) { return r.variant.empty() ? r.kernel : r.kernel + ":" + r.variant; }
 
 }  // namespace
@@ -95,7 +107,11 @@ int main(int argc, char** argv) {
     std::cerr << "bench_cuda_kernels: no CUDA device: " << dev.error << "\n";
     return 2;
   }
-  const std::string driver = std::to_string(dev.driver_version / 1000) + "." + std::to_string(dev.driver_version % 1000 / 10);
+  // The kernel driver's version as nvidia-smi prints it; the CUDA driver API
+  // version where nvidia-smi is missing.
+  std::string driver = shell_line("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null");
+  if (driver.empty())
+    driver = "CUDA " + std::to_string(dev.driver_version / 1000) + "." + std::to_string(dev.driver_version % 1000 / 10);
   const auto prov = yoco::cli::Provenance::here("cuda", dev.name, driver);
   std::vector<ResultRow> rows;
 
@@ -107,12 +123,12 @@ int main(int argc, char** argv) {
   }
   const double copy_bw = ceil.copy_bw.median, gemm = ceil.gemm_flops.median;
   {
-    auto r = make_row(prov, "", 0, 1, 0, "ceiling", "copy_bw_gbs", copy_bw / 1e9, "GB/s", "measured",
+    auto r = make_row(prov, "-", 0, 1, 0, "ceiling", "copy_bw_gbs", copy_bw / 1e9, "GB/s", "measured",
                       ceil.copy_bw.repeats, ceil.copy_desc);
     r.min = ceil.copy_bw.min / 1e9;
     r.max = ceil.copy_bw.max / 1e9;
     rows.push_back(r);
-    auto g = make_row(prov, "", 0, 1, 0, "ceiling", "gemm_peak_tflops", gemm / 1e12, "TFLOP/s", "measured",
+    auto g = make_row(prov, "-", 0, 1, 0, "ceiling", "gemm_peak_tflops", gemm / 1e12, "TFLOP/s", "measured",
                       ceil.gemm_flops.repeats, ceil.gemm_desc);
     g.min = ceil.gemm_flops.min / 1e12;
     g.max = ceil.gemm_flops.max / 1e12;
@@ -132,7 +148,7 @@ int main(int argc, char** argv) {
       ++failed;
       const std::string msg = e.what();
       const bool oom = msg.find("out of memory") != std::string::npos;
-      rows.push_back(make_row(prov, "", 0, 1, 0, name, "kernel_time_s", std::nullopt, "s",
+      rows.push_back(make_row(prov, "-", 0, 1, 0, name, "kernel_time_s", std::nullopt, "s",
                               oom ? "out_of_memory" : "failed", 0, msg));
       std::cerr << "[bench] " << name << " failed: " << msg << "\n";
       cudaGetLastError();  // clear a sticky-free error so later benchmarks can run
@@ -140,23 +156,24 @@ int main(int argc, char** argv) {
     for (const auto& r : report.results()) {
       all.push_back(r);
       const std::string phase = phase_of(r);
+      const std::string model = r.model.empty() ? "-" : r.model;
       const double t = r.time.median_s;
-      auto tr = make_row(prov, r.model, r.seq_len, r.batch, 0, phase, "kernel_time_s", t, "s", "measured",
+      auto tr = make_row(prov, model, r.seq_len, r.batch, 0, phase, "kernel_time_s", t, "s", "measured",
                          r.time.repeats, r.notes);
       tr.min = r.time.min_s;
       tr.max = r.time.max_s;
       rows.push_back(tr);
       if (r.bytes > 0 && t > 0) {
-        rows.push_back(make_row(prov, r.model, r.seq_len, r.batch, 0, phase, "achieved_gbs", r.bytes / t / 1e9, "GB/s",
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "achieved_gbs", r.bytes / t / 1e9, "GB/s",
                                 "measured", r.time.repeats, "bytes floor / median time"));
-        rows.push_back(make_row(prov, r.model, r.seq_len, r.batch, 0, phase, "fraction_of_copy_bw",
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "fraction_of_copy_bw",
                                 r.bytes / t / copy_bw, "ratio", "measured", r.time.repeats,
                                 "against the copy ceiling of this run"));
       }
       if (r.flops > 0 && t > 0) {
-        rows.push_back(make_row(prov, r.model, r.seq_len, r.batch, 0, phase, "achieved_tflops", r.flops / t / 1e12,
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "achieved_tflops", r.flops / t / 1e12,
                                 "TFLOP/s", "measured", r.time.repeats, "matmul FLOPs / median time"));
-        rows.push_back(make_row(prov, r.model, r.seq_len, r.batch, 0, phase, "fraction_of_gemm_peak",
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "fraction_of_gemm_peak",
                                 r.flops / t / gemm, "ratio", "measured", r.time.repeats,
                                 "against the GEMM ceiling of this run"));
       }
