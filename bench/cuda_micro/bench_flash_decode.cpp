@@ -12,54 +12,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "dtype.hpp"
 #include "flash_decode.hpp"
+#include "bench_buffers.hpp"
 #include "kernel_bench.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
-
-using bf16 = __nv_bfloat16;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("bench_flash_decode: ") + what + ": " + cudaGetErrorString(e));
-}
-
-template <class T>
-struct Buf {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Buf(size_t count) : n(count) { check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc"); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-};
-
-// Random bf16 (normal, never all zeros): a 16 Mi-element host tile copied over the buffer.
-void fill_bf16(bf16* dst, size_t n, uint64_t seed) {
-  const size_t tile = std::min<size_t>(n, size_t{1} << 24);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<uint16_t> h(tile);
-  for (auto& x : h) x = float_to_bf16_bits(d(rng));
-  for (size_t off = 0; off < n; off += tile)
-    check(cudaMemcpy(dst + off, h.data(), std::min(tile, n - off) * sizeof(uint16_t), cudaMemcpyHostToDevice),
-          "upload bf16");
-}
-
-bool all_finite_bf16(const bf16* d, size_t n) {
-  std::vector<uint16_t> h(n);
-  check(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
-  for (uint16_t b : h)
-    if (!std::isfinite(bf16_bits_to_float(b))) return false;
-  return true;
-}
 
 std::string tokens(int64_t n) { return n % 1024 == 0 ? std::to_string(n / 1024) + "K" : std::to_string(n); }
 
@@ -70,18 +33,18 @@ YOCO_KERNEL_BENCH(flash_decode) {
   check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
   const int sms = prop.multiProcessorCount;
 
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  try {
+  ScopedStream scoped;
+  const cudaStream_t stream = scoped.s;
+  {
     const int64_t H = 24, Hkv = 8, D = 128, rows = int64_t{1} << 20, maxB = 8;
     const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-    Buf<bf16> k(static_cast<size_t>(rows * Hkv * D)), v(static_cast<size_t>(rows * Hkv * D));
-    Buf<bf16> q(static_cast<size_t>(maxB * H * D)), out(static_cast<size_t>(maxB * H * D));
-    Buf<int64_t> lengths(static_cast<size_t>(maxB));
-    Buf<float> ws(static_cast<size_t>(maxB * 24 * 128 * (128 + 1)));  // up to 128 splits at B 8, H 24, D 128
-    fill_bf16(k.p, k.n, 1);
-    fill_bf16(v.p, v.n, 2);
-    fill_bf16(q.p, q.n, 3);
+    DeviceBuffer<bf16> k(static_cast<size_t>(rows * Hkv * D)), v(static_cast<size_t>(rows * Hkv * D));
+    DeviceBuffer<bf16> q(static_cast<size_t>(maxB * H * D)), out(static_cast<size_t>(maxB * H * D));
+    DeviceBuffer<int64_t> lengths(static_cast<size_t>(maxB));
+    DeviceBuffer<float> ws(static_cast<size_t>(maxB * 24 * 128 * (128 + 1)));  // up to 128 splits at B 8, H 24, D 128
+    fill_normal_bf16(k.p, k.n, 1);
+    fill_normal_bf16(v.p, v.n, 2);
+    fill_normal_bf16(q.p, q.n, 3);
 
     auto run_shape = [&](int64_t N, int64_t B, int splits, const std::string& variant, const std::string& note) {
       const cuda::DecodeAttentionShape s{B, H, Hkv, D, N, 0, scale};
@@ -119,10 +82,10 @@ YOCO_KERNEL_BENCH(flash_decode) {
     {
       const int64_t Hs = 24, W = 1024, layers = 13, len = 5000;
       const size_t ring = static_cast<size_t>(W * Hs * D);
-      Buf<bf16> rk(ring * layers), rv(ring * layers), rq(static_cast<size_t>(Hs * D)), ro(static_cast<size_t>(Hs * D));
-      fill_bf16(rk.p, rk.n, 11);
-      fill_bf16(rv.p, rv.n, 12);
-      fill_bf16(rq.p, rq.n, 13);
+      DeviceBuffer<bf16> rk(ring * layers), rv(ring * layers), rq(static_cast<size_t>(Hs * D)), ro(static_cast<size_t>(Hs * D));
+      fill_normal_bf16(rk.p, rk.n, 11);
+      fill_normal_bf16(rv.p, rv.n, 12);
+      fill_normal_bf16(rq.p, rq.n, 13);
       check(cudaMemcpy(lengths.p, &len, sizeof(int64_t), cudaMemcpyHostToDevice), "lengths");
       cuda::DecodeAttentionShape s{1, Hs, Hs, D, W, W, scale};
       s.ring = true;
@@ -157,11 +120,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       cudaGraphExecDestroy(exec);
       cudaGraphDestroy(graph);
     }
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
   }
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace

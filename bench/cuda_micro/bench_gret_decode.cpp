@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,51 +22,11 @@
 #include "dtype.hpp"
 #include "gret_gate.hpp"
 #include "gret_recurrent.hpp"
+#include "bench_buffers.hpp"
 #include "kernel_bench.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
-
-using bf16 = __nv_bfloat16;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("bench_gret_decode: ") + what + ": " + cudaGetErrorString(e));
-}
-
-template <class T>
-struct Buf {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Buf(size_t count) : n(count) { check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc"); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-};
-
-// Random bf16 (normal, never all zeros): a 1 Mi-element host tile copied over the buffer.
-void fill_bf16(bf16* dst, size_t n, uint64_t seed, float scale) {
-  const size_t tile = std::min<size_t>(n, size_t{1} << 20);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<uint16_t> h(tile);
-  for (auto& x : h) x = float_to_bf16_bits(d(rng));
-  for (size_t off = 0; off < n; off += tile)
-    check(cudaMemcpy(dst + off, h.data(), std::min(tile, n - off) * sizeof(uint16_t), cudaMemcpyHostToDevice),
-          "upload bf16");
-}
-
-void fill_f32(float* dst, size_t n, uint64_t key, float offset, float scale) {
-  check(cuda::launch_counter_init(dst, static_cast<int64_t>(n), key, InitRule{offset, scale}, nullptr), "counter_init");
-  check(cudaDeviceSynchronize(), "counter_init sync");
-}
-
-bool all_finite_bf16(const bf16* d, size_t n) {
-  std::vector<uint16_t> h(n);
-  check(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
-  for (uint16_t b : h)
-    if (!std::isfinite(bf16_bits_to_float(b))) return false;
-  return true;
-}
 
 struct Shape {
   const char* model;
@@ -81,11 +40,11 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
   const double step_bytes = static_cast<double>(B * H) * 2.0 * D * D * 4.0;
   const double step_flops = 4.0 * static_cast<double>(B * H) * D * D;
   const std::string shape = "B" + std::to_string(B) + " H" + std::to_string(H) + " D" + std::to_string(D);
-  Buf<bf16> row(B * stride), o(B * HD), out(B * HD);
-  Buf<float> lg(B * H), states(static_cast<size_t>(kLayers) * B * H * D * D);
-  fill_bf16(row.p, row.n, 1 + D + B, 1.0f);
-  fill_f32(lg.p, lg.n, 7, -0.001f, 0.0005f);  // γ ≈ 0.999
-  fill_f32(states.p, states.n, 8, 0.0f, 0.1f);
+  DeviceBuffer<bf16> row(B * stride), o(B * HD), out(B * HD);
+  DeviceBuffer<float> lg(B * H), states(static_cast<size_t>(kLayers) * B * H * D * D);
+  fill_normal_bf16(row.p, row.n, 1 + D + B, 1.0f);
+  fill_uniform_f32(lg.p, lg.n, 7, -0.001f, 0.0005f);  // γ ≈ 0.999
+  fill_uniform_f32(states.p, states.n, 8, 0.0f, 0.1f);
   const bf16 *q = row.p, *k = row.p + HD, *v = row.p + 2 * HD, *g = row.p + 3 * HD;
   const size_t state_elems = static_cast<size_t>(B * H * D * D);
   auto step = [&](cudaStream_t st, int layer) {
@@ -161,9 +120,9 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
 }
 
 YOCO_KERNEL_BENCH(gret_decode) {
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  try {
+  ScopedStream scoped;
+  const cudaStream_t stream = scoped.s;
+  {
     for (const Shape& s : {Shape{"yoco-3b", 1, 24, 128}, Shape{"yoco-3b", 8, 24, 128}, Shape{"H16 D256", 1, 16, 256},
                            Shape{"H16 D256", 8, 16, 256}})
       bench_step(report, s, stream);
@@ -171,9 +130,9 @@ YOCO_KERNEL_BENCH(gret_decode) {
     // Norm + gate and the log-decay over one 32K prefill chunk of yoco-3b.
     const int64_t rows = 32768, H = 24, D = 128, HD = H * D;
     {
-      Buf<bf16> o(rows * HD), g(rows * HD), out(rows * HD);
-      fill_bf16(o.p, o.n, 21, 2.0f);
-      fill_bf16(g.p, g.n, 22, 1.0f);
+      DeviceBuffer<bf16> o(rows * HD), g(rows * HD), out(rows * HD);
+      fill_normal_bf16(o.p, o.n, 21, 2.0f);
+      fill_normal_bf16(g.p, g.n, 22, 1.0f);
       KernelResult r{"gret_norm_gate", "rows 32768 H24 D128", "yoco-3b", rows, 1, 3.0 * rows * HD * 2.0, 0, {}, ""};
       r.time = time_launches(
           [&](cudaStream_t st) { check(cuda::launch_gret_norm_gate(o.p, g.p, HD, rows, H, D, 1e-5f, out.p, st), "norm_gate"); },
@@ -182,19 +141,15 @@ YOCO_KERNEL_BENCH(gret_decode) {
       report.add(r);
     }
     {
-      Buf<float> z(rows * H), lg(rows * H);
-      fill_f32(z.p, z.n, 23, 0.0f, 8.0f);
+      DeviceBuffer<float> z(rows * H), lg(rows * H);
+      fill_uniform_f32(z.p, z.n, 23, 0.0f, 8.0f);
       KernelResult r{"gret_log_decay", "rows 32768 H24 fp32 z", "yoco-3b", rows, 1, rows * H * 8.0, 0, {}, ""};
       r.time = time_launches(
           [&](cudaStream_t st) { check(cuda::launch_gret_log_decay(z.p, H, rows, H, 16.0f, lg.p, st), "log_decay"); },
           stream);
       report.add(r);
     }
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
   }
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace
