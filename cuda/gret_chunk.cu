@@ -1,16 +1,21 @@
 #include "gret_chunk.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace yoco::cuda {
 
 namespace {
 
-constexpr int kThreads = 128;  // 4 warps; warp w owns chunk rows [16w, 16w+16) and state rows [w*D/4, (w+1)*D/4)
+constexpr int kThreads = 128;  // 4 warps; per chunk, warp w owns chunk rows [16rb, 16rb+16) (rb = w or 3-w,
+                               // alternating by chunk) and state rows [w*D/4, (w+1)*D/4)
 
-// Shared-memory layout of one CTA. Rows are padded by 16 bytes so that the 8
-// row addresses of an ldmatrix (and of the fragment stores) fall in 8 distinct
-// 16-byte bank groups: no bank conflicts without a swizzle.
+// Shared-memory layout of one CTA (gret_smem_bytes in gret_plan.hpp mirrors
+// it). Rows are padded by 16 bytes so that the 8 row addresses of an ldmatrix
+// (and of the fragment stores) fall in 8 distinct 16-byte bank groups: no bank
+// conflicts without a swizzle. Q and S^ have one buffer (refilled after the
+// mid-chunk barrier), K, V and log-gamma two (the next chunk's copy lands
+// while this one is computed): 75,264 B at D 128 / 32 columns, so 3 CTAs an SM.
 template <int D, int VS, int C>
 struct GretTile {
   static constexpr int QS = D + 8;   // Q/K row stride (bf16 elements)
@@ -20,19 +25,22 @@ struct GretTile {
   static constexpr size_t q_elems = static_cast<size_t>(C) * QS;
   static constexpr size_t v_elems = static_cast<size_t>(C) * VSS;
   static constexpr size_t s_elems = static_cast<size_t>(D) * VSS;
-  // bytes: Q[2], K[2], V[2], S^[2] (bf16), then log_gamma[2][C], G[4][C] (fp32)
+  // bytes: Q[1], K[2], V[2], S^[1] (bf16), then log_gamma[2][C], G[4][C], F[4][C] (fp32)
   static constexpr size_t off_q = 0;
-  static constexpr size_t off_k = off_q + 2 * q_elems * 2;
+  static constexpr size_t off_k = off_q + q_elems * 2;
   static constexpr size_t off_v = off_k + 2 * q_elems * 2;
   static constexpr size_t off_s = off_v + 2 * v_elems * 2;
-  static constexpr size_t off_lg = off_s + 2 * s_elems * 2;
+  static constexpr size_t off_lg = off_s + s_elems * 2;
   static constexpr size_t off_g = off_lg + 2 * C * 4;
-  static constexpr size_t bytes = off_g + 4 * C * 4;
+  static constexpr size_t off_f = off_g + 4 * C * 4;
+  static constexpr size_t bytes = off_f + 4 * C * 4;
+  static constexpr int min_blocks = gret_ctas_per_sm(D, VS);
   static_assert(C == 64, "4 warps x 16 rows: the chunk is 64 tokens");
   static_assert(D % 64 == 0 && VS % 16 == 0 && VS <= D, "tile shape");
   static_assert(MT * NT * 4 <= 64, "state slice: at most 64 fp32 registers a thread");
   static_assert((QS * 2) % 16 == 0 && (VSS * 2) % 16 == 0, "16-byte aligned rows for cp.async/ldmatrix");
   static_assert(off_k % 16 == 0 && off_v % 16 == 0 && off_s % 16 == 0 && off_lg % 16 == 0, "alignment");
+  static_assert(bytes == static_cast<size_t>(gret_smem_bytes(D, VS, C)), "gret_plan.hpp mirrors the layout");
   static_assert(bytes <= 227 * 1024, "shared memory per block");
 };
 
@@ -84,12 +92,28 @@ __device__ __forceinline__ uint32_t scale_bf16x2(uint32_t x, float f_lo, float f
 }
 __device__ __forceinline__ float decay(float x) { return __expf(fminf(x, 0.0f)); }  // every exponent clamped <= 0
 
-template <int D, int VS, int C>
-__global__ void __launch_bounds__(kThreads, 1)
-    gret_chunk_kernel(const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ k,
-                      const __nv_bfloat16* __restrict__ v, const float* __restrict__ log_gamma,
-                      float* __restrict__ state, __nv_bfloat16* __restrict__ o, int64_t heads, int64_t seq_len,
-                      int64_t row_stride, int64_t slices) {
+
+// Arguments of one pass over a grid of (batch, head, segment, slice) CTAs.
+struct GretPass {
+  const __nv_bfloat16* q;
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const float* log_gamma;
+  const float* s_in;       // incoming state slot of segment p: s_in + p*s_in_seg ([B,H,D,D]); nullptr: zero
+  int64_t s_in_seg;
+  float* s_out;            // state written at the end (segment p: s_out + p*s_out_seg), nullptr: none
+  int64_t s_out_seg;
+  int64_t write_from;      // only segments >= write_from write s_out
+  float* gamma;            // [B, H, P] total log-decay of each segment (slice 0 writes), nullptr: none
+  __nv_bfloat16* o;
+  int64_t heads, seq_len, row_stride, slices, segments, grid_segments;
+};
+
+// kStateOnly (phase 1): reads k, v and log-gamma only, starts from s_in (or
+// zero), writes no output; its end state and Gamma go to s_out and gamma.
+// Otherwise (phase 3, or the whole launch when P = 1): the fused pass.
+template <int D, int VS, int C, bool kStateOnly>
+__global__ void __launch_bounds__(kThreads, GretTile<D, VS, C>::min_blocks) gret_chunk_kernel(const GretPass a) {
   using T = GretTile<D, VS, C>;
   constexpr int MT = T::MT, NT = T::NT, QS = T::QS, VSS = T::VSS;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -99,35 +123,51 @@ __global__ void __launch_bounds__(kThreads, 1)
   __nv_bfloat16* sS = reinterpret_cast<__nv_bfloat16*>(smem + T::off_s);
   float* sLg = reinterpret_cast<float*>(smem + T::off_lg);
   float* sG = reinterpret_cast<float*>(smem + T::off_g);
+  float* sF = reinterpret_cast<float*>(smem + T::off_f);
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
-  const GretCta cta = gret_cta(blockIdx.x, heads, slices);
-  const int64_t b = cta.batch, h = cta.head;
+  const GretSegCta cta = gret_seg_cta(blockIdx.x, a.heads, a.grid_segments, a.slices);
+  const int64_t b = cta.batch, h = cta.head, seg = cta.segment;
   const int64_t v0 = gret_slice_begin(cta.slice, VS);
+  const int64_t seq_len = a.seq_len, row_stride = a.row_stride, heads = a.heads;
   const int64_t nchunks = gret_num_chunks(seq_len, C);
+  const int64_t c_begin = gret_segment_begin(seg, nchunks, a.segments);
+  const int64_t c_end = gret_segment_begin(seg + 1, nchunks, a.segments);
 
-  // Issues the cp.async loads of chunk c into buffer `buf`; rows past the end
-  // are zero-filled (k = v = 0, log_gamma = 0), nothing past the end is read.
-  auto load_chunk = [&](int64_t c, int buf) {
+  const __nv_bfloat16* qh = a.q + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
+  const __nv_bfloat16* kh = a.k + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
+  const __nv_bfloat16* vh = a.v + gret_qkv_offset(b, 0, h, v0, seq_len, row_stride, D);
+
+  // cp.async loads of chunk c; rows past the end are zero-filled (k = v = 0,
+  // log_gamma = 0), nothing past the end is read.
+  auto load_q = [&](int64_t c) {
     const int64_t t0 = gret_chunk_begin(c, C);
     const int64_t nv = gret_chunk_valid(c, C, seq_len);
-    const __nv_bfloat16* qh = q + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
-    const __nv_bfloat16* kh = k + gret_qkv_offset(b, 0, h, 0, seq_len, row_stride, D);
-    const __nv_bfloat16* vh = v + gret_qkv_offset(b, 0, h, v0, seq_len, row_stride, D);
-    constexpr int qchunks = C * D / 8;  // 16-byte pieces
+    constexpr int pieces = C * D / 8;  // 16-byte pieces
 #pragma unroll 4
-    for (int idx = tid; idx < qchunks; idx += kThreads) {
+    for (int idx = tid; idx < pieces; idx += kThreads) {
       const int r = idx / (D / 8), cc = idx % (D / 8);
       const bool ok = r < nv;
       const int64_t go = ok ? (t0 + r) * row_stride + cc * 8 : 0;
-      const size_t so = static_cast<size_t>(buf) * T::q_elems + static_cast<size_t>(r) * QS + cc * 8;
-      cp_async16(smem_u32(sQ + so), qh + go, ok);
-      cp_async16(smem_u32(sK + so), kh + go, ok);
+      cp_async16(smem_u32(sQ + static_cast<size_t>(r) * QS + cc * 8), qh + go, ok);
     }
-    constexpr int vchunks = C * VS / 8;
+  };
+  auto load_kv = [&](int64_t c, int buf) {
+    const int64_t t0 = gret_chunk_begin(c, C);
+    const int64_t nv = gret_chunk_valid(c, C, seq_len);
+    constexpr int pieces = C * D / 8;
+#pragma unroll 4
+    for (int idx = tid; idx < pieces; idx += kThreads) {
+      const int r = idx / (D / 8), cc = idx % (D / 8);
+      const bool ok = r < nv;
+      const int64_t go = ok ? (t0 + r) * row_stride + cc * 8 : 0;
+      cp_async16(smem_u32(sK + static_cast<size_t>(buf) * T::q_elems + static_cast<size_t>(r) * QS + cc * 8), kh + go,
+                 ok);
+    }
+    constexpr int vpieces = C * VS / 8;
 #pragma unroll
-    for (int idx = tid; idx < vchunks; idx += kThreads) {
+    for (int idx = tid; idx < vpieces; idx += kThreads) {
       const int r = idx / (VS / 8), cc = idx % (VS / 8);
       const bool ok = r < nv;
       const int64_t go = ok ? (t0 + r) * row_stride + cc * 8 : 0;
@@ -137,52 +177,62 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid < C) {
       const bool ok = tid < nv;
       const int64_t go = ok ? gret_gate_offset(b, t0 + tid, h, seq_len, heads) : 0;
-      cp_async4(smem_u32(sLg + buf * C + tid), log_gamma + go, ok);
+      cp_async4(smem_u32(sLg + buf * C + tid), a.log_gamma + go, ok);
     }
   };
 
-  if (nchunks > 0) load_chunk(0, 0);
+  if (c_begin < c_end) {
+    load_kv(c_begin, 0);
+    if constexpr (!kStateOnly) load_q(c_begin);
+  }
   cp_async_commit();
 
   // The state slice S[:, v0:v0+VS] in the mma accumulator layout: warp w,
   // m-tile mt, n-tile nt: rows r0 = w*D/4 + 16 mt + g and r0 + 8, columns
   // 8 nt + 2t, +1.
   float s[MT][NT][4];
-  float* sh = state + gret_state_offset(b, h, 0, v0, heads, D);
+  {
+    const float* sin =
+        a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, v0, heads, D) : nullptr;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int r0 = warp * (D / 4) + mt * 16 + g;
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r0 = warp * (D / 4) + mt * 16 + g;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      const float2 a = *reinterpret_cast<const float2*>(sh + static_cast<int64_t>(r0) * D + col);
-      const float2 c2 = *reinterpret_cast<const float2*>(sh + static_cast<int64_t>(r0 + 8) * D + col);
-      s[mt][nt][0] = a.x;
-      s[mt][nt][1] = a.y;
-      s[mt][nt][2] = c2.x;
-      s[mt][nt][3] = c2.y;
-      *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0) * VSS + col) = pack_bf16(a.x, a.y);
-      *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0 + 8) * VSS + col) = pack_bf16(c2.x, c2.y);
+      for (int nt = 0; nt < NT; ++nt) {
+        const int col = nt * 8 + 2 * t;
+        float2 x = make_float2(0.0f, 0.0f), y = make_float2(0.0f, 0.0f);
+        if (sin) {
+          x = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(r0) * D + col);
+          y = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(r0 + 8) * D + col);
+        }
+        s[mt][nt][0] = x.x;
+        s[mt][nt][1] = x.y;
+        s[mt][nt][2] = y.x;
+        s[mt][nt][3] = y.y;
+        if constexpr (!kStateOnly) {
+          *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0) * VSS + col) = pack_bf16(x.x, x.y);
+          *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0 + 8) * VSS + col) = pack_bf16(y.x, y.y);
+        }
+      }
     }
   }
 
   float* Gw = sG + warp * C;  // this warp's copy of G
-  const int i0 = warp * 16 + g, i1 = i0 + 8;  // the two chunk rows this thread holds in accumulators
+  float* Fw = sF + warp * C;  // and of exp(G_C - G_j)
+  float gamma_sum = 0.0f;     // total log-decay of the segment (fp32, chunk by chunk)
 
-  for (int64_t c = 0; c < nchunks; ++c) {
-    const int buf = static_cast<int>(c & 1);
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    const int buf = static_cast<int>((c - c_begin) & 1);
     cp_async_wait_all();
-    __syncthreads();  // chunk c landed; every warp is done with chunk c-1 (its buffers and S^[(c+1)&1])
-    if (c + 1 < nchunks) load_chunk(c + 1, buf ^ 1);
+    __syncthreads();  // chunk c landed; every warp is done with chunk c-1 (its K/V buffer, G, F) and S^ is written
+    if (c + 1 < c_end) load_kv(c + 1, buf ^ 1);
     cp_async_commit();
 
-    const __nv_bfloat16* cQ = sQ + buf * T::q_elems;
     const __nv_bfloat16* cK = sK + buf * T::q_elems;
     const __nv_bfloat16* cV = sV + buf * T::v_elems;
-    const __nv_bfloat16* cS = sS + buf * T::s_elems;        // S^ entering chunk c
-    __nv_bfloat16* nS = sS + (buf ^ 1) * T::s_elems;        // S^ leaving chunk c
 
-    // G: inclusive cumsum of log_gamma over the chunk (each warp its own copy).
+    // G: inclusive cumsum of log_gamma over the chunk (each warp its own copy),
+    // and F_j = exp(min(G_C - G_j, 0)) for the state update.
     float GC;
     {
       const float x0 = sLg[buf * C + 2 * lane], x1 = sLg[buf * C + 2 * lane + 1];
@@ -194,93 +244,125 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       float ex = __shfl_up_sync(0xffffffffu, sc, 1);
       if (lane == 0) ex = 0.0f;
-      Gw[2 * lane] = ex + x0;
-      Gw[2 * lane + 1] = sc;
       GC = __shfl_sync(0xffffffffu, sc, 31);
+      const float g0 = ex + x0, g1 = sc;
+      Gw[2 * lane] = g0;
+      Gw[2 * lane + 1] = g1;
+      Fw[2 * lane] = decay(GC - g0);
+      Fw[2 * lane + 1] = decay(GC - g1);
       __syncwarp();
     }
-    const float Gi0 = Gw[i0], Gi1 = Gw[i1];
+    gamma_sum += GC;
 
-    // ---- A = Q K^T (causal n-tiles only) and O = Q S^ ----
-    float acc[8][4];
-    float out[NT][4];
+    if constexpr (!kStateOnly) {
+      // Row block of this warp in this chunk: alternating w and 3 - w from chunk
+      // to chunk (and CTA to CTA), so the causal work (rb + 1 key blocks)
+      // averages out over each warp / SM sub-partition.
+      const int rb = ((c ^ static_cast<int64_t>(blockIdx.x)) & 1) ? 3 - warp : warp;
+      const int i0 = rb * 16 + g, i1 = i0 + 8;  // the two chunk rows this thread holds in accumulators
+      const float Gi0 = Gw[i0], Gi1 = Gw[i1];
+
+      // ---- A = Q K^T (causal n-tiles only) and O = Q S^ ----
+      float acc[8][4];
+      float out[NT][4];
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
+      for (int nt = 0; nt < 8; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) out[nt][0] = out[nt][1] = out[nt][2] = out[nt][3] = 0.0f;
+      for (int nt = 0; nt < NT; ++nt) out[nt][0] = out[nt][1] = out[nt][2] = out[nt][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      uint32_t a0, a1, a2, a3;
-      ldsm_x4(smem_u32(cQ + (warp * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8), a0, a1, a2, a3);
+      for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a0, a1, a2, a3;
+        ldsm_x4(smem_u32(sQ + (rb * 16 + (lane & 15)) * QS + kk * 16 + (lane >> 4) * 8), a0, a1, a2, a3);
 #pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        if (np <= warp) {  // key columns [16np, 16np+16) are visible to rows [16w, 16w+16) only if np <= w
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4(smem_u32(cK + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * QS + kk * 16 + ((lane >> 3) & 1) * 8),
-                  b0, b1, b2, b3);
-          mma_bf16(acc[2 * np], a0, a1, a2, a3, b0, b1);
-          mma_bf16(acc[2 * np + 1], a0, a1, a2, a3, b2, b3);
-        }
-      }
-#pragma unroll
-      for (int np = 0; np < NT / 2; ++np) {
-        uint32_t b0, b1, b2, b3;
-        ldsm_x4_t(smem_u32(cS + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8), b0,
-                  b1, b2, b3);
-        mma_bf16(out[2 * np], a0, a1, a2, a3, b0, b1);
-        mma_bf16(out[2 * np + 1], a0, a1, a2, a3, b2, b3);
-      }
-    }
-    // inter-chunk part: scale rows of the fp32 product by exp(G_i)
-    {
-      const float e0 = decay(Gi0), e1 = decay(Gi1);
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        out[nt][0] *= e0;
-        out[nt][1] *= e0;
-        out[nt][2] *= e1;
-        out[nt][3] *= e1;
-      }
-    }
-    // ---- mask and decay A, round to bf16 A-fragments, O += A V ----
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      if (kk <= warp) {
-        uint32_t af[4];
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int nt = 2 * kk + half;
-          const int j0 = nt * 8 + 2 * t, j1 = j0 + 1;
-          const float Gj0 = Gw[j0], Gj1 = Gw[j1];
-          // a select, never a product with an overflowed factor
-          const float p00 = j0 <= i0 ? acc[nt][0] * decay(Gi0 - Gj0) : 0.0f;
-          const float p01 = j1 <= i0 ? acc[nt][1] * decay(Gi0 - Gj1) : 0.0f;
-          const float p10 = j0 <= i1 ? acc[nt][2] * decay(Gi1 - Gj0) : 0.0f;
-          const float p11 = j1 <= i1 ? acc[nt][3] * decay(Gi1 - Gj1) : 0.0f;
-          af[2 * half] = pack_bf16(p00, p01);
-          af[2 * half + 1] = pack_bf16(p10, p11);
+        for (int np = 0; np < 4; ++np) {
+          if (np <= rb) {  // key columns [16np, 16np+16) are visible to rows [16rb, 16rb+16) only if np <= rb
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4(smem_u32(cK + (np * 16 + (lane & 7) + ((lane >> 4) << 3)) * QS + kk * 16 + ((lane >> 3) & 1) * 8),
+                    b0, b1, b2, b3);
+            mma_bf16(acc[2 * np], a0, a1, a2, a3, b0, b1);
+            mma_bf16(acc[2 * np + 1], a0, a1, a2, a3, b2, b3);
+          }
         }
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np) {
           uint32_t b0, b1, b2, b3;
-          ldsm_x4_t(smem_u32(cV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8),
+          ldsm_x4_t(smem_u32(sS + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8),
                     b0, b1, b2, b3);
-          mma_bf16(out[2 * np], af[0], af[1], af[2], af[3], b0, b1);
-          mma_bf16(out[2 * np + 1], af[0], af[1], af[2], af[3], b2, b3);
+          mma_bf16(out[2 * np], a0, a1, a2, a3, b0, b1);
+          mma_bf16(out[2 * np + 1], a0, a1, a2, a3, b2, b3);
         }
       }
-    }
-    // ---- store o (rows past the end are not written) ----
-    {
-      const int64_t t0 = gret_chunk_begin(c, C);
-      const int64_t nv = gret_chunk_valid(c, C, seq_len);
-      const int64_t base0 = gret_out_offset(b, t0 + i0, h, v0, seq_len, heads, D);
-      const int64_t base1 = gret_out_offset(b, t0 + i1, h, v0, seq_len, heads, D);
+      __syncthreads();  // every warp is done with Q and S^ of chunk c: refill Q, rewrite S^ below
+      if (c + 1 < c_end) load_q(c + 1);
+      cp_async_commit();
+
+      // inter-chunk part: scale rows of the fp32 product by exp(G_i)
+      {
+        const float e0 = decay(Gi0), e1 = decay(Gi1);
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const int col = nt * 8 + 2 * t;
-        if (i0 < nv) *reinterpret_cast<uint32_t*>(o + base0 + col) = pack_bf16(out[nt][0], out[nt][1]);
-        if (i1 < nv) *reinterpret_cast<uint32_t*>(o + base1 + col) = pack_bf16(out[nt][2], out[nt][3]);
+        for (int nt = 0; nt < NT; ++nt) {
+          out[nt][0] *= e0;
+          out[nt][1] *= e0;
+          out[nt][2] *= e1;
+          out[nt][3] *= e1;
+        }
+      }
+      // ---- mask and decay A, round to bf16 A-fragments, O += A V ----
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        if (kk <= rb) {
+          uint32_t af[4];
+          if (kk < rb) {
+            // Off-diagonal block: every key j <= m = 16 kk + 15 < i, so
+            // exp(G_i - G_j) = exp(G_i - G_m) exp(G_m - G_j), both exponents <= 0:
+            // 6 exponentials instead of 16.
+            const float Gm = Gw[kk * 16 + 15];
+            const float r0 = decay(Gi0 - Gm), r1 = decay(Gi1 - Gm);
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              const int nt = 2 * kk + half;
+              const int j0 = nt * 8 + 2 * t;
+              const float c0 = decay(Gm - Gw[j0]), c1 = decay(Gm - Gw[j0 + 1]);
+              af[2 * half] = pack_bf16(acc[nt][0] * (r0 * c0), acc[nt][1] * (r0 * c1));
+              af[2 * half + 1] = pack_bf16(acc[nt][2] * (r1 * c0), acc[nt][3] * (r1 * c1));
+            }
+          } else {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              const int nt = 2 * kk + half;
+              const int j0 = nt * 8 + 2 * t, j1 = j0 + 1;
+              const float Gj0 = Gw[j0], Gj1 = Gw[j1];
+              // a select, never a product with an overflowed factor
+              const float p00 = j0 <= i0 ? acc[nt][0] * decay(Gi0 - Gj0) : 0.0f;
+              const float p01 = j1 <= i0 ? acc[nt][1] * decay(Gi0 - Gj1) : 0.0f;
+              const float p10 = j0 <= i1 ? acc[nt][2] * decay(Gi1 - Gj0) : 0.0f;
+              const float p11 = j1 <= i1 ? acc[nt][3] * decay(Gi1 - Gj1) : 0.0f;
+              af[2 * half] = pack_bf16(p00, p01);
+              af[2 * half + 1] = pack_bf16(p10, p11);
+            }
+          }
+#pragma unroll
+          for (int np = 0; np < NT / 2; ++np) {
+            uint32_t b0, b1, b2, b3;
+            ldsm_x4_t(smem_u32(cV + (kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * VSS + np * 16 + (lane >> 4) * 8),
+                      b0, b1, b2, b3);
+            mma_bf16(out[2 * np], af[0], af[1], af[2], af[3], b0, b1);
+            mma_bf16(out[2 * np + 1], af[0], af[1], af[2], af[3], b2, b3);
+          }
+        }
+      }
+      // ---- store o (rows past the end are not written) ----
+      {
+        const int64_t t0 = gret_chunk_begin(c, C);
+        const int64_t nv = gret_chunk_valid(c, C, seq_len);
+        const int64_t base0 = gret_out_offset(b, t0 + i0, h, v0, seq_len, heads, D);
+        const int64_t base1 = gret_out_offset(b, t0 + i1, h, v0, seq_len, heads, D);
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          const int col = nt * 8 + 2 * t;
+          if (i0 < nv) *reinterpret_cast<uint32_t*>(a.o + base0 + col) = pack_bf16(out[nt][0], out[nt][1]);
+          if (i1 < nv) *reinterpret_cast<uint32_t*>(a.o + base1 + col) = pack_bf16(out[nt][2], out[nt][3]);
+        }
       }
     }
     // ---- state: S = exp(G_C) S + K'^T V, K' = bf16(K .* exp(G_C - G_j)) ----
@@ -295,8 +377,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         const int j = kk * 16 + 2 * t;  // tokens j, j+1 (a0..a3) and j+8, j+9 (a4..a7)
-        const float f0 = decay(GC - Gw[j]), f1 = decay(GC - Gw[j + 1]);
-        const float f2 = decay(GC - Gw[j + 8]), f3 = decay(GC - Gw[j + 9]);
+        const float f0 = Fw[j], f1 = Fw[j + 1], f2 = Fw[j + 8], f3 = Fw[j + 9];
         uint32_t bv[NT][2];
 #pragma unroll
         for (int np = 0; np < NT / 2; ++np)
@@ -317,49 +398,118 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int nt = 0; nt < NT; ++nt) mma_bf16(s[mt][nt], a0, a1, a2, a3, bv[nt][0], bv[nt][1]);
         }
       }
-      // S^ for the next chunk (double-buffered: the barrier at the top of the
-      // next iteration orders these stores before their reads)
+      if constexpr (!kStateOnly) {
+        // S^ for the next chunk: the mid-chunk barrier above ordered every read
+        // of the old S^ before these stores; the next top barrier orders them
+        // before the next chunk's reads.
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        const int r0 = warp * (D / 4) + mt * 16 + g;
+        for (int mt = 0; mt < MT; ++mt) {
+          const int r0 = warp * (D / 4) + mt * 16 + g;
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int col = nt * 8 + 2 * t;
-          *reinterpret_cast<uint32_t*>(nS + static_cast<size_t>(r0) * VSS + col) = pack_bf16(s[mt][nt][0], s[mt][nt][1]);
-          *reinterpret_cast<uint32_t*>(nS + static_cast<size_t>(r0 + 8) * VSS + col) =
-              pack_bf16(s[mt][nt][2], s[mt][nt][3]);
+          for (int nt = 0; nt < NT; ++nt) {
+            const int col = nt * 8 + 2 * t;
+            *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0) * VSS + col) =
+                pack_bf16(s[mt][nt][0], s[mt][nt][1]);
+            *reinterpret_cast<uint32_t*>(sS + static_cast<size_t>(r0 + 8) * VSS + col) =
+                pack_bf16(s[mt][nt][2], s[mt][nt][3]);
+          }
         }
       }
     }
   }
   cp_async_wait_all();
 
-  // the final fp32 state, in place
+  if (a.gamma && cta.slice == 0 && tid == 0)
+    a.gamma[(b * heads + h) * a.segments + seg] = gamma_sum;
+  // the end state (fp32)
+  if (a.s_out && seg >= a.write_from) {
+    float* so = a.s_out + seg * a.s_out_seg + gret_state_offset(b, h, 0, v0, heads, D);
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int r0 = warp * (D / 4) + mt * 16 + g;
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r0 = warp * (D / 4) + mt * 16 + g;
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<float2*>(sh + static_cast<int64_t>(r0) * D + col) = make_float2(s[mt][nt][0], s[mt][nt][1]);
-      *reinterpret_cast<float2*>(sh + static_cast<int64_t>(r0 + 8) * D + col) = make_float2(s[mt][nt][2], s[mt][nt][3]);
+      for (int nt = 0; nt < NT; ++nt) {
+        const int col = nt * 8 + 2 * t;
+        *reinterpret_cast<float2*>(so + static_cast<int64_t>(r0) * D + col) = make_float2(s[mt][nt][0], s[mt][nt][1]);
+        *reinterpret_cast<float2*>(so + static_cast<int64_t>(r0 + 8) * D + col) =
+            make_float2(s[mt][nt][2], s[mt][nt][3]);
+      }
     }
   }
 }
 
-template <int D, int VS>
-cudaError_t launch_typed(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
-                         float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p,
-                         cudaStream_t stream) {
+// Phase 2: per element of the [B, H, D, D] state, in place over the workspace
+// slots: slot 0 <- carried state; slot p <- exp(Gamma_{p-1}) slot(p-1) + S_loc(p-1)
+// (slot p held S_loc(p-1) from phase 1). fp32; the exponent is clamped <= 0.
+__global__ void __launch_bounds__(256) gret_segment_scan_kernel(const float* __restrict__ state, float* ws,
+                                                                 const float* __restrict__ gamma, int64_t elems,
+                                                                 int64_t dd, int64_t segments) {
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < elems;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t bh = e / dd;
+    float x = state[e];
+    ws[e] = x;
+    for (int64_t p = 1; p < segments; ++p) {
+      const float f = __expf(fminf(gamma[bh * segments + p - 1], 0.0f));
+      x = fmaf(f, x, ws[p * elems + e]);
+      ws[p * elems + e] = x;
+    }
+  }
+}
+
+template <int D, int VS, bool kStateOnly>
+cudaError_t launch_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
   constexpr int C = 64;
   using T = GretTile<D, VS, C>;
-  auto kern = gret_chunk_kernel<D, VS, C>;
+  auto kern = gret_chunk_kernel<D, VS, C, kStateOnly>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::bytes));
   if (e != cudaSuccess) return e;
-  const int64_t ctas = gret_num_ctas(s.batch, s.heads, p.slices);
-  kern<<<static_cast<unsigned>(ctas), kThreads, T::bytes, stream>>>(q, k, v, lg, state, o, s.heads, s.seq_len,
-                                                                    s.row_stride, p.slices);
+  const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, a.slices);
+  if (ctas <= 0) return cudaSuccess;
+  kern<<<static_cast<unsigned>(ctas), kThreads, T::bytes, stream>>>(a);
   return cudaGetLastError();
+}
+
+template <int D, int VS>
+cudaError_t launch_typed(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
+                         float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p, float* ws,
+                         cudaStream_t stream) {
+  GretPass a{q, k, v, lg, nullptr, 0, nullptr, 0, 0, nullptr, o, s.heads, s.seq_len, s.row_stride, p.slices,
+             p.segments, p.segments};
+  if (p.segments == 1) {  // one fused pass, the state read and written in place (each thread its own elements)
+    a.s_in = state;
+    a.s_out = state;
+    return launch_pass<D, VS, false>(a, s.batch, stream);
+  }
+  const int64_t elems = gret_ws_state_elems(s.batch, s.heads, D);
+  float* gamma = ws + gret_ws_gamma_offset(s.batch, s.heads, D, p.segments);
+  // phase 1: segments 0..P-2 from zero; S_loc(p) -> slot p+1, Gamma_p -> gamma
+  GretPass a1 = a;
+  a1.o = nullptr;
+  a1.s_in = nullptr;
+  a1.s_out = ws + elems;
+  a1.s_out_seg = elems;
+  a1.write_from = 0;
+  a1.gamma = gamma;
+  a1.grid_segments = p.segments - 1;
+  cudaError_t e = launch_pass<D, VS, true>(a1, s.batch, stream);
+  if (e != cudaSuccess) return e;
+  // phase 2: the scan over segments
+  {
+    const int64_t blocks = std::min<int64_t>((elems + 255) / 256, 4096);
+    gret_segment_scan_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(state, ws, gamma, elems,
+                                                                                static_cast<int64_t>(D) * D, p.segments);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+  }
+  // phase 3: every segment from S_in(p) (slot p); the last writes the final state
+  GretPass a3 = a;
+  a3.s_in = ws;
+  a3.s_in_seg = elems;
+  a3.s_out = state;
+  a3.s_out_seg = 0;
+  a3.write_from = p.segments - 1;
+  return launch_pass<D, VS, false>(a3, s.batch, stream);
 }
 
 bool misaligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) != 0; }
@@ -367,18 +517,20 @@ bool misaligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t
 }  // namespace
 
 size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
-#define YOCO_GRET_SMEM(D, VS) \
-  if (head_dim == D && slice_cols == VS) return GretTile<D, VS, 64>::bytes;
-  YOCO_GRET_SMEM(64, 16) YOCO_GRET_SMEM(64, 32) YOCO_GRET_SMEM(64, 64)
-  YOCO_GRET_SMEM(128, 16) YOCO_GRET_SMEM(128, 32) YOCO_GRET_SMEM(128, 64)
-  YOCO_GRET_SMEM(256, 16) YOCO_GRET_SMEM(256, 32)
-#undef YOCO_GRET_SMEM
-  return 0;
+  if (!gret_slice_supported(head_dim, slice_cols)) return 0;
+  return static_cast<size_t>(gret_smem_bytes(head_dim, slice_cols, 64));
+}
+
+size_t gret_chunk_workspace_bytes(const GretChunkShape& s, const GretChunkPlan& p) {
+  if (p.segments <= 1 || s.batch < 1 || s.heads < 1 || s.head_dim < 1) return 0;
+  const int64_t floats =
+      gret_ws_gamma_offset(s.batch, s.heads, s.head_dim, p.segments) + s.batch * s.heads * p.segments;
+  return static_cast<size_t>(floats) * sizeof(float);
 }
 
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
-                              const GretChunkPlan& p, cudaStream_t stream) {
+                              const GretChunkPlan& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (!q || !k || !v || !log_gamma || !state || !o) return cudaErrorInvalidValue;
   if (s.batch < 1 || s.heads < 1 || s.seq_len < 0 || s.row_stride < s.heads * s.head_dim || s.row_stride % 8 != 0)
     return cudaErrorInvalidValue;
@@ -386,15 +538,25 @@ cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, co
   if (misaligned(q, 16) || misaligned(k, 16) || misaligned(v, 16) || misaligned(state, 8) || misaligned(o, 4) ||
       misaligned(log_gamma, 4))
     return cudaErrorInvalidValue;
-  if (gret_num_ctas(s.batch, s.heads, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (p.segments > 1 &&
+      (!workspace || misaligned(workspace, 16) || workspace_bytes < gret_chunk_workspace_bytes(s, p)))
+    return cudaErrorInvalidValue;
+  if (gret_num_seg_ctas(s.batch, s.heads, p.segments, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (s.seq_len == 0) return cudaSuccess;  // no tokens: o is empty and the state unchanged
+  float* ws = static_cast<float*>(workspace);
 #define YOCO_GRET_CASE(D, VS) \
-  if (s.head_dim == D && p.slice_cols == VS) return launch_typed<D, VS>(q, k, v, log_gamma, state, o, s, p, stream);
+  if (s.head_dim == D && p.slice_cols == VS) return launch_typed<D, VS>(q, k, v, log_gamma, state, o, s, p, ws, stream);
   YOCO_GRET_CASE(64, 16) YOCO_GRET_CASE(64, 32) YOCO_GRET_CASE(64, 64)
   YOCO_GRET_CASE(128, 16) YOCO_GRET_CASE(128, 32) YOCO_GRET_CASE(128, 64)
   YOCO_GRET_CASE(256, 16) YOCO_GRET_CASE(256, 32)
 #undef YOCO_GRET_CASE
   return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
+                              const GretChunkPlan& p, cudaStream_t stream) {
+  return launch_gret_chunk(q, k, v, log_gamma, state, o, s, p, nullptr, 0, stream);
 }
 
 }  // namespace yoco::cuda

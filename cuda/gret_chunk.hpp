@@ -7,7 +7,9 @@
 // state update S = exp(G_C) S + K'^T V, where K' = K .* exp(G_C - G_j). The
 // fp32 state slice lives in registers for the whole launch; only the state
 // update and its bf16 copy S^ sit on the chunk-to-chunk chain. One CTA per
-// (batch, head, V-slice); see gret_plan.hpp for the plan and index maths.
+// (batch, head, segment, V-slice); with P > 1 sequence segments a launch runs
+// a state-only pass, a small fp32 scan over segments and the fused pass (see
+// gret_plan.hpp for the plan, the phases and the index maths).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -25,10 +27,22 @@ namespace yoco::cuda {
 // state: [batch, heads, D, D] fp32: the incoming state is read, the final state
 //   written in place (carried across prefill launches, handed to decode).
 // o: [batch, seq_len, heads*D] bf16.
-// Returns cudaErrorInvalidValue for a bad shape, plan or alignment.
+// workspace: gret_chunk_workspace_bytes(shape, plan) bytes of device memory,
+//   16-byte aligned (fp32 states of the segments); may be nullptr only when
+//   plan.segments == 1. Work is enqueued on `stream` (up to 3 kernels).
+// Returns cudaErrorInvalidValue for a bad shape, plan, alignment or workspace.
+cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
+                              const GretChunkPlan& plan, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream);
+// Without a workspace: plan.segments must be 1.
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
                               const GretChunkPlan& plan, cudaStream_t stream);
+
+// Bytes of workspace the plan needs: 0 for one segment, else
+// 4 * (P*B*H*D*D + B*H*P).
+size_t gret_chunk_workspace_bytes(const GretChunkShape& shape, const GretChunkPlan& plan);
 
 // Dynamic shared memory the kernel uses for (head_dim, slice_cols); 0 if unsupported.
 size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols);

@@ -5,12 +5,18 @@
 // is int64_t (KERNELS.md §5 row 1: q/o wrap from about token 699,050 at
 // 24 heads x 128).
 //
-// Work decomposition: one CTA per (batch, head, V-slice). A V-slice is a block
-// of `slice_cols` columns of v, of o and of the state (S[:, slice]); the slice
-// CTA walks every chunk of its head in order, keeping its state slice in fp32
-// registers. Q K^T and the decay mask are recomputed per slice. The CTA index
-// puts a head's slices next to each other, so they run together and L2 serves
-// the repeated q/k reads.
+// Work decomposition: one CTA per (batch, head, segment, V-slice). A V-slice
+// is a block of `slice_cols` columns of v, of o and of the state (S[:, slice]);
+// Q K^T and the decay mask are recomputed per slice. A segment is a run of
+// whole chunks of one head (KERNELS.md §3 "Parallelism beyond B*H"): with
+// P > 1 segments a launch runs three phases,
+//   1. every segment but the last computes its local end state S_loc(p) from
+//      zero and its total log-decay Gamma_p (state-only pass: k, v, log-gamma);
+//   2. a per-(b, h) fp32 scan S_in(0) = carried state,
+//      S_in(p) = exp(Gamma_{p-1}) S_in(p-1) + S_loc(p-1);
+//   3. the fused pass per segment from S_in(p); the last writes the final state.
+// The CTA index puts a head's slices next to each other, so they run together
+// and L2 serves the repeated q/k reads.
 //
 // Under YOCO_GRET_EMULATION (tests only) this header also provides a host
 // emulation of the kernel's exact arithmetic (same chunk, same bf16 rounding
@@ -32,8 +38,9 @@ struct GretChunkPlan {
   int chunk = 64;        // tokens per chunk (the kernel's C); 64 is the one compiled
   int slice_cols = 32;   // V columns per CTA: 16, 32 or 64 (head_dim 256: 16 or 32)
   int slices = 4;        // head_dim / slice_cols
-  int segments = 1;      // sequence segments per head (1: not implemented beyond)
+  int segments = 1;      // sequence segments per head, 1..kGretMaxSegments (> 1 needs a workspace)
 };
+constexpr int kGretMaxSegments = 64;
 
 // ---- index maths (all int64) ----
 YOCO_HD constexpr int64_t gret_num_chunks(int64_t seq_len, int64_t chunk) { return (seq_len + chunk - 1) / chunk; }
@@ -73,6 +80,53 @@ YOCO_HD constexpr GretCta gret_cta(int64_t cta, int64_t heads, int64_t slices) {
 // First V column of a slice.
 YOCO_HD constexpr int64_t gret_slice_begin(int64_t slice, int64_t slice_cols) { return slice * slice_cols; }
 
+// ---- segments ----
+// Segment p of P covers chunks [gret_segment_begin(p), gret_segment_begin(p+1)):
+// P balanced runs of whole chunks (a segment may be empty when P > chunks:
+// then its local state is zero and its log-decay 0, which the scan handles).
+YOCO_HD constexpr int64_t gret_segment_begin(int64_t p, int64_t nchunks, int64_t segments) {
+  return p * nchunks / segments;
+}
+struct GretSegCta {
+  int64_t batch, head, segment, slice;
+};
+// A grid of batch*heads*grid_segments*slices CTAs (phase 1 runs segments
+// 0..P-2, so grid_segments = P-1; phase 3 runs all P).
+YOCO_HD constexpr int64_t gret_num_seg_ctas(int64_t batch, int64_t heads, int64_t grid_segments, int64_t slices) {
+  return batch * heads * grid_segments * slices;
+}
+YOCO_HD constexpr GretSegCta gret_seg_cta(int64_t cta, int64_t heads, int64_t grid_segments, int64_t slices) {
+  const int64_t slice = cta % slices;
+  const int64_t r = cta / slices;
+  const int64_t seg = r % grid_segments;
+  const int64_t bh = r / grid_segments;
+  return GretSegCta{bh / heads, bh % heads, seg, slice};
+}
+// Workspace (segments > 1): P fp32 states per (b, h), [P][batch][heads][D][D]
+// (slot 0: the carried state, slot p: S_loc(p-1), then S_in(p) after the
+// scan), then Gamma [batch][heads][P] fp32.
+YOCO_HD constexpr int64_t gret_ws_state_elems(int64_t batch, int64_t heads, int64_t head_dim) {
+  return batch * heads * head_dim * head_dim;
+}
+YOCO_HD constexpr int64_t gret_ws_gamma_offset(int64_t batch, int64_t heads, int64_t head_dim, int64_t segments) {
+  return segments * gret_ws_state_elems(batch, heads, head_dim);  // in floats
+}
+
+// ---- shared memory and occupancy of the compiled tile (kept here so the
+// host planner and the kernel agree). Per CTA, rows padded by 8 bf16:
+//   Q (one buffer), K (two), V slice (two), S^ (one) in bf16;
+//   log-gamma (two x C), then per warp G and exp(G_C - G) (4 warps x 2 x C) in fp32.
+YOCO_HD constexpr int64_t gret_smem_bytes(int64_t head_dim, int64_t slice_cols, int64_t chunk) {
+  const int64_t qs = head_dim + 8, vs = slice_cols + 8;
+  return chunk * qs * 2 * 3 + chunk * vs * 2 * 2 + head_dim * vs * 2 + 2 * chunk * 4 + 8 * chunk * 4;
+}
+// Resident CTAs per SM by shared memory (228 KB an SM, 1 KB reserved per CTA),
+// capped at 3 (the kernel's __launch_bounds__ register budget: 168 a thread).
+YOCO_HD constexpr int gret_ctas_per_sm(int64_t head_dim, int64_t slice_cols) {
+  const int64_t b = (228 * 1024) / (gret_smem_bytes(head_dim, slice_cols, 64) + 1024);
+  return b < 1 ? 1 : (b > 3 ? 3 : static_cast<int>(b));
+}
+
 // Whether the compiled kernel supports this (head_dim, slice_cols) pair: the
 // state slice is head_dim x slice_cols fp32 over 128 threads, at most 64
 // registers a thread.
@@ -83,15 +137,19 @@ YOCO_HD constexpr bool gret_slice_supported(int64_t head_dim, int64_t slice_cols
 }
 
 inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
-  return p.chunk == 64 && p.segments == 1 && gret_slice_supported(s.head_dim, p.slice_cols) &&
-         p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
+  return p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments &&
+         gret_slice_supported(s.head_dim, p.slice_cols) && p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
 }
 
-// Host planner: the widest slice whose grid covers at least half the SMs;
-// each halving of the slice re-reads q and k once more from L2 and repeats
-// Q K^T, but doubles the CTAs walking the chain. Measured on H100 (v1,
-// mma.sync): at (1, 32K-512K, 24, 128) v4 (96 CTAs) beats v2 by 10 % and v8
-// by 11 %; at (2, 16K, 16, 128) v4 (128 CTAs) beats v2 and v8.
+// Host planner. Slices: the widest slice whose grid covers at least half the
+// SMs; each halving of the slice re-reads q and k once more from L2 and
+// repeats Q K^T, but doubles the CTAs walking the chain (v1 measured on H100:
+// at (1, 32K-512K, 24, 128) v4 beats v2 by 10 % and v8 by 11 %).
+// Segments: one CTA per SM sub-partition leaves no latency hiding (v1 ran at
+// 13 % of copy bandwidth with 96 CTAs of 4 warps), so cut each head into P
+// segments until the grid fills one whole wave of resident CTAs
+// (SMs x gret_ctas_per_sm), keeping every segment >= 8 chunks. The phase-1
+// pass re-reads k and v of segments 0..P-2 (x(1 + 0.5 (P-1)/P) bytes).
 inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
   GretChunkPlan p;
   p.chunk = 64;
@@ -103,6 +161,16 @@ inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
   p.slice_cols = cols;
   p.slices = static_cast<int>(s.head_dim / cols);
   if (p.slices < 1) p.slices = 1;
+  if (gret_slice_supported(s.head_dim, cols) && sm_count > 0) {
+    const int64_t base = bh * p.slices;
+    const int64_t slots = static_cast<int64_t>(sm_count) * gret_ctas_per_sm(s.head_dim, cols);
+    int64_t P = base > 0 ? slots / base : 1;
+    const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
+    if (P > by_len) P = by_len;
+    if (P > kGretMaxSegments) P = kGretMaxSegments;
+    if (P < 1) P = 1;
+    p.segments = static_cast<int>(P);
+  }
   return p;
 }
 
@@ -188,6 +256,45 @@ inline GretEmulation gret_chunk_emulate(const Mat<double>& q, const Mat<double>&
     S += Kd.transpose() * V;
   }
   r.state = S.cast<double>();
+  return r;
+}
+
+// Host mirror of the segmented launch (P > 1): phase 1 (local end state of
+// segments 0..P-2 from zero, Gamma_p = fp32 sum of the chunks' scan totals),
+// phase 2 (fp32 scan), phase 3 (each segment from S_in(p)).
+inline GretEmulation gret_chunk_emulate_segmented(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v,
+                                                  const Vec<double>& log_gamma, const Mat<double>* s0, int segments) {
+  const int64_t n = q.rows(), D = q.cols(), nc = gret_num_chunks(n, 64);
+  Mat<double> S_in = s0 ? *s0 : Mat<double>(Mat<double>::Zero(D, D));
+  GretEmulation r;
+  r.o.resize(n, D);
+  for (int p = 0; p < segments; ++p) {
+    const int64_t r0 = std::min(n, gret_segment_begin(p, nc, segments) * 64);
+    const int64_t r1 = std::min(n, gret_segment_begin(p + 1, nc, segments) * 64);
+    const int64_t len = r1 - r0;
+    const Mat<double> Sin_f = S_in.cast<float>().cast<double>();
+    const GretEmulation e = gret_chunk_emulate(q.middleRows(r0, len), k.middleRows(r0, len), v.middleRows(r0, len),
+                                               log_gamma.segment(r0, len), &Sin_f);
+    if (len > 0) r.o.middleRows(r0, len) = e.o;
+    if (p + 1 == segments) {
+      r.state = e.state;
+      break;
+    }
+    const GretEmulation loc = gret_chunk_emulate(q.middleRows(r0, len), k.middleRows(r0, len), v.middleRows(r0, len),
+                                                 log_gamma.segment(r0, len), nullptr);
+    float gam = 0.0f;
+    for (int64_t c0 = r0; c0 < r1; c0 += 64) {
+      float lg[64] = {}, G[64];
+      for (int64_t j = 0; j < 64 && c0 + j < r1; ++j) lg[j] = static_cast<float>(log_gamma(c0 + j));
+      gret_emulate_chunk_scan(lg, G);
+      gam += G[63];
+    }
+    const float f = std::exp(std::min(gam, 0.0f));
+    Mat<double> next(D, D);
+    for (int64_t i = 0; i < D * D; ++i)
+      next.data()[i] = std::fma(f, static_cast<float>(S_in.data()[i]), static_cast<float>(loc.state.data()[i]));
+    S_in = next;
+  }
   return r;
 }
 

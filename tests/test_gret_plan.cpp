@@ -52,6 +52,38 @@ TEST(GretPlan, EveryChunkHeadAndSliceOnce) {
         }
 }
 
+TEST(GretPlan, SegmentsCoverEveryChunkOnce) {
+  for (int64_t B : {1, 3})
+    for (int64_t H : {1, 24})
+      for (int64_t slices : {1, 4})
+        for (int64_t P : {1, 2, 3, 7, 64})
+          for (int64_t N : {1, 63, 64, 65, 1000, 4097, 32768 + 1}) {
+            const int64_t nc = gret_num_chunks(N, 64);
+            std::vector<int> cover(static_cast<size_t>(B * H * slices * nc), 0);
+            const int64_t n = gret_num_seg_ctas(B, H, P, slices);
+            for (int64_t c = 0; c < n; ++c) {
+              const GretSegCta t = gret_seg_cta(c, H, P, slices);
+              ASSERT_LT(t.batch, B);
+              ASSERT_LT(t.head, H);
+              ASSERT_LT(t.segment, P);
+              ASSERT_LT(t.slice, slices);
+              const int64_t cb = gret_segment_begin(t.segment, nc, P), ce = gret_segment_begin(t.segment + 1, nc, P);
+              ASSERT_LE(cb, ce);
+              ASSERT_LE(ce - cb, (nc + P - 1) / P);
+              for (int64_t ch = cb; ch < ce; ++ch)
+                ++cover[static_cast<size_t>(((t.batch * H + t.head) * slices + t.slice) * nc + ch)];
+            }
+            for (int x : cover) ASSERT_EQ(x, 1) << B << " " << H << " " << slices << " " << P << " " << N;
+            EXPECT_EQ(gret_segment_begin(0, nc, P), 0);
+            EXPECT_EQ(gret_segment_begin(P, nc, P), nc);
+          }
+  // phase 1's grid (P-1 segment indices) maps onto segments 0..P-2
+  const GretSegCta last = gret_seg_cta(gret_num_seg_ctas(1, 24, 3, 4) - 1, 24, 3, 4);
+  EXPECT_EQ(last.segment, 2);
+  EXPECT_EQ(last.head, 23);
+  EXPECT_EQ(gret_ws_gamma_offset(1, 24, 128, 4), 4LL * 24 * 128 * 128);
+}
+
 TEST(GretPlan, ChunksCoverTheSequenceOnce) {
   for (int64_t N : {0, 1, 63, 64, 65, 127, 128, 129, 1000, 4097, 32768, 1048576 + 1024}) {
     std::vector<int> cover(static_cast<size_t>(N), 0);
@@ -96,6 +128,25 @@ TEST(GretPlan, PlannerFillsTheDevice) {
   EXPECT_EQ(p.slice_cols, 32);
   EXPECT_FALSE(gret_slice_supported(256, 64));
   EXPECT_FALSE(gret_slice_supported(96, 32));
+  // segments: one whole wave of resident CTAs (3 an SM at D 128 / 32 columns), >= 8 chunks each
+  EXPECT_EQ(gret_ctas_per_sm(128, 32), 3);
+  EXPECT_EQ(gret_smem_bytes(128, 32, 64), 75264);
+  for (int64_t N : {32768, 131072, 524288, 1048576}) {
+    const GretChunkPlan q = plan_gret_chunk({1, 24, 128, N, 3072}, 132);
+    EXPECT_EQ(q.slices, 4);
+    EXPECT_EQ(q.segments, 4) << N;  // 384 CTAs of 396 slots
+  }
+  EXPECT_EQ(plan_gret_chunk({2, 16, 128, 16384, 2048}, 132).segments, 3);  // 384 CTAs
+  EXPECT_EQ(plan_gret_chunk({1, 24, 128, 900, 3072}, 132).segments, 1);    // 15 chunks: too short to cut
+  EXPECT_EQ(plan_gret_chunk({8, 24, 128, 32768, 3072}, 132).segments, 1);  // the batch fills the device
+  for (int64_t B : {1, 2, 3, 8})
+    for (int64_t N : {1, 64, 4096, 1 << 20})
+      for (int sms : {1, 16, 132}) {
+        const GretChunkPlan q = plan_gret_chunk({B, 24, 128, N, 3072}, sms);
+        EXPECT_GE(q.segments, 1);
+        EXPECT_LE(q.segments, kGretMaxSegments);
+        EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, 64)));
+      }
   GretChunkShape s{1, 24, 128, 100, 3072};
   EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{128, 32, 4, 1}));  // only chunk 64 is compiled
   EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{64, 32, 2, 1}));   // slices do not cover D
@@ -194,6 +245,26 @@ TEST(GretChunkEmulation, SplitLaunchesCarryTheState) {
   // chunk edges move with the split, so the bf16 K' roundings differ: compare both with the exact state
   const double ew = rms_ratio(whole.state, rec.state), es = rms_ratio(b.state, rec.state);
   EXPECT_LE(es, 2.0 * ew + 1e-6) << "split " << es << " whole " << ew;
+}
+
+TEST(GretChunkEmulation, SegmentsEqualOneSegment) {
+  // the segmented algorithm (phase 1 local states, fp32 scan, phase 3) against
+  // the recurrence and the unsegmented emulation, at lengths not a multiple of P*64
+  for (double tau : {0.1, 16.0, 0.0})
+    for (int64_t n : {65, 1000, 4097})
+      for (int P : {2, 3, 7}) {
+        const int64_t D = 64;
+        const Inputs in = make_inputs(n, D, tau, 500 + n + P);
+        const GretResult<double> rec = gret_recurrent<double>(in.q, in.k, in.v, in.g, &in.s0);
+        const GretEmulation whole = gret_chunk_emulate(in.q, in.k, in.v, in.g, &in.s0);
+        const GretEmulation seg = gret_chunk_emulate_segmented(in.q, in.k, in.v, in.g, &in.s0, P);
+        const double round_o = output_rounding_error(rec.o);
+        const auto tag = ::testing::Message() << "tau " << tau << " n " << n << " P " << P;
+        EXPECT_LE(rms_ratio(seg.o, rec.o), 8.0 * round_o + 1e-6) << tag;
+        EXPECT_LE(rms_ratio(seg.o, whole.o), 8.0 * round_o + 1e-6) << tag;
+        const double ew = rms_ratio(whole.state, rec.state), es = rms_ratio(seg.state, rec.state);
+        EXPECT_LE(es, 2.0 * ew + 1e-6) << tag << " seg " << es << " whole " << ew;
+      }
 }
 
 TEST(GretChunkEmulation, ScanMatchesASerialCumsum) {

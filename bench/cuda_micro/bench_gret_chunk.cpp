@@ -1,13 +1,15 @@
-// gRet chunkwise prefill (issue 14; KERNELS.md §3):
-// - yoco-3b gRet layer (24 heads x 128) at batch 1 and N = 32K, 128K, 512K;
-// - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms on H100);
-// each with V-slices of 64, 32 and 16 columns (2, 4, 8 CTAs per head) as
-// separate rows, the planner's pick marked "(plan)";
+// gRet chunkwise prefill (issue 14; KERNELS.md §3), kernel "gret_chunk":
+// - yoco-3b gRet layer (24 heads x 128) at batch 1 and N = 32K, 128K, 512K, 1M,
+//   the planner's (slices, segments) at each, marked "(plan)";
+// - segments P = 1, 2, 4, 8 at 128K (V-slices of 32 columns);
+// - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms,
+//   fla chunk_simple_gla 0.72 ms on the lent H100), plan and P = 1;
 // - the fp32 recurrent GPU oracle at 32K, for scale.
 // Floors: bytes = B*N*H*(3*D*2 + 4 + D*2) (q, k, v, log-gamma in, o out; the
-// state never leaves the chip); flops = B*N*H*(4*C*D + 4*D*D), C = 64, full
-// C x C blocks as FLA counts them (the kernel skips masked 16-row tiles but
-// repeats Q K^T once per slice). q, k, v sit in one fused row of 3*H*D.
+// state never leaves the chip; the segmented phase 1 re-reads k, v of P-1
+// segments, not counted); flops = B*N*H*(4*C*D + 4*D*D), C = 64, full C x C
+// blocks as FLA counts them. q, k, v sit in one fused row of 3*H*D, generated
+// on the device.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_oracle.hpp"
 #include "counter_init.hpp"
 #include "dtype.hpp"
 #include "gret_chunk.hpp"
@@ -44,16 +47,9 @@ struct Buf {
   Buf& operator=(const Buf&) = delete;
 };
 
-// Random bf16 (normal): a 1 Mi-element host tile copied over the buffer.
 void fill_bf16(bf16* dst, size_t n, uint64_t seed, float scale) {
-  const size_t tile = std::min<size_t>(n, size_t{1} << 20);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<uint16_t> h(tile);
-  for (auto& x : h) x = float_to_bf16_bits(d(rng));
-  for (size_t off = 0; off < n; off += tile)
-    check(cudaMemcpy(dst + off, h.data(), std::min(tile, n - off) * sizeof(uint16_t), cudaMemcpyHostToDevice),
-          "upload bf16");
+  check(cuda::launch_fill_normal_bf16(dst, static_cast<int64_t>(n), seed, scale, nullptr), "fill_normal_bf16");
+  check(cudaDeviceSynchronize(), "fill sync");
 }
 
 void fill_f32(float* dst, size_t n, uint64_t key, float offset, float scale) {
@@ -75,7 +71,9 @@ struct Shape {
   int64_t batch, heads, D, N;
 };
 
-void bench_shape(Report& report, const Shape& sh, cudaStream_t stream, int sm_count) {
+// One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's.
+void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<int, int>>& variants,
+                 cudaStream_t stream, int sm_count) {
   const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
   const double token_heads = static_cast<double>(B) * N * H;
   const double bytes = token_heads * (3.0 * D * 2 + 4 + D * 2);
@@ -87,20 +85,29 @@ void bench_shape(Report& report, const Shape& sh, cudaStream_t stream, int sm_co
   fill_f32(state.p, state.n, 6, 0.0f, 0.1f);
   cuda::GretChunkShape s{B, H, D, N, stride};
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(s, sm_count);
-  for (int cols : {64, 32, 16}) {
-    if (!cuda::gret_slice_supported(D, cols)) continue;
+  for (const auto& [cols_in, segs_in] : variants) {
     cuda::GretChunkPlan p = plan;
-    p.slice_cols = cols;
-    p.slices = static_cast<int>(D / cols);
-    const std::string variant = "C64 v" + std::to_string(p.slices) + (cols == plan.slice_cols ? " (plan)" : "");
+    if (cols_in > 0) {
+      if (!cuda::gret_slice_supported(D, cols_in)) continue;
+      p.slice_cols = cols_in;
+      p.slices = static_cast<int>(D / cols_in);
+    }
+    if (segs_in > 0) p.segments = segs_in;
+    const bool is_plan = p.slice_cols == plan.slice_cols && p.segments == plan.segments;
+    const std::string variant =
+        "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (plan)" : "");
+    const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
+    Buf<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};
     r.time = time_launches(
         [&](cudaStream_t st) {
-          check(cuda::launch_gret_chunk(qkv.p, qkv.p + W, qkv.p + 2 * W, lg.p, state.p, o.p, s, p, st), "gret_chunk");
+          check(cuda::launch_gret_chunk(qkv.p, qkv.p + W, qkv.p + 2 * W, lg.p, state.p, o.p, s, p, ws.p, wsb, st),
+                "gret_chunk");
         },
-        stream, 2, N >= 262144 ? 5 : 10);
-    r.notes = "H" + std::to_string(H) + " D" + std::to_string(D) + "; " + std::to_string(B * H * p.slices) +
-              " CTAs; floor bytes = B*N*H*(3*D*2+4+D*2), flops = B*N*H*(4*64*D+4*D*D) full blocks; " +
+        stream, 2, N >= 524288 ? 5 : 10);
+    r.notes = "H" + std::to_string(H) + " D" + std::to_string(D) + "; " +
+              std::to_string(B * H * p.slices * p.segments) + " CTAs (3 kernels if P>1); " +
+              "floor bytes = B*N*H*(3*D*2+4+D*2), flops = B*N*H*(4*64*D+4*D*D) full blocks; " +
               (all_finite_bf16(o.p, o.n) ? "o finite" : "o NOT FINITE");
     report.add(r);
   }
@@ -113,8 +120,13 @@ YOCO_KERNEL_BENCH(gret_chunk) {
   check(cudaGetDevice(&dev), "device");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
   try {
-    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, stream, sms);
-    for (int64_t N : {32768, 131072, 524288}) bench_shape(report, Shape{"yoco-3b", 1, 24, 128, N}, stream, sms);
+    const std::vector<std::pair<int, int>> plan_only = {{0, 0}};
+    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms);
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms);
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 131072}, {{0, 0}, {32, 1}, {32, 2}, {32, 4}, {32, 8}, {64, 4}},
+                stream, sms);
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms);
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms);
     // The fp32 recurrent oracle (correctness tool, not a kernel to tune), at 32K.
     {
       const int64_t B = 1, H = 24, D = 128, N = 32768, W = H * D, stride = 3 * W;

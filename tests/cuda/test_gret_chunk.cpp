@@ -17,7 +17,9 @@
 #include "gret.hpp"
 #include "gret_chunk.hpp"
 #include "gret_oracle.hpp"
+#include "attention_oracle.hpp"
 #include "gret_plan.hpp"
+#include "gret_recurrent.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {
@@ -78,8 +80,9 @@ struct DeviceRun {
   std::vector<float> state;  // [B, H, D, D]
 };
 
-// Runs the chunk kernel over the whole problem in launches of the given token counts.
-DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>& launches) {
+// Runs the chunk kernel over the whole problem in launches of the given token
+// counts, with the given slice width and segments (a workspace when P > 1).
+DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>& launches, int segments = 1) {
   DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(p.B * p.N * p.H * p.D));
   DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
   upload_bf16(qkv, p.qkv);
@@ -92,13 +95,16 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
     GretChunkPlan plan = plan_gret_chunk(s, 132);
     plan.slice_cols = slice_cols;
     plan.slices = static_cast<int>(p.D / slice_cols);
+    plan.segments = segments;
+    const size_t wsb = gret_chunk_workspace_bytes(s, plan);
+    DeviceArray<float> ws(std::max<size_t>(wsb / sizeof(float), 1));
     const __nv_bfloat16* base = qkv.ptr + t0 * p.stride;
     EXPECT_EQ(launch_gret_chunk(base, base + p.H * p.D, base + 2 * p.H * p.D, lg.ptr + t0 * p.H, st.ptr,
-                                o.ptr + t0 * p.H * p.D, s, plan, nullptr),
+                                o.ptr + t0 * p.H * p.D, s, plan, ws.ptr, wsb, nullptr),
               cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     t0 += n;
   }
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   return {download_bf16(o), download(st)};
 }
 
@@ -149,16 +155,18 @@ TEST(GretChunk, ShortLengthsMatchTheReference) {
         const auto opts = slice_options(D);
         const int slice = opts[static_cast<size_t>(case_id) % opts.size()];
         ++case_id;
-        const Problem p = make_problem(2, 2, D, N, tau, with_state, 100 + case_id);
+        const int64_t B = (case_id % 2) ? 3 : 1;  // batch 1 and 3
+        const int segs = std::vector<int>{1, 2, 3, 7}[static_cast<size_t>(case_id / 2) % 4];
+        const Problem p = make_problem(B, 2, D, N, tau, with_state, 100 + case_id);
         const Expected e = expected(p);
-        const DeviceRun got = run_chunk(p, slice, {N});
+        const DeviceRun got = run_chunk(p, slice, {N}, segs);
         const double err_o = rms_error(got.o, e.o), err_s = rms_error(got.state, e.state);
         const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
         const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
         EXPECT_LE(err_o, bound_o) << "D " << D << " N " << N << " tau " << tau << " state " << with_state
-                                  << " slice " << slice;
+                                  << " slice " << slice << " B " << B << " P " << segs;
         EXPECT_LE(err_s, bound_s) << "D " << D << " N " << N << " tau " << tau << " state " << with_state
-                                  << " slice " << slice;
+                                  << " slice " << slice << " B " << B << " P " << segs;
       }
 }
 
@@ -177,13 +185,80 @@ TEST(GretChunk, EverySliceWidthGivesTheSameBits) {
   }
 }
 
+// Segments P in {2, 3, 7} equal P = 1 (and the fp64 reference) within the
+// DESIGN §6 bound, at lengths that are not multiples of P*64, batch 1 and 3.
+TEST(GretChunk, SegmentsEqualOneSegment) {
+  YOCO_REQUIRE_GPU();
+  int id = 0;
+  for (int64_t B : {1, 3})
+    for (int64_t N : {65, 1000, 4097}) {
+      const int64_t D = (id % 3 == 2) ? 64 : 128;
+      const Problem p = make_problem(B, 2, D, N, id % 2 ? 16.0 : 0.1, true, 300 + id);
+      ++id;
+      const Expected e = expected(p);
+      const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
+      const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
+      const DeviceRun one = run_chunk(p, 32, {N}, 1);
+      for (int P : {2, 3, 7}) {
+        const DeviceRun seg = run_chunk(p, 32, {N}, P);
+        const auto tag = ::testing::Message() << "B " << B << " N " << N << " D " << D << " P " << P;
+        EXPECT_LE(rms_error(seg.o, e.o), bound_o) << tag;
+        EXPECT_LE(rms_error(seg.o, one.o), bound_o) << tag;
+        EXPECT_LE(rms_error(seg.state, e.state), bound_s) << tag;
+        EXPECT_LE(rms_error(seg.state, one.state), bound_s) << tag;
+      }
+    }
+}
+
+// Paradigm equivalence on the GPU: the chunk kernel over a prefix, then decode
+// steps (launch_gret_recurrent_step) equals the chunk kernel over the whole
+// sequence and the fp64 CPU reference.
+TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
+  YOCO_REQUIRE_GPU();
+  const int64_t B = 1, H = 3, D = 128, N0 = 1000, M = 48, N = N0 + M, HD = H * D;
+  const Problem p = make_problem(B, H, D, N, 16.0, true, 77);
+  const Expected e = expected(p);
+  const DeviceRun whole = run_chunk(p, 32, {N}, 3);
+  DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(N * HD));
+  DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
+  upload_bf16(qkv, p.qkv);
+  upload(lg, p.lg);
+  upload(st, p.s0);
+  GretChunkShape s{B, H, D, N0, p.stride};
+  GretChunkPlan plan = plan_gret_chunk(s, 132);
+  plan.segments = 3;
+  const size_t wsb = gret_chunk_workspace_bytes(s, plan);
+  DeviceArray<float> ws(wsb / sizeof(float));
+  ASSERT_EQ(launch_gret_chunk(qkv.ptr, qkv.ptr + HD, qkv.ptr + 2 * HD, lg.ptr, st.ptr, o.ptr, s, plan, ws.ptr, wsb,
+                              nullptr),
+            cudaSuccess);
+  for (int64_t t = N0; t < N; ++t) {
+    const __nv_bfloat16* row = qkv.ptr + t * p.stride;
+    ASSERT_EQ(launch_gret_recurrent_step(row, row + HD, row + 2 * HD, p.stride, lg.ptr + t * H, st.ptr, o.ptr + t * HD,
+                                         B, H, D, nullptr),
+              cudaSuccess);
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const std::vector<float> got_o = download_bf16(o), got_s = download(st);
+  const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
+  const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
+  EXPECT_LE(rms_error(got_o, e.o), bound_o);
+  EXPECT_LE(rms_error(got_s, e.state), bound_s);
+  EXPECT_LE(rms_error(got_o, whole.o), bound_o);
+  EXPECT_LE(rms_error(got_s, whole.state), bound_s);
+  // the decoded rows alone
+  std::vector<double> dec_want(e.o.begin() + N0 * HD, e.o.end());
+  std::vector<float> dec_got(got_o.begin() + N0 * HD, got_o.end());
+  EXPECT_LE(rms_error(dec_got, dec_want), std::max(bound_o, bf16_output_bound(dec_want)));
+}
+
 TEST(GretChunk, SplitPrefillEqualsOneLaunch) {
   YOCO_REQUIRE_GPU();
   const Problem p = make_problem(1, 3, 128, 4097, 16.0, true, 41);
   const Expected e = expected(p);
   const DeviceRun one = run_chunk(p, 32, {4097});
   const DeviceRun split = run_chunk(p, 32, {1000, 3097});
-  const DeviceRun odd = run_chunk(p, 32, {1, 63, 65, 3968});
+  const DeviceRun odd = run_chunk(p, 32, {1, 63, 65, 3968}, 2);
   const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
   const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
   for (const DeviceRun* r : {&one, &split, &odd}) {
@@ -210,6 +285,14 @@ TEST(GretChunk, RejectsBadArguments) {
   GretChunkPlan badp = ok;
   badp.chunk = 128;
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, badp, nullptr), cudaErrorInvalidValue);
+  GretChunkPlan segp = ok;
+  segp.segments = 2;  // segments need a workspace
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, segp, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, segp, f.ptr, 16, nullptr),
+            cudaErrorInvalidValue);  // too small
+  segp.segments = kGretMaxSegments + 1;
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, segp, f.ptr, 4 * 4096, nullptr),
+            cudaErrorInvalidValue);
   s.seq_len = 0;  // nothing to do, state untouched
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, ok, nullptr), cudaSuccess);
 }
@@ -273,8 +356,12 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
                                            B, H, D, N, stride, nullptr),
               cudaSuccess);
     GretChunkShape s{B, H, D, N, stride};
-    ASSERT_EQ(launch_gret_chunk(qkv.ptr, qkv.ptr + W, qkv.ptr + 2 * W, lg.ptr, st_c.ptr, o.ptr, s,
-                                plan_gret_chunk(s, 132), nullptr),
+    const GretChunkPlan plan = plan_gret_chunk(s, 132);
+    EXPECT_GT(plan.segments, 1);
+    const size_t wsb = gret_chunk_workspace_bytes(s, plan);
+    DeviceArray<float> ws(wsb / sizeof(float));
+    ASSERT_EQ(launch_gret_chunk(qkv.ptr, qkv.ptr + W, qkv.ptr + 2 * W, lg.ptr, st_c.ptr, o.ptr, s, plan, ws.ptr, wsb,
+                                nullptr),
               cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const std::vector<float> want_f = download(o_ref), got = download_bf16(o);
@@ -285,6 +372,74 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     EXPECT_LE(rms_error(got, want), bound_o) << "tau " << tau;
     EXPECT_LE(rms_error(download(st_c), download(st_o)), 5e-3) << "tau " << tau;
   }
+}
+
+// 1M tokens, one yoco-3b gRet layer (24 heads x 128, batch 1), inputs
+// generated on the device (q, k, v in separate [N, H*D] buffers, 19 GB), the
+// planner's segmented launch against the fp32 recurrent oracle: the final
+// state of every head, and sampled output rows, including rows past token
+// 699,050 where q/o element offsets pass 2^31 (KERNELS.md §5 row 1).
+TEST(GretChunk, MatchesTheOracleAt1M) {
+  YOCO_REQUIRE_GPU();
+  const int64_t B = 1, H = 24, D = 128, N = 1048576, W = H * D;
+  DeviceArray<__nv_bfloat16> q(static_cast<size_t>(N * W)), k(static_cast<size_t>(N * W)), v(static_cast<size_t>(N * W));
+  ASSERT_EQ(launch_fill_normal_bf16(q.ptr, N * W, 11, 1.0f, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(k.ptr, N * W, 12, 1.0f / std::sqrt(static_cast<float>(D)), nullptr), cudaSuccess);
+  ASSERT_EQ(launch_fill_normal_bf16(v.ptr, N * W, 13, 1.0f, nullptr), cudaSuccess);
+  std::vector<float> g(static_cast<size_t>(N * H));
+  {
+    std::mt19937_64 rng(17);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : g) x = static_cast<float>(logsigmoid(static_cast<double>(nd(rng))) / 16.0);
+  }
+  std::vector<float> s0(static_cast<size_t>(H * D * D));
+  {
+    std::mt19937_64 rng(18);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : s0) x = nd(rng);
+  }
+  DeviceArray<float> lg(g.size()), st_o(s0.size()), st_c(s0.size()), o_ref(static_cast<size_t>(N * W));
+  DeviceArray<__nv_bfloat16> o(static_cast<size_t>(N * W));
+  upload(lg, g);
+  upload(st_o, s0);
+  upload(st_c, s0);
+  ASSERT_EQ(launch_gret_recurrent_oracle(q.ptr, k.ptr, v.ptr, lg.ptr, st_o.ptr, st_o.ptr, o_ref.ptr, B, H, D, N, W,
+                                         nullptr),
+            cudaSuccess);
+  GretChunkShape s{B, H, D, N, W};
+  const GretChunkPlan plan = plan_gret_chunk(s, 132);
+  EXPECT_GT(plan.segments, 1);
+  const size_t wsb = gret_chunk_workspace_bytes(s, plan);
+  DeviceArray<float> ws(wsb / sizeof(float));
+  ASSERT_EQ(launch_gret_chunk(q.ptr, k.ptr, v.ptr, lg.ptr, st_c.ptr, o.ptr, s, plan, ws.ptr, wsb, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // sampled rows: chunk and segment edges, past the 2^31 element offset, the last, random ones
+  std::vector<int64_t> rows = {0, 1, 63, 64, 65, 4095, 262143, 262144, 524287, 524288, 699049, 699050, 699051,
+                               699052, 786431, 786432, 900000, N - 65, N - 64, N - 2, N - 1};
+  {
+    std::mt19937_64 rng(19);
+    for (int i = 0; i < 40; ++i) rows.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(N)));
+  }
+  std::vector<double> want;
+  std::vector<float> got;
+  std::vector<float> rf(static_cast<size_t>(W));
+  std::vector<uint16_t> rb(static_cast<size_t>(W));
+  for (int64_t r : rows) {
+    ASSERT_EQ(cudaMemcpy(rf.data(), o_ref.ptr + r * W, W * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(rb.data(), o.ptr + r * W, W * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int64_t i = 0; i < W; ++i) {
+      want.push_back(rf[static_cast<size_t>(i)]);
+      got.push_back(bf16_bits_to_float(rb[static_cast<size_t>(i)]));
+    }
+  }
+  EXPECT_LE(rms_error(got, want), 1.5 * bf16_output_bound(want));
+  // rows past the wrap point alone
+  const size_t wrap_from = 10 * static_cast<size_t>(W);  // rows[10] = 699,049 onwards (then the rest)
+  std::vector<double> want_hi(want.begin() + static_cast<std::ptrdiff_t>(wrap_from), want.begin() + 21 * W);
+  std::vector<float> got_hi(got.begin() + static_cast<std::ptrdiff_t>(wrap_from), got.begin() + 21 * W);
+  EXPECT_LE(rms_error(got_hi, want_hi), 1.5 * bf16_output_bound(want_hi));
+  EXPECT_LE(rms_error(download(st_c), download(st_o)), 5e-3);
 }
 
 }  // namespace
