@@ -94,20 +94,27 @@ __global__ void __launch_bounds__(kThreads)
   // 1. Every load is issued before any arithmetic or store: the whole tile
   //    (kNR 16-byte loads per thread), q and k on the thread's rows, v on its
   //    columns, and the decay.
+  //    The state first: it does not depend on the previous kernel, so under a
+  //    programmatic dependent launch these loads overlap that kernel's tail;
+  //    griddepcontrol.wait (a no-op otherwise) then orders the reads of q, k,
+  //    v and the decay after its completion. launch_dependents, after the
+  //    wait, lets the next step start its own state loads early while no
+  //    kernel but this one is still running: so only the kernel just before a
+  //    step can overlap its state loads (the contract in the header).
   float4 s[kNR];
   float kr[kNR], qr[kNR];
 #pragma unroll
   for (int i = 0; i < kNR; ++i) {
     const int r = row0 + i * kRowsPerPass;
-    if (r < D) {
-      s[i] = *reinterpret_cast<const float4*>(S + static_cast<int64_t>(r) * D);
-      kr[i] = __bfloat162float(k[in + r]);
-      qr[i] = __bfloat162float(q[in + r]);
-    } else {
-      s[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-      kr[i] = 0.0f;
-      qr[i] = 0.0f;
-    }
+    s[i] = r < D ? *reinterpret_cast<const float4*>(S + static_cast<int64_t>(r) * D) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#pragma unroll
+  for (int i = 0; i < kNR; ++i) {
+    const int r = row0 + i * kRowsPerPass;
+    kr[i] = r < D ? __bfloat162float(k[in + r]) : 0.0f;
+    qr[i] = r < D ? __bfloat162float(q[in + r]) : 0.0f;
   }
   float vc[4];
 #pragma unroll
@@ -180,15 +187,27 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) ==
 template <int kThreads, int kW, int kNR, bool kFused>
 cudaError_t launch_sliced(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
                           float* state, bf16* out, const bf16* g, int64_t g_stride, float eps, int64_t batch,
-                          int64_t heads, int D, cudaStream_t stream) {
+                          int64_t heads, int D, cudaStream_t stream, bool overlap_previous = false) {
   const int slices = D / kW;
   const int64_t blocks = batch * heads * slices;
   if (blocks > INT_MAX) return cudaErrorInvalidValue;
   auto kernel = gret_step_sliced_kernel<kThreads, kW, kNR, kFused>;
   if constexpr (!kFused) {
-    kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(q, k, v, row_stride, log_gamma, state, out, g,
-                                                                   g_stride, eps, heads, D);
-    return cudaGetLastError();
+    if (!overlap_previous) {
+      kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(q, k, v, row_stride, log_gamma, state, out, g,
+                                                                     g_stride, eps, heads, D);
+      return cudaGetLastError();
+    }
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
+    cfg.blockDim = dim3(kThreads, 1, 1);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kernel, q, k, v, row_stride, log_gamma, state, out, g, g_stride, eps, heads, D);
   } else {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(static_cast<unsigned>(blocks), 1, 1);
@@ -210,19 +229,20 @@ cudaError_t launch_sliced(const bf16* q, const bf16* k, const bf16* v, int64_t r
 
 cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                        int64_t row_stride, const float* log_gamma, float* state, __nv_bfloat16* o,
-                                       int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream) {
+                                       int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream,
+                                       bool overlap_previous) {
   if (batch < 1 || heads < 1 || head_dim < 1 || head_dim > 1024 || batch * heads > 0x7fffffff)
     return cudaErrorInvalidValue;
   const int D = static_cast<int>(head_dim);
   if (D % 16 == 0 && D <= 256 && aligned16(state)) {
     if (D <= 64)
       return launch_sliced<128, 16, 2, false>(q, k, v, row_stride, log_gamma, state, o, nullptr, 0, 0.0f, batch,
-                                              heads, D, stream);
+                                              heads, D, stream, overlap_previous);
     if (D <= 128)
       return launch_sliced<128, 16, 4, false>(q, k, v, row_stride, log_gamma, state, o, nullptr, 0, 0.0f, batch,
-                                              heads, D, stream);
+                                              heads, D, stream, overlap_previous);
     return launch_sliced<128, 16, 8, false>(q, k, v, row_stride, log_gamma, state, o, nullptr, 0, 0.0f, batch, heads,
-                                            D, stream);
+                                            D, stream, overlap_previous);
   }
   const int threads = head_dim >= 128 ? 128 : static_cast<int>((head_dim + 31) / 32 * 32);
   const size_t smem = 2 * static_cast<size_t>(head_dim) * sizeof(float);

@@ -30,9 +30,20 @@ namespace yoco::cuda {
 // The sliced fast path runs for head_dim % 16 == 0, head_dim ≤ 256 and a
 // 16-byte-aligned state; any other shape takes a slower one-CTA-per-head path
 // with the same results.
+//
+// overlap_previous (sliced path only; ignored elsewhere): launch as a
+// programmatic dependent of the previous kernel in the stream, so that this
+// step's state loads run while that kernel finishes; q, k, v and log_gamma are
+// read only after it has completed. At batch 1 a step moves ~3 MB, about 1 µs
+// at the copy rate, less than a launch: this overlap is what lets a chain of
+// layers approach the byte floor. Contract: the kernel just before this one in
+// the stream must not write `state` (true in a decode step, where the
+// previous kernel is another layer's or a projection; false when one layer's
+// step is repeated back to back).
 cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                        int64_t row_stride, const float* log_gamma, float* state, __nv_bfloat16* o,
-                                       int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream);
+                                       int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream,
+                                       bool overlap_previous = false);
 
 // Whether the fused step below supports this head_dim: head_dim % 16 == 0 and
 // head_dim ≤ 128, or head_dim % 32 == 0 and head_dim ≤ 256 (≤ 8 V-slices per

@@ -47,8 +47,9 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
   fill_uniform_f32(states.p, states.n, 8, 0.0f, 0.1f);
   const bf16 *q = row.p, *k = row.p + HD, *v = row.p + 2 * HD, *g = row.p + 3 * HD;
   const size_t state_elems = static_cast<size_t>(B * H * D * D);
-  auto step = [&](cudaStream_t st, int layer) {
-    check(cuda::launch_gret_recurrent_step(q, k, v, stride, lg.p, states.p + layer * state_elems, o.p, B, H, D, st),
+  auto step = [&](cudaStream_t st, int layer, bool overlap = false) {
+    check(cuda::launch_gret_recurrent_step(q, k, v, stride, lg.p, states.p + layer * state_elems, o.p, B, H, D, st,
+                                           overlap),
           "step");
   };
   const bool fused_ok = cuda::gret_fused_step_supported(D);
@@ -86,23 +87,27 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
       report.add(f);
     }
   }
-  // 13 layers: eager launches vs one graph replay (each layer its own state).
-  auto thirteen = [&](cudaStream_t st, bool use_fused) {
-    for (int l = 0; l < kLayers; ++l) use_fused ? fused(st, l) : step(st, l);
+  // 13 layers: eager launches vs one graph replay (each layer its own state);
+  // mode 2 launches each step as a programmatic dependent of the one before
+  // (its state loads overlap the previous layer's tail: the header's contract
+  // holds, every layer has its own state).
+  auto thirteen = [&](cudaStream_t st, int mode) {
+    for (int l = 0; l < kLayers; ++l) mode == 1 ? fused(st, l) : step(st, l, mode == 2);
   };
-  for (bool use_fused : {false, true}) {
+  for (int mode : {0, 1, 2}) {
+    const bool use_fused = mode == 1;
     if (use_fused && !fused_ok) continue;
-    const std::string kind = use_fused ? "fused step+norm_gate" : "step";
+    const std::string kind = mode == 1 ? "fused step+norm_gate" : mode == 2 ? "step overlapped" : "step";
     KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * step_bytes,
                    kLayers * step_flops, {}, ""};
-    e.time = time_launches([&](cudaStream_t st) { thirteen(st, use_fused); }, stream);
+    e.time = time_launches([&](cudaStream_t st) { thirteen(st, mode); }, stream);
     e.notes = "per step " + std::to_string(e.time.median_s / kLayers * 1e6) + " us";
     report.add(e);
 
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-    thirteen(stream, use_fused);
+    thirteen(stream, mode);
     check(cudaStreamEndCapture(stream, &graph), "end capture");
     check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
     KernelResult gr{"gret_decode_13_layers", shape + " " + kind + " graph x13", s.model, 0, B, kLayers * step_bytes,
