@@ -365,18 +365,41 @@ int flash_prefill_tile_rows(int64_t head_dim) {
   }
 }
 
-cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
-                                 const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
-                                 cudaStream_t stream) {
+namespace detail {
+bool prefill_args_valid(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start, const int64_t* q_len,
+                        const PrefillAttentionShape& s, const bf16* o) {
   const int64_t D = s.head_dim;
   if (s.batch < 1 || s.batch > 65535 || s.n_heads < 1 || s.n_heads > 65535 || s.n_kv_heads < 1 ||
       s.n_heads % s.n_kv_heads != 0 || (D != 64 && D != 128 && D != 256) || s.q_rows < 1 || s.capacity < 1 ||
       s.q_stride < s.n_heads * D || s.kv_stride < s.n_kv_heads * D || s.q_stride % 8 != 0 ||
-      s.kv_stride % 8 != 0 || s.window < 0 || s.capacity >= (int64_t{1} << 30) || !std::isfinite(s.scale) || !(s.scale > 0.0f))
-    return cudaErrorInvalidValue;
-  if (q == nullptr || k == nullptr || v == nullptr || o == nullptr || q_start == nullptr || q_len == nullptr ||
-      !aligned16(q) || !aligned16(k) || !aligned16(v) || !aligned16(o))
-    return cudaErrorInvalidValue;
+      s.kv_stride % 8 != 0 || s.window < 0 || s.capacity >= (int64_t{1} << 30) || !std::isfinite(s.scale) ||
+      !(s.scale > 0.0f))
+    return false;
+  return q != nullptr && k != nullptr && v != nullptr && o != nullptr && q_start != nullptr && q_len != nullptr &&
+         aligned16(q) && aligned16(k) && aligned16(v) && aligned16(o);
+}
+}  // namespace detail
+
+cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
+                                 const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
+                                 cudaStream_t stream) {
+  if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o)) return cudaErrorInvalidValue;  // before any CUDA call
+  if (flash_prefill_v2_supported(s.head_dim)) {
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (err != cudaSuccess) return err;
+    if (major == 9 && minor == 0) return launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, stream);
+  }
+  return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, stream);
+}
+
+cudaError_t launch_flash_prefill_v1(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
+                                    const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
+                                    cudaStream_t stream) {
+  if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o)) return cudaErrorInvalidValue;
+  const int64_t D = s.head_dim;
   Params p{};
   p.q = q;
   p.k = k;

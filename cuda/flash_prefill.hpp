@@ -5,6 +5,8 @@
 // the exp2 domain with the scale folded in, key blocks outside the visible band
 // never loaded, the mask applied only on blocks cut by the diagonal or the
 // window edge. ↔ reference attention() (reference/ops.hpp).
+// v2 (cuda/flash_prefill_sm90.cu, head dim 128, sm_90a): the same contract on wgmma, taken by
+// launch_flash_prefill on compute capability 9.0; see cuda/NOTES-flash_prefill.md.
 //
 // Queries are bottom-right aligned (chunked prefill): query row i of sequence b
 // sits at absolute position q_start[b] + i and sees key j iff j <= q_start[b] + i
@@ -42,7 +44,36 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                  const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                  __nv_bfloat16* o, float* lse, cudaStream_t stream);
 
-// Query rows per CTA for this head dim (the tile height, for callers that plan work); 0 if unsupported.
+// Version dispatch: launch_flash_prefill runs v2 (wgmma, cuda/flash_prefill_sm90.cu) where
+// flash_prefill_v2_supported(head_dim) and the current device is compute capability 9.0, else v1.
+// The two entry points below run one version explicitly (same contract, same errors; v2 also
+// returns cudaErrorInvalidValue for a head dim it does not support).
+cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+cudaError_t launch_flash_prefill_v2(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+// Head dims v2 runs (128 today).
+bool flash_prefill_v2_supported(int64_t head_dim);
+
+// Query rows per CTA for this head dim (the tile height, for callers that plan work; 128 for
+// D 64/128 in both versions, 64 for D 256 in v1); 0 if unsupported.
 int flash_prefill_tile_rows(int64_t head_dim);
+
+namespace detail {
+// The shape / pointer / alignment checks shared by both versions.
+bool prefill_args_valid(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                        const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                        const __nv_bfloat16* o);
+// v2 with an explicit warpgroup schedule: pingpong = true (the default of launch_flash_prefill_v2:
+// warpgroup 1 runs half an iteration behind, so one's softmax overlaps the other's GEMMs) or false
+// (lockstep: both warpgroups overlap only their own softmax with their own P V GEMM). For tests
+// and benches.
+cudaError_t launch_flash_prefill_v2_schedule(bool pingpong, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                             const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
+                                             const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
+                                             cudaStream_t stream);
+}  // namespace detail
 
 }  // namespace yoco::cuda

@@ -1,7 +1,10 @@
-// Prefill attention (cuda/flash_prefill.cu) at the KERNELS.md §1 shapes:
-// transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal, one-shot S = 4K,
-// 8K, 16K, 32K; one chunked point (a 32K chunk at q0 = 96K, capacity 128K);
-// D 64 and D 256 at 16K (H 24 / Hkv 8); SWA (H = Hkv = 24, W 1024) at 32K.
+// Prefill attention ("attn_prefill", the phase name) at the KERNELS.md
+// §1 shapes: transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal,
+// one-shot S = 4K, 16K, 64K, 128K for v2 (wgmma, cuda/flash_prefill_sm90.cu)
+// and v1 (mma.sync, cuda/flash_prefill.cu) side by side, plus 8K and 32K for
+// v2; one chunked point (a 32K chunk at q0 = 96K, capacity 128K); D 64 and
+// D 256 at 16K (H 24 / Hkv 8; v1, as the dispatcher runs them); SWA (H = Hkv =
+// 24, W 1024) at 32K on v2.
 // FLOPs by the FlashAttention convention: 4 * B * H * D * (visible (query, key)
 // pairs), which is 1/2 * 4 * S^2 * H * D for one-shot causal prefill. Bytes: q,
 // k, v (the keys the chunk can see) and o, each once. Device memory < 1.2 GB.
@@ -11,6 +14,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attention_oracle.hpp"
 #include "flash_prefill.hpp"
@@ -34,10 +38,13 @@ double visible_pairs(int64_t q0, int64_t q_len, int64_t window) {
   return pairs;
 }
 
+enum class Ver { kV1, kV2, kV2Lockstep };  // kV2: the default (ping-pong) schedule
+
 struct Point {
   int64_t H, Hkv, D, window, q0, q_len;
   const char* model;
   const char* variant;
+  Ver ver;
 };
 
 void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
@@ -71,14 +78,21 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
 
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
-  const int repeats = pt.q_len >= 32768 ? 10 : 20;
+  // 128K causal takes ~0.2-0.3 s per launch: few repeats there (the whole bench stays well under 90 s).
+  const int repeats = pt.q_len >= 131072 ? 3 : (pt.q_len >= 65536 ? 5 : (pt.q_len >= 32768 ? 10 : 20));
+  const int warmup = pt.q_len >= 65536 ? 1 : 2;
   yoco::cuda_bench::KernelResult r;
   try {
     r.time = yoco::cuda_bench::time_launches(
         [&](cudaStream_t st) {
-          check(yoco::cuda::launch_flash_prefill(q, k, v, meta, meta + 1, s, o, nullptr, st), "launch");
+          cudaError_t e = cudaSuccess;
+          if (pt.ver == Ver::kV2) e = yoco::cuda::launch_flash_prefill_v2(q, k, v, meta, meta + 1, s, o, nullptr, st);
+          else if (pt.ver == Ver::kV2Lockstep)
+            e = yoco::cuda::detail::launch_flash_prefill_v2_schedule(false, q, k, v, meta, meta + 1, s, o, nullptr, st);
+          else e = yoco::cuda::launch_flash_prefill_v1(q, k, v, meta, meta + 1, s, o, nullptr, st);
+          check(e, "launch");
         },
-        stream, 2, repeats, true);
+        stream, warmup, repeats, true);
   } catch (...) {
     cudaStreamDestroy(stream);
     cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(o), cudaFree(meta);
@@ -86,14 +100,14 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
   }
   // Keys any query of the chunk can see, read once.
   const int64_t key_lo = pt.window > 0 && pt.q0 - pt.window + 1 > 0 ? pt.q0 - pt.window + 1 : 0;
-  r.kernel = "flash_prefill";
+  r.kernel = "attn_prefill";
   r.variant = pt.variant;
   r.model = pt.model;
   r.seq_len = cap;
   r.batch = 1;
   r.flops = 4.0 * static_cast<double>(pt.H * pt.D) * visible_pairs(pt.q0, pt.q_len, pt.window);
   r.bytes = 2.0 * (2.0 * static_cast<double>(q_elems) + 2.0 * static_cast<double>((cap - key_lo) * pt.Hkv * pt.D));
-  r.notes = "mma.sync v1; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
+  r.notes = std::string(pt.ver == Ver::kV2 ? "wgmma v2 ping-pong" : (pt.ver == Ver::kV1 ? "mma.sync v1" : "wgmma v2 lockstep")) + "; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
             std::to_string(pt.H) + "/" + std::to_string(pt.Hkv) + ", D " + std::to_string(pt.D) +
             (pt.window > 0 ? ", window " + std::to_string(pt.window) : std::string(", causal"));
   report.add(r);
@@ -104,15 +118,22 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
 }  // namespace
 
 YOCO_KERNEL_BENCH(flash_prefill) {
-  const Point points[] = {
-      {24, 8, 128, 0, 0, 4096, "transformer-3b", "D128 causal"},
-      {24, 8, 128, 0, 0, 8192, "transformer-3b", "D128 causal"},
-      {24, 8, 128, 0, 0, 16384, "transformer-3b", "D128 causal"},
-      {24, 8, 128, 0, 0, 32768, "transformer-3b", "D128 causal"},
-      {24, 8, 128, 0, 98304, 32768, "transformer-3b", "D128 causal chunk q0 96K"},
-      {24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 causal"},
-      {24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 causal"},
-      {24, 24, 128, 1024, 0, 32768, "yoco-swa-3b", "D128 window 1024"},
-  };
+  const Ver v1 = Ver::kV1, v2 = Ver::kV2;
+  const bool has_v2 = yoco::cuda::flash_prefill_v2_supported(128);
+  std::vector<Point> points;
+  for (int64_t S : {4096, 16384, 65536, 131072}) {
+    if (has_v2) points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2", v2});
+    points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v1", v1});
+  }
+  if (has_v2) {
+    for (int64_t S : {4096, 16384, 65536})
+      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2 lockstep", Ver::kV2Lockstep});
+    points.push_back({24, 8, 128, 0, 0, 8192, "transformer-3b", "D128 v2", v2});
+    points.push_back({24, 8, 128, 0, 0, 32768, "transformer-3b", "D128 v2", v2});
+    points.push_back({24, 8, 128, 0, 98304, 32768, "transformer-3b", "D128 v2 chunk q0 96K", v2});
+    points.push_back({24, 24, 128, 1024, 0, 32768, "yoco-swa-3b", "D128 v2 window 1024", v2});
+  }
+  points.push_back({24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 v1", v1});
+  points.push_back({24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 v1", v1});
   for (const Point& pt : points) run_point(report, pt);
 }
