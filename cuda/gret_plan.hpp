@@ -39,6 +39,9 @@ struct GretChunkPlan {
   int slice_cols = 32;   // V columns per CTA: 16, 32 or 64 (head_dim 256: 16 or 32)
   int slices = 4;        // head_dim / slice_cols
   int segments = 1;      // sequence segments per head, 1..kGretMaxSegments (> 1 needs a workspace)
+  int kernel = 2;        // 2: V-sliced CTAs of 4 warps (v2); 3: full-width CTAs of 8 warps (v3, head_dim 128,
+                         //    slice_cols = head_dim, slices = 1); 4: the same with 16 warps ("v3w16"),
+                         //    see plan_gret_chunk_v3
 };
 constexpr int kGretMaxSegments = 64;
 
@@ -136,8 +139,24 @@ YOCO_HD constexpr bool gret_slice_supported(int64_t head_dim, int64_t slice_cols
   return d_ok && s_ok && slice_cols <= head_dim && head_dim * slice_cols <= 8192;
 }
 
+// ---- v3: one CTA of 8 warps per (batch, head, segment) covering all D = 128
+// V columns. Swizzled unpadded bf16 tiles (16-byte piece c of row r sits at
+// piece c ^ (r & 7)): Q (one buffer), K (two), V (two), S^ (one), then
+// log-gamma (two x C fp32): 115,200 B at D 128, so 2 CTAs an SM
+// (2 x (115,200 + 1,024) <= 228 KB) and __launch_bounds__(256, 2).
+YOCO_HD constexpr bool gret_v3_supported(int64_t head_dim) { return head_dim == 128; }
+// 16 warps (kernel 4): Q and S^ double-buffered too, 164,352 B, 1 CTA an SM.
+YOCO_HD constexpr int64_t gret_v3_smem_bytes(int64_t head_dim, int64_t chunk, int warps = 8) {
+  return warps == 16 ? chunk * head_dim * 2 * 6 + 2 * head_dim * head_dim * 2 + 2 * chunk * 4
+                     : chunk * head_dim * 2 * 5 + head_dim * head_dim * 2 + 2 * chunk * 4;
+}
+YOCO_HD constexpr int gret_v3_ctas_per_sm(int warps) { return warps == 16 ? 1 : 2; }
+
 inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
-  return p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments &&
+  if (p.kernel == 3 || p.kernel == 4)
+    return p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments && gret_v3_supported(s.head_dim) &&
+           p.slice_cols == s.head_dim && p.slices == 1;
+  return p.kernel == 2 && p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments &&
          gret_slice_supported(s.head_dim, p.slice_cols) && p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
 }
 
@@ -171,6 +190,27 @@ inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
     if (P < 1) P = 1;
     p.segments = static_cast<int>(P);
   }
+  return p;
+}
+
+// v3 planner (full-width CTAs; only head_dim 128, else returns the v2 plan):
+// segments P = floor(SMs x CTAs-an-SM / (B x H)) so one wave is busy (8 warps:
+// 2 an SM, P 11 at batch 1 x 24 heads on 132 SMs; 16 warps: 1 an SM, P 5),
+// >= 8 chunks a segment, <= 64.
+inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, int warps = 8) {
+  if (!gret_v3_supported(s.head_dim)) return plan_gret_chunk(s, sm_count);
+  GretChunkPlan p;
+  p.chunk = 64;
+  p.kernel = warps == 16 ? 4 : 3;
+  p.slice_cols = static_cast<int>(s.head_dim);
+  p.slices = 1;
+  const int64_t bh = s.batch * s.heads;
+  int64_t P = (bh > 0 && sm_count > 0) ? (static_cast<int64_t>(sm_count) * gret_v3_ctas_per_sm(warps)) / bh : 1;
+  const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
+  if (P > by_len) P = by_len;
+  if (P > kGretMaxSegments) P = kGretMaxSegments;
+  if (P < 1) P = 1;
+  p.segments = static_cast<int>(P);
   return p;
 }
 

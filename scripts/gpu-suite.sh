@@ -90,7 +90,7 @@ done
 
 if has_step tests; then
   for t in "${GPU_TESTS[@]}"; do
-    run_step "test.$t" 300 "$BIN/$t" --gtest_color=no
+    run_step "test.$t" 200 "$BIN/$t" --gtest_color=no
   done
 fi
 
@@ -100,7 +100,7 @@ fi
 # error to memcheck, so that test is left out too.
 sanitize_filter() {
   case "$1" in
-    test_gret_chunk) echo '*SplitPrefill*:*RejectsBad*' ;;
+    test_gret_chunk) echo '*SplitPrefill*:*RejectsBad*:*V3Equals*' ;;
     test_flash_decode) echo '*AnySplit*:*Strided*:*RingMode*' ;;
     test_gret_decode) echo '*StepMatches*:*NormGate*:*LogDecay*' ;;
     test_flash_prefill) echo '*HeadDims*:*ChunkOffsets*:*SlidingWindows*' ;;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <iostream>
 #include <random>
 #include <set>
@@ -92,7 +93,9 @@ TEST(GretPlan, ChunksCoverTheSequenceOnce) {
       const int64_t b = gret_chunk_begin(c, 64), n = gret_chunk_valid(c, 64, N);
       ASSERT_GE(n, 1);
       ASSERT_LE(n, 64);
-      if (c + 1 < nc) ASSERT_EQ(n, 64);  // only the last chunk is ragged
+      if (c + 1 < nc) {
+        ASSERT_EQ(n, 64);  // only the last chunk is ragged
+      }
       for (int64_t t = b; t < b + n; ++t) ++cover[static_cast<size_t>(t)];
     }
     for (int x : cover) ASSERT_EQ(x, 1) << N;
@@ -150,6 +153,71 @@ TEST(GretPlan, PlannerFillsTheDevice) {
   GretChunkShape s{1, 24, 128, 100, 3072};
   EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{128, 32, 4, 1}));  // only chunk 64 is compiled
   EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{64, 32, 2, 1}));   // slices do not cover D
+}
+
+// v3: full-width CTAs (one per batch, head, segment), head_dim 128 only.
+TEST(GretPlan, V3PlanFillsTwoCtasAnSm) {
+  EXPECT_EQ(gret_v3_smem_bytes(128, 64), 115200);
+  EXPECT_LE(2 * (gret_v3_smem_bytes(128, 64) + 1024), 228 * 1024);  // 2 CTAs an SM
+  EXPECT_GT(3 * (gret_v3_smem_bytes(128, 64) + 1024), 228 * 1024);
+  for (int64_t N : {32768, 131072, 524288, 1048576}) {
+    const GretChunkShape s{1, 24, 128, N, 3072};
+    const GretChunkPlan p = plan_gret_chunk_v3(s, 132);
+    EXPECT_EQ(p.kernel, 3);
+    EXPECT_EQ(p.slices, 1);
+    EXPECT_EQ(p.slice_cols, 128);
+    EXPECT_EQ(p.segments, 11) << N;  // 264 CTAs = 2 an SM on 132 SMs
+    EXPECT_TRUE(gret_plan_valid(s, p));
+    EXPECT_EQ(gret_num_seg_ctas(1, 24, p.segments, 1), 264);
+  }
+  EXPECT_EQ(plan_gret_chunk_v3({2, 16, 128, 16384, 2048}, 132).segments, 8);  // 256 CTAs
+  EXPECT_EQ(plan_gret_chunk_v3({1, 24, 128, 900, 3072}, 132).segments, 1);    // 15 chunks: too short to cut
+  EXPECT_EQ(plan_gret_chunk_v3({8, 24, 128, 32768, 3072}, 132).segments, 1);  // 192 CTAs already
+  // other head dims fall back to the v2 plan; a v3 plan is invalid for them
+  EXPECT_EQ(plan_gret_chunk_v3({1, 24, 64, 32768, 1536}, 132).kernel, 2);
+  EXPECT_EQ(plan_gret_chunk_v3({1, 24, 256, 32768, 6144}, 132).kernel, 2);
+  GretChunkPlan bad = plan_gret_chunk_v3({1, 24, 128, 32768, 3072}, 132);
+  EXPECT_FALSE(gret_plan_valid({1, 24, 64, 32768, 1536}, bad));
+  bad.slices = 4;
+  bad.slice_cols = 32;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // v3 is full width
+  GretChunkPlan v2 = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132);
+  EXPECT_EQ(v2.kernel, 2);  // the default stays v2
+  v2.kernel = 4;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, v2));
+  for (int64_t B : {1, 2, 3, 8})
+    for (int64_t N : {1, 64, 4096, 1 << 20})
+      for (int sms : {1, 16, 132}) {
+        const GretChunkPlan q = plan_gret_chunk_v3({B, 24, 128, N, 3072}, sms);
+        EXPECT_TRUE(gret_plan_valid({B, 24, 128, N, 3072}, q));
+        EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, 64)));
+      }
+  // 16 warps (kernel 4): 1 CTA an SM, Q and S^ double-buffered
+  EXPECT_EQ(gret_v3_smem_bytes(128, 64, 16), 164352);
+  EXPECT_LE(gret_v3_smem_bytes(128, 64, 16) + 1024, 228 * 1024);
+  for (int64_t N : {32768, 1048576}) {
+    const GretChunkShape s{1, 24, 128, N, 3072};
+    const GretChunkPlan p = plan_gret_chunk_v3(s, 132, 16);
+    EXPECT_EQ(p.kernel, 4);
+    EXPECT_EQ(p.segments, 5);  // 120 CTAs, 1 an SM
+    EXPECT_TRUE(gret_plan_valid(s, p));
+  }
+  EXPECT_FALSE(gret_plan_valid({1, 24, 64, 32768, 1536}, plan_gret_chunk_v3({1, 24, 128, 32768, 3072}, 132, 16)));
+  // coverage: every (batch, head, chunk) exactly once over the v3 grid (slices = 1)
+  for (int64_t B : {1, 3})
+    for (int64_t N : {1, 65, 4097, 32768 + 1}) {
+      const int64_t H = 24, nc = gret_num_chunks(N, 64);
+      const GretChunkPlan p = plan_gret_chunk_v3({B, H, 128, N, 3072}, 132);
+      std::vector<int> cover(static_cast<size_t>(B * H * nc), 0);
+      for (int64_t c = 0; c < gret_num_seg_ctas(B, H, p.segments, 1); ++c) {
+        const GretSegCta t = gret_seg_cta(c, H, p.segments, 1);
+        ASSERT_EQ(t.slice, 0);
+        for (int64_t ch = gret_segment_begin(t.segment, nc, p.segments);
+             ch < gret_segment_begin(t.segment + 1, nc, p.segments); ++ch)
+          ++cover[static_cast<size_t>((t.batch * H + t.head) * nc + ch)];
+      }
+      for (int x : cover) ASSERT_EQ(x, 1) << B << " " << N;
+    }
 }
 
 // ---------------------------------------------------------------------------

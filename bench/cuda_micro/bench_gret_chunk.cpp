@@ -4,6 +4,9 @@
 // - segments P = 1, 2, 4, 8 at 128K (V-slices of 32 columns);
 // - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms,
 //   fla chunk_simple_gla 0.72 ms on the lent H100), plan and P = 1;
+// - v3 (full-width CTAs of 8 warps, cuda/NOTES-gret_chunk.md) and v3w16 (16 warps)
+//   beside v2 at every shape: the v3 planners' segments "(v3 plan)" /
+//   "(v3w16 plan)" and a few other P;
 // - the fp32 recurrent GPU oracle at 32K, for scale.
 // Floors: bytes = B*N*H*(3*D*2 + 4 + D*2) (q, k, v, log-gamma in, o out; the
 // state never leaves the chip; the segmented phase 1 re-reads k, v of P-1
@@ -19,6 +22,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attention_oracle.hpp"
@@ -71,9 +75,11 @@ struct Shape {
   int64_t batch, heads, D, N;
 };
 
-// One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's.
+// One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's;
+// `v3_runs` lists v3 (full-width CTA) runs as (warps 8 or 16, segments), 0
+// segments meaning that v3 planner's.
 void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<int, int>>& variants,
-                 cudaStream_t stream, int sm_count) {
+                 cudaStream_t stream, int sm_count, const std::vector<std::pair<int, int>>& v3_runs = {}) {
   const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
   const double token_heads = static_cast<double>(B) * N * H;
   const double bytes = token_heads * (3.0 * D * 2 + 4 + D * 2);
@@ -85,17 +91,27 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   fill_f32(state.p, state.n, 6, 0.0f, 0.1f);
   cuda::GretChunkShape s{B, H, D, N, stride};
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(s, sm_count);
-  for (const auto& [cols_in, segs_in] : variants) {
-    cuda::GretChunkPlan p = plan;
+  const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count, 8);
+  const cuda::GretChunkPlan plan4 = cuda::plan_gret_chunk_v3(s, sm_count, 16);
+  // (kernel, slice_cols, segments) runs: the v2 variants, then the v3 ones
+  std::vector<std::tuple<int, int, int>> runs;
+  for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
+  if (cuda::gret_v3_supported(D))
+    for (const auto& [warps, segs_in] : v3_runs) runs.emplace_back(warps == 16 ? 4 : 3, 0, segs_in);
+  for (const auto& [kernel, cols_in, segs_in] : runs) {
+    const cuda::GretChunkPlan& base = kernel == 4 ? plan4 : (kernel == 3 ? plan3 : plan);
+    cuda::GretChunkPlan p = base;
     if (cols_in > 0) {
       if (!cuda::gret_slice_supported(D, cols_in)) continue;
       p.slice_cols = cols_in;
       p.slices = static_cast<int>(D / cols_in);
     }
     if (segs_in > 0) p.segments = segs_in;
-    const bool is_plan = p.slice_cols == plan.slice_cols && p.segments == plan.segments;
+    const bool is_plan = p.slice_cols == base.slice_cols && p.segments == base.segments;
     const std::string variant =
-        "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (plan)" : "");
+        kernel == 4   ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")
+        : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
+                      : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (plan)" : "");
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
     Buf<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};
@@ -106,7 +122,11 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
         },
         stream, 2, N >= 524288 ? 5 : 10);
     r.notes = "H" + std::to_string(H) + " D" + std::to_string(D) + "; " +
-              std::to_string(B * H * p.slices * p.segments) + " CTAs (3 kernels if P>1); " +
+              std::to_string(B * H * p.slices * p.segments) +
+              (kernel == 4 ? " CTAs of 16 warps, full width (v3w16)"
+               : kernel == 3 ? " CTAs of 8 warps, full width (v3)"
+                             : " CTAs of 4 warps (v2)") +
+              " (3 kernels if P>1); " +
               "floor bytes = B*N*H*(3*D*2+4+D*2), flops = B*N*H*(4*64*D+4*D*D) full blocks; " +
               (all_finite_bf16(o.p, o.n) ? "o finite" : "o NOT FINITE");
     report.add(r);
@@ -121,12 +141,12 @@ YOCO_KERNEL_BENCH(gret_chunk) {
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
   try {
     const std::vector<std::pair<int, int>> plan_only = {{0, 0}};
-    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms);
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms);
+    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 4}, {16, 0}});
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 5}, {8, 8}, {8, 16}, {16, 0}, {16, 6}, {16, 11}});
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 131072}, {{0, 0}, {32, 1}, {32, 2}, {32, 4}, {32, 8}, {64, 4}},
-                stream, sms);
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms);
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms);
+                stream, sms, {{8, 0}, {8, 6}, {8, 16}, {16, 0}, {16, 11}});
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms, {{8, 0}, {8, 16}, {16, 0}});
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {{8, 0}, {16, 0}});
     // The fp32 recurrent oracle (correctness tool, not a kernel to tune), at 32K.
     {
       const int64_t B = 1, H = 24, D = 128, N = 32768, W = H * D, stride = 3 * W;
