@@ -169,7 +169,7 @@ inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
 // segments until the grid fills one whole wave of resident CTAs
 // (SMs x gret_ctas_per_sm), keeping every segment >= 8 chunks. The phase-1
 // pass re-reads k and v of segments 0..P-2 (x(1 + 0.5 (P-1)/P) bytes).
-inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
+inline GretChunkPlan plan_gret_chunk_v2(const GretChunkShape& s, int sm_count) {
   GretChunkPlan p;
   p.chunk = 64;
   p.segments = 1;
@@ -198,7 +198,7 @@ inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
 // 2 an SM, P 11 at batch 1 x 24 heads on 132 SMs; 16 warps: 1 an SM, P 5),
 // >= 8 chunks a segment, <= 64.
 inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, int warps = 8) {
-  if (!gret_v3_supported(s.head_dim)) return plan_gret_chunk(s, sm_count);
+  if (!gret_v3_supported(s.head_dim)) return plan_gret_chunk_v2(s, sm_count);
   GretChunkPlan p;
   p.chunk = 64;
   p.kernel = warps == 16 ? 4 : 3;
@@ -212,6 +212,16 @@ inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, i
   if (P < 1) P = 1;
   p.segments = static_cast<int>(P);
   return p;
+}
+
+// The planner the library uses: v3 (8 warps, full-width CTAs) where it exists
+// (head_dim 128), v2 elsewhere. Chosen by measurement (H100, the same call as
+// fla, reports/results/nvidia-h100/logs/run-04): at batch 1 x 24 heads x 128,
+// v3 P 11 took 0.60 / 2.21 / 8.76 / 17.9 ms at 32K / 128K / 512K / 1M against
+// v2 P 4's 1.00 / 3.85 / 15.4 / 30.9 ms, and v3w16 P 5's 0.72 / 2.73 / 10.9 /
+// 21.6 ms.
+inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
+  return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count, 8) : plan_gret_chunk_v2(s, sm_count);
 }
 
 }  // namespace yoco::cuda

@@ -28,7 +28,7 @@ TEST(GretPlan, EveryChunkHeadAndSliceOnce) {
       for (int64_t D : {64, 128, 256})
         for (int sms : {1, 16, 132, 264}) {
           GretChunkShape s{B, H, D, 1000, H * D};
-          const GretChunkPlan p = plan_gret_chunk(s, sms);
+          const GretChunkPlan p = plan_gret_chunk_v2(s, sms);
           ASSERT_TRUE(gret_plan_valid(s, p)) << B << " " << H << " " << D << " " << sms;
           std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
           std::vector<int> col_cover(static_cast<size_t>(B * H * D), 0);
@@ -119,15 +119,15 @@ TEST(GretPlan, OffsetsDoNotWrapAtOneMillionTokens) {
 
 TEST(GretPlan, PlannerFillsTheDevice) {
   // yoco-3b gRet layer at batch 1: 24 heads x 128 -> 4 slices of 32 (96 CTAs, the fastest measured)
-  GretChunkPlan p = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132);
+  GretChunkPlan p = plan_gret_chunk_v2({1, 24, 128, 32768, 3072}, 132);
   EXPECT_EQ(p.slice_cols * p.slices, 128);
   EXPECT_EQ(p.slices, 4);
-  EXPECT_EQ(plan_gret_chunk({2, 16, 128, 16384, 2048}, 132).slices, 4);  // the KERNELS.md anchor
+  EXPECT_EQ(plan_gret_chunk_v2({2, 16, 128, 16384, 2048}, 132).slices, 4);  // the KERNELS.md anchor
   // a large batch keeps the widest slice
-  p = plan_gret_chunk({8, 24, 128, 32768, 3072}, 132);
+  p = plan_gret_chunk_v2({8, 24, 128, 32768, 3072}, 132);
   EXPECT_EQ(p.slice_cols, 64);
   // head dim 256: never wider than 32 columns (64 fp32 state registers a thread)
-  p = plan_gret_chunk({16, 40, 256, 4096, 40 * 256}, 132);
+  p = plan_gret_chunk_v2({16, 40, 256, 4096, 40 * 256}, 132);
   EXPECT_EQ(p.slice_cols, 32);
   EXPECT_FALSE(gret_slice_supported(256, 64));
   EXPECT_FALSE(gret_slice_supported(96, 32));
@@ -135,17 +135,17 @@ TEST(GretPlan, PlannerFillsTheDevice) {
   EXPECT_EQ(gret_ctas_per_sm(128, 32), 3);
   EXPECT_EQ(gret_smem_bytes(128, 32, 64), 75264);
   for (int64_t N : {32768, 131072, 524288, 1048576}) {
-    const GretChunkPlan q = plan_gret_chunk({1, 24, 128, N, 3072}, 132);
+    const GretChunkPlan q = plan_gret_chunk_v2({1, 24, 128, N, 3072}, 132);
     EXPECT_EQ(q.slices, 4);
     EXPECT_EQ(q.segments, 4) << N;  // 384 CTAs of 396 slots
   }
-  EXPECT_EQ(plan_gret_chunk({2, 16, 128, 16384, 2048}, 132).segments, 3);  // 384 CTAs
-  EXPECT_EQ(plan_gret_chunk({1, 24, 128, 900, 3072}, 132).segments, 1);    // 15 chunks: too short to cut
-  EXPECT_EQ(plan_gret_chunk({8, 24, 128, 32768, 3072}, 132).segments, 1);  // the batch fills the device
+  EXPECT_EQ(plan_gret_chunk_v2({2, 16, 128, 16384, 2048}, 132).segments, 3);  // 384 CTAs
+  EXPECT_EQ(plan_gret_chunk_v2({1, 24, 128, 900, 3072}, 132).segments, 1);    // 15 chunks: too short to cut
+  EXPECT_EQ(plan_gret_chunk_v2({8, 24, 128, 32768, 3072}, 132).segments, 1);  // the batch fills the device
   for (int64_t B : {1, 2, 3, 8})
     for (int64_t N : {1, 64, 4096, 1 << 20})
       for (int sms : {1, 16, 132}) {
-        const GretChunkPlan q = plan_gret_chunk({B, 24, 128, N, 3072}, sms);
+        const GretChunkPlan q = plan_gret_chunk_v2({B, 24, 128, N, 3072}, sms);
         EXPECT_GE(q.segments, 1);
         EXPECT_LE(q.segments, kGretMaxSegments);
         EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, 64)));
@@ -181,7 +181,7 @@ TEST(GretPlan, V3PlanFillsTwoCtasAnSm) {
   bad.slices = 4;
   bad.slice_cols = 32;
   EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // v3 is full width
-  GretChunkPlan v2 = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132);
+  GretChunkPlan v2 = plan_gret_chunk_v2({1, 24, 128, 32768, 3072}, 132);
   EXPECT_EQ(v2.kernel, 2);  // the default stays v2
   v2.kernel = 4;
   EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, v2));
@@ -345,6 +345,20 @@ TEST(GretChunkEmulation, ScanMatchesASerialCumsum) {
   for (int i = 0; i < 64; ++i) {
     acc += lg[i];
     EXPECT_NEAR(G[i], acc, 1e-5 * std::abs(acc) + 1e-6);
+  }
+}
+
+TEST(GretPlan, TheLibraryPlannerPicksV3AtHeadDim128AndV2Elsewhere) {
+  const GretChunkShape d128{1, 24, 128, 32768, 3072}, d64{1, 24, 64, 32768, 1536}, d256{1, 16, 256, 32768, 4096};
+  const GretChunkPlan a = plan_gret_chunk(d128, 132), a3 = plan_gret_chunk_v3(d128, 132, 8);
+  EXPECT_EQ(a.kernel, 3);
+  EXPECT_EQ(a.segments, a3.segments);
+  EXPECT_EQ(a.slice_cols, 128);
+  for (const GretChunkShape& s : {d64, d256}) {
+    const GretChunkPlan b = plan_gret_chunk(s, 132), b2 = plan_gret_chunk_v2(s, 132);
+    EXPECT_EQ(b.kernel, 2) << s.head_dim;
+    EXPECT_EQ(b.slice_cols, b2.slice_cols) << s.head_dim;
+    EXPECT_EQ(b.segments, b2.segments) << s.head_dim;
   }
 }
 

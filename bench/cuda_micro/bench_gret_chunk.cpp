@@ -1,12 +1,13 @@
 // gRet chunkwise prefill (issue 14; KERNELS.md §3), kernel "gret_chunk":
 // - yoco-3b gRet layer (24 heads x 128) at batch 1 and N = 32K, 128K, 512K, 1M,
-//   the planner's (slices, segments) at each, marked "(plan)";
+//   the v2 planner's (slices, segments) at each, marked "(v2 plan)";
 // - segments P = 1, 2, 4, 8 at 128K (V-slices of 32 columns);
 // - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms,
 //   fla chunk_simple_gla 0.72 ms on the lent H100), plan and P = 1;
 // - v3 (full-width CTAs of 8 warps, cuda/NOTES-gret_chunk.md) and v3w16 (16 warps)
 //   beside v2 at every shape: the v3 planners' segments "(v3 plan)" /
-//   "(v3w16 plan)" and a few other P;
+//   "(v3w16 plan)" and a few other P (plan_gret_chunk, the library's choice,
+//   is the v3 plan at head dim 128);
 // - the fp32 recurrent GPU oracle at 32K, for scale.
 // Floors: bytes = B*N*H*(3*D*2 + 4 + D*2) (q, k, v, log-gamma in, o out; the
 // state never leaves the chip; the segmented phase 1 re-reads k, v of P-1
@@ -90,7 +91,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   fill_f32(lg.p, lg.n, 5, -0.03f, 0.02f);  // log gamma in [-0.05, -0.01]
   fill_f32(state.p, state.n, 6, 0.0f, 0.1f);
   cuda::GretChunkShape s{B, H, D, N, stride};
-  const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(s, sm_count);
+  const cuda::GretChunkPlan plan = cuda::plan_gret_chunk_v2(s, sm_count);
   const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count, 8);
   const cuda::GretChunkPlan plan4 = cuda::plan_gret_chunk_v3(s, sm_count, 16);
   // (kernel, slice_cols, segments) runs: the v2 variants, then the v3 ones
@@ -111,7 +112,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
     const std::string variant =
         kernel == 4   ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
-                      : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (plan)" : "");
+                      : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
     Buf<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};

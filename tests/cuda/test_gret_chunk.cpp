@@ -95,7 +95,7 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
   int64_t t0 = 0;
   for (int64_t n : launches) {
     GretChunkShape s{p.B, p.H, p.D, n, p.stride};
-    GretChunkPlan plan = plan_gret_chunk(s, 132);
+    GretChunkPlan plan = plan_gret_chunk_v2(s, 132);
     if (kernel >= 3) {
       plan = plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8);
       EXPECT_EQ(plan.kernel, kernel);
@@ -268,7 +268,7 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
     upload(lg, p.lg);
     upload(st, p.s0);
     GretChunkShape s{B, H, D, N0, p.stride};
-    GretChunkPlan plan = kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk(s, 132);
+    GretChunkPlan plan = kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
     EXPECT_EQ(plan.kernel, kernel);
     plan.segments = 3;
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
@@ -328,7 +328,7 @@ TEST(GretChunk, RejectsBadArguments) {
   DeviceArray<__nv_bfloat16> x(4096);
   DeviceArray<float> f(4096);
   GretChunkShape s{1, 1, 64, 8, 64};
-  const GretChunkPlan ok = plan_gret_chunk(s, 132);
+  const GretChunkPlan ok = plan_gret_chunk_v2(s, 132);
   EXPECT_EQ(launch_gret_chunk(nullptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, ok, nullptr), cudaErrorInvalidValue);
   GretChunkShape bad = s;
   bad.head_dim = 96;
@@ -427,7 +427,7 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     const double bound_o = 1.5 * bf16_output_bound(want);
     for (int kernel : {2, 3, 4}) {  // the same inputs and oracle for v2 and v3
       const GretChunkPlan plan =
-        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk(s, 132);
+        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
       EXPECT_EQ(plan.kernel, kernel);
       EXPECT_GT(plan.segments, 1);
       const size_t wsb = gret_chunk_workspace_bytes(s, plan);
@@ -496,7 +496,7 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
   const std::vector<float> want_s = download(st_o);
   for (int kernel : {2, 3, 4}) {  // the same inputs and oracle for v2 and v3
     const GretChunkPlan plan =
-        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk(s, 132);
+        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
     EXPECT_EQ(plan.kernel, kernel);
     EXPECT_GT(plan.segments, 1);
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
