@@ -21,6 +21,11 @@ _PEER = re.compile(r"^(?P<base>.+?)_(?:torch_(?P<backend>[a-z0-9]+)|(?P<fla>fla)
 _HEAD_DIM = re.compile(r"\bD(\d+)\b")
 
 
+def _is_chunk(variant):
+    """A query block at an offset inside a longer cache (chunked prefill), not a one-shot pass."""
+    return "q0" in variant or "chunk" in variant
+
+
 def is_kernel_row(r):
     return r.metric in KERNEL_METRICS
 
@@ -95,6 +100,8 @@ def kernel_sections(rows, table):
                 continue
             rd = _HEAD_DIM.search(rvar)
             if pd and rd and pd.group(1) != rd.group(1):
+                continue
+            if _is_chunk(pvar) != _is_chunk(rvar):
                 continue
             cands.append(r)
         if cands:

@@ -14,6 +14,9 @@
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
 # peers: PyTorch SDPA (and FlexAttention) for attention, flash-linear-attention
 #        for gRet, installed from wheels in .whl/ when carried (never committed).
+# The git revision in the rows comes from YOCO_GIT_SHA when set: pass it from
+# the machine that built (a lent machine's copy of .git may be older than the
+# working tree it received).
 # Outputs: summary.txt, suite.log (all steps), kernels.csv (bench rows),
 #          peers_sdpa.csv, peers_fla.csv, logs.tar.gz (one log per step).
 set -uo pipefail
@@ -66,7 +69,7 @@ run_step() {
 }
 
 {
-echo "gpu-suite $(date -u +%FT%TZ) git $(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown) bin $BIN"
+echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)} bin $BIN"
 
 if has_step info; then
   {

@@ -53,7 +53,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       check(cudaMemset(out.p, 0xff, out.n * sizeof(bf16)), "poison out");
       const double bytes = static_cast<double>(B) * N * 2.0 * Hkv * D * 2.0 + 2.0 * B * H * D * 2.0;
       const double flops = 4.0 * B * H * static_cast<double>(N) * D;
-      KernelResult r{"attn_decode", variant, "yoco-3b", N, B, bytes, flops, {}, ""};
+      KernelResult r{"attn_decode", variant, "transformer-3b", N, B, bytes, flops, {}, ""};  // the heads (24/8/128) YOCO-3B's cross-decoder shares
       r.time = time_launches(
           [&](cudaStream_t st) {
             check(cuda::launch_flash_decode(q.p, k.p, v.p, lengths.p, s, splits, ws.p, out.p, st), "flash_decode");
