@@ -6,7 +6,7 @@
 # run, and a SASS census (HGMMA/HMMA per kernel). Every step runs under
 # `timeout`, so a hung kernel costs one step, not the call.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps info,tests,sanitize,bench,peers,sass]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass]
 #                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
 #
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
+    --steps|--only) STEPS="$2"; shift 2 ;;
     --tests) TEST_REGEX="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
@@ -71,6 +71,7 @@ run_step() {
 {
 echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)} bin $BIN"
 
+note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 if has_step info; then
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
@@ -79,8 +80,7 @@ if has_step info; then
     ldd "$BIN"/test_flash_decode 2>&1 | head -20
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())' 2>&1
   } >"$LOGS/info.log" 2>&1
-  cat "$LOGS/info.log" | head -12
-  note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+  head -12 "$LOGS/info.log"
 fi
 
 # The GPU test binaries are those built from tests/cuda/test_*.cpp.
@@ -165,6 +165,9 @@ tar -czf "$OUTDIR/logs.tar.gz" -C "$OUTDIR" logs 2>/dev/null && rm -rf "$LOGS"
 echo
 echo "===== gpu-suite summary ====="
 cat "$SUMMARY"
-[ -f "$OUTDIR/kernels.csv" ] && echo "kernel rows: $OUTDIR/kernels.csv"
+if [ -f "$OUTDIR/kernels.csv" ]; then
+  echo "kernel rows: $OUTDIR/kernels.csv; headlines (ceilings of this run, peers of this call):"
+  python3 scripts/gpu_headlines.py "$OUTDIR/kernels.csv" "$OUTDIR"/peers_*.csv 2>/dev/null | tee -a "$SUMMARY"
+fi
 grep -q -E 'FAIL|TIMEOUT|MISSING' "$SUMMARY" && exit 1
 exit 0

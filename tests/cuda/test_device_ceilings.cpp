@@ -17,10 +17,16 @@ TEST(DeviceCeilingsGpu, CopyAndGemmRatesArePlausible) {
   EXPECT_EQ(c.copy_bw.repeats, 5);
   EXPECT_GT(c.copy_bw.median, 100e9);
   EXPECT_LT(c.copy_bw.median, 20e12);
-  EXPECT_LE(c.copy_bw.min, c.copy_bw.median);
-  EXPECT_GE(c.copy_bw.max, c.copy_bw.median);
   EXPECT_GT(c.gemm_flops.median, 10e12);
   EXPECT_LT(c.gemm_flops.median, 5e15);
+  EXPECT_EQ(c.gemm_flops.repeats, 5);
+  // The repeats agree: after the warm-up, samples of an 8192^3 GEMM and a 1 GiB
+  // copy varied by 3% and 2% on the H100 (reports/results/nvidia-h100); the
+  // bound is loose (3x) for the clock ramp of an idle card, and still fails for
+  // a sample whose timer read nothing (an infinite rate) or that timed module
+  // load or handle creation.
+  EXPECT_LT(c.copy_bw.max, 3.0 * c.copy_bw.min);
+  EXPECT_LT(c.gemm_flops.max, 3.0 * c.gemm_flops.min);
   std::printf("[ceilings] copy %.0f GB/s, bf16 GEMM %.1f TFLOP/s\n", c.copy_bw.median / 1e9,
               c.gemm_flops.median / 1e12);
 }

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""One line per kernel family from a GPU run's CSVs: the range of its rows'
+efficiency against the ceilings of the same run, and how the fastest of ours
+compares with each peer at the same points. gpu-suite.sh prints it last.
+
+  scripts/gpu_headlines.py KERNELS.csv [PEERS.csv ...]
+
+Rows whose variant says "sweep" are left out of ours (tuning sweeps, not what
+the library runs). Standard library only: runs on the lent machine's python3.
+"""
+import csv
+import re
+import sys
+from collections import defaultdict
+
+RATE = {"attn_prefill": "fraction_of_gemm_peak"}  # the others: fraction_of_copy_bw
+PEER = re.compile(r"^(?P<base>.+?)_(?:torch_(?P<backend>[a-z0-9]+)|(?P<fla>fla))$")
+HEAD_DIM = re.compile(r"\bD(\d+)\b")
+
+
+def split(phase):
+    fam, _, variant = phase.partition(":")
+    m = PEER.match(fam)
+    if m:
+        return m.group("base"), ("torch_" + m.group("backend")) if m.group("backend") else "fla", variant
+    return fam, "", variant
+
+
+def is_chunk(variant):
+    return "q0" in variant or "chunk" in variant
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    rows = []
+    for path in argv[1:]:
+        try:
+            with open(path, newline="") as f:
+                rows += list(csv.DictReader(f))
+        except OSError as e:
+            print("gpu_headlines: %s: %s" % (path, e.strerror), file=sys.stderr)
+    val = {}
+    for r in rows:
+        if r.get("value"):
+            val[(r["model"], r["seq_len"], r["batch"], r["phase"], r["metric"])] = float(r["value"])
+    times = [r for r in rows if r["metric"] == "kernel_time_s" and r.get("value")]
+    ours = [r for r in times if not split(r["phase"])[1] and "sweep" not in r["phase"]]
+    fams = defaultdict(list)
+    for r in ours:
+        fam = split(r["phase"])[0]
+        f = val.get((r["model"], r["seq_len"], r["batch"], r["phase"], RATE.get(fam, "fraction_of_copy_bw")))
+        if f is not None:
+            fams[fam].append(f)
+    vs = defaultdict(lambda: defaultdict(list))
+    for p in times:
+        fam, who, pvar = split(p["phase"])
+        if not who:
+            continue
+        pd = HEAD_DIM.search(pvar)
+        cands = [r for r in ours if split(r["phase"])[0] == fam and r["model"] == p["model"]
+                 and r["seq_len"] == p["seq_len"] and r["batch"] == p["batch"]
+                 and is_chunk(split(r["phase"])[2]) == is_chunk(pvar)
+                 and not (pd and HEAD_DIM.search(split(r["phase"])[2])
+                          and HEAD_DIM.search(split(r["phase"])[2]).group(1) != pd.group(1))]
+        if cands:
+            best = min(float(r["value"]) for r in cands)
+            vs[fam][who].append(float(p["value"]) / best)
+    if not fams:
+        print("no kernel rows")
+        return 0
+    print("%-28s %5s  %-22s  %s" % ("kernel", "rows", "% of ceiling (min-max)", "ours / peer (peer time / ours)"))
+    for fam in sorted(fams):
+        f = fams[fam]
+        unit = "GEMM" if RATE.get(fam) else "copy"
+        peers = "; ".join("%s %.2f-%.2fx" % (who, min(x), max(x)) for who, x in sorted(vs[fam].items()))
+        print("%-28s %5d  %5.1f-%5.1f%% of %-6s  %s" % (fam, len(f), 100 * min(f), 100 * max(f), unit, peers or "-"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
