@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,9 +48,11 @@ inline void fill_uniform_f32(float* dst, size_t n, uint64_t key, float offset, f
   check(cudaDeviceSynchronize(), "fill f32");
 }
 
-inline bool all_finite_bf16(const bf16* d, size_t n) {
-  std::vector<uint16_t> h(n);
-  check(cudaMemcpy(h.data(), d, n * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
+// The first min(n, limit) values (a 1M-token output is 6 GB: check a prefix).
+inline bool all_finite_bf16(const bf16* d, size_t n, size_t limit = SIZE_MAX) {
+  const size_t m = n < limit ? n : limit;
+  std::vector<uint16_t> h(m);
+  check(cudaMemcpy(h.data(), d, m * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
   for (uint16_t b : h)
     if (!std::isfinite(bf16_bits_to_float(b))) return false;
   return true;

@@ -30,46 +30,13 @@
 #include "counter_init.hpp"
 #include "dtype.hpp"
 #include "gret_chunk.hpp"
+#include "bench_buffers.hpp"
 #include "gret_oracle.hpp"
 #include "kernel_bench.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
 
-using bf16 = __nv_bfloat16;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string("bench_gret_chunk: ") + what + ": " + cudaGetErrorString(e));
-}
-
-template <class T>
-struct Buf {
-  T* p = nullptr;
-  size_t n = 0;
-  explicit Buf(size_t count) : n(count) { check(cudaMalloc(&p, count * sizeof(T)), "cudaMalloc"); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-};
-
-void fill_bf16(bf16* dst, size_t n, uint64_t seed, float scale) {
-  check(cuda::launch_fill_normal_bf16(dst, static_cast<int64_t>(n), seed, scale, nullptr), "fill_normal_bf16");
-  check(cudaDeviceSynchronize(), "fill sync");
-}
-
-void fill_f32(float* dst, size_t n, uint64_t key, float offset, float scale) {
-  check(cuda::launch_counter_init(dst, static_cast<int64_t>(n), key, InitRule{offset, scale}, nullptr), "counter_init");
-  check(cudaDeviceSynchronize(), "counter_init sync");
-}
-
-bool all_finite_bf16(const bf16* d, size_t n) {
-  const size_t m = std::min<size_t>(n, size_t{1} << 24);  // the first 16 Mi values
-  std::vector<uint16_t> h(m);
-  check(cudaMemcpy(h.data(), d, m * sizeof(uint16_t), cudaMemcpyDeviceToHost), "download");
-  for (uint16_t b : h)
-    if (!std::isfinite(bf16_bits_to_float(b))) return false;
-  return true;
-}
 
 struct Shape {
   const char* model;
@@ -85,11 +52,11 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   const double token_heads = static_cast<double>(B) * N * H;
   const double bytes = token_heads * (3.0 * D * 2 + 4 + D * 2);
   const double flops = token_heads * (4.0 * 64 * D + 4.0 * D * D);
-  Buf<bf16> qkv(static_cast<size_t>(B * N * stride)), o(static_cast<size_t>(B * N * W));
-  Buf<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D));
-  fill_bf16(qkv.p, qkv.n, 3 + N, 0.3f);
-  fill_f32(lg.p, lg.n, 5, -0.03f, 0.02f);  // log gamma in [-0.05, -0.01]
-  fill_f32(state.p, state.n, 6, 0.0f, 0.1f);
+  DeviceBuffer<bf16> qkv(static_cast<size_t>(B * N * stride)), o(static_cast<size_t>(B * N * W));
+  DeviceBuffer<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D));
+  fill_normal_bf16(qkv.p, qkv.n, 3 + N, 0.3f);
+  fill_uniform_f32(lg.p, lg.n, 5, -0.03f, 0.02f);  // log gamma in [-0.05, -0.01]
+  fill_uniform_f32(state.p, state.n, 6, 0.0f, 0.1f);
   cuda::GretChunkShape s{B, H, D, N, stride};
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk_v2(s, sm_count);
   const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count, 8);
@@ -114,7 +81,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
                       : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
-    Buf<unsigned char> ws(std::max<size_t>(wsb, 16));
+    DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};
     r.time = time_launches(
         [&](cudaStream_t st) {
@@ -129,18 +96,18 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
                              : " CTAs of 4 warps (v2)") +
               " (3 kernels if P>1); " +
               "floor bytes = B*N*H*(3*D*2+4+D*2), flops = B*N*H*(4*64*D+4*D*D) full blocks; " +
-              (all_finite_bf16(o.p, o.n) ? "o finite" : "o NOT FINITE");
+              (all_finite_bf16(o.p, o.n, size_t{1} << 24) ? "o finite" : "o NOT FINITE");
     report.add(r);
   }
 }
 
 YOCO_KERNEL_BENCH(gret_chunk) {
-  cudaStream_t stream = nullptr;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  ScopedStream scoped;
+  const cudaStream_t stream = scoped.s;
   int dev = 0, sms = 132;
   check(cudaGetDevice(&dev), "device");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
-  try {
+  {
     const std::vector<std::pair<int, int>> plan_only = {{0, 0}};
     bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 4}, {16, 0}});
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 5}, {8, 8}, {8, 16}, {16, 0}, {16, 6}, {16, 11}});
@@ -151,12 +118,12 @@ YOCO_KERNEL_BENCH(gret_chunk) {
     // The fp32 recurrent oracle (correctness tool, not a kernel to tune), at 32K.
     {
       const int64_t B = 1, H = 24, D = 128, N = 32768, W = H * D, stride = 3 * W;
-      Buf<bf16> qkv(static_cast<size_t>(B * N * stride));
-      Buf<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D)),
+      DeviceBuffer<bf16> qkv(static_cast<size_t>(B * N * stride));
+      DeviceBuffer<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D)),
           o(static_cast<size_t>(B * N * W));
-      fill_bf16(qkv.p, qkv.n, 9, 0.3f);
-      fill_f32(lg.p, lg.n, 10, -0.03f, 0.02f);
-      fill_f32(state.p, state.n, 11, 0.0f, 0.1f);
+      fill_normal_bf16(qkv.p, qkv.n, 9, 0.3f);
+      fill_uniform_f32(lg.p, lg.n, 10, -0.03f, 0.02f);
+      fill_uniform_f32(state.p, state.n, 11, 0.0f, 0.1f);
       const double token_heads = static_cast<double>(B) * N * H;
       KernelResult r{"gret_recurrent_oracle", "fp32 one CTA per head", "yoco-3b", N, B,
                      token_heads * (3.0 * D * 2 + 4 + D * 4), token_heads * 4.0 * D * D, {}, ""};
@@ -170,11 +137,7 @@ YOCO_KERNEL_BENCH(gret_chunk) {
       r.notes = "bytes count fp32 o; flops = 4*D*D per token-head";
       report.add(r);
     }
-  } catch (...) {
-    cudaStreamDestroy(stream);
-    throw;
   }
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace
