@@ -17,7 +17,7 @@ from collections import OrderedDict, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
-from kernels_section import is_kernel_row, kernel_sections  # noqa: E402
+from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
 DEFAULT_README = os.path.join(plot.REPORTS_DIR, "README.md")

@@ -1,4 +1,4 @@
-"""The GPU kernel rows of a device as README sections: each kernel against its
+"""Kernel efficiency, the text part: the GPU kernel rows of a device as README sections: each kernel against its
 floor, and each beside the peers timed on the same shapes in the same call.
 
 Kernel rows are those of bench_cuda_kernels and bench/peers (metrics
@@ -9,7 +9,7 @@ kernel_time_s, achieved_gbs, achieved_tflops, fraction_of_*): phase
 import re
 from collections import OrderedDict
 
-from plot import fmt_sig, fmt_tokens, fmt_value
+from .style import fmt_sig, fmt_tokens, fmt_value
 
 KERNEL_METRICS = ("kernel_time_s", "achieved_gbs", "achieved_tflops", "fraction_of_copy_bw", "fraction_of_gemm_peak")
 # Our families, in the order the README lists them, with the rate that matters for each.
