@@ -1,4 +1,4 @@
-// The analytic cost model (bench/cost_model.hpp) against the paper's numbers,
+// The analytic cost model (bench/analytic/cost_model.hpp) against the paper's numbers,
 // derived from first principles, and against the CPU reference's own memory
 // accounting and brute-force counts. Each test states its tolerance and why.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // yoco compare: the CI performance-regression gate. Reads two result CSVs,
-// judges every shared key (bench/compare.hpp) and prints a markdown table (for
+// judges every shared key (bench/results/compare.hpp) and prints a markdown table (for
 // a CI log or a pull-request comment) or a CSV; exit 1 when something failed.
 #include <cmath>
 #include <iostream>

@@ -1,4 +1,4 @@
-// yoco model: the analytic cost model (bench/cost_model.hpp) for models ×
+// yoco model: the analytic cost model (bench/analytic/cost_model.hpp) for models ×
 // lengths, as tables and result rows with method=analytic.
 #include <algorithm>
 #include <iostream>

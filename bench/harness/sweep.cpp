@@ -1,15 +1,14 @@
-// The CPU sweep: the reference models timed with steady_clock.
-#include <chrono>
+// The measured protocol (DESIGN.md §4-5), written once for every device: the
+// device backend (device_backend.hpp) creates the runners, times, reads memory
+// and measures the ceilings; nothing here knows which device it drives.
 #include <cmath>
 #include <map>
 #include <new>
 
 #include "analytic_rows.hpp"
-#include "cpu_ceilings.hpp"
+#include "cpu_backend.hpp"
 #include "errors.hpp"
 #include "format.hpp"
-#include "host_info.hpp"
-#include "host_memory.hpp"
 #include "lists.hpp"
 #include "stats.hpp"
 #include "sweep.hpp"
@@ -19,15 +18,10 @@ namespace yoco::cli {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
 // What a point measured; absent fields did not run.
 struct PointResult {
   std::optional<Summary> prefill, decode;
-  std::optional<MemoryBreakdown> memory;
-  int64_t peak_rss = 0;
-  bool rss_reset = false;
+  std::optional<std::vector<Reading>> memory;  // the breakdown, then the peaks
   int64_t throughput_batch = 0;
   std::optional<double> throughput, tp_prefill_s, tp_decode_s;
   bool throughput_sampled = false;
@@ -64,6 +58,12 @@ class RowSink {
     rows_.push_back(make_row(prov_, model, n, batch, gen, phase, metric, value, unit, method, repeats, notes));
     return rows_.back();
   }
+  void reading(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,
+               const Reading& r) {
+    ResultRow& row = add(model, n, batch, gen, phase, r.metric, r.value, r.unit, r.method, r.repeats, r.notes);
+    row.min = r.min;
+    row.max = r.max;
+  }
   void timing(const std::string& model, int64_t n, int64_t batch, int64_t gen, const std::string& phase,
               const std::string& metric, const Summary& s, const std::string& method, const std::string& notes) {
     ResultRow& r = add(model, n, batch, gen, phase, metric, s.median, "s", method, s.count, notes);
@@ -94,47 +94,34 @@ std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t 
 }
 
 // `steps` decode steps, each timed; tokens are synthetic (a step costs the same whatever they are).
-std::vector<double> time_decode_steps(ModelRunner& r, int64_t batch, int64_t steps) {
+std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_t batch, int64_t steps) {
   std::vector<double> t;
   const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
-  for (int64_t i = 0; i < steps; ++i) {
-    const auto t0 = Clock::now();
-    r.decode_step(tokens);
-    t.push_back(since(t0));
-  }
+  for (int64_t i = 0; i < steps; ++i) t.push_back(dev.time([&] { r.decode_step(tokens); }));
   return t;
 }
 
 }  // namespace
 
 std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress) {
-  std::vector<ResultRow> rows;
-  const std::string cpu = s.device_name.empty() ? cpu_device_name() : s.device_name;
-  const Provenance prov = Provenance::here("cpu", cpu, kernel_release());
-  RowSink sink(rows, prov);
+  CpuBackend cpu(s.device_name);
+  return run_sweep(s, cpu, progress);
+}
 
-  progress.step("measuring this machine's GEMM rate and copy bandwidth");
-  const CpuCeilings ceil = measure_cpu_ceilings();
-  {
-    ResultRow& g = sink.add("-", 0, 1, 0, "ceiling", "gemm_peak_tflops", ceil.gemm_flops / 1e12, "TFLOP/s", "measured",
-                            ceil.repeats, "Eigen fp32 GEMM 768x768x768, median");
-    g.min = ceil.gemm_min / 1e12;
-    g.max = ceil.gemm_max / 1e12;
-    ResultRow& c = sink.add("-", 0, 1, 0, "ceiling", "copy_bw_gbs", ceil.copy_bw / 1e9, "GB/s", "measured",
-                            ceil.repeats, "memcpy of 256 MiB, read + write counted, median");
-    c.min = ceil.copy_min / 1e9;
-    c.max = ceil.copy_max / 1e9;
-  }
+std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Progress& progress) {
+  std::vector<ResultRow> rows;
+  RowSink sink(rows, dev.provenance());
+
+  const Ceilings ceil = dev.measure_ceilings(progress);
+  for (const Reading& r : ceil.rows) sink.reading("-", 0, 1, 0, "ceiling", r);
   AnalyticSettings an;
-  an.storage = cost::Storage::uniform(s.precision == Precision::f64 ? cost::StorageType::fp64 : cost::StorageType::fp32);
-  an.device = cpu_roofline_spec(ceil, cpu);
+  an.storage = dev.analytic_storage(s.precision);
+  an.device = ceil.roofline;
   an.prefill_chunk = s.prefill_chunk;
   an.gen = s.gen;
   const Provenance an_prov = Provenance::here("analytic", an.device.name, "");
 
-  const int elem = precision_bytes(s.precision);
-  const double host = host_memory_bytes();
-  const double usable = 0.8 * host;  // leave room for the OS and the rest of the process
+  const double usable = dev.usable_memory_bytes();
   std::vector<ModelConfig> configs;
   for (const auto& m : s.models) configs.push_back(resolve_model(m));
   const int total = static_cast<int>(s.models.size() * s.lengths.size());
@@ -159,9 +146,10 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
       if (do_tp && Bt == 0) {
         Bt = 1;
         while (Bt < s.max_batch &&
-               generation_bytes_estimate(cfg, elem, Bt + 1, n - s.gen, s.gen, s.prefill_chunk, false) <= usable)
+               dev.generation_bytes(cfg, s.precision, Bt + 1, n - s.gen, s.gen, s.prefill_chunk) <= usable)
           ++Bt;
-        bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in 80% of host memory";
+        bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in " +
+                  dev.usable_memory_name();
       }
       // Analytic rows for this point (batch B; throughput at batch Bt).
       AnalyticSettings a = an;
@@ -171,8 +159,8 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
       for (auto& r : analytic_rows(model, ap, a, an_prov, s.metrics)) rows.push_back(std::move(r));
 
       // Will it fit, and how long will it take?
-      const double need = generation_bytes_estimate(cfg, elem, std::max(B, do_tp ? Bt : 0), n, s.decode_sample,
-                                                    s.prefill_chunk, false);
+      const double need =
+          dev.generation_bytes(cfg, s.precision, std::max(B, do_tp ? Bt : 0), n, s.decode_sample, s.prefill_chunk);
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
@@ -195,7 +183,7 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
       std::string skip_method, skip_note;
       if (need > usable) {
         skip_method = "out_of_memory";
-        skip_note = "needs about " + human_bytes(need) + ", 80% of host memory is " + human_bytes(usable);
+        skip_note = "needs about " + human_bytes(need) + ", " + dev.usable_memory_name() + " is " + human_bytes(usable);
       } else if (predicted > s.budget_s) {
         skip_method = "over_budget";
         skip_note = "predicted " + strf("%.0f", predicted) + " s > --budget-s " + strf("%g", s.budget_s);
@@ -205,48 +193,46 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
         try {
           if (!runner) {
             progress.step("initialising weights");
-            runner = ModelRunner::create(cfg, s.precision, WeightSource::from_seed(s.seed));
+            runner = dev.create_runner(cfg, s.precision, s.seed);
           }
           if (latency) {
             const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
             std::vector<double> times;
-            res.rss_reset = reset_peak_rss();
+            dev.reset_peak_memory();
             const bool decode = s.metrics.count("decode") > 0;
             for (int i = 0; i < warmup + repeats; ++i) {
               progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
               const bool last = i + 1 == warmup + repeats;
-              const auto t0 = Clock::now();
-              runner->prefill(prompt, last && decode ? s.decode_sample : 0, s.prefill_chunk);
-              const double t = since(t0);
+              const double t =
+                  dev.time([&] { runner->prefill(prompt, last && decode ? s.decode_sample : 0, s.prefill_chunk); });
               if (i >= warmup) times.push_back(t);
-              if (i == warmup) res.memory = runner->memory();  // cache of exactly n tokens
+              if (i == warmup) res.memory = dev.memory_breakdown(*runner, n, s.precision);  // cache of exactly n tokens
             }
             res.prefill = summarize(times);
             if (decode) {
               progress.step("decode steps");
-              res.decode = summarize(time_decode_steps(*runner, B, s.decode_sample));
+              res.decode = summarize(time_decode_steps(dev, *runner, B, s.decode_sample));
             }
-            res.peak_rss = peak_rss_bytes();
+            auto peaks = dev.memory_peaks();
+            if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
           }
           if (tp) {
             progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
             res.throughput_batch = Bt;
             const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
-            const auto t0 = Clock::now();
-            runner->prefill(prompt, s.gen, s.prefill_chunk);
-            res.tp_prefill_s = since(t0);
+            res.tp_prefill_s = dev.time([&] { runner->prefill(prompt, s.gen, s.prefill_chunk); });
             progress.step("throughput: decode");
             std::vector<double> steps;
             if (s.gen <= s.decode_sample) {
-              steps = time_decode_steps(*runner, Bt, s.gen);
+              steps = time_decode_steps(dev, *runner, Bt, s.gen);
             } else {
               // Sampled: half the sample at the start of the generation, half at its end
               // (the positions between are skipped, not computed); a step's cost is affine
               // in its context, so the mean of the two halves is the mean over all steps.
               const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
-              steps = time_decode_steps(*runner, Bt, head);
+              steps = time_decode_steps(dev, *runner, Bt, head);
               runner->skip_positions(s.gen - s.decode_sample);
-              const auto t = time_decode_steps(*runner, Bt, tail);
+              const auto t = time_decode_steps(dev, *runner, Bt, tail);
               steps.insert(steps.end(), t.begin(), t.end());
               res.throughput_sampled = true;
             }
@@ -285,21 +271,8 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress)
         }
       } else {
         const std::string common = budget_note.empty() ? "" : "; " + budget_note;
-        if (res.memory && s.metrics.count("memory")) {
-          const MemoryBreakdown& m = *res.memory;
-          const std::string note = "the reference's accounting after prefilling " + std::to_string(n) +
-                                   " tokens (cache of exactly that), " + precision_name(s.precision);
-          sink.add(model, n, B, 0, "memory", "mem_weights_bytes", m.weights, "B", "exact", 1, note);
-          sink.add(model, n, B, 0, "memory", "mem_kv_cache_bytes", m.kv_cache, "B", "exact", 1, note);
-          sink.add(model, n, B, 0, "memory", "mem_state_bytes", m.state, "B", "exact", 1, note);
-          sink.add(model, n, B, 0, "memory", "mem_activations_bytes", m.activations, "B", "exact", 1,
-                   note + "; activations: peak of the metered temporaries");
-          sink.add(model, n, B, 0, "memory", "mem_total_bytes", m.total(), "B", "exact", 1, note);
-          sink.add(model, n, B, 0, "memory", "mem_host_peak_rss_bytes", static_cast<double>(res.peak_rss), "B",
-                   "measured", 1,
-                   res.rss_reset ? "process peak RSS over this point's prefills and decode steps"
-                                 : "process peak RSS since start (the kernel refused to reset the mark)");
-        }
+        if (res.memory && s.metrics.count("memory"))
+          for (const Reading& r : *res.memory) sink.reading(model, n, B, 0, "memory", r);
         if (res.prefill && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +

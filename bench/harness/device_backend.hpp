@@ -1,0 +1,76 @@
+#pragma once
+// What differs between the devices a sweep measures (harness/sweep.cpp holds
+// the protocol, once: warm-up and repeats, the budget and its predictor, the
+// sampled decode, out-of-memory rows, the analytic row beside each point).
+// A backend creates the runners, times regions, reads memory, measures the
+// run's ceilings and names the analytic projection's device:
+//   cpu_backend.cpp   the CPU reference, steady_clock, the reference's memory
+//                     accounting + peak RSS, Eigen GEMM + memcpy ceilings;
+//   cuda_backend.cpp  a skeleton until the CUDA runners exist (CUDA events,
+//                     the device arena + cudaMemGetInfo + the device peak,
+//                     bf16 cuBLAS GEMM + device-to-device copy).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "cost_model.hpp"
+#include "model_runner.hpp"
+#include "progress.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+// One reading the backend makes (a ceiling, a memory figure); the sweep turns
+// it into a row of the point it belongs to.
+struct Reading {
+  std::string metric;
+  double value = 0;
+  std::string unit, method;
+  int64_t repeats = 1;
+  std::string notes;
+  std::optional<double> min, max;
+};
+
+struct Ceilings {
+  std::vector<Reading> rows;  // gemm_peak_tflops, copy_bw_gbs (phase "ceiling")
+  cost::DeviceSpec roofline;  // the device of the analytic rows beside each point
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  // device, device_name and driver of the measured rows.
+  virtual Provenance provenance() const = 0;
+  // The run's ceilings, measured once at the start of the sweep.
+  virtual Ceilings measure_ceilings(Progress& progress) = 0;
+  // Storage types the analytic projection assumes for runners of precision `p`.
+  virtual cost::Storage analytic_storage(Precision p) const = 0;
+
+  // Memory the sweep may fill: a point needing more becomes out_of_memory
+  // rows, and the automatic throughput batch is the largest that fits.
+  virtual double usable_memory_bytes() const = 0;
+  virtual std::string usable_memory_name() const = 0;  // "80% of host memory"
+  // Rough upper bound of a generation on this device: caches for prompt + gen
+  // tokens of `batch` sequences, the prefill's temporaries.
+  virtual double generation_bytes(const ModelConfig& cfg, Precision p, double batch, double prompt, double gen,
+                                  double prefill_chunk) const = 0;
+
+  // A runner with the counter-based weights of `seed`; std::bad_alloc when it does not fit.
+  virtual std::unique_ptr<ModelRunner> create_runner(const ModelConfig& cfg, Precision p, uint64_t seed) = 0;
+  // Seconds `region` takes on the device (the CPU: steady_clock; CUDA: events around it).
+  virtual double time(const std::function<void()>& region) = 0;
+
+  // Memory of a point: the peak marks are reset before its prefills; the
+  // breakdown is read after its first timed prefill (a cache of exactly `n`
+  // tokens); the peaks after its decode steps.
+  virtual void reset_peak_memory() = 0;
+  virtual std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) = 0;
+  virtual std::vector<Reading> memory_peaks() = 0;
+};
+
+}  // namespace yoco::cli

@@ -1,0 +1,58 @@
+#pragma once
+// The measured harness (DESIGN.md §4–5): models × lengths, each point within a
+// time budget, every point ending as rows — measured, sampled, or rows saying
+// why it did not run — next to the cost model's projection for the same
+// point. The protocol is written once (sweep.cpp); a device backend
+// (device_backend.hpp) supplies what differs: the CPU reference
+// (cpu_backend.hpp) today, the CUDA runners (cuda_backend.hpp) later.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "device_backend.hpp"
+#include "model_runner.hpp"
+#include "progress.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+struct SweepSettings {
+  std::vector<std::string> models;
+  std::vector<int64_t> lengths;
+  int64_t gen = 1024;         // throughput: generated tokens (prompt = length - gen)
+  int64_t batch = 0;          // 0 = auto: 1 for latency points, the largest that fits for throughput
+  int64_t max_batch = 8;      // cap of the automatic throughput batch
+  std::set<std::string> metrics = {"memory", "prefill", "decode", "throughput"};
+  int repeats = 3, warmup = 1;
+  int64_t decode_sample = 64;  // decode steps timed per point
+  int64_t prefill_chunk = 32768;
+  double budget_s = 120;       // per point
+  Precision precision = Precision::f32;
+  uint64_t seed = 0;           // weights and synthetic prompts
+  // device_name of the rows; empty = the CPU's name. A fixed label lets a CI
+  // baseline join with runs on other machines of the same pool.
+  std::string device_name;
+};
+
+// Runs the sweep on `device`. Rows: the device's ceilings, measured / sampled /
+// exact rows per point, over_budget / out_of_memory / failed rows where a point
+// did not run, analytic rows for every point (roofline on the measured
+// ceilings), and YOCO-vs-Transformer ratio rows. The protocol:
+//  - latency points at batch B (--batch, else 1): warm-up prefills, then timed
+//    repeats (median, min, max); the memory readings after the first timed
+//    prefill; decode_sample decode steps timed after the last;
+//  - throughput at batch Bt (--batch, else the largest up to max_batch whose
+//    generation fits in the usable memory): prompt n - gen, gen steps, timed
+//    on a sample when gen > decode_sample (half at the start, half at the end);
+//  - a point's time is predicted (the last measured point of the model scaled
+//    by the cost model, else the roofline): over the budget, the warm-up goes
+//    and repeats are cut, then throughput is dropped, then the point is an
+//    over_budget row; a point that needs more than the usable memory, or whose
+//    run throws std::bad_alloc, is out_of_memory rows.
+std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& device, Progress& progress);
+
+// run_sweep on the CPU reference (CpuBackend, device_name from the settings).
+std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress);
+
+}  // namespace yoco::cli
