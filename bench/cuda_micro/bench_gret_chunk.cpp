@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <random>
 #include <stdexcept>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -66,6 +67,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
   if (cuda::gret_v3_supported(D))
     for (const auto& [warps, segs_in] : v3_runs) runs.emplace_back(warps == 16 ? 4 : 3, 0, segs_in);
+  std::set<std::tuple<int, int, int>> done;  // a variant equal to the plan runs once (one row per key)
   for (const auto& [kernel, cols_in, segs_in] : runs) {
     const cuda::GretChunkPlan& base = kernel == 4 ? plan4 : (kernel == 3 ? plan3 : plan);
     cuda::GretChunkPlan p = base;
@@ -75,6 +77,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
       p.slices = static_cast<int>(D / cols_in);
     }
     if (segs_in > 0) p.segments = segs_in;
+    if (!done.insert({kernel, p.slice_cols, p.segments}).second) continue;
     const bool is_plan = p.slice_cols == base.slice_cols && p.segments == base.segments;
     const std::string variant =
         kernel == 4   ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")

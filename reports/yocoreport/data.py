@@ -181,11 +181,17 @@ def warn(msg):
 
 
 def expand_paths(specs, what):
-    """Files named, or every *.csv under the folders named (recursively), in a stable order."""
+    """Files named, or every *.csv under the folders named (recursively), in a stable order.
+
+    A folder named `logs` is history, not results: each GPU run's raw logs and the
+    CSVs it brought back sit under reports/results/<device>/logs/run-NN-*/, and
+    the current CSVs of the device beside that folder. Name such a file to read it.
+    """
     out = []
     for spec in specs:
         if os.path.isdir(spec):
-            found = sorted(glob.glob(os.path.join(spec, "**", "*.csv"), recursive=True))
+            found = sorted(f for f in glob.glob(os.path.join(spec, "**", "*.csv"), recursive=True)
+                           if "logs" not in os.path.relpath(f, spec).split(os.sep)[:-1])
             if not found:
                 print("%s: no *.csv under %s" % (what, spec))
             out.extend(found)
