@@ -109,6 +109,9 @@ std::optional<ModelConfig> try_preset(const std::string& name) {
 
 int64_t get_int(const nlohmann::json& j, const std::string& key, const std::string& source) {
   const auto& v = j.at(key);
+  // An unsigned past int64 would wrap to a negative number and be reported as one.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw InputError(source + ": field '" + key + "' is out of range, got " + v.dump());
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     const double x = v.get<double>();
@@ -154,6 +157,14 @@ void ModelConfig::validate() const {
   positive("n_layers", n_layers);
   positive("hidden_dim", hidden_dim);
   positive("vocab_size", vocab_size);
+  // Every command lays the parameters out per layer (param_layout: a few
+  // tensors a layer) before anything else, the analytic `yoco model` included,
+  // which has no host-memory gate since it models models larger than this
+  // machine. Real models have at most a few hundred layers; a count past this
+  // is a typo or a corrupt file, and would otherwise grow memory without bound.
+  constexpr int64_t kMaxLayers = int64_t{1} << 16;
+  if (n_layers > kMaxLayers)
+    bad(*this, "n_layers", "must be <= " + std::to_string(kMaxLayers) + ", got " + std::to_string(n_layers));
   if (!(rope_theta > 0) || !std::isfinite(rope_theta)) bad(*this, "rope_theta", "must be a positive number");
   if (!(norm_eps > 0) || !std::isfinite(norm_eps)) bad(*this, "norm_eps", "must be a positive number");
   if (vocab_size > (int64_t{1} << 31)) bad(*this, "vocab_size", "must be <= 2^31 (token ids are 32-bit on the device)");
@@ -193,7 +204,8 @@ ModelConfig config_from_json_text(const std::string& text, const std::string& so
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error and also out_of_range (a number too large for a double, e.g. 1e400).
     throw InputError(source + ": not valid JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object()) throw InputError(source + ": expected a JSON object");

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.hpp"
 #include "errors.hpp"
 
 namespace yoco {
@@ -40,7 +41,8 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error and also out_of_range (a number too large for a double, e.g. 1e400).
     fail(path_, std::string("header is not valid JSON (") + e.what() + ")");
   }
   if (!j.is_object()) fail(path_, "header is not a JSON object");
@@ -163,13 +165,12 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   }
   std::string h = header.dump();
   while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // data section 8-byte aligned
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(path + ": cannot open for writing");
+  AtomicFile out(path);  // a failed write leaves any earlier file intact
   unsigned char lenbuf[8];
   uint64_t hl = h.size();
   for (int i = 0; i < 8; ++i) lenbuf[i] = static_cast<unsigned char>((hl >> (8 * i)) & 0xff);
-  out.write(reinterpret_cast<const char*>(lenbuf), 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
+  out.write(lenbuf, 8);
+  out.write(h);
   std::vector<unsigned char> buf;
   for (const auto& t : tensors) {
     int64_t n = 1;
@@ -197,9 +198,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
         }
       }
     }
-    out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(buf.size()));
+    out.write(buf.data(), buf.size());
   }
-  if (!out) throw InputError(path + ": write failed");
+  out.commit();
 }
 
 }  // namespace yoco

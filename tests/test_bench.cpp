@@ -127,6 +127,25 @@ TEST_F(Bench, BadOptionsExit2) {
   expect_input_error(yoco("bench --lengths 1K --device tpu"), {"--device"}, "unknown device");
   expect_input_error(yoco("bench --lengths 1K --batch zero"), {"--batch"}, "bad batch");
   expect_input_error(yoco("bench --lengths 1K --results-dir /tmp"), {"--default-job"}, "default-job option alone");
+  // Duplicate points (issue 12): refused before anything runs, not written twice.
+  const std::string dup_out = path("dup.csv");
+  for (const std::string& l : {std::string("1K,1K"), std::string("1K,2K,1024")}) {
+    const auto r = yoco("bench --model yoco-tiny --lengths " + l + " --metrics memory --out " + dup_out);
+    expect_input_error(r, {"--lengths", "1K", "twice"}, "duplicate lengths " + l);
+  }
+  expect_input_error(yoco("bench --model yoco-tiny,transformer-tiny,yoco-tiny --lengths 128 --metrics memory --out " + dup_out),
+                     {"--model", "yoco-tiny", "twice"}, "duplicate models");
+  expect_input_error(yoco("model --model yoco-tiny --lengths 1K,1K"), {"--lengths", "twice"}, "model: duplicate lengths");
+  expect_input_error(yoco("model --model yoco-tiny,yoco-tiny --lengths 1K"), {"--model", "twice"}, "model: duplicate models");
+  EXPECT_FALSE(std::filesystem::exists(dup_out));
+  // --gen at or above a length: throughput has no prompt there; said, naming the length, not a silent gap.
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 512,1K --gen 512 --out " + dup_out),
+                     {"--gen 512", "length 512", "throughput"}, "gen = length");
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 128 --gen 1000 --metrics throughput"), {"--gen", "128"},
+                     "gen > length");
+  EXPECT_FALSE(std::filesystem::exists(dup_out));
+  // Without throughput, --gen does not matter.
+  EXPECT_EQ(yoco("bench --model yoco-tiny --lengths 128 --gen 1000 --metrics memory --format csv").status, 0);
   // CUDA: not built here, or no device, or no runner yet -- said, not crashed.
   const auto cuda = yoco("bench --device cuda --model yoco-tiny --lengths 1K");
   expect_input_error(cuda, {"--device cuda"}, "cuda");

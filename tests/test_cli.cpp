@@ -441,12 +441,88 @@ TEST_F(Cli, ConfigFiles) {
   expect_input_error(yoco("forward --model " + unk + out), {unk, "dimm"}, "unknown field");
   const std::string bad = write("bad.json", "{\"dim\": 64, ");
   expect_input_error(yoco("forward --model " + bad + out), {bad, "JSON"}, "bad json");
+  // A number too large for a double (issue 12): exit 2 naming the file, not "internal error".
+  const std::string huge = write("huge.json", std::regex_replace(s, std::regex("10000\\.0"), "1e400"));
+  for (const std::string& cmd : std::vector<std::string>{"forward --model " + huge + out, "model --model " + huge,
+                                "weights init --seed 0 --model " + huge + " --out " + path("w.safetensors")}) {
+    const CliRun r = yoco(cmd);
+    expect_input_error(r, {huge, "JSON"}, "1e400: " + cmd);
+    EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  }
+  {
+    const std::string w = path("huge.safetensors");
+    spit(w, le64(std::string(R"({"x": 1e400})").size()) + R"({"x": 1e400})");
+    const CliRun r = yoco("weights inspect " + w);
+    expect_input_error(r, {w, "not valid JSON"}, "1e400 in a safetensors header");
+  }
+  // 2e9 layers of tiny width: every command refuses at once (exit 2), `yoco model` as well (issue 12).
+  const std::string deep = write("deep.json", std::regex_replace(
+      std::regex_replace(s, std::regex("\"n_layers\": 4"), "\"n_layers\": 2000000000"), std::regex("\"dim\": 64"), "\"dim\": 4"));
+  for (const std::string& cmd : std::vector<std::string>{"model --model " + deep, "model --model " + deep + ",yoco-tiny --lengths 1K --format csv",
+                                "forward --model " + deep + out, "weights init --seed 0 --model " + deep + " --out " + path("w.safetensors")})
+    expect_input_error(yoco(cmd), {deep, "n_layers"}, "deep: " + cmd);
   const std::string odd = write("odd.json", std::regex_replace(s, std::regex("\"n_layers\": 4"), "\"n_layers\": 3"));
   expect_input_error(yoco("forward --model " + odd + out), {"n_layers"}, "odd layers");
   expect_input_error(yoco("forward --model " + path("absent.json") + out), {"absent.json"}, "missing file");
   expect_input_error(yoco("forward --model yoco-nonesuch" + out), {"unknown model preset", "yoco-nonesuch"}, "preset");
   expect_input_error(yoco("generate --model " + kv + " --prompt-len 4 --gen 1"), {"n_attn_kv_heads"}, "generate");
   expect_input_error(yoco("weights init --seed 0 --model " + unk + " --out " + path("w.safetensors")), {"dimm"}, "init");
+}
+
+// ---------------------------------------------------------- failed writes --
+
+// Issue 12: a failed write exits 2 naming the file, never "wrote"; an earlier
+// file at the path stays byte-for-byte. The failures: /dev/full (ENOSPC on
+// every write), a folder that is a file, and a file-size limit (RLIMIT_FSIZE
+// with SIGXFSZ ignored: EFBIG part-way through a regular file, as a full disk
+// would; it works as root, where permission tricks do not).
+TEST_F(Cli, FailedWritesExit2AndKeepTheEarlierFile) {
+  const std::string tiny_bench = "bench --model yoco-tiny --lengths 128 --metrics memory,prefill --repeats 1 --warmup 0";
+  // /dev/full: not "wrote N rows".
+  for (const std::string& cmd : std::vector<std::string>{tiny_bench + " --out /dev/full", "weights init --model yoco-tiny --seed 1 --out /dev/full",
+                                "forward --model yoco-tiny --tokens 1,2,3 --out /dev/full",
+                                "model --model yoco-tiny --lengths 1K --out /dev/full"}) {
+    const CliRun r = yoco(cmd);
+    expect_input_error(r, {"/dev/full"}, cmd);
+    EXPECT_EQ(r.err.find("wrote"), std::string::npos) << cmd << "\n" << r.err;
+  }
+  // A folder that is a file: said before any measurement.
+  spit(path("plain"), "x");
+  for (const std::string& cmd : std::vector<std::string>{tiny_bench + " --out " + path("plain/r.csv"),
+                                "weights init --model yoco-tiny --seed 1 --out " + path("plain/w.safetensors"),
+                                "forward --model yoco-tiny --tokens 1,2,3 --out " + path("plain/l.npy")}) {
+    const CliRun r = yoco(cmd);
+    expect_input_error(r, {path("plain")}, cmd);
+    EXPECT_EQ(r.err.find("prefill"), std::string::npos) << "measured before failing: " << r.err;
+  }
+  EXPECT_EQ(slurp(path("plain")), "x");
+
+  // Good files first, then the same commands under a 512-byte file-size limit.
+  const std::string csv = path("r.csv"), st = path("w.safetensors"), npy = path("l.npy");
+  const std::string bench_cmd = tiny_bench + " --out " + csv;
+  const std::string init_cmd = "weights init --model yoco-tiny --seed 1 --out " + st;
+  const std::string fwd_cmd = "forward --model yoco-tiny --tokens 1,2,3 --all-positions --out " + npy;
+  for (const auto& c : std::vector<std::string>{bench_cmd, init_cmd, fwd_cmd}) ASSERT_EQ(yoco(c).status, 0) << c;
+  const std::string csv0 = slurp(csv), st0 = slurp(st), npy0 = slurp(npy);
+  ASSERT_GT(csv0.size(), 1024u);
+  ASSERT_GT(npy0.size(), 1024u);
+  const std::string limited = "trap '' XFSZ; ulimit -f 1; exec ";  // 1 block of 512 bytes
+  for (const auto& c : std::vector<std::string>{bench_cmd + " --seed 7", "weights init --model yoco-tiny --seed 2 --out " + st, fwd_cmd}) {
+    const std::string err = path("limited.err");
+    const std::string line = limited + shell_quote(YOCO_CLI_PATH) + " " + c + " >/dev/null 2>" + shell_quote(err);
+    const int raw = std::system(("sh -c " + shell_quote(line)).c_str());
+    ASSERT_TRUE(WIFEXITED(raw)) << c;
+    EXPECT_EQ(WEXITSTATUS(raw), 2) << c << "\n" << slurp(err);
+    EXPECT_NE(slurp(err).find("yoco: error: "), std::string::npos) << slurp(err);
+  }
+  EXPECT_EQ(slurp(csv), csv0);
+  EXPECT_EQ(slurp(st), st0);
+  EXPECT_EQ(slurp(npy), npy0);
+  // No temporary files are left behind.
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  // The compare of the kept CSV still reads it.
+  EXPECT_EQ(yoco("compare " + csv + " " + csv).status, 0);
 }
 
 // ----------------------------------------------------- options and tokens --

@@ -1,11 +1,16 @@
 // Configs (presets, the authors' params.json, validation naming the field),
 // counter-based init, safetensors I/O and its failure modes, dtype rounding.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "atomic_file.hpp"
 #include "config.hpp"
 #include "dtype.hpp"
 #include "errors.hpp"
@@ -16,6 +21,13 @@ namespace yoco {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string yoco_test_slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 std::string temp_path(const std::string& name) {
   return (fs::temp_directory_path() / ("yoco_test_" + std::to_string(::getpid()) + "_" + name)).string();
@@ -105,6 +117,10 @@ TEST(Config, ValidationNamesTheField) {
   expect_input_error([&] {
     config_from_json_text(R"({"dim": 64, "n_layers": 0, "hidden_dim": 192, "vocab_size": 512, )" + heads + "}", "f.json");
   }, {"n_layers"});
+  // An absurd layer count is refused by validation, before any per-layer layout is built (issue 12).
+  expect_input_error([&] {
+    config_from_json_text(R"({"dim": 64, "n_layers": 2000000000, "hidden_dim": 192, "vocab_size": 512, )" + heads + "}", "f.json");
+  }, {"f.json", "n_layers", "65536", "2000000000"});
   expect_input_error([&] { config_from_json_text(yoco(heads + R"(, "sliding_window": 0)"), "f.json"); }, {"sliding_window"});
   expect_input_error([&] { config_from_json_text(yoco(heads + R"(, "gret_chunk_size": 0)"), "f.json"); }, {"gret_chunk_size"});
   expect_input_error([&] { config_from_json_text(yoco(heads + R"(, "self_decoder": "mamba")"), "f.json"); },
@@ -124,6 +140,14 @@ TEST(Config, ValidationNamesTheField) {
       "vocab_size": 512, "n_heads": 4, "n_kv_heads": 2, "head_dim": 7})", "t.json");
   }, {"head_dim", "odd"});
   expect_input_error([] { load_config_file("/nonexistent/cfg.json"); }, {"/nonexistent/cfg.json"});
+  // Numbers too large for a double (issue 12): nlohmann throws out_of_range, not parse_error.
+  expect_input_error([&] { config_from_json_text(yoco(heads + R"(, "rope_theta": 1e400)"), "f.json"); }, {"f.json", "JSON"});
+  expect_input_error([&] { config_from_json_text(yoco(heads + R"(, "norm_eps": -1e400)"), "f.json"); }, {"f.json", "JSON"});
+  expect_input_error([&] { config_from_json_text(R"({"dim": 1e999})", "f.json"); }, {"f.json", "JSON"});
+  expect_input_error([&] {
+    config_from_json_text(R"({"dim": 18446744073709551615, "n_layers": 4, "hidden_dim": 192, "vocab_size": 512, )" + heads + "}",
+                          "f.json");
+  }, {"f.json", "'dim'", "out of range", "18446744073709551615"});
   expect_input_error([] { validate_tokens(preset_config("yoco-tiny"), {0, 511, 512}); }, {"token 2", "512"});
 }
 
@@ -213,6 +237,12 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
   expect_input_error([&] { SafetensorsReader r(shortf); }, {"truncated"});
   expect_input_error([&] { SafetensorsReader r(write_raw("past.st", "{}", 0, 1000)); }, {"past the end"});
   expect_input_error([&] { SafetensorsReader r(write_raw("json.st", "{\"a\": ", 0)); }, {"not valid JSON"});
+  // A number too large for a double (issue 12) in the header or its metadata.
+  for (const std::string& h : std::vector<std::string>{R"({"x": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})",
+                              R"({"__metadata__": {"a": "b"}, "x": 1e400})", R"({"x": -1e400})"}) {
+    const auto f = write_raw("huge.st", h, 4);
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "not valid JSON"});
+  }
   expect_input_error([&] {
     SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}})", 2));
   }, {"'x'", "unsupported dtype I8"});
@@ -251,6 +281,52 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
   wide.vocab_size = 600;
   expect_input_error([&] { Weights<float>::load(wide, good); }, {"embed_tokens.weight", "[512, 64]", "[600, 64]"});
   for (const auto& f : {good, swa_file}) fs::remove(f);
+}
+
+// Issue 12: outputs are written whole or not at all.
+TEST(AtomicFile, FailedWritesKeepTheEarlierFile) {
+  const auto dir = temp_path("atomic");
+  fs::create_directories(dir);
+  const std::string target = dir + "/out.bin";
+  write_file_atomically(target, "first");
+  EXPECT_EQ(yoco_test_slurp(target), "first");
+  write_file_atomically(target, "second, longer");
+  EXPECT_EQ(yoco_test_slurp(target), "second, longer");
+  {
+    AtomicFile f(target);  // not committed: the target stays, the temporary goes
+    f.write(std::string(3 << 20, 'z'));
+  }
+  EXPECT_EQ(yoco_test_slurp(target), "second, longer");
+  // A write that fails part-way (EFBIG under a file-size limit, as a full disk would).
+  {
+    struct rlimit old {};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+    const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit lim = old;
+    lim.rlim_cur = 4096;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &lim), 0);
+    expect_input_error([&] { write_file_atomically(target, std::string(3 << 20, 'y')); }, {target, "write failed"});
+    ::setrlimit(RLIMIT_FSIZE, &old);
+    std::signal(SIGXFSZ, old_handler);
+  }
+  EXPECT_EQ(yoco_test_slurp(target), "second, longer");
+  // /dev/full, a folder that is a file, a folder: InputErrors naming the path.
+  expect_input_error([] { write_file_atomically("/dev/full", "x"); }, {"/dev/full"});
+  expect_input_error([&] { write_file_atomically(target + "/inner.bin", "x"); }, {target + "/inner.bin"});
+  expect_input_error([&] { check_output_path(target + "/inner.bin"); }, {target + "/inner.bin"});
+  expect_input_error([&] { write_file_atomically(dir, "x"); }, {dir, "folder"});
+  check_output_path(dir + "/fresh.bin");
+  EXPECT_FALSE(fs::exists(dir + "/fresh.bin"));
+  write_file_atomically("/dev/null", "x");  // not replaced by a rename
+  EXPECT_FALSE(fs::is_regular_file("/dev/null"));
+  // Only the target is left in the folder.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(e.path(), fs::path(target));
+  }
+  EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
 }
 
 TEST(DType, Bf16RoundsToNearestEven) {

@@ -32,7 +32,7 @@ CommandSpec bench_spec() {
   s.options = {
       {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
-      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N (default 1024)"},
+      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024)"},
       {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
       {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU)"},
       {"--metrics", "LIST", "any of memory,prefill,decode,throughput (default all)"},
@@ -79,7 +79,7 @@ std::set<std::string> parse_metrics(const std::string& text) {
 
 SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults) {
   SweepSettings s = defaults;
-  if (auto m = a.get("--model")) s.models = split_list("--model", *m);
+  if (auto m = a.get("--model")) s.models = split_unique_list("--model", *m);
   if (auto l = a.get("--lengths")) s.lengths = parse_length_list("--lengths", *l);
   s.gen = a.get_int("--gen", s.gen, 1, int64_t{1} << 40);
   const std::string batch = a.get_or("--batch", s.batch > 0 ? std::to_string(s.batch) : "auto");
@@ -95,6 +95,15 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   s.seed = a.get_u64("--seed", s.seed);
   s.device_name = a.get_or("--device-name", s.device_name);
   for (const auto& m : s.models) resolve_model(m);  // a bad name fails before anything runs
+  // Throughput generates --gen tokens after a prompt of length - gen: a length
+  // at or below --gen has no prompt, and its throughput rows would be missing
+  // with nothing saying why. Said before anything runs.
+  if (s.metrics.count("throughput"))
+    for (int64_t n : s.lengths)
+      if (n <= s.gen)
+        throw InputError("--gen " + std::to_string(s.gen) + " leaves no prompt at length " + length_label(n) +
+                         " (throughput: prompt = length - gen); give a --gen below every length, or leave throughput "
+                         "out of --metrics");
   return s;
 }
 
@@ -120,6 +129,7 @@ int cmd_bench(const Args& args) {
     // Unreachable until the CUDA backend is complete: the same sweep on the GPU.
     const OutputFormat format = parse_output_format(a);
     const SweepSettings s = sweep_settings(a, default_cpu_sweep());
+    if (auto out = a.get("--out")) prepare_output_path(*out);
     CudaBackend backend(s.device_name);
     Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
     const auto rows = run_sweep(s, backend, progress);
@@ -128,6 +138,7 @@ int cmd_bench(const Args& args) {
   }
   const OutputFormat format = parse_output_format(a);
   const SweepSettings s = sweep_settings(a, default_cpu_sweep());
+  if (auto out = a.get("--out")) prepare_output_path(*out);  // before any measurement
   Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
   const auto rows = run_cpu_sweep(s, progress);
   emit_rows(a, format, rows, [&] { print_sweep_table(rows); });

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "args.hpp"
+#include "atomic_file.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "host_memory.hpp"
@@ -54,6 +55,7 @@ int cmd_forward(const Args& args) {
   const int64_t n = static_cast<int64_t>(ids.size());
   require_host_memory(forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
                       "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
+  check_output_path(out);  // an unwritable --out is said before the work
   const auto runner = ModelRunner::create(m.cfg, m.precision, m.weights);
   const Mat<double> logits = runner->forward(TokenBatch::single(ids), paradigm);
 

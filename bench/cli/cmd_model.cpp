@@ -156,7 +156,7 @@ int cmd_model(const Args& args) {
   const std::string tpb = a.get_or("--throughput-batch", "auto");
   s.tp_batch = tpb == "auto" ? 0 : parse_int("--throughput-batch", tpb, 1, 1 << 20);
   const OutputFormat format = parse_output_format(a);
-  const auto names = split_list("--model", a.get_or("--model", "yoco-3b,transformer-3b"));
+  const auto names = split_unique_list("--model", a.get_or("--model", "yoco-3b,transformer-3b"));
   const auto lengths = parse_length_list("--lengths", a.get_or("--lengths", "32K,64K,128K,256K,512K,1M"));
 
   const Provenance prov = Provenance::here("analytic", s.device.name, "");

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "args.hpp"
+#include "atomic_file.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "format.hpp"
@@ -77,6 +78,7 @@ int weights_init(const Args& args) {
   const ModelConfig cfg = resolve_model(a.require("--model"));
   // The values are floats by construction, so float storage loses nothing even for F64.
   require_host_memory(weights_elements_estimate(cfg) * 4 * 1.5, "the weights of " + cfg.name);
+  check_output_path(out);  // an unwritable --out is said before the work
   const auto w = Weights<float>::init(cfg, seed);
   w.save(out, dtype);
   const auto layout = param_layout(cfg);

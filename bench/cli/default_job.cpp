@@ -57,9 +57,11 @@ int run_default_job(const ParsedArgs& a) {
   std::cout << "\n[1/3] CPU sweep: " << s.models.size() << " models x " << s.lengths.size() << " lengths, budget "
             << s.budget_s << " s per point\n";
   std::cout.flush();
+  const std::string cpu_dir = (results / device_slug("cpu", cpu_device_name())).string();
+  const std::string an_dir = (results / "analytic-h100").string();
+  for (const auto& f : {cpu_dir + "/bench.csv", an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring
   Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
   const auto cpu_rows = run_cpu_sweep(s, progress);
-  const std::string cpu_dir = (results / device_slug("cpu", cpu_device_name())).string();
   save_results_csv(cpu_dir + "/bench.csv", cpu_rows);
   std::cout << "  wrote " << cpu_rows.size() << " rows to " << cpu_dir << "/bench.csv\n";
 
@@ -83,7 +85,6 @@ int run_default_job(const ParsedArgs& a) {
     for (auto& r : analytic_rows(n, analytic_point(preset_config(n), 524288, int8), int8,
                                  Provenance::here("analytic", an.device.name, ""), {"memory"}))
       rows_65b.push_back(std::move(r));
-  const std::string an_dir = (results / "analytic-h100").string();
   save_results_csv(an_dir + "/model.csv", an_rows);
   save_results_csv(an_dir + "/model-65b-int8-kv.csv", rows_65b);
   std::cout << "\n[2/3] analytic: yoco-3b vs transformer-3b, 32K-1M, " << an.device.name << "; KV per token of "

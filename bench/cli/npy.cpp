@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "atomic_file.hpp"
 #include "errors.hpp"
 
 namespace yoco::cli {
@@ -41,9 +42,8 @@ void write_impl(const std::string& path, NpyDType dtype, const std::vector<int64
   const std::string header = npy_header(dtype, shape);
   int64_t n = 1;
   for (auto s : shape) n *= s;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(path + ": cannot open for writing");
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  AtomicFile out(path);  // a failed write leaves any earlier file intact
+  out.write(header);
   // Converted in blocks so that a large array needs no second full copy.
   constexpr int64_t kBlock = 1 << 16;
   std::vector<double> b64;
@@ -52,15 +52,14 @@ void write_impl(const std::string& path, NpyDType dtype, const std::vector<int64
     const int64_t m = std::min(kBlock, n - s);
     if (dtype == NpyDType::f64) {
       b64.assign(data + s, data + s + m);
-      out.write(reinterpret_cast<const char*>(b64.data()), static_cast<std::streamsize>(m * 8));
+      out.write(b64.data(), static_cast<size_t>(m) * 8);
     } else {
       b32.resize(static_cast<size_t>(m));
       for (int64_t i = 0; i < m; ++i) b32[i] = static_cast<float>(data[s + i]);
-      out.write(reinterpret_cast<const char*>(b32.data()), static_cast<std::streamsize>(m * 4));
+      out.write(b32.data(), static_cast<size_t>(m) * 4);
     }
   }
-  out.close();
-  if (!out) throw InputError(path + ": write failed");
+  out.commit();
 }
 
 }  // namespace

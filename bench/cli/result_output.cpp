@@ -1,7 +1,9 @@
 #include "result_output.hpp"
 
+#include <filesystem>
 #include <iostream>
 
+#include "atomic_file.hpp"
 #include "errors.hpp"
 
 namespace yoco::cli {
@@ -12,6 +14,13 @@ OutputFormat parse_output_format(const ParsedArgs& a) {
   if (f == "csv") return OutputFormat::csv;
   if (f == "json") return OutputFormat::json;
   throw InputError("--format: expected table, csv or json, got '" + f + "'");
+}
+
+void prepare_output_path(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);  // as save_results_csv does
+  check_output_path(path);  // fails naming the path when the folder is missing or not writable
 }
 
 void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,

@@ -13,6 +13,11 @@ namespace yoco::cli {
 enum class OutputFormat { table, csv, json };
 OutputFormat parse_output_format(const ParsedArgs& a);  // --format, default table
 
+// Before long work: `path`'s folder is created if missing and a file can be
+// written there (InputError naming the path otherwise), so that an unwritable
+// output is said at once, not after the measurements.
+void prepare_output_path(const std::string& path);
+
 // Writes --out if given (and says so on stderr), then prints the rows to
 // stdout in `format`; for table, calls `print_table`.
 void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,

@@ -31,8 +31,24 @@ std::vector<int64_t> parse_length_list(const std::string& option, const std::str
     else if (last == 'M' || last == 'm') scale = 1024 * 1024;
     if (scale != 1) item.pop_back();
     const int64_t n = parse_int(option, item, 1, kMax / scale);
+    // Rejected rather than merged: a repeated length is most likely a typo for
+    // another one, and measuring it twice would write duplicate rows, which
+    // `yoco compare` refuses as a malformed file.
+    for (int64_t seen : out)
+      if (seen == n * scale)
+        throw InputError(option + ": length " + length_label(n * scale) + " appears twice in '" + text +
+                         "' (each point is measured once)");
     out.push_back(n * scale);
   }
+  return out;
+}
+
+std::vector<std::string> split_unique_list(const std::string& option, const std::string& text) {
+  auto out = split_list(option, text);
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (out[i] == out[j])
+        throw InputError(option + ": '" + out[i] + "' appears twice in '" + text + "' (each point is measured once)");
   return out;
 }
 

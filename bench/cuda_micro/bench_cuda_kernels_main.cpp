@@ -12,13 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "atomic_file.hpp"
 #include "device_ceilings.hpp"
 #include "device_query.hpp"
 #include "kernel_registry.hpp"
@@ -43,24 +42,6 @@ bool selected(const std::string& name, const std::vector<std::string>& filters) 
   for (const auto& f : filters)
     if (name.find(f) != std::string::npos) return true;
   return false;
-}
-
-// Written to a temporary file beside the target and renamed over it, so an
-// interrupted run never leaves a torn CSV.
-bool save_atomically(const std::string& path, const std::vector<ResultRow>& rows) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.has_parent_path()) fs::create_directories(target.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream os(tmp, std::ios::trunc);
-    yoco::cli::write_results_csv(os, rows);
-    os.flush();
-    if (!os) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  return !ec;
 }
 
 // First line of a shell command's output, "" on failure.
@@ -101,6 +82,14 @@ int main(int argc, char** argv) {
   if (list) {
     for (const auto& [name, fn] : kernel_benches()) std::cout << name << "\n";
     return 0;
+  }
+  if (!out.empty()) {  // an unwritable --out is reported before any measurement
+    try {
+      yoco::check_output_path(out);
+    } catch (const std::exception& e) {
+      std::cerr << "bench_cuda_kernels: " << e.what() << "\n";
+      return 2;
+    }
   }
   const auto dev = yoco::cuda::query_devices();
   if (dev.count == 0) {
@@ -178,9 +167,15 @@ int main(int argc, char** argv) {
                                 "against the GEMM ceiling of this run"));
       }
     }
-    if (!out.empty() && !save_atomically(out, rows)) {  // after each benchmark: a cut-off run keeps what it measured
-      std::cerr << "bench_cuda_kernels: cannot write " << out << "\n";
-      return 2;
+    // After each benchmark, atomically (temporary file, checked writes, fsync,
+    // rename): a run cut off later keeps what it measured, never a torn file.
+    if (!out.empty()) {
+      try {
+        yoco::cli::save_results_csv(out, rows);
+      } catch (const std::exception& e) {
+        std::cerr << "bench_cuda_kernels: " << e.what() << "\n";
+        return 2;
+      }
     }
   }
 

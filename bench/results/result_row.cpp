@@ -9,8 +9,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "atomic_file.hpp"
 #include "errors.hpp"
 
 #ifndef YOCO_SOURCE_DIR
@@ -198,10 +200,9 @@ void save_results_csv(const std::string& path, const std::vector<ResultRow>& row
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  std::ofstream f(path);
-  if (!f) throw InputError("cannot write " + path);
-  write_results_csv(f, rows);
-  if (!f) throw InputError("error writing " + path);
+  std::ostringstream csv;
+  write_results_csv(csv, rows);
+  write_file_atomically(path, csv.str());  // a failed write leaves any earlier file intact
 }
 
 }  // namespace yoco::cli

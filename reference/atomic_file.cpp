@@ -1,0 +1,143 @@
+#include "atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "errors.hpp"
+
+namespace yoco {
+namespace {
+
+constexpr size_t kBuffer = size_t{1} << 20;
+
+std::string folder_of(const std::string& path) {
+  const std::filesystem::path p(path);
+  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
+}
+
+bool is_special(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+// Mode of a new file: the target's if it exists, else 0666 less the umask.
+mode_t new_file_mode(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 07777;
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0666 & ~mask;
+}
+
+void close_quietly(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) throw InputError("output path is empty");
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw InputError(path_ + ": cannot write (is a folder)");
+  if (is_special(path_)) {
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("cannot open for writing", errno);
+  } else {
+    const std::string name = std::filesystem::path(path_).filename().string();
+    std::string tmpl = (std::filesystem::path(folder_of(path_)) / ("." + name + ".tmp.XXXXXX")).string();
+    const mode_t mode = new_file_mode(path_);
+    fd_ = ::mkstemp(tmpl.data());
+    if (fd_ < 0) fail("cannot write (creating a temporary file in " + folder_of(path_) + ")", errno);
+    temp_ = tmpl;
+    ::fchmod(fd_, mode);
+  }
+  buf_.reserve(kBuffer);
+}
+
+AtomicFile::~AtomicFile() {
+  if (committed_) return;
+  close_quietly(fd_);
+  if (!temp_.empty()) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(const std::string& what, int err) {
+  close_quietly(fd_);
+  const bool replacing = !temp_.empty();
+  if (replacing) ::unlink(temp_.c_str());
+  temp_.clear();
+  committed_ = true;  // nothing left to clean up
+  throw InputError(path_ + ": " + what + (err ? std::string(" (") + std::strerror(err) + ")" : std::string()) +
+                   (replacing ? "; any earlier file there is left as it was" : ""));
+}
+
+void AtomicFile::flush() {
+  const char* p = buf_.data();
+  size_t left = buf_.size();
+  while (left > 0) {
+    const ssize_t w = ::write(fd_, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("write failed", errno);
+    }
+    if (w == 0) fail("write failed (no progress)", 0);
+    p += w;
+    left -= static_cast<size_t>(w);
+  }
+  buf_.clear();
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  if (fd_ < 0) throw InputError(path_ + ": write after the file was closed");
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const size_t take = std::min(n, kBuffer - buf_.size());
+    buf_.append(p, take);
+    p += take;
+    n -= take;
+    if (buf_.size() == kBuffer) flush();
+  }
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) throw InputError(path_ + ": commit after the file was closed");
+  flush();
+  if (!temp_.empty() && ::fsync(fd_) != 0) fail("fsync failed", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    const int err = errno;
+    fd_ = -1;
+    fail("close failed", err);
+  }
+  if (!temp_.empty()) {
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
+    temp_.clear();
+    // The rename itself is durable once the folder is synced (best effort).
+    const int dfd = ::open(folder_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  committed_ = true;
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  AtomicFile f(path);
+  f.write(bytes);
+  f.commit();
+}
+
+void check_output_path(const std::string& path) {
+  AtomicFile probe(path);  // creates (and, uncommitted, removes) a temporary beside the target
+}
+
+}  // namespace yoco
