@@ -57,6 +57,7 @@ from yocoreport.memory import MEMORY_PARTS, breakdown_figure  # noqa: F401
 from yocoreport.kv import kv_figure  # noqa: F401
 from yocoreport.lines import LINE_SPECS, line_figure  # noqa: F401
 from yocoreport.figures import make_figures  # noqa: F401
+from yocoreport.atomic import check_writable_folder  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------
@@ -93,6 +94,11 @@ def main(argv=None):
         return 2
     print("read %d result file(s), %d paper file(s): %d result rows, %d paper rows"
           % (len(data.result_files), len(data.paper_files), len(data.results), len(data.paper)))
+    try:  # an unwritable --out is reported before any figure is drawn
+        check_writable_folder(args.out)
+    except OSError as exc:
+        sys.stderr.write("plot.py: cannot write: %s\n" % (exc.strerror or exc))
+        return 2
     figs = make_figures(data, args.out)
     n = sum(1 for f in figs if f.paths)
     print("%d figure(s) written to %s" % (n, args.out))

@@ -17,6 +17,7 @@ from collections import OrderedDict, defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
+from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
@@ -379,12 +380,24 @@ def main(argv=None):
         return 2
     print("read %d result file(s), %d paper file(s): %d result rows, %d paper rows"
           % (len(data.result_files), len(data.paper_files), len(data.results), len(data.paper)))
-    figures = plot.make_figures(data, args.out)
+    try:  # unwritable outputs are reported before any figure is drawn
+        check_writable_folder(os.path.dirname(os.path.abspath(args.readme)))
+        check_writable_folder(args.out)
+    except OSError as exc:
+        sys.stderr.write("report.py: cannot write: %s\n" % (exc.strerror or exc))
+        return 2
+    try:
+        figures = plot.make_figures(data, args.out)
+    except OSError as exc:
+        sys.stderr.write("report.py: cannot write a figure: %s\n" % exc)
+        return 2
     text = build_readme(data, figures, args.readme)
-    d = os.path.dirname(os.path.abspath(args.readme))
-    os.makedirs(d, exist_ok=True)
-    with open(args.readme, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        with replacing(args.readme, "w", encoding="utf-8") as f:  # atomic: never a torn README
+            f.write(text)
+    except OSError as exc:
+        sys.stderr.write("report.py: cannot write %s: %s\n" % (args.readme, exc.strerror or exc))
+        return 2
     print("%d figure(s) in %s" % (sum(1 for f in figures if f.paths), args.out))
     print("wrote %s" % args.readme)
     return 0

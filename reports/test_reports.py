@@ -364,6 +364,35 @@ class ReportsTest(unittest.TestCase):
         self._expect_exit2(header + good + good.replace(",1024,", ",1k,"), 3, "column seq_len")
         self._expect_exit2("", 1, "empty file")
 
+    def test_outputs_are_atomic_and_unwritable_paths_exit_2(self):
+        from yocoreport.atomic import replacing
+        make_synthetic(self.results, with_cuda=False)
+        # An unwritable README or figure folder is refused before any figure is drawn.
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", "/dev/null/figures",
+                                            "--readme", self.readme])
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("/dev/null/figures", err)
+        self.assertFalse(os.path.exists(self.readme))
+        rc, out, err = _quiet(plot.main, [self.results, "--out", "/dev/null/figures"])
+        self.assertEqual(rc, 2, out + err)
+        # A write that fails part-way leaves the earlier file byte for byte, and no temporary file.
+        path = os.path.join(self.tmp, "keep.md")
+        with open(path, "w") as f:
+            f.write("earlier")
+        with self.assertRaises(RuntimeError):
+            with replacing(path, "w") as f:
+                f.write("half of the new text")
+                raise RuntimeError("interrupted")
+        with open(path) as f:
+            self.assertEqual(f.read(), "earlier")
+        self.assertEqual(sorted(os.listdir(self.tmp)).count("keep.md"), 1)
+        self.assertFalse([n for n in os.listdir(self.tmp) if n.endswith(".tmp")])
+        # A full disk: the error names the target, the earlier file stays.
+        if os.path.exists("/dev/full"):
+            with self.assertRaises(OSError):
+                with replacing("/dev/full/x.md", "w") as f:
+                    f.write("x")
+
     def test_scripts_run_by_path(self):
         make_synthetic(self.results, with_cuda=False)
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable

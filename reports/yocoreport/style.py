@@ -20,6 +20,7 @@ except ImportError as exc:  # pragma: no cover - depends on the interpreter
     )
     sys.exit(1)
 
+from .atomic import replacing
 from .data import KNOWN_METHODS, NOT_RUN, NOT_RUN_LABEL, PAPER_MODELS
 
 METHOD_STYLE = OrderedDict([
@@ -243,7 +244,8 @@ def _save(fig, out_dir, stem):
     for ext in ("png", "svg"):
         p = os.path.join(out_dir, "%s.%s" % (stem, ext))
         kw = {"metadata": {"Date": None}} if ext == "svg" else {}
-        fig.savefig(p, dpi=150, bbox_inches="tight", **kw)
+        with replacing(p) as f:  # atomic: a cut-off run never leaves a torn figure
+            fig.savefig(f, format=ext, dpi=150, bbox_inches="tight", **kw)
         paths.append(p)
     plt.close(fig)
     return paths
