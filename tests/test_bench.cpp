@@ -3,6 +3,7 @@
 // projection; the CSV reads back through the compare reader; bad options exit 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -118,6 +119,105 @@ TEST_F(Bench, JsonAndCsvGoToStdout) {
   const auto c = yoco("bench --model yoco-tiny --lengths 128 --metrics prefill --repeats 1 --warmup 0 --format csv");
   ASSERT_EQ(c.status, 0) << c.err;
   EXPECT_EQ(c.out.rfind("git_sha,timestamp,host,device,device_name,driver,model,", 0), 0u);
+}
+
+// Issue 12: --out is rewritten after each point, so that a run stopped by a
+// signal keeps its completed points, and --resume finishes it with the rows an
+// uninterrupted run writes (timings aside).
+struct Stopped {
+  int status = -1;  // the shell's $?: 128 + signal
+  std::string err;
+};
+
+// Starts `yoco <args>` in the background, waits until `out` holds its first
+// point, sends `signal`, and waits for the end.
+Stopped stop_after_first_point(const std::string& dir, const std::string& args, const std::string& out,
+                               const std::string& signal) {
+  using yoco_test::shell_quote;
+  const std::string err = dir + "/stop.err", rc = dir + "/stop.rc";
+  const std::string script = shell_quote(YOCO_CLI_PATH) + " " + args + " >/dev/null 2>" + shell_quote(err) +
+                             " & p=$!; while [ ! -s " + shell_quote(out) + " ]; do sleep 0.01; done; kill -" + signal +
+                             " $p; { wait $p; } 2>/dev/null; echo $? >" + shell_quote(rc);
+  EXPECT_EQ(std::system(("bash -c " + shell_quote(script)).c_str()), 0);
+  Stopped s;
+  s.status = std::stoi(yoco_test::slurp(rc));
+  s.err = yoco_test::slurp(err);
+  return s;
+}
+
+// What does not depend on timing: each row's key, unit and method, in file
+// order, and the values of the exact rows and of the analytic counts.
+std::vector<std::string> untimed(const std::vector<ResultRow>& rows) {
+  std::vector<std::string> t;
+  for (const auto& r : rows) {
+    std::string line = r.prov.device + "|" + yoco::cli::result_key(r) + "|" + r.unit + "|" + r.method;
+    if (r.method == "exact" || (r.method == "analytic" && (r.unit == "B" || r.unit == "FLOP" || r.unit == "count")))
+      line.append("|").append(yoco::cli::format_value(r.value));
+    t.push_back(line);
+  }
+  return t;
+}
+
+TEST_F(Bench, InterruptedSweepKeepsItsPointsAndResumeFinishesIt) {
+  // Enough points that the run is still going when the first one is on disk.
+  const std::string sweep = "bench --model transformer-tiny,yoco-tiny --lengths 256,1K,2K,4K --gen 64 "
+                            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv";
+  const std::string full = path("full.csv");
+  ASSERT_EQ(yoco(sweep + " --out " + full).status, 0);
+  const auto want = untimed(yoco::cli::read_results_csv(full));
+  for (const std::string signal : {"TERM", "INT", "KILL"}) {
+    SCOPED_TRACE("SIG" + signal);
+    const std::string out = path("stopped-" + signal + ".csv");
+    const Stopped st = stop_after_first_point(dir_.string(), sweep + " --out " + out, out, signal);
+    if (signal == "KILL") {
+      EXPECT_EQ(st.status, 128 + 9);
+    } else {
+      EXPECT_EQ(st.status, signal == "TERM" ? 143 : 130) << st.err;
+      EXPECT_NE(st.err.find("interrupted (SIG" + signal + ")"), std::string::npos) << st.err;
+      EXPECT_NE(st.err.find("of 8 points kept in " + out), std::string::npos) << st.err;
+      EXPECT_NE(st.err.find("--resume"), std::string::npos) << st.err;
+    }
+    // The file is whole and readable, and holds whole points: a prefix of a full run's rows.
+    const auto kept = untimed(yoco::cli::read_results_csv(out));
+    ASSERT_GT(kept.size(), 2u);
+    ASSERT_LT(kept.size(), want.size());
+    EXPECT_TRUE(std::equal(kept.begin(), kept.end(), want.begin())) << "rows on disk after the interrupt";
+    // Resumed: the points on disk are kept, the others measured; the rows are those of a full run.
+    const auto r = yoco(sweep + " --out " + out + " --resume");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("resuming: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("resuming: 0 of"), std::string::npos) << r.err;
+    EXPECT_EQ(untimed(yoco::cli::read_results_csv(out)), want);
+  }
+}
+
+TEST_F(Bench, ResumeRefusesAnotherConfigurationAndSaysWhatItNeeds) {
+  using yoco_test::expect_input_error;
+  const std::string out = path("r.csv");
+  const std::string sweep = "bench --model yoco-tiny --lengths 128,256 --metrics memory,prefill --repeats 1 --warmup 0";
+  ASSERT_EQ(yoco(sweep + " --out " + out).status, 0);
+  const std::string before = yoco_test::slurp(out);
+  expect_input_error(yoco(sweep + " --out " + out + " --resume --dtype f64"), {out, "other settings", "--dtype"},
+                     "another precision");
+  expect_input_error(yoco(sweep + " --out " + out + " --resume --device-name other"), {out, "'other'", "--device-name"},
+                     "another device name");
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 256 --metrics memory,prefill --repeats 1 --warmup 0 --out " +
+                          out + " --resume"),
+                     {out, "128", "not a point of this sweep"}, "a point outside the sweep");
+  EXPECT_EQ(yoco_test::slurp(out), before) << "a refused resume leaves the file as it was";
+  expect_input_error(yoco(sweep + " --resume"), {"--resume", "--out"}, "--resume without --out");
+  const std::string junk = path("junk.csv");
+  yoco_test::spit(junk, "not,a,results,file\n");
+  expect_input_error(yoco(sweep + " --out " + junk + " --resume"), {junk}, "not a results CSV");
+  // A file that does not exist yet: the sweep starts from its first point, said so.
+  const std::string fresh = path("fresh.csv");
+  const auto f = yoco(sweep + " --out " + fresh + " --resume");
+  ASSERT_EQ(f.status, 0) << f.err;
+  EXPECT_NE(f.err.find("does not exist yet"), std::string::npos) << f.err;
+  EXPECT_EQ(untimed(yoco::cli::read_results_csv(fresh)), untimed(yoco::cli::read_results_csv(out)));
+  // --help says it.
+  const auto h = yoco("bench --help");
+  EXPECT_NE(h.out.find("--resume"), std::string::npos);
 }
 
 TEST_F(Bench, BadOptionsExit2) {

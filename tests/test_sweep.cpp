@@ -11,6 +11,8 @@
 
 #include "analytic_rows.hpp"
 #include "cuda_backend.hpp"
+#include "errors.hpp"
+#include "format.hpp"
 #include "sweep.hpp"
 
 namespace yoco::cli {
@@ -283,6 +285,186 @@ TEST(SweepProtocol, PointOverTheBudgetEvenCutIsAnOverBudgetRow) {
   EXPECT_FALSE(p.value.has_value());
   EXPECT_EQ(dev.log.creates, 0);
   EXPECT_GT(analytic_rows_of(rows, 1024), 0);
+}
+
+// Incremental output and --resume (issue 12): the sweep hands every row so far
+// to the caller after each point, and an earlier run's rows let it skip the
+// points already done.
+SweepSettings two_by_two() {
+  SweepSettings s = settings();
+  s.models = {"yoco-tiny", "transformer-tiny"};
+  s.lengths = {512, 1024};
+  return s;
+}
+
+std::vector<ResultRow> sweep_io(const SweepSettings& s, FakeBackend& dev, const SweepIo& io) {
+  Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
+  return run_sweep(s, dev, progress, io);
+}
+
+// Everything but the time of day the rows were made; values to 9 digits (the
+// fake clock is a running sum: a time read later differs in the last bits).
+std::string row_text(const ResultRow& r) {
+  auto v = [](std::optional<double> x) { return x ? strf("%.9g", *x) : std::string("-"); };
+  return r.prov.device + "|" + r.prov.device_name + "|" + result_key(r) + "|" + v(r.value) + "|" + r.unit + "|" +
+         r.method + "|" + std::to_string(r.repeats) + "|" + v(r.min) + "|" + v(r.max) + "|" + r.notes;
+}
+
+// The same rows in the same order; the first difference named.
+void expect_same_rows(const std::vector<ResultRow>& got, const std::vector<ResultRow>& want) {
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
+    if (row_text(got[i]) != row_text(want[i])) {
+      ADD_FAILURE() << "row " << i << ":\n  got  " << row_text(got[i]) << "\n  want " << row_text(want[i]);
+      return;
+    }
+}
+
+struct Stop {};  // what a kill between points looks like to the caller
+
+// The rows a run interrupted after `points` points left on disk.
+std::vector<ResultRow> interrupted_after(const SweepSettings& s, int points) {
+  FakeBackend dev;
+  std::vector<ResultRow> on_disk;
+  SweepIo io;
+  io.on_point = [&](const std::vector<ResultRow>& rows, int done) {
+    on_disk = rows;
+    if (done == points) throw Stop{};
+  };
+  EXPECT_THROW(sweep_io(s, dev, io), Stop);
+  return on_disk;
+}
+
+TEST(SweepProtocol, EveryPointHandsOverTheRowsSoFar) {
+  const SweepSettings s = two_by_two();
+  FakeBackend dev;
+  std::vector<std::vector<ResultRow>> snapshots;
+  std::vector<int> done;
+  SweepIo io;
+  io.on_point = [&](const std::vector<ResultRow>& rows, int points_done) {
+    snapshots.push_back(rows);
+    done.push_back(points_done);
+  };
+  const auto rows = sweep_io(s, dev, io);
+  EXPECT_EQ(done, (std::vector<int>{1, 2, 3, 4}));
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    // Each snapshot is the start of the final rows: the ceilings, then whole points, in order.
+    ASSERT_LE(snapshots[i].size(), rows.size());
+    if (i) EXPECT_GT(snapshots[i].size(), snapshots[i - 1].size());
+    const auto& last = snapshots[i].back();
+    EXPECT_EQ(last.model, s.models[i / 2]);
+    EXPECT_EQ(last.seq_len, s.lengths[i % 2]);
+    for (size_t k = 0; k < snapshots[i].size(); ++k) EXPECT_EQ(row_text(snapshots[i][k]), row_text(rows[k]));
+  }
+  // After the last point only the ratio rows, which need every point, are added.
+  for (size_t k = snapshots.back().size(); k < rows.size(); ++k)
+    EXPECT_NE(rows[k].model.find(" vs "), std::string::npos) << row_text(rows[k]);
+  // Without a caller, the same rows.
+  FakeBackend plain;
+  expect_same_rows(sweep(s, plain), rows);
+}
+
+TEST(SweepProtocol, ResumeSkipsCompletedPointsAndEndsWithTheRowsOfAFullRun) {
+  const SweepSettings s = two_by_two();
+  FakeBackend full_dev;
+  const auto full = sweep(s, full_dev);
+  for (int stopped_after : {1, 2, 3}) {
+    SCOPED_TRACE("interrupted after " + std::to_string(stopped_after) + " points");
+    const std::vector<ResultRow> on_disk = interrupted_after(s, stopped_after);
+    FakeBackend dev;
+    SweepIo io;
+    io.previous = &on_disk;
+    io.previous_file = "f.csv";
+    std::string note;
+    io.note = [&](const std::string& n) { note = n; };
+    std::vector<int> done;
+    io.on_point = [&](const std::vector<ResultRow>&, int d) { done.push_back(d); };
+    const auto rows = sweep_io(s, dev, io);
+    EXPECT_EQ(note, "resuming: " + std::to_string(stopped_after) + " of 4 points done in f.csv");
+    EXPECT_EQ(done, (std::vector<int>{1, 2, 3, 4}));
+    // Only the missing points ran: latency 1 + 3 prefills and 1 throughput prefill each.
+    EXPECT_EQ(dev.log.prefills, 5 * (4 - stopped_after));
+    EXPECT_EQ(dev.log.creates, stopped_after >= 2 ? 1 : 2) << "a model whose points are all kept is not created";
+    // The fake clock makes the timings exact: the rows are those of the full run.
+    expect_same_rows(rows, full);
+  }
+  // A finished file resumes to itself, nothing measured.
+  FakeBackend dev;
+  SweepIo io;
+  io.previous = &full;
+  expect_same_rows(sweep_io(s, dev, io), full);
+  EXPECT_EQ(dev.log.prefills, 0);
+}
+
+TEST(SweepProtocol, ResumeWritesTheKeptPointsAheadToo) {
+  // While the first point is measured again, the file must not lose the points after it.
+  const SweepSettings s = two_by_two();
+  FakeBackend full_dev;
+  const auto full = sweep(s, full_dev);
+  std::vector<ResultRow> previous;
+  for (const auto& r : full)
+    if (!(r.model == "yoco-tiny" && r.seq_len == 512 && r.phase == "decode" && r.prov.device == "fake"))
+      previous.push_back(r);  // the first point lacks its decode row: it runs again
+  FakeBackend dev;
+  SweepIo io;
+  io.previous = &previous;
+  std::vector<std::vector<ResultRow>> snapshots;
+  io.on_point = [&](const std::vector<ResultRow>& rows, int) { snapshots.push_back(rows); };
+  const auto rows = sweep_io(s, dev, io);
+  EXPECT_EQ(dev.log.prefills, 5) << "the incomplete point only";
+  expect_same_rows(rows, full);
+  ASSERT_EQ(snapshots.size(), 4u);
+  EXPECT_EQ(snapshots[0].size(), snapshots[3].size()) << "every point is on disk after the first";
+}
+
+TEST(SweepProtocol, ResumeRefusesRowsOfAnotherConfiguration) {
+  const SweepSettings s = two_by_two();
+  const std::vector<ResultRow> on_disk = interrupted_after(s, 2);
+  auto refused = [&](const SweepSettings& now, const std::vector<ResultRow>& previous,
+                     const std::vector<std::string>& needles) {
+    FakeBackend dev;
+    SweepIo io;
+    io.previous = &previous;
+    io.previous_file = "earlier.csv";
+    try {
+      sweep_io(now, dev, io);
+      ADD_FAILURE() << "resumed a file of another configuration";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      for (const auto& n : needles) EXPECT_NE(what.find(n), std::string::npos) << n << " in: " << what;
+      EXPECT_NE(what.find("earlier.csv"), std::string::npos) << what;
+    }
+    EXPECT_EQ(dev.log.prefills, 0) << "refused before any point runs";
+  };
+  // Another device name.
+  std::vector<ResultRow> other_device = on_disk;
+  for (auto& r : other_device)
+    if (r.prov.device == "fake") r.prov.device_name = "another device";
+  refused(s, other_device, {"another device", "fake device", "--device-name"});
+  // Another --gen: the throughput rows' gen_tokens and the analytic projection differ.
+  SweepSettings gen = s;
+  gen.gen = 128;
+  refused(gen, on_disk, {"other settings", "--gen"});
+  // Another --batch.
+  SweepSettings batch = s;
+  batch.batch = 2;
+  refused(batch, on_disk, {"other settings", "--batch"});
+  // Other metrics.
+  SweepSettings metrics = s;
+  metrics.metrics = {"prefill"};
+  refused(metrics, on_disk, {"other settings", "--metrics"});
+  // A point outside --model x --lengths.
+  SweepSettings fewer = s;
+  fewer.lengths = {1024};
+  refused(fewer, on_disk, {"yoco-tiny at 512", "not a point of this sweep"});
+  // More lengths than the file is fine: the new points run.
+  SweepSettings more = s;
+  more.lengths = {512, 1024, 2048};
+  FakeBackend dev;
+  SweepIo io;
+  io.previous = &on_disk;
+  sweep_io(more, dev, io);
+  EXPECT_EQ(dev.log.prefills, 5 * 4);
 }
 
 TEST(SweepProtocol, CudaBackendSaysWhatItLacks) {

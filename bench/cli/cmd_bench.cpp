@@ -13,6 +13,7 @@
 #include "lists.hpp"
 #include "result_output.hpp"
 #include "sweep.hpp"
+#include "sweep_file.hpp"
 #include "sweep_table.hpp"
 
 namespace yoco::cli {
@@ -46,7 +47,8 @@ CommandSpec bench_spec() {
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
       {"--device-name", "LABEL", "device_name of the rows instead of the CPU's name (CI baselines that must join across runners)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
-      {"--out", "FILE.csv", "also write the rows as CSV"},
+      {"--out", "FILE.csv", "also write the rows as CSV, rewritten after each point (an interrupted run keeps every completed point)"},
+      {"--resume", "", "continue the sweep in --out: its completed points are kept, not measured again (see below)"},
       {"--default-job", "", "run the default job even with other options (they override its settings)"},
       {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results)"},
       {"--no-report", "", "default job: do not regenerate reports/README.md and the figures"},
@@ -61,7 +63,14 @@ CommandSpec bench_spec() {
       "The default job (no arguments, no GPU): yoco-tiny and transformer-tiny on the CPU at 2K-32K (the\n"
       "Transformer's quadratic prefill shows; a few minutes on 2 cores), then the analytic projection of\n"
       "yoco-3b vs transformer-3b at 32K-1M on an H100 (datasheet) with KV bytes per token of every preset;\n"
-      "CSVs under reports/results/<device>/, then reports/report.py regenerates reports/README.md and figures.";
+      "CSVs under reports/results/<device>/, then reports/report.py regenerates reports/README.md and figures.\n"
+      "\n"
+      "Interrupted sweeps: --out is rewritten (atomically) after each point, so a run stopped by Ctrl-C,\n"
+      "SIGTERM or a kill keeps every completed point; Ctrl-C / SIGTERM say how many (exit 130 / 143). The same\n"
+      "command with --resume keeps the points already in --out and measures the rest; the file then holds\n"
+      "what a full run writes (timings aside). A file from another device, --device-name, --dtype, --batch,\n"
+      "--gen, --metrics or --prefill-chunk, or with points outside --model x --lengths, is refused (exit 2);\n"
+      "a --out that does not exist yet starts the sweep afresh. The default job resumes its bench.csv.";
   return s;
 }
 
@@ -130,17 +139,21 @@ int cmd_bench(const Args& args) {
     const OutputFormat format = parse_output_format(a);
     const SweepSettings s = sweep_settings(a, default_cpu_sweep());
     if (auto out = a.get("--out")) prepare_output_path(*out);
+    const int points = static_cast<int>(s.models.size() * s.lengths.size());
+    const SweepFile file(a.get("--out"), a.has("--resume"), points);
     CudaBackend backend(s.device_name);
-    Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
-    const auto rows = run_sweep(s, backend, progress);
+    Progress progress(points);
+    const auto rows = run_sweep(s, backend, progress, file.io());
     emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
     return 0;
   }
   const OutputFormat format = parse_output_format(a);
   const SweepSettings s = sweep_settings(a, default_cpu_sweep());
   if (auto out = a.get("--out")) prepare_output_path(*out);  // before any measurement
-  Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
-  const auto rows = run_cpu_sweep(s, progress);
+  const int points = static_cast<int>(s.models.size() * s.lengths.size());
+  const SweepFile file(a.get("--out"), a.has("--resume"), points);  // --resume: read and checked first
+  Progress progress(points);
+  const auto rows = run_cpu_sweep(s, progress, file.io());
   emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
   return 0;
 }

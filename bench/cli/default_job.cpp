@@ -10,6 +10,7 @@
 #include "host_info.hpp"
 #include "lists.hpp"
 #include "result_output.hpp"
+#include "sweep_file.hpp"
 #include "sweep_table.hpp"
 
 #ifndef YOCO_SOURCE_DIR
@@ -60,8 +61,11 @@ int run_default_job(const ParsedArgs& a) {
   const std::string cpu_dir = (results / device_slug("cpu", cpu_device_name())).string();
   const std::string an_dir = (results / "analytic-h100").string();
   for (const auto& f : {cpu_dir + "/bench.csv", an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring
-  Progress progress(static_cast<int>(s.models.size() * s.lengths.size()));
-  const auto cpu_rows = run_cpu_sweep(s, progress);
+  const int points = static_cast<int>(s.models.size() * s.lengths.size());
+  // bench.csv is rewritten after each point; --resume continues it.
+  const SweepFile file(cpu_dir + "/bench.csv", a.has("--resume"), points);
+  Progress progress(points);
+  const auto cpu_rows = run_cpu_sweep(s, progress, file.io());
   save_results_csv(cpu_dir + "/bench.csv", cpu_rows);
   std::cout << "  wrote " << cpu_rows.size() << " rows to " << cpu_dir << "/bench.csv\n";
 

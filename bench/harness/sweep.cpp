@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <new>
+#include <set>
 
 #include "analytic_rows.hpp"
 #include "cpu_backend.hpp"
@@ -101,16 +102,100 @@ std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_
   return t;
 }
 
-}  // namespace
+// What a point will run, decided before any point runs (so that a --resume
+// file can be checked against every point at once): the batches and the
+// analytic rows.
+struct PointPlan {
+  std::string model;
+  int64_t n = 0, B = 1, Bt = 0;
+  bool do_tp = false;
+  std::string bt_note;
+  AnalyticSettings a;
+  AnalyticPoint ap;
+  std::vector<ResultRow> analytic;
+};
 
-std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress) {
-  CpuBackend cpu(s.device_name);
-  return run_sweep(s, cpu, progress);
+bool deterministic_unit(const std::string& unit) { return unit == "B" || unit == "FLOP" || unit == "count"; }
+
+// --resume: the earlier rows of each point, checked against this run. Returns
+// the rows of each point index that is complete (kept as they are); a point
+// with no rows, or without a row for each of its phases, runs again.
+std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s, const SweepIo& io,
+                                                         const Provenance& here, const std::vector<PointPlan>& plans) {
+  std::map<size_t, std::vector<ResultRow>> kept;
+  if (!io.previous) return kept;
+  const std::string& file = io.previous_file;
+  const std::string again = "; --resume continues the same sweep: give the options it was run with, or write to another file (--out, or --results-dir for the default job)";
+  std::map<std::pair<std::string, int64_t>, size_t> index;
+  for (size_t i = 0; i < plans.size(); ++i) index[{plans[i].model, plans[i].n}] = i;
+  std::map<size_t, std::vector<ResultRow>> by_point;
+  for (const ResultRow& r : *io.previous) {
+    if (r.prov.device != "analytic" && (r.prov.device != here.device || r.prov.device_name != here.device_name))
+      throw InputError(file + ": written on device " + r.prov.device + " '" + r.prov.device_name + "', this run is " +
+                       here.device + " '" + here.device_name + "' (--device, --device-name)" + again);
+    if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;  // measured / computed anew
+    auto it = index.find({r.model, r.seq_len});
+    if (it == index.end())
+      throw InputError(file + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
+                       ", not a point of this sweep (--model, --lengths)" + again);
+    by_point[it->second].push_back(r);
+  }
+  for (auto& [i, rows] : by_point) {
+    const PointPlan& p = plans[i];
+    const std::string where = file + ": the rows of " + p.model + " at " + length_label(p.n);
+    // The analytic rows say what the settings were: the same rows, the same counted values.
+    std::vector<const ResultRow*> an;
+    for (const auto& r : rows)
+      if (r.prov.device == "analytic") an.push_back(&r);
+    bool same = an.size() == p.analytic.size();
+    std::string diff = same ? "" : std::to_string(an.size()) + " analytic rows in the file, " +
+                                       std::to_string(p.analytic.size()) + " in this run";
+    for (size_t k = 0; same && k < an.size(); ++k) {
+      const ResultRow &o = *an[k], &q = p.analytic[k];
+      same = o.phase == q.phase && o.metric == q.metric && o.batch == q.batch && o.gen_tokens == q.gen_tokens &&
+             o.unit == q.unit && (!deterministic_unit(q.unit) || format_value(o.value) == format_value(q.value));
+      if (!same)
+        diff = "analytic " + q.phase + " " + q.metric + ": batch " + std::to_string(o.batch) + ", gen " +
+               std::to_string(o.gen_tokens) + ", " + format_value(o.value) + " " + o.unit + " in the file; batch " +
+               std::to_string(q.batch) + ", gen " + std::to_string(q.gen_tokens) + ", " + format_value(q.value) +
+               " " + q.unit + " in this run";
+    }
+    if (!same)
+      throw InputError(where + " come from other settings (" + diff + "; --dtype, --batch, --gen, --metrics, " +
+                       "--prefill-chunk, --max-batch)" + again);
+    std::set<std::string> phases;
+    for (const auto& r : rows) {
+      if (r.prov.device == "analytic") continue;
+      const bool tp = r.phase == "throughput";
+      const int64_t batch = tp ? p.Bt : p.B, gen = tp ? s.gen : 0;
+      if (!s.metrics.count(r.phase) || (tp && !p.do_tp) || r.batch != batch || r.gen_tokens != gen)
+        throw InputError(where + " come from other settings (" + r.phase + " " + r.metric + " at batch " +
+                         std::to_string(r.batch) + ", gen " + std::to_string(r.gen_tokens) +
+                         (s.metrics.count(r.phase) && (!tp || p.do_tp)
+                              ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
+                              : "; this run does not measure " + r.phase) +
+                         ")" + again);
+      phases.insert(r.phase);
+    }
+    bool complete = true;
+    for (const auto& [phase, metrics] : phase_metrics())
+      if (s.metrics.count(phase) && (phase != "throughput" || p.do_tp) && !phases.count(phase)) complete = false;
+    if (complete) kept[i] = std::move(rows);
+  }
+  return kept;
 }
 
-std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Progress& progress) {
+}  // namespace
+
+std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress, const SweepIo& io) {
+  CpuBackend cpu(s.device_name);
+  return run_sweep(s, cpu, progress, io);
+}
+
+std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Progress& progress, const SweepIo& io) {
   std::vector<ResultRow> rows;
-  RowSink sink(rows, dev.provenance());
+  const Provenance here = dev.provenance();
+  RowSink sink(rows, here);
 
   const Ceilings ceil = dev.measure_ceilings(progress);
   for (const Reading& r : ceil.rows) sink.reading("-", 0, 1, 0, "ceiling", r);
@@ -130,33 +215,82 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
   int index = 0;
   const bool latency = s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode");
 
+  // Every point's batches and analytic rows, before any point runs.
+  std::vector<PointPlan> plans;
+  for (size_t mi = 0; mi < s.models.size(); ++mi) {
+    const ModelConfig& cfg = configs[mi];
+    for (int64_t n : s.lengths) {
+      PointPlan p;
+      p.model = s.models[mi];
+      p.n = n;
+      p.B = s.batch > 0 ? s.batch : 1;
+      p.do_tp = s.metrics.count("throughput") && n > s.gen;
+      // The throughput batch: given, or the largest (up to --max-batch) whose caches fit.
+      p.Bt = s.batch;
+      p.bt_note = "batch given (--batch)";
+      if (p.do_tp && p.Bt == 0) {
+        p.Bt = 1;
+        while (p.Bt < s.max_batch &&
+               dev.generation_bytes(cfg, s.precision, p.Bt + 1, n - s.gen, s.gen, s.prefill_chunk) <= usable)
+          ++p.Bt;
+        p.bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in " +
+                    dev.usable_memory_name();
+      }
+      // Analytic rows for this point (batch B; throughput at batch Bt).
+      p.a = an;
+      p.a.batch = p.B;
+      p.a.tp_batch = p.do_tp ? p.Bt : 0;
+      p.ap = analytic_point(cfg, n, p.a);
+      p.analytic = analytic_rows(p.model, p.ap, p.a, an_prov, s.metrics);
+      plans.push_back(std::move(p));
+    }
+  }
+  // --resume: the points already in the file (checked against this run first).
+  const std::map<size_t, std::vector<ResultRow>> kept = previous_points(s, io, here, plans);
+  if (io.previous && io.note)
+    io.note("resuming: " + std::to_string(kept.size()) + " of " + std::to_string(plans.size()) + " points done in " +
+            io.previous_file);
+  // After each point: the rows so far, then those of the kept points still ahead
+  // (so that the file on disk never loses a point it had).
+  auto point_done = [&](size_t i) {
+    if (!io.on_point) return;
+    std::vector<ResultRow> out = rows;
+    for (auto it = kept.upper_bound(i); it != kept.end(); ++it) out.insert(out.end(), it->second.begin(), it->second.end());
+    io.on_point(out, static_cast<int>(i + 1));
+  };
+
   for (size_t mi = 0; mi < s.models.size(); ++mi) {
     const std::string& model = s.models[mi];
     const ModelConfig& cfg = configs[mi];
     std::unique_ptr<ModelRunner> runner;
     for (int64_t n : s.lengths) {
       ++index;
+      const size_t pi = static_cast<size_t>(index - 1);
+      const PointPlan& plan = plans[pi];
       const std::string label = model + " " + length_label(n);
-      progress.point(index, label, predicted_left);
-      const int64_t B = s.batch > 0 ? s.batch : 1;
-      const bool do_tp = s.metrics.count("throughput") && n > s.gen;
-      // The throughput batch: given, or the largest (up to --max-batch) whose caches fit.
-      int64_t Bt = s.batch;
-      std::string bt_note = "batch given (--batch)";
-      if (do_tp && Bt == 0) {
-        Bt = 1;
-        while (Bt < s.max_batch &&
-               dev.generation_bytes(cfg, s.precision, Bt + 1, n - s.gen, s.gen, s.prefill_chunk) <= usable)
-          ++Bt;
-        bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in " +
-                  dev.usable_memory_name();
+      const int64_t B = plan.B, Bt = plan.Bt;
+      const bool do_tp = plan.do_tp;
+      const std::string& bt_note = plan.bt_note;
+      const AnalyticPoint& ap = plan.ap;
+      if (auto k = kept.find(pi); k != kept.end()) {
+        // Done in the earlier run: its rows, in place; its timings teach the predictor.
+        rows.insert(rows.end(), k->second.begin(), k->second.end());
+        auto& l = predict.last[model];
+        for (const ResultRow& r : k->second) {
+          if (r.prov.device == "analytic" || r.method != "measured" || !r.value) continue;
+          if (r.metric == "prefill_latency_s") {
+            l.prefill_s = *r.value / B;
+            l.prefill_flops = ap.prefill.total().flops / B;
+          } else if (r.metric == "decode_step_latency_s") {
+            l.decode_s = *r.value;
+            l.decode_work = ap.decode.total().bytes;
+          }
+        }
+        point_done(pi);
+        continue;
       }
-      // Analytic rows for this point (batch B; throughput at batch Bt).
-      AnalyticSettings a = an;
-      a.batch = B;
-      a.tp_batch = do_tp ? Bt : 0;
-      const AnalyticPoint ap = analytic_point(cfg, n, a);
-      for (auto& r : analytic_rows(model, ap, a, an_prov, s.metrics)) rows.push_back(std::move(r));
+      progress.point(index, label, predicted_left);
+      rows.insert(rows.end(), plan.analytic.begin(), plan.analytic.end());
 
       // Will it fit, and how long will it take?
       const double need =
@@ -303,6 +437,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       }
       // A rough estimate of what is left: this point's prediction for each remaining point.
       predicted_left = predicted * (total - index);
+      point_done(pi);
     }
   }
   progress.done();

@@ -6,6 +6,7 @@
 // (device_backend.hpp) supplies what differs: the CPU reference
 // (cpu_backend.hpp) today, the CUDA runners (cuda_backend.hpp) later.
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -35,6 +36,27 @@ struct SweepSettings {
   std::string device_name;
 };
 
+// Incremental output and resuming (issue 12).
+struct SweepIo {
+  // --resume: the rows of an earlier run of the same sweep (`previous_file`,
+  // for messages). A point whose rows are there -- its analytic rows and, for
+  // each phase of the metrics, the measured (or over_budget / out_of_memory /
+  // failed) row -- is not measured again: its rows are kept, in place. The
+  // earlier ceiling and ratio rows are dropped (measured and computed anew).
+  // InputError, before any point runs, when the file comes from another
+  // configuration: another device or device_name, a point outside --model x
+  // --lengths, or rows that differ in what the settings decide (batch,
+  // gen_tokens, the analytic FLOPs / bytes / memory: --dtype, --metrics,
+  // --prefill-chunk, --gen, --batch).
+  const std::vector<ResultRow>* previous = nullptr;
+  std::string previous_file;
+  // After each point (kept or measured): every row so far, ratio rows aside,
+  // and the number of points done; the caller writes them out.
+  std::function<void(const std::vector<ResultRow>& rows, int points_done)> on_point;
+  // One line for the user ("resuming: 7 of 12 points done in FILE").
+  std::function<void(const std::string&)> note;
+};
+
 // Runs the sweep on `device`. Rows: the device's ceilings, measured / sampled /
 // exact rows per point, over_budget / out_of_memory / failed rows where a point
 // did not run, analytic rows for every point (roofline on the measured
@@ -50,9 +72,10 @@ struct SweepSettings {
 //    and repeats are cut, then throughput is dropped, then the point is an
 //    over_budget row; a point that needs more than the usable memory, or whose
 //    run throws std::bad_alloc, is out_of_memory rows.
-std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& device, Progress& progress);
+std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& device, Progress& progress,
+                                 const SweepIo& io = {});
 
 // run_sweep on the CPU reference (CpuBackend, device_name from the settings).
-std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress);
+std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress, const SweepIo& io = {});
 
 }  // namespace yoco::cli

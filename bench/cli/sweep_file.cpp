@@ -1,0 +1,123 @@
+#include "sweep_file.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "errors.hpp"
+#include "result_csv.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+// What the signal handler says; set before it is installed, read only there.
+volatile sig_atomic_t g_points_kept = 0;
+int g_total_points = 0;
+char g_file[4096];
+struct sigaction g_old_int, g_old_term;
+
+void put(char*& p, const char* end, const char* s) {
+  while (*s && p < end) *p++ = *s++;
+}
+void put_int(char*& p, const char* end, long v) {
+  char digits[24];
+  int k = 0;
+  do {
+    digits[k++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v > 0 && k < 20);
+  while (k > 0 && p < end) *p++ = digits[--k];
+}
+
+// Async-signal-safe: formats into a stack buffer, write(2), then the default
+// action (SA_RESETHAND) ends the process by the same signal once this returns.
+extern "C" void on_stop_signal(int sig) {
+  char buf[4096 + 256];
+  char* p = buf;
+  const char* end = buf + sizeof(buf);
+  put(p, end, "\nyoco bench: interrupted (");
+  put(p, end, sig == SIGINT ? "SIGINT" : "SIGTERM");
+  put(p, end, "): ");
+  put_int(p, end, g_points_kept);
+  put(p, end, " of ");
+  put_int(p, end, g_total_points);
+  put(p, end, " points kept in ");
+  put(p, end, g_file);
+  put(p, end, "; run the same command with --resume to continue\n");
+  ssize_t ignored = ::write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
+  (void)ignored;
+  ::raise(sig);  // blocked until the handler returns, then the default action
+}
+
+// SIGINT and SIGTERM held back while the file is replaced, so that the count
+// the handler prints is that of the file on disk.
+class BlockStopSignals {
+ public:
+  BlockStopSignals() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+  }
+  ~BlockStopSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+}  // namespace
+
+SweepFile::SweepFile(std::optional<std::string> out, bool resume, int total_points) : out_(std::move(out)) {
+  if (resume && !out_) throw InputError("--resume needs --out FILE.csv: the results file of the sweep to continue");
+  if (resume) {
+    std::error_code ec;
+    if (std::filesystem::exists(*out_, ec)) {
+      previous_ = read_results_csv(*out_);
+      has_previous_ = true;
+    } else {
+      std::cerr << "yoco bench: --resume: " << *out_ << " does not exist yet; starting the sweep from its first point\n";
+    }
+  }
+  if (!out_) return;
+  g_points_kept = 0;
+  g_total_points = total_points;
+  std::strncpy(g_file, out_->c_str(), sizeof(g_file) - 1);
+  g_file[sizeof(g_file) - 1] = '\0';
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, &g_old_int);
+  sigaction(SIGTERM, &sa, &g_old_term);
+  handlers_ = true;
+}
+
+SweepFile::~SweepFile() {
+  if (!handlers_) return;
+  sigaction(SIGINT, &g_old_int, nullptr);
+  sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+SweepIo SweepFile::io() const {
+  SweepIo io;
+  if (!out_) return io;
+  if (has_previous_) {
+    io.previous = &previous_;
+    io.previous_file = *out_;
+  }
+  const std::string out = *out_;
+  io.on_point = [out](const std::vector<ResultRow>& rows, int points_done) {
+    BlockStopSignals hold;
+    save_results_csv(out, rows);  // atomic: the file is always a whole, valid CSV
+    g_points_kept = points_done;
+  };
+  io.note = [](const std::string& line) { std::cerr << "yoco bench: " << line << "\n"; };
+  return io;
+}
+
+}  // namespace yoco::cli
