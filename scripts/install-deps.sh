@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the suite needs, only those missing.
 # Needs root or sudo when something is missing; does nothing otherwise.
+# `--fuzz` adds the optional list FUZZ_PACKAGES (clang, for scripts/fuzz.sh
+# only: the normal build and tests never need it).
 set -euo pipefail
 
 PACKAGES=(build-essential cmake libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libfccp-dev
           nlohmann-json3-dev python3 python3-matplotlib python3-numpy)
+FUZZ_PACKAGES=(clang)
+if [ "${1:-}" = --fuzz ]; then
+  PACKAGES+=("${FUZZ_PACKAGES[@]}")
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
