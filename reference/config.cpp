@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -107,6 +108,19 @@ std::optional<ModelConfig> try_preset(const std::string& name) {
   return std::nullopt;
 }
 
+// How a JSON value is shown in a message: scalars as written (cut short), a
+// container by its type only. Never a full dump(): nlohmann's serializer is
+// recursive, and a deeply nested value must not be walked (issue 12).
+std::string cut(std::string s) {
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+std::string shown(const nlohmann::json& v) {
+  if (v.is_structured()) return std::string("an ") + v.type_name();
+  if (v.is_boolean()) return "a boolean (" + v.dump() + ")";
+  return cut(v.dump());  // null, a number, a quoted string
+}
+
 int64_t get_int(const nlohmann::json& j, const std::string& key, const std::string& source) {
   const auto& v = j.at(key);
   // An unsigned past int64 would wrap to a negative number and be reported as one.
@@ -114,16 +128,39 @@ int64_t get_int(const nlohmann::json& j, const std::string& key, const std::stri
     throw InputError(source + ": field '" + key + "' is out of range, got " + v.dump());
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
+    // A float that is a whole number (e.g. 4.0, 1e3) is that integer; 3.5 is not.
     const double x = v.get<double>();
     if (std::floor(x) == x && std::abs(x) < 9e15) return static_cast<int64_t>(x);
   }
-  throw InputError(source + ": field '" + key + "' must be an integer, got " + v.dump());
+  throw InputError(source + ": field '" + key + "' must be an integer, got " + shown(v));
 }
 
 double get_number(const nlohmann::json& j, const std::string& key, const std::string& source) {
   const auto& v = j.at(key);
-  if (!v.is_number()) throw InputError(source + ": field '" + key + "' must be a number, got " + v.dump());
+  if (!v.is_number()) throw InputError(source + ": field '" + key + "' must be a number, got " + shown(v));
   return v.get<double>();
+}
+
+std::string get_string(const nlohmann::json& j, const std::string& key, const std::string& source) {
+  const auto& v = j.at(key);
+  if (!v.is_string()) throw InputError(source + ": field '" + key + "' must be a string, got " + shown(v));
+  return v.get<std::string>();
+}
+
+// Far deeper than any config (an object of scalars: depth 1) or safetensors
+// header (depth 3). Past it the document is rejected while it is parsed, before
+// anything recursive (dump, copy) could walk it and overflow the stack.
+constexpr int kMaxJsonDepth = 64;
+
+// n * m and n + m saturated at INT64_MAX (both >= 0): size arithmetic that
+// cannot overflow, only end up above every cap.
+int64_t mul_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+int64_t add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
 }
 
 }  // namespace
@@ -165,8 +202,13 @@ void ModelConfig::validate() const {
   constexpr int64_t kMaxLayers = int64_t{1} << 16;
   if (n_layers > kMaxLayers)
     bad(*this, "n_layers", "must be <= " + std::to_string(kMaxLayers) + ", got " + std::to_string(n_layers));
-  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) bad(*this, "rope_theta", "must be a positive number");
-  if (!(norm_eps > 0) || !std::isfinite(norm_eps)) bad(*this, "norm_eps", "must be a positive number");
+  auto real = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
+  if (!(rope_theta > 0) || !std::isfinite(rope_theta)) bad(*this, "rope_theta", "must be a positive number, got " + real(rope_theta));
+  if (!(norm_eps > 0) || !std::isfinite(norm_eps)) bad(*this, "norm_eps", "must be a positive number, got " + real(norm_eps));
   if (vocab_size > (int64_t{1} << 31)) bad(*this, "vocab_size", "must be <= 2^31 (token ids are 32-bit on the device)");
 
   const std::string heads_field = is_yoco() ? "n_attn_heads" : "n_heads";
@@ -190,7 +232,8 @@ void ModelConfig::validate() const {
       bad(*this, "n_attn_heads", "gives an odd head dimension " + std::to_string(attn_head_dim()) + " (RoPE needs pairs)");
     if (sliding_window && *sliding_window < 1) bad(*this, "sliding_window", "must be >= 1, got " + std::to_string(*sliding_window));
     positive("gret_chunk_size", gret_chunk_size);
-    if (!(gate_logit_normalizer > 0)) bad(*this, "gate_logit_normalizer", "must be > 0");
+    if (!(gate_logit_normalizer > 0) || !std::isfinite(gate_logit_normalizer))
+      bad(*this, "gate_logit_normalizer", "must be a positive number, got " + real(gate_logit_normalizer));
   } else {
     if (head_dim == 0 && dim % n_attn_heads != 0)
       bad(*this, "n_heads", "(" + std::to_string(n_attn_heads) + ") must divide dim (" + std::to_string(dim) + ")");
@@ -198,26 +241,62 @@ void ModelConfig::validate() const {
     if (attn_head_dim() % 2 != 0)
       bad(*this, "head_dim", "is odd (" + std::to_string(attn_head_dim()) + "); RoPE needs pairs");
   }
+
+  // The parameter count, with arithmetic that cannot overflow (the fields are
+  // each <= INT64_MAX, their products need not be): past kMaxParams the model
+  // is refused here, so that param_layout, param_count and every byte count of
+  // the weights (elements x 8 bytes) stay exact in int64 and in double. Like
+  // the layer cap this is a limit of the config itself, so every command
+  // applies it at load time, `yoco model` included. The host-memory gate of
+  // `weights init`, `forward` and `generate` is a limit of this machine instead:
+  // `yoco model` does not apply it, since it models models larger than the
+  // machine it runs on (yoco-65b, and configs of 1e14 parameters).
+  constexpr int64_t kMaxParams = int64_t{1} << 50;  // about 1.1e15, 500x the largest published dense model
+  const int64_t d = dim, f = hidden_dim, V = vocab_size;
+  const int64_t head = (!is_yoco() && head_dim > 0) ? head_dim : dim / n_attn_heads;
+  const int64_t qw = mul_sat(n_attn_heads, head), kvw = mul_sat(n_attn_kv_heads, head);
+  const int64_t ffn = mul_sat(3, mul_sat(f, d));
+  int64_t total = add_sat(mul_sat(2, mul_sat(V, d)), d);  // embedding, LM head, final norm
+  if (is_yoco()) {
+    int64_t self = add_sat(add_sat(mul_sat(2, d), mul_sat(4, mul_sat(d, d))), ffn);
+    if (self_decoder() == SelfDecoderKind::gret) self = add_sat(self, add_sat(mul_sat(d, d), mul_sat(n_self_heads, d)));
+    const int64_t cross = add_sat(add_sat(mul_sat(2, d), mul_sat(2, mul_sat(qw, d))), ffn);
+    total = add_sat(total, add_sat(mul_sat(n_self_layers(), self), mul_sat(n_cross_layers(), cross)));
+    total = add_sat(total, add_sat(d, mul_sat(2, mul_sat(kvw, d))));  // shared K/V projection and its norm
+  } else {
+    const int64_t layer = add_sat(add_sat(mul_sat(2, d), mul_sat(2, mul_sat(qw, d))), add_sat(mul_sat(2, mul_sat(kvw, d)), ffn));
+    total = add_sat(total, mul_sat(n_layers, layer));
+  }
+  if (total > kMaxParams)
+    throw InputError(name + ": model too large: " +
+                     (total == INT64_MAX ? std::string("more than 2^63") : std::to_string(total)) +
+                     " parameters, the limit is 2^50 (check dim, hidden_dim, vocab_size, the head counts and head_dim)");
 }
 
 ModelConfig config_from_json_text(const std::string& text, const std::string& source) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    // NaN and Infinity are not JSON: the parser (strict, no comments) rejects them as parse errors.
+    j = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+      if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
+          depth >= kMaxJsonDepth)
+        throw InputError(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                         " levels (a config is one object of numbers and strings)");
+      return true;
+    });
   } catch (const nlohmann::json::exception& e) {
     // parse_error and also out_of_range (a number too large for a double, e.g. 1e400).
     throw InputError(source + ": not valid JSON (" + std::string(e.what()) + ")");
   }
-  if (!j.is_object()) throw InputError(source + ": expected a JSON object");
+  if (!j.is_object()) throw InputError(source + ": expected a JSON object, got " + shown(j));
 
   ModelConfig c;
   c.name = source;
   if (j.contains("model_type")) {
-    if (!j["model_type"].is_string()) throw InputError(source + ": field 'model_type' must be a string");
-    const auto t = j["model_type"].get<std::string>();
+    const auto t = get_string(j, "model_type", source);
     if (t == "yoco") c.model_type = ModelType::yoco;
     else if (t == "transformer") c.model_type = ModelType::transformer;
-    else throw InputError(source + ": field 'model_type' must be \"yoco\" or \"transformer\", got \"" + t + "\"");
+    else throw InputError(source + ": field 'model_type' must be \"yoco\" or \"transformer\", got " + shown(j.at("model_type")));
   }
   const bool yoco = c.is_yoco();
 
@@ -236,7 +315,7 @@ ModelConfig config_from_json_text(const std::string& text, const std::string& so
     const bool ok = std::find(known.begin(), known.end(), key) != known.end() ||
                     std::find(ignored.begin(), ignored.end(), key) != ignored.end();
     if (!ok)
-      throw InputError(source + ": unknown field '" + key + "' for a " + (yoco ? "yoco" : "transformer") +
+      throw InputError(source + ": unknown field '" + cut(key) + "' for a " + (yoco ? "yoco" : "transformer") +
                        " config (a typo would otherwise pass silently)");
   }
 
@@ -263,14 +342,13 @@ ModelConfig config_from_json_text(const std::string& text, const std::string& so
       c.sliding_window = get_int(j, "sliding_window", source);
     if (j.contains("self_decoder")) {
       // Our extra: an explicit self-decoder kind, checked against sliding_window.
-      if (!j["self_decoder"].is_string()) throw InputError(source + ": field 'self_decoder' must be a string");
-      const auto kind = j["self_decoder"].get<std::string>();
+      const auto kind = get_string(j, "self_decoder", source);
       if (kind == "gret") {
         if (c.sliding_window) throw InputError(source + ": field 'self_decoder' is \"gret\" but 'sliding_window' is set");
       } else if (kind == "swa") {
         if (!c.sliding_window) throw InputError(source + ": field 'self_decoder' is \"swa\" but 'sliding_window' is not set");
       } else {
-        throw InputError(source + ": field 'self_decoder' must be \"gret\" or \"swa\", got \"" + kind + "\"");
+        throw InputError(source + ": field 'self_decoder' must be \"gret\" or \"swa\", got " + shown(j.at("self_decoder")));
       }
     }
     if (j.contains("gret_chunk_size")) c.gret_chunk_size = get_int(j, "gret_chunk_size", source);

@@ -15,6 +15,26 @@ constexpr uint64_t kMaxHeader = 100ull << 20;  // the format's own 100 MB limit
 
 [[noreturn]] void fail(const std::string& path, const std::string& why) { throw InputError(path + ": " + why); }
 
+// Far deeper than a safetensors header needs (header object, tensor entry,
+// shape array: depth 3). Past it the header is rejected while it is parsed,
+// before anything recursive (nlohmann's dump, a copy) could walk it and
+// overflow the stack (issue 12).
+constexpr int kMaxJsonDepth = 64;
+
+// Names (tensor names, metadata keys) as they appear in messages: cut short,
+// since a header may hold a name of many megabytes.
+std::string cut(std::string s) {
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return s;
+}
+// A JSON value in a message: scalars as written (cut short), a container by
+// its type only -- never a full dump, which is recursive.
+std::string shown(const nlohmann::json& v) {
+  if (v.is_structured()) return std::string("an ") + v.type_name();
+  if (v.is_boolean()) return "a boolean (" + v.dump() + ")";
+  return cut(v.dump());
+}
+
 }  // namespace
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
@@ -40,41 +60,65 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
 
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(header);
+    // Strict JSON: NaN, Infinity and comments are parse errors.
+    j = nlohmann::json::parse(header, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
+      if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
+          depth >= kMaxJsonDepth)
+        fail(path_, "header JSON is nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      return true;
+    });
   } catch (const nlohmann::json::exception& e) {
     // parse_error and also out_of_range (a number too large for a double, e.g. 1e400).
     fail(path_, std::string("header is not valid JSON (") + e.what() + ")");
   }
-  if (!j.is_object()) fail(path_, "header is not a JSON object");
+  if (!j.is_object()) fail(path_, "header is not a JSON object, got " + shown(j));
   for (const auto& [name, v] : j.items()) {
     if (name == "__metadata__") {
-      if (!v.is_object()) fail(path_, "__metadata__ is not an object");
+      if (!v.is_object()) fail(path_, "__metadata__ is not an object of strings, got " + shown(v));
       for (const auto& [k, s] : v.items()) {
-        if (!s.is_string()) fail(path_, "__metadata__ value of '" + k + "' is not a string");
+        if (!s.is_string()) fail(path_, "__metadata__ value of '" + cut(k) + "' is not a string, got " + shown(s));
         metadata_[k] = s.get<std::string>();
       }
       continue;
     }
-    const std::string where = "tensor '" + name + "': ";
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-      fail(path_, where + "entry needs dtype, shape and data_offsets");
+    const std::string where = "tensor '" + cut(name) + "': ";
+    if (!v.is_object()) fail(path_, where + "entry is not an object, got " + shown(v));
+    for (const char* field : {"dtype", "shape", "data_offsets"})
+      if (!v.contains(field)) fail(path_, where + "entry needs dtype, shape and data_offsets (no " + field + ")");
     SafetensorsEntry e;
-    if (!v["dtype"].is_string()) fail(path_, where + "dtype is not a string");
-    const auto dt = v["dtype"].get<std::string>();
+    const auto& dtv = v.at("dtype");
+    if (!dtv.is_string()) fail(path_, where + "dtype is not a string, got " + shown(dtv));
+    const auto dt = dtv.get<std::string>();
     if (!dtype_from_safetensors_name(dt, &e.dtype))
-      fail(path_, where + "unsupported dtype " + dt + " (accepted: F64, F32, BF16, F16)");
-    if (!v["shape"].is_array()) fail(path_, where + "shape is not an array");
+      fail(path_, where + "unsupported dtype " + cut(dt) + " (accepted: F64, F32, BF16, F16)");
+    const auto& shape = v.at("shape");
+    if (!shape.is_array()) fail(path_, where + "shape is not an array, got " + shown(shape));
+    // Element count <= 2^50, so the byte count (x 8 at most) cannot overflow:
+    // each product is checked before it is formed.
+    constexpr int64_t kMaxNumel = int64_t{1} << 50;
     int64_t numel = 1;
-    for (const auto& s : v["shape"]) {
-      if (!s.is_number_integer() || s.get<int64_t>() < 0) fail(path_, where + "shape has a bad dimension " + s.dump());
+    bool zero = false;
+    for (const auto& s : shape) {
+      // Non-negative integers only: not a float (2.0 included), a boolean, null, a string or a container.
+      if (!s.is_number_integer())
+        fail(path_, where + "shape has a dimension that is not a non-negative integer: " + shown(s));
+      if (s.is_number_unsigned() ? s.get<uint64_t>() > static_cast<uint64_t>(kMaxNumel) : s.get<int64_t>() < 0)
+        fail(path_, where + "shape has a bad dimension " + shown(s) +
+                        (s.is_number_unsigned() ? " (more than 2^50 elements)" : " (negative)"));
       const int64_t dim = s.get<int64_t>();
-      if (dim > 0 && numel > (int64_t{1} << 50) / dim) fail(path_, where + "shape is absurdly large");
-      numel *= dim;
       e.shape.push_back(dim);
+      if (dim == 0) zero = true;
+      if (!zero && numel > kMaxNumel / dim)
+        fail(path_, where + "shape has more than 2^50 elements (the product passes it at dimension " +
+                        std::to_string(e.shape.size()) + ", " + std::to_string(dim) + ")");
+      numel = zero ? 0 : numel * dim;
     }
-    const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-      fail(path_, where + "data_offsets must be two non-negative integers");
+    const auto& off = v.at("data_offsets");
+    if (!off.is_array()) fail(path_, where + "data_offsets must be an array of two non-negative integers, got " + shown(off));
+    if (off.size() != 2)
+      fail(path_, where + "data_offsets must be two non-negative integers, got " + std::to_string(off.size()) + " values");
+    for (const auto& o : off)
+      if (!o.is_number_unsigned()) fail(path_, where + "data_offsets must be two non-negative integers, got " + shown(o));
     e.begin = off[0].get<uint64_t>();
     e.end = off[1].get<uint64_t>();
     if (e.end < e.begin) fail(path_, where + "data_offsets are reversed");

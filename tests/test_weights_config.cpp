@@ -351,5 +351,275 @@ TEST(DType, F16Conversions) {
   for (uint32_t b = 0; b < 0x7c00; b += 7) EXPECT_EQ(float_to_f16_bits(f16_bits_to_float(b)), b);
 }
 
+// ------------------------------------------------ issue 12: parse errors by class --
+
+// A yoco-tiny config with `field` set to the JSON text `value` (added, or replacing the field).
+std::string tiny_yoco_with(const std::string& field, const std::string& value) {
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"dim", "64"},          {"n_layers", "4"},     {"hidden_dim", "192"},     {"vocab_size", "512"},
+      {"n_self_heads", "4"},  {"n_attn_heads", "4"}, {"n_attn_kv_heads", "2"},
+  };
+  bool replaced = false;
+  for (auto& [k, v] : f)
+    if (k == field) v = value, replaced = true;
+  if (!replaced) f.emplace_back(field, value);
+  std::string s = "{";
+  for (size_t i = 0; i < f.size(); ++i) s += (i ? ", \"" : "\"") + f[i].first + "\": " + f[i].second;
+  return s + "}";
+}
+
+std::string tiny_transformer_with(const std::string& field, const std::string& value) {
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"model_type", "\"transformer\""}, {"dim", "64"}, {"n_layers", "4"}, {"hidden_dim", "192"},
+      {"vocab_size", "512"},             {"n_heads", "4"}, {"n_kv_heads", "2"},
+  };
+  bool replaced = false;
+  for (auto& [k, v] : f)
+    if (k == field) v = value, replaced = true;
+  if (!replaced) f.emplace_back(field, value);
+  std::string s = "{";
+  for (size_t i = 0; i < f.size(); ++i) s += (i ? ", \"" : "\"") + f[i].first + "\": " + f[i].second;
+  return s + "}";
+}
+
+std::string quoted_field(const std::string& f) { return std::string(1, '\'') + f + std::string(1, '\''); }
+
+std::string nested(size_t depth, bool closed = true) {
+  return std::string(depth, '[') + (closed ? std::string(depth, ']') : std::string());
+}
+
+TEST(Config, WrongJsonTypesNameTheFileAndField) {
+  // The helpers give valid configs: every failure below comes from the one field.
+  EXPECT_EQ(config_from_json_text(tiny_yoco_with("rope_theta", "10000"), "f.json").dim, 64);
+  EXPECT_EQ(config_from_json_text(tiny_transformer_with("head_dim", "16"), "t.json").attn_head_dim(), 16);
+  // A float that is a whole number is that integer (the authors' files write some sizes so).
+  EXPECT_EQ(config_from_json_text(tiny_yoco_with("dim", "64.0"), "f.json").dim, 64);
+  EXPECT_EQ(config_from_json_text(tiny_yoco_with("sliding_window", "null"), "f.json").sliding_window, std::nullopt);
+
+  const std::vector<std::string> not_integers = {"\"64\"", "[64]", "{\"v\": 64}", "true", "false", "3.5", "-0.5",
+                                                 "1e300", "-1e300", "64.000001", nested(40)};
+  const std::vector<std::string> yoco_ints = {"dim",          "n_layers",     "hidden_dim",      "vocab_size",
+                                              "n_self_heads", "n_attn_heads", "n_attn_kv_heads", "gret_chunk_size",
+                                              "sliding_window"};
+  for (const auto& field : yoco_ints) {
+    for (const auto& v : not_integers)
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); },
+                         {"f.json", quoted_field(field), "must be an integer"});
+    // Negative or zero sizes: refused by validation, naming the field.
+    for (const std::string v : {"-4", "0", "-9223372036854775808"})
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); }, {"f.json", field});
+    // null is "not set" for sliding_window only; a required size cannot be null.
+    if (field != "sliding_window")
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, "null"), "f.json"); },
+                         {"f.json", quoted_field(field), "null"});
+  }
+  for (const std::string field : {"dim", "n_layers", "hidden_dim", "vocab_size", "n_heads", "n_kv_heads", "head_dim"})
+    for (const auto& v : not_integers)
+      expect_input_error([&] { config_from_json_text(tiny_transformer_with(field, v), "t.json"); },
+                         {"t.json", quoted_field(field), "must be an integer"});
+  expect_input_error([&] { config_from_json_text(tiny_transformer_with("head_dim", "-16"), "t.json"); }, {"t.json", "head_dim"});
+
+  // Real-valued fields: a number, positive and finite.
+  for (const std::string field : {"rope_theta", "norm_eps", "gate_logit_normalizer"}) {
+    for (const std::string v : {"\"1e4\"", "[1]", "{}", "null", "true"})
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); },
+                         {"f.json", quoted_field(field), "must be a number"});
+    for (const std::string v : {"0", "-1", "-0.0", "1e-400", "-1e-300"})
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); }, {"f.json", field, "positive"});
+  }
+  // String fields.
+  for (const std::string field : {"model_type", "self_decoder"})
+    for (const std::string v : {"1", "[\"yoco\"]", "{}", "null", "true"})
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); },
+                         {"f.json", quoted_field(field), "must be a string"});
+  // The document itself must be an object.
+  for (const std::string doc : {"[]", "3", "\"dim\"", "null", "true", "[{\"dim\": 64}]"})
+    expect_input_error([&] { config_from_json_text(doc, "f.json"); }, {"f.json", "expected a JSON object"});
+  // A message shows a container by its type and cuts a long string short.
+  try {
+    config_from_json_text(tiny_yoco_with("dim", "\"" + std::string(100000, 'x') + "\""), "f.json");
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 300u) << e.what();
+  }
+  expect_input_error([&] { config_from_json_text(tiny_yoco_with(std::string(100000, 'k'), "1"), "f.json"); },
+                     {"f.json", "unknown field"});
+}
+
+TEST(Config, NonFiniteNumbersAreNotJson) {
+  // NaN and Infinity are not JSON, whatever the spelling: the parser is strict.
+  for (const std::string v : {"NaN", "nan", "-NaN", "Infinity", "-Infinity", "inf", "-inf", "1e400", "-1e400", "0x40",
+                              "+64", "064", "64,", "/* 64 */ 64"})
+    for (const std::string field : {"dim", "rope_theta", "norm_eps"})
+      expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, v), "f.json"); }, {"f.json", "JSON"});
+}
+
+TEST(Config, DeepNestingIsRefusedWithoutRecursion) {
+  // nlohmann parses and frees iteratively, but dump() and copies recurse: a deep
+  // document must be refused while it is parsed, for any field, known or not.
+  for (const bool closed : {true, false})
+    for (const size_t depth : {size_t{65}, size_t{100000}, size_t{3000000}}) {
+      for (const std::string field : {"dim", "rope_theta", "model_type", "max_seq_len", "no_such_field"})
+        expect_input_error([&] { config_from_json_text(tiny_yoco_with(field, nested(depth, closed)), "f.json"); },
+                           {"f.json"});
+      expect_input_error([&] { config_from_json_text(nested(depth, closed), "f.json"); }, {"f.json"});
+      std::string objects;
+      for (size_t i = 0; i < depth; ++i) objects += "{\"a\":";
+      expect_input_error([&] { config_from_json_text(objects + "1" + std::string(closed ? depth : 0, '}'), "f.json"); },
+                         {"f.json"});
+    }
+  expect_input_error([&] { config_from_json_text(tiny_yoco_with("max_seq_len", nested(100000)), "f.json"); },
+                     {"f.json", "nested deeper than 64"});
+  // Modest nesting in an ignored field is still read (and ignored).
+  EXPECT_EQ(config_from_json_text(tiny_yoco_with("max_seq_len", nested(50)), "f.json").dim, 64);
+}
+
+ModelConfig wide_yoco(int64_t d, int64_t vocab) {
+  ModelConfig c;
+  c.name = "wide.json";
+  c.dim = d;
+  c.n_layers = 2;
+  c.hidden_dim = d;
+  c.vocab_size = vocab;
+  c.n_self_heads = d / 256;
+  c.n_attn_heads = d / 128;
+  c.n_attn_kv_heads = d / 512;
+  return c;
+}
+
+TEST(Config, SizesWhoseProductsOverflowAreRefused) {
+  // Each field fits in int64 but their products do not: refused by the
+  // parameter cap (2^50), computed without overflow, before any layout.
+  const std::string heads = R"(, "n_self_heads": 4, "n_attn_heads": 4, "n_attn_kv_heads": 2})";
+  for (const std::string sizes : {
+           R"({"dim": 1099511627776, "n_layers": 4, "hidden_dim": 1099511627776, "vocab_size": 512)",  // F*d = 2^80
+           R"({"dim": 4611686018427387904, "n_layers": 4, "hidden_dim": 192, "vocab_size": 512)",       // d*d = 2^124
+           R"({"dim": 2147483648, "n_layers": 4, "hidden_dim": 192, "vocab_size": 2147483648)",         // V*d = 2^62
+           R"({"dim": 9223372036854775800, "n_layers": 65536, "hidden_dim": 9223372036854775807, "vocab_size": 2147483648)"})
+    expect_input_error([&] { config_from_json_text(sizes + heads, "f.json"); }, {"f.json", "too large", "2^50"});
+  // The Transformer's explicit head_dim times its head count.
+  expect_input_error([&] { config_from_json_text(tiny_transformer_with("head_dim", "4611686018427387904"), "t.json"); },
+                     {"t.json", "too large"});
+  expect_input_error([&] { config_from_json_text(tiny_transformer_with("n_heads", "4611686018427387904"), "t.json"); },
+                     {"t.json", "n_heads"});
+
+  // The cap agrees with param_layout to within one vocabulary row: the largest
+  // vocabulary under it is accepted, one more is refused.
+  for (const bool transformer : {false, true}) {
+    auto c = wide_yoco(int64_t{1} << 20, 1024);
+    if (transformer) {
+      c.model_type = ModelType::transformer;
+      c.head_dim = 128;
+    }
+    const int64_t rest = param_count(c) - 2 * c.vocab_size * c.dim;
+    c.vocab_size = ((int64_t{1} << 50) - rest) / (2 * c.dim);
+    EXPECT_NO_THROW(c.validate()) << transformer;
+    EXPECT_LE(param_count(c), int64_t{1} << 50);
+    c.vocab_size += 1;
+    EXPECT_GT(param_count(c), int64_t{1} << 50);
+    expect_input_error([&] { c.validate(); }, {"wide.json", "too large"});
+  }
+  // Every preset, yoco-65b included, is far below it.
+  for (const auto& n : preset_names()) EXPECT_NO_THROW(preset_config(n)) << n;
+}
+
+// A safetensors file whose one tensor 'x' has the given JSON texts, and 16 bytes of data.
+std::string st_entry(const std::string& name, const std::string& dtype, const std::string& shape,
+                     const std::string& offsets, size_t data = 16) {
+  const std::string h = R"({"x": {"dtype": )" + dtype + R"(, "shape": )" + shape + R"(, "data_offsets": )" + offsets + "}}";
+  return write_raw(name, h, data);
+}
+
+TEST(Safetensors, WrongJsonTypesNameTheFileAndTensor) {
+  // The base file is valid: each failure comes from the one edit.
+  {
+    const SafetensorsReader r(st_entry("ok.st", "\"F32\"", "[4]", "[0, 16]"));
+    EXPECT_EQ(r.entries().at("x").numel(), 4);
+  }
+  for (const std::string dt : {"4", "null", "true", "[\"F32\"]", "{}", "\"f32\"", "\"\""}) {
+    const auto f = st_entry("dtype.st", dt, "[4]", "[0, 16]");
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'", "dtype"});
+  }
+  for (const std::string sh : {"4", "\"[4]\"", "null", "true", "{\"0\": 4}"}) {
+    const auto f = st_entry("shape.st", "\"F32\"", sh, "[0, 16]");
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'", "shape is not an array"});
+  }
+  for (const std::string dim : {"\"4\"", "4.0", "4.5", "null", "true", "[4]", "{}", "-4", "-9223372036854775808",
+                                "18446744073709551615", "9223372036854775807", "1125899906842625"}) {
+    const auto f = st_entry("dim.st", "\"F32\"", "[" + dim + "]", "[0, 16]");
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'", "dimension"});
+  }
+  for (const std::string off : {"16", "\"0,16\"", "null", "true", "{}", "[]", "[16]", "[0, 16, 32]", "[0, \"16\"]",
+                                "[0, 16.0]", "[-1, 16]", "[0, true]", "[[0], [16]]", "[0, null]",
+                                "[0, 18446744073709551616]"}) {
+    const auto f = st_entry("off.st", "\"F32\"", "[4]", off);
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'"});
+  }
+  // Entries that are not objects, or lack a field.
+  for (const std::string h : {R"({"x": 3})", R"({"x": null})", R"({"x": ["F32", [4], [0, 16]]})", R"({"x": "F32"})",
+                              R"({"x": {"dtype": "F32", "shape": [4]}})", R"({"x": {"shape": [4], "data_offsets": [0, 16]}})"}) {
+    const auto f = write_raw("entry.st", h, 16);
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'"});
+  }
+  // __metadata__: an object of strings.
+  for (const std::string m : {"3", "null", "\"format=pt\"", "[\"pt\"]", "{\"format\": 3}", "{\"format\": null}",
+                              "{\"format\": [\"pt\"]}", "{\"format\": {\"a\": \"b\"}}", "{\"format\": true}"}) {
+    const auto f = write_raw("meta.st", R"({"__metadata__": )" + m + R"(, "x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 16);
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "__metadata__"});
+  }
+  // The header itself must be an object.
+  for (const std::string h : {"[]", "3", "\"x\"", "null", "true"}) {
+    const auto f = write_raw("top.st", h, 0);
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "not a JSON object"});
+  }
+  // NaN and Infinity are not JSON.
+  for (const std::string v : {"NaN", "Infinity", "-Infinity", "nan", "inf"}) {
+    const auto f = st_entry("nan.st", "\"F32\"", "[" + v + "]", "[0, 16]");
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "not valid JSON"});
+  }
+  // A long tensor name is cut short in the message.
+  try {
+    SafetensorsReader r(write_raw("long.st", "{\"" + std::string(1 << 20, 'n') + "\": 3}", 0));
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_LT(std::string(e.what()).size(), 400u);
+  }
+}
+
+TEST(Safetensors, ShapesWhoseByteCountOverflowsAreRefused) {
+  // [2^40, 2^40] would be 2^80 elements: refused when the product passes 2^50,
+  // before it is formed (no int64 overflow, no bogus byte count).
+  std::string twos = "[2";  // 51 dimensions of 2: 2^51 elements
+  for (int i = 1; i < 51; ++i) twos += ", 2";
+  twos += "]";
+  for (const std::string& sh : {std::string("[1099511627776, 1099511627776]"), std::string("[33554432, 33554432, 33554432]"),
+                                std::string("[1125899906842624, 2]"), twos, std::string("[1125899906842624, 1125899906842624, 0]")}) {
+    const auto f = st_entry("big.st", "\"F64\"", sh, "[0, 16]");
+    expect_input_error([&] { SafetensorsReader r(f); }, {f, "tensor 'x'", "2^50"});
+  }
+  // A zero dimension first makes any later size an empty tensor, as the format allows.
+  const SafetensorsReader r(st_entry("empty.st", "\"F64\"", "[0, 1125899906842624, 1125899906842624]", "[0, 0]", 0));
+  EXPECT_EQ(r.entries().at("x").numel(), 0);
+  // Just under the cap: refused only because the file does not hold the bytes.
+  const auto f = st_entry("cap.st", "\"F64\"", "[1125899906842624]", "[0, 9007199254740992]");
+  expect_input_error([&] { SafetensorsReader r2(f); }, {f, "tensor 'x'", "past the end"});
+}
+
+TEST(Safetensors, DeepNestingIsRefusedWithoutRecursion) {
+  for (const bool closed : {true, false})
+    for (const size_t depth : {size_t{65}, size_t{100000}, size_t{3000000}}) {
+      for (const std::string& h :
+           {R"({"x": {"dtype": "F32", "shape": )" + nested(depth, closed) + R"(, "data_offsets": [0, 16]}})",
+            R"({"x": {"dtype": )" + nested(depth, closed) + R"(, "shape": [4], "data_offsets": [0, 16]}})",
+            R"({"__metadata__": {"a": )" + nested(depth, closed) + "}}", nested(depth, closed),
+            R"({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16], "extra": )" + nested(depth, closed) + "}}"}) {
+        const auto f = write_raw("deep.st", h, 16);
+        expect_input_error([&] { SafetensorsReader r(f); }, {f});
+      }
+    }
+  const auto f = write_raw("deep.st", R"({"x": {"dtype": "F32", "shape": )" + nested(100000) + R"(, "data_offsets": [0, 16]}})", 16);
+  expect_input_error([&] { SafetensorsReader r(f); }, {f, "nested deeper than 64"});
+}
+
 }  // namespace
 }  // namespace yoco
