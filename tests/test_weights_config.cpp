@@ -353,12 +353,10 @@ TEST(DType, F16Conversions) {
 
 // ------------------------------------------------ issue 12: parse errors by class --
 
-// A yoco-tiny config with `field` set to the JSON text `value` (added, or replacing the field).
-std::string tiny_yoco_with(const std::string& field, const std::string& value) {
-  std::vector<std::pair<std::string, std::string>> f = {
-      {"dim", "64"},          {"n_layers", "4"},     {"hidden_dim", "192"},     {"vocab_size", "512"},
-      {"n_self_heads", "4"},  {"n_attn_heads", "4"}, {"n_attn_kv_heads", "2"},
-  };
+using JsonFields = std::vector<std::pair<std::string, std::string>>;
+
+// `base` with `field` set to the JSON text `value` (replacing it, or added), as a JSON object.
+std::string config_with(JsonFields f, const std::string& field, const std::string& value) {
   bool replaced = false;
   for (auto& [k, v] : f)
     if (k == field) v = value, replaced = true;
@@ -368,18 +366,16 @@ std::string tiny_yoco_with(const std::string& field, const std::string& value) {
   return s + "}";
 }
 
+std::string tiny_yoco_with(const std::string& field, const std::string& value) {
+  return config_with({{"dim", "64"}, {"n_layers", "4"}, {"hidden_dim", "192"}, {"vocab_size", "512"},
+                      {"n_self_heads", "4"}, {"n_attn_heads", "4"}, {"n_attn_kv_heads", "2"}},
+                     field, value);
+}
+
 std::string tiny_transformer_with(const std::string& field, const std::string& value) {
-  std::vector<std::pair<std::string, std::string>> f = {
-      {"model_type", "\"transformer\""}, {"dim", "64"}, {"n_layers", "4"}, {"hidden_dim", "192"},
-      {"vocab_size", "512"},             {"n_heads", "4"}, {"n_kv_heads", "2"},
-  };
-  bool replaced = false;
-  for (auto& [k, v] : f)
-    if (k == field) v = value, replaced = true;
-  if (!replaced) f.emplace_back(field, value);
-  std::string s = "{";
-  for (size_t i = 0; i < f.size(); ++i) s += (i ? ", \"" : "\"") + f[i].first + "\": " + f[i].second;
-  return s + "}";
+  return config_with({{"model_type", "\"transformer\""}, {"dim", "64"}, {"n_layers", "4"}, {"hidden_dim", "192"},
+                      {"vocab_size", "512"}, {"n_heads", "4"}, {"n_kv_heads", "2"}},
+                     field, value);
 }
 
 std::string quoted_field(const std::string& f) { return std::string(1, '\'') + f + std::string(1, '\''); }
