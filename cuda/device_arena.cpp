@@ -75,6 +75,12 @@ DeviceBuffer DeviceArena::allocate(MemCategory c, int64_t bytes, const std::stri
   return b;
 }
 
+DeviceBuffer DeviceArena::require(MemCategory c, int64_t bytes, const std::string& what) {
+  DeviceBuffer b = allocate(c, bytes, what);
+  if (!b) throw DeviceOutOfMemory(b.error());
+  return b;
+}
+
 void DeviceArena::release(DeviceBuffer& b) {
   backend_.release(b.ptr_);
   current_[static_cast<int>(b.category_)] -= b.bytes_;

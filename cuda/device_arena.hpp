@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <string>
 
 namespace yoco::cuda {
@@ -33,6 +34,19 @@ class DeviceBackend {
 std::unique_ptr<DeviceBackend> cuda_backend();
 
 class DeviceArena;
+
+// An allocation that did not fit, as an exception the harness turns into an
+// out_of_memory row (it is a std::bad_alloc) whose what() says what did not
+// fit and how much was free ("kv_cache: global K/V: 120.000 GB of kv_cache did
+// not fit (79.1 GB free of 85.0 GB; ...)").
+class DeviceOutOfMemory : public std::bad_alloc {
+ public:
+  explicit DeviceOutOfMemory(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
 
 // A buffer owned by the arena: freed (and un-counted) when destroyed. Empty
 // when the allocation failed; error() then says why.
@@ -87,6 +101,9 @@ class DeviceArena {
 
   // `what` names the buffer in the error ("kv_cache: global K of layer 0").
   DeviceBuffer allocate(MemCategory c, int64_t bytes, const std::string& what);
+  // The same, throwing DeviceOutOfMemory (with the arena's message) instead of
+  // returning an empty buffer: what the runners use.
+  DeviceBuffer require(MemCategory c, int64_t bytes, const std::string& what);
 
   ArenaReport report();
   // Peaks restart from the current values (e.g. between prefill and decode).

@@ -1,4 +1,5 @@
 #include "elementwise.hpp"
+#include "rope_pair.cuh"
 
 namespace yoco::cuda {
 
@@ -61,19 +62,12 @@ __global__ void swiglu_kernel(const bf16* h13, int64_t rows, int64_t F, bf16* ou
 }
 
 __global__ void rope_kernel(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
-                            int64_t rows_per_seq, const double* inv_freq, bool interleaved) {
+                            int64_t rows_per_seq, const double* inv_freq, bool interleaved, double scale) {
   const int64_t half = head_dim / 2, pairs = rows * n_heads * half;
   for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < pairs;
        p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = p % half, h = (p / half) % n_heads, r = p / (half * n_heads);
-    const double angle = static_cast<double>(pos0 + r % rows_per_seq) * inv_freq[i];
-    double s, c;
-    sincos(angle, &s, &c);
-    bf16* head = x + r * row_stride + h * head_dim;
-    const int64_t a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + half;
-    const double x0 = __bfloat162float(head[a]), x1 = __bfloat162float(head[b]);
-    head[a] = __float2bfloat16(static_cast<float>(x0 * c - x1 * s));
-    head[b] = __float2bfloat16(static_cast<float>(x0 * s + x1 * c));
+    rope_rotate_pair(x + r * row_stride + h * head_dim, i, half, pos0 + r % rows_per_seq, inv_freq, interleaved, scale);
   }
 }
 
@@ -115,10 +109,11 @@ cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* 
 }
 
 cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
-                        int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream) {
+                        int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream,
+                        double scale) {
   if (head_dim % 2 != 0 || rows_per_seq < 1) return cudaErrorInvalidValue;
   rope_kernel<<<grid_for(rows * n_heads * (head_dim / 2)), kThreads, 0, stream>>>(
-      x, rows, row_stride, n_heads, head_dim, pos0, rows_per_seq, inv_freq, layout == RopeLayout::interleaved);
+      x, rows, row_stride, n_heads, head_dim, pos0, rows_per_seq, inv_freq, layout == RopeLayout::interleaved, scale);
   return cudaGetLastError();
 }
 

@@ -21,6 +21,9 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
     return "gemm: shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            " outside cuBLAS's 32-bit range";
   cublasSetStream(handle_, stream);
+  // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
+  if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
+    return "cublasSetWorkspace failed";
   const float alpha = 1.0f, beta = 0.0f;
   // Column-major view: yᵀ[n, m] = W[n, k] (stored as the column-major k x n,
   // hence OP_T) · xᵀ[k, m] (the column-major k x m of row-major x).
@@ -29,6 +32,15 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
                    &alpha, w, CUDA_R_16BF, static_cast<int>(k), x, CUDA_R_16BF, static_cast<int>(k), &beta, y, out_type,
                    static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS) return "cublasGemmEx failed with status " + std::to_string(static_cast<int>(s));
+  return "";
+}
+
+std::string Gemm::set_workspace(void* workspace, size_t bytes) {
+  if (!handle_) return error_;
+  const cublasStatus_t s = cublasSetWorkspace(handle_, workspace, bytes);
+  if (s != CUBLAS_STATUS_SUCCESS) return "cublasSetWorkspace failed with status " + std::to_string(static_cast<int>(s));
+  workspace_ = workspace;
+  workspace_bytes_ = bytes;
   return "";
 }
 

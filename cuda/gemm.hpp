@@ -25,6 +25,9 @@ class Gemm {
   // m, n, k above 2^31 - 1 are refused (cuBLAS's 32-bit API): callers split rows.
   std::string linear(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
                      __nv_bfloat16* y, cudaStream_t stream);
+  // Gives cuBLAS its workspace (what a captured CUDA graph needs: no
+  // allocation inside the capture). The memory must outlive the handle's use.
+  std::string set_workspace(void* workspace, size_t bytes);
   // The same with fp32 output (logits).
   std::string linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
                          cudaStream_t stream);
@@ -33,6 +36,8 @@ class Gemm {
   std::string run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
                   cudaStream_t stream);
   cublasHandle_t handle_ = nullptr;
+  void* workspace_ = nullptr;  // set_workspace's, given again after every cublasSetStream
+  size_t workspace_bytes_ = 0;
   std::string error_;
 };
 

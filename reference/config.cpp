@@ -91,6 +91,14 @@ std::optional<ModelConfig> try_preset(const std::string& name) {
     return c;
   }
   if (name == "transformer-tiny") return make_transformer(name, 64, 4, 4, 2, 192, 512);
+  // The smallest shapes the CUDA kernels serve (head dim 64): GPU demos and tests.
+  if (name == "yoco-small") return make_yoco(name, 256, 4, 4, 4, 2, 768, 4096);
+  if (name == "yoco-swa-small") {
+    auto c = make_yoco(name, 256, 4, 4, 4, 2, 768, 4096);
+    c.sliding_window = 128;
+    return c;
+  }
+  if (name == "transformer-small") return make_transformer(name, 256, 4, 4, 2, 768, 4096);
 
   for (const auto& [size, s] : scaling_family()) {
     const int64_t hkv = s.heads / 4;
@@ -166,8 +174,9 @@ int64_t add_sat(int64_t a, int64_t b) {
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  std::vector<std::string> names = {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny", "yoco-3b", "yoco-swa-3b",
-                                    "transformer-3b", "yoco-65b", "yoco-swa-65b", "transformer-65b"};
+  std::vector<std::string> names = {"yoco-tiny",      "yoco-swa-tiny",     "transformer-tiny", "yoco-small",
+                                    "yoco-swa-small", "transformer-small", "yoco-3b",          "yoco-swa-3b",
+                                    "transformer-3b", "yoco-65b",          "yoco-swa-65b",     "transformer-65b"};
   for (const auto& [size, s] : scaling_family()) {
     names.push_back("yoco-" + size);
     names.push_back("yoco-swa-" + size);

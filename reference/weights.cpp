@@ -27,11 +27,8 @@ Weights<T> Weights<T>::init(const ModelConfig& cfg, uint64_t seed) {
   return w;
 }
 
-template <class T>
-Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
-  SafetensorsReader file(path);
-  Weights w;
-  w.cfg_ = cfg;
+void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg) {
+  const std::string& path = file.path();
   const auto specs = param_layout(cfg);
   std::set<std::string> expected;
   for (const auto& p : specs) expected.insert(p.name);
@@ -46,6 +43,16 @@ Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
     if (it->second.shape != p.shape)
       throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_string(it->second.shape) + ", model " +
                        cfg.name + " needs " + shape_string(p.shape));
+  }
+}
+
+template <class T>
+Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
+  SafetensorsReader file(path);
+  check_weights_file(file, cfg);
+  Weights w;
+  w.cfg_ = cfg;
+  for (const auto& p : param_layout(cfg)) {
     const auto [r, c] = matrix_shape(p);
     Mat<T> m(r, c);
     file.read<T>(p.name, m.data());

@@ -42,6 +42,13 @@ inline std::pair<int64_t, int64_t> matrix_shape(const ParamSpec& p) {
   return {p.shape[0], p.shape[1]};
 }
 
+class SafetensorsReader;
+
+// The layout checks of a weights file against `cfg` (no extra tensor, none
+// missing, every shape right), as InputErrors naming the file and the tensor:
+// the one definition both Weights<T>::load and the CUDA loader use.
+void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg);
+
 // Fills `dst` (p.numel() elements) with the counter-based values of tensor p.
 template <class T>
 void fill_counter_init(const ParamSpec& p, uint64_t seed, T* dst);

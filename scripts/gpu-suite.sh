@@ -3,10 +3,14 @@
 # every log (KERNELS.md §7): device facts, all GPU tests (YOCO_EXPECT_GPU=1, so
 # nothing passes by skipping), compute-sanitizer memcheck/racecheck on the
 # small cases, the kernel benchmarks against the ceilings measured in the same
-# run, and a SASS census (HGMMA/HMMA per kernel). Every step runs under
-# `timeout`, so a hung kernel costs one step, not the call.
+# run, a SASS census (HGMMA/HMMA per kernel), and the model runners through
+# `yoco bench --device cuda` (step `models`: the small presets at 4K, then
+# yoco-3b vs transformer-3b at 32K and 128K end to end, then yoco-3b's prefill
+# at 512K and 1M). Every step runs under `timeout`, so a hung kernel costs one
+# step, not the call. The whole suite can pass a device call's 10 minutes: run
+# it as two calls, e.g. --steps info,tests,sanitize,sass then --steps bench,peers,models.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models]
 #                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
 #
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
@@ -18,13 +22,14 @@
 # the machine that built (a lent machine's copy of .git may be older than the
 # working tree it received).
 # Outputs: summary.txt, suite.log (all steps), kernels.csv (bench rows),
-#          peers_sdpa.csv, peers_fla.csv, logs.tar.gz (one log per step).
+#          peers_sdpa.csv, peers_fla.csv, models_small.csv, models_3b.csv,
+#          models_3b_long.csv, logs.tar.gz (one log per step).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
-STEPS="info,tests,sanitize,bench,peers,sass"
+STEPS="info,tests,sanitize,bench,peers,sass,models"
 TEST_REGEX="."
 BENCH_FILTER=""
 SCALE=1
@@ -158,6 +163,17 @@ if has_step sass && command -v cuobjdump >/dev/null; then
   } >"$LOGS/sass.log" 2>&1
   note "$(printf '%-48s %s' sass "$(wc -l <"$LOGS/sass.log") kernels with mma/local ops (logs/sass.log)")"
 fi
+if has_step models && [ -x "$BIN/yoco" ]; then
+  # The runners end to end (issue 15): every point ends as rows, an
+  # out-of-memory point as out_of_memory rows. Decode rows come both ways
+  # (graph: phase decode, eager: phase decode_eager) with the host enqueue time.
+  run_step models.small 240 "$BIN/yoco" bench --device cuda --model yoco-small,yoco-swa-small,transformer-small \
+    --lengths 4K --gen 256 --repeats 3 --out "$OUTDIR/models_small.csv"
+  run_step models.3b 540 "$BIN/yoco" bench --device cuda --model yoco-3b,transformer-3b --lengths 32K,128K \
+    --repeats 3 --budget-s 150 --out "$OUTDIR/models_3b.csv"
+  run_step models.3b_long 540 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
+    --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$OUTDIR/models_3b_long.csv"
+fi
 } 2>&1 | tee "$OUTDIR/suite.log"
 
 # Few files come back from a lent machine: the per-step logs travel as one tarball.
@@ -168,6 +184,10 @@ cat "$SUMMARY"
 if [ -f "$OUTDIR/kernels.csv" ]; then
   echo "kernel rows: $OUTDIR/kernels.csv; headlines (ceilings of this run, peers of this call):"
   python3 scripts/gpu_headlines.py "$OUTDIR/kernels.csv" "$OUTDIR"/peers_*.csv 2>/dev/null | tee -a "$SUMMARY"
+fi
+if ls "$OUTDIR"/models_*.csv >/dev/null 2>&1; then
+  echo "model rows: $OUTDIR/models_*.csv; headlines (prefill vs its GEMM floor, decode graph vs eager):"
+  python3 scripts/model_headlines.py "$OUTDIR"/models_*.csv 2>&1 | tee -a "$SUMMARY"
 fi
 grep -q -E 'FAIL|TIMEOUT|MISSING' "$SUMMARY" && exit 1
 exit 0

@@ -468,9 +468,116 @@ TEST(SweepProtocol, ResumeRefusesRowsOfAnotherConfiguration) {
 }
 
 TEST(SweepProtocol, CudaBackendSaysWhatItLacks) {
-  // Until the CUDA runners exist the skeleton lists its missing parts (and
-  // `yoco bench --device cuda` refuses with exit 2, tested in test_cli).
-  EXPECT_FALSE(cuda_backend_missing().empty());
+  // Complete with CUDA; without it (the cpu preset) one entry that says so
+  // (and `yoco bench --device cuda` refuses with exit 2, tested in test_bench).
+#if defined(YOCO_HAVE_CUDA)
+  EXPECT_TRUE(cuda_backend_missing().empty());
+#else
+  const auto missing = cuda_backend_missing();
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].find("cuda preset"), std::string::npos) << missing[0];
+#endif
+}
+
+// A device that adds decode steps (as the CUDA backend does): one untimed
+// warm-up step before each run of timed steps, and rows of its own after a
+// latency point's timed steps, from `extra` more steps.
+class ExtrasBackend : public FakeBackend {
+ public:
+  int64_t warmup = 1, extra = 4;
+  int extras_calls = 0;
+  int64_t decode_warmup_steps() const override { return warmup; }
+  int64_t decode_extra_steps() const override { return extra; }
+  std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override {
+    ++extras_calls;
+    std::vector<double> t;
+    for (int64_t i = 0; i < extra; ++i)
+      t.push_back(time([&] { runner.run_decode_step(std::vector<int64_t>(static_cast<size_t>(batch), 1)); }));
+    return {{"decode_eager", {"decode_step_latency_s", t.front(), "s", "measured", extra, "fake eager", {}, {}}},
+            {"decode", {"decode_host_enqueue_s", 1e-6, "s", "measured", 32, "fake enqueue", {}, {}}}};
+  }
+};
+
+TEST(SweepProtocol, DeviceDecodeWarmupAndExtrasHaveRoomAndRows) {
+  ExtrasBackend dev;
+  const auto rows = sweep(settings(), dev);
+  EXPECT_EQ(dev.extras_calls, 1) << "after the latency point's timed steps only";
+  // Latency: the warm-up step at 1024, 32 timed steps, 4 extra steps; the
+  // FakeRunner fails any step past the cache the prefill sized.
+  ASSERT_EQ(dev.log.step_positions.size(), (1u + 32u + 4u) + (1u + 32u));
+  EXPECT_EQ(dev.log.step_positions[0], 1024);
+  EXPECT_EQ(dev.log.step_positions[1], 1025) << "the first timed step follows the warm-up";
+  EXPECT_EQ(dev.log.step_positions[36], 1060) << "the last extra step";
+  const ResultRow& d = row(rows, "decode", "decode_step_latency_s");
+  EXPECT_EQ(d.repeats, 32);
+  EXPECT_NE(d.notes.find("steps at context 1025..1056 after 1 untimed warm-up step"), std::string::npos) << d.notes;
+  // The device's rows, each in its phase, before the decode row.
+  const ResultRow& e = row(rows, "decode_eager", "decode_step_latency_s");
+  EXPECT_EQ(e.notes, "fake eager");
+  EXPECT_EQ(e.batch, 1);
+  EXPECT_EQ(row(rows, "decode", "decode_host_enqueue_s").notes, "fake enqueue");
+  EXPECT_LT(&e, &d) << "a reader taking a point's last decode_step_latency_s gets the decode phase's";
+  // Throughput: the prefill reserves the warm-up step, which is not timed.
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_NE(t.notes.find("after 1 untimed warm-up decode step"), std::string::npos) << t.notes;
+  EXPECT_EQ(dev.log.step_positions[37], 768) << "throughput's warm-up step";
+  EXPECT_EQ(dev.log.step_positions[38], 769) << "then the sample's first half";
+  const double prefill_s = kPrefillPerToken * 4 * (1024 - 256), decode_s = kStep * 4 * 256;
+  EXPECT_NEAR(*t.value, 4.0 * 256 / (prefill_s + decode_s), 1e-9 * *t.value) << "the warm-up step is not timed";
+}
+
+TEST(SweepProtocol, ResumeKeepsTheDeviceDecodeRows) {
+  const SweepSettings s = two_by_two();
+  ExtrasBackend full_dev;
+  const auto full = sweep(s, full_dev);
+  // A finished file resumes to itself: decode_eager rows belong to --metrics decode.
+  ExtrasBackend dev;
+  SweepIo io;
+  io.previous = &full;
+  expect_same_rows(sweep_io(s, dev, io), full);
+  EXPECT_EQ(dev.log.prefills, 0);
+  // An interrupted file: the missing points run, the kept ones keep their device rows.
+  const auto on_disk = [&] {
+    ExtrasBackend d;
+    std::vector<ResultRow> kept;
+    SweepIo stop;
+    stop.on_point = [&](const std::vector<ResultRow>& rows, int done) {
+      kept = rows;
+      if (done == 2) throw Stop{};
+    };
+    EXPECT_THROW(sweep_io(s, d, stop), Stop);
+    return kept;
+  }();
+  ExtrasBackend dev2;
+  SweepIo io2;
+  io2.previous = &on_disk;
+  expect_same_rows(sweep_io(s, dev2, io2), full);
+  EXPECT_EQ(dev2.log.prefills, 5 * 2);
+}
+
+// A device's out-of-memory error (cuda::DeviceOutOfMemory is a std::bad_alloc)
+// says what did not fit; the sweep keeps its words.
+class TellingBadAlloc : public std::bad_alloc {
+ public:
+  const char* what() const noexcept override { return "kv_cache: global K/V: 120.000 GB of kv_cache did not fit"; }
+};
+
+class TellingBackend : public FakeBackend {
+ public:
+  std::unique_ptr<ModelRunner> create_runner(const ModelConfig&, Precision, uint64_t) override {
+    throw TellingBadAlloc();
+  }
+};
+
+TEST(SweepProtocol, BadAllocThatSaysWhatDidNotFitKeepsItsMessage) {
+  TellingBackend dev;
+  SweepSettings s = settings();
+  s.metrics = {"prefill"};
+  const auto rows = sweep(s, dev);
+  const ResultRow& r = row(rows, "prefill", "prefill_latency_s");
+  EXPECT_EQ(r.method, "out_of_memory");
+  EXPECT_NE(r.notes.find("120.000 GB of kv_cache did not fit"), std::string::npos) << r.notes;
+  EXPECT_EQ(r.notes.find("std::bad_alloc"), std::string::npos) << r.notes;
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ CommandSpec bench_spec() {
       "out_of_memory / failed) beside its analytic row: the sweep never stops at a missing point.\n"
       "With no arguments: the default job (see below).";
   s.options = {
-      {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU)"},
+      {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU, yoco-small,transformer-small on CUDA)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
       {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024)"},
       {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
@@ -41,11 +41,11 @@ CommandSpec bench_spec() {
       {"--warmup", "N", "untimed prefills before them (default 1)"},
       {"--decode-sample", "N", "decode steps timed per point; throughput scales a sample when gen > N (default 64)"},
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
-      {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners (default cpu)"},
-      {"--dtype", "f32|f64", "CPU reference precision (default f32)"},
+      {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners: bf16 weights and caches, fp32 accumulation (default cpu)"},
+      {"--dtype", "f32|f64", "CPU reference precision (default f32; --device cpu only)"},
       {"--budget-s", "S", "time budget per point in seconds; repeats are cut first (default 120)"},
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
-      {"--device-name", "LABEL", "device_name of the rows instead of the CPU's name (CI baselines that must join across runners)"},
+      {"--device-name", "LABEL", "device_name of the rows instead of the CPU's or GPU's name (CI baselines that must join across runners)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
       {"--out", "FILE.csv", "also write the rows as CSV, rewritten after each point (an interrupted run keeps every completed point)"},
       {"--resume", "", "continue the sweep in --out: its completed points are kept, not measured again (see below)"},
@@ -60,6 +60,15 @@ CommandSpec bench_spec() {
       "'roofline of <CPU> (measured ceilings)': this machine's GEMM rate and copy bandwidth, measured at the\n"
       "start of the run). Progress goes to stderr when it is a terminal.\n"
       "\n"
+      "--device cuda (the cuda preset, a GPU present): the CUDA runners (bf16 weights, activations and caches,\n"
+      "fp32 gRet state and accumulation), timed with CUDA events on the model's stream; memory from the\n"
+      "device arena (weights, kv_cache, state, activations = its peak) + other (cudaMemGetInfo) and the\n"
+      "device peak; ceilings from a bf16 cuBLAS GEMM and a device-to-device copy; analytic rows in bf16 on\n"
+      "them ('<GPU> (measured ceilings)'); the throughput batch fits in 90% of the free device memory.\n"
+      "Decode steps replay a CUDA graph after one untimed warm-up step (the capture); a latency point also\n"
+      "times 16 eager steps (phase decode_eager) and reports the host's enqueue time of both\n"
+      "(decode_host_enqueue_s). A point that does not fit is an out_of_memory row saying what did not fit.\n"
+      "\n"
       "The default job (no arguments, no GPU): yoco-tiny and transformer-tiny on the CPU at 2K-32K (the\n"
       "Transformer's quadratic prefill shows; a few minutes on 2 cores), then the analytic projection of\n"
       "yoco-3b vs transformer-3b at 32K-1M on an H100 (datasheet) with KV bytes per token of every preset;\n"
@@ -71,6 +80,14 @@ CommandSpec bench_spec() {
       "what a full run writes (timings aside). A file from another device, --device-name, --dtype, --batch,\n"
       "--gen, --metrics or --prefill-chunk, or with points outside --model x --lengths, is refused (exit 2);\n"
       "a --out that does not exist yet starts the sweep afresh. The default job resumes its bench.csv.";
+  return s;
+}
+
+// The CUDA sweep's defaults: the CPU's, with the small presets (head dim 64,
+// which the CUDA kernels serve; the tiny presets' 16 is not).
+SweepSettings default_cuda_sweep() {
+  SweepSettings s = default_cpu_sweep();
+  s.models = {"yoco-small", "transformer-small"};
   return s;
 }
 
@@ -122,22 +139,26 @@ int cmd_bench(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const std::string device = a.get_or("--device", "cpu");
   if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
+  if (a.has("--default-job") && device == "cuda")
+    throw InputError("--device cuda: the default job runs on the CPU; for a CUDA sweep give --model / --lengths "
+                     "(or neither: yoco-small,transformer-small at 2K-32K) without --default-job");
   if (args.empty() || a.has("--default-job")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
   if (device == "cuda") {
+    if (a.has("--dtype"))
+      throw InputError("--dtype: the CUDA runners store bf16 and accumulate in fp32; --dtype applies to --device cpu");
     const CudaStatus c = cuda_status();
     if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
     const auto missing = cuda_backend_missing();
     if (!missing.empty()) {
       std::string lacks;
       for (const auto& m : missing) lacks += (lacks.empty() ? "" : "; ") + m;
-      throw InputError("--device cuda: the CUDA runners are not implemented yet (issues 4 and 5); device " +
-                       c.device_name + " is present; the CUDA sweep backend lacks: " + lacks);
+      throw InputError("--device cuda: the CUDA sweep backend lacks: " + lacks);
     }
-    // Unreachable until the CUDA backend is complete: the same sweep on the GPU.
+    // The same sweep on the GPU.
     const OutputFormat format = parse_output_format(a);
-    const SweepSettings s = sweep_settings(a, default_cpu_sweep());
+    const SweepSettings s = sweep_settings(a, default_cuda_sweep());
     if (auto out = a.get("--out")) prepare_output_path(*out);
     const int points = static_cast<int>(s.models.size() * s.lengths.size());
     const SweepFile file(a.get("--out"), a.has("--resume"), points);

@@ -18,12 +18,15 @@ CommandSpec forward_spec() {
   s.path = "yoco forward";
   s.usage =
       "yoco forward --model PRESET|FILE.json [--weights FILE.safetensors | --seed N]\n"
-      "                    (--tokens 1,2,3 | --tokens-file FILE) [--dtype f64|f32]\n"
+      "                    (--tokens 1,2,3 | --tokens-file FILE) [--dtype f64|f32 | --device cuda]\n"
       "                    [--paradigm parallel|recurrent|chunkwise] [--chunk N] [--all-positions] --out FILE.npy";
   s.summary =
       "Runs the full forward pass (no cache) over one token sequence and writes the logits as a NumPy\n"
       ".npy file: shape (vocab,) for the last position, or (N, vocab) with --all-positions; float32\n"
-      "('<f4') for --dtype f32, float64 ('<f8') for --dtype f64.";
+      "('<f4') for --dtype f32, float64 ('<f8') for --dtype f64.\n"
+      "--device cuda runs the CUDA runner instead (bf16 weights, activations and caches, fp32 accumulation;\n"
+      "gRet in the GPU's chunkwise kernel) and writes float32; --dtype, --paradigm and --chunk apply to the\n"
+      "CPU reference only.";
   s.options = model_option_specs();
   for (auto& o : token_option_specs()) s.options.push_back(o);
   s.options.push_back({"--paradigm", "P", "gRet paradigm: parallel (default), recurrent or chunkwise; YOCO gRet models only"});
@@ -43,6 +46,10 @@ int cmd_forward(const Args& args) {
   const std::string out = a.require("--out");
   const GretParadigm paradigm = parse_paradigm(a.get_or("--paradigm", "parallel"));
   const int64_t chunk = a.get_int("--chunk", 0, 1, INT64_MAX);
+  for (const char* opt : {"--paradigm", "--chunk"})
+    if (a.has(opt) && a.get_or("--device", "cpu") == "cuda")
+      throw InputError(std::string(opt) + " applies to --device cpu: the CUDA runner computes gRet with its " +
+                       "chunkwise kernel (the same function as every paradigm)");
   ModelChoice m = model_choice(a);
   const bool gret = m.cfg.is_yoco() && m.cfg.self_decoder() == SelfDecoderKind::gret;
   for (const char* opt : {"--paradigm", "--chunk"})
@@ -53,27 +60,33 @@ int cmd_forward(const Args& args) {
 
   const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
   const int64_t n = static_cast<int64_t>(ids.size());
-  require_host_memory(forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
+  const double logits_host = static_cast<double>(n) * static_cast<double>(m.cfg.vocab_size) * (4 + 8);
+  require_host_memory(m.cuda ? logits_host  // the GPU's logits on the host, as float and as double
+                             : forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
                       "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
   check_output_path(out);  // an unwritable --out is said before the work
-  const auto runner = ModelRunner::create(m.cfg, m.precision, m.weights);
-  const Mat<double> logits = runner->forward(TokenBatch::single(ids), paradigm);
+  const auto runner = create_model_runner(m);
+  // The GPU has one gRet form, its chunk kernel: chunkwise (parallel names the same function).
+  const GretParadigm run_paradigm = m.cuda ? (gret ? GretParadigm::chunkwise : GretParadigm::parallel) : paradigm;
+  const Mat<double> logits =
+      device_memory_errors_as_input(m, [&] { return runner->forward(TokenBatch::single(ids), run_paradigm); });
 
   const bool all = a.has("--all-positions");
   const int64_t V = m.cfg.vocab_size;
   std::vector<int64_t> shape = all ? std::vector<int64_t>{n, V} : std::vector<int64_t>{V};
   const double* data = all ? logits.data() : logits.data() + (n - 1) * V;  // row-major
-  write_npy(out, m.precision == Precision::f64 ? NpyDType::f64 : NpyDType::f32, shape, data);
+  write_npy(out, !m.cuda && m.precision == Precision::f64 ? NpyDType::f64 : NpyDType::f32, shape, data);
 
   std::string paradigm_text = "n/a";
-  if (gret) {
+  if (gret && m.cuda) {
+    paradigm_text = "chunkwise (the GPU's chunk kernel)";
+  } else if (gret) {
     paradigm_text = paradigm_name(paradigm);
     if (paradigm == GretParadigm::chunkwise) paradigm_text += " (chunk " + std::to_string(m.cfg.gret_chunk_size) + ")";
   }
   std::string shape_text = all ? "(" + std::to_string(n) + ", " + std::to_string(V) + ")" : "(" + std::to_string(V) + ",)";
   std::cout << "forward: model " << m.cfg.name << " (" << runner->architecture() << ", weights "
-            << m.weights.describe() << "), " << n << " tokens, dtype " << precision_name(m.precision)
-            << ", paradigm " << paradigm_text << ", logits " << (all ? "at all positions " : "at the last position ")
+            << m.weights.describe() << "), " << n << " tokens, " << numerics_text(m) << ", paradigm " << paradigm_text << ", logits " << (all ? "at all positions " : "at the last position ")
             << shape_text << " -> " << out << "\n";
   return 0;
 }

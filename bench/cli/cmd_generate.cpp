@@ -25,11 +25,14 @@ CommandSpec generate_spec() {
   s.usage =
       "yoco generate --model PRESET|FILE.json [--weights FILE.safetensors | --seed N]\n"
       "                     (--prompt-len N | --tokens 1,2,3 | --tokens-file FILE) --gen M [--batch B]\n"
-      "                     [--dtype f64|f32] [--prefill-chunk N] [--check]";
+      "                     [--dtype f64|f32 | --device cuda] [--prefill-chunk N] [--check]";
   s.summary =
       "Prefills the prompt (in chunks, cache sized for prompt + M tokens), then decodes M tokens greedily\n"
       "(argmax, ties to the lowest id), feeding each back. Prints the generated ids, the prefill time,\n"
-      "the decode time per step and the memory breakdown.";
+      "the decode time per step and the memory breakdown. --device cuda runs the CUDA runner (bf16 weights,\n"
+      "activations and caches, fp32 accumulation; decode steps replay a CUDA graph): the times include\n"
+      "copying each step's logits to the host, which greedy decoding needs; memory is the device arena's\n"
+      "(activations = its peak) plus `other` (CUDA context and libraries, cudaMemGetInfo).";
   s.options = model_option_specs();
   s.options.push_back({"--prompt-len", "N", "a deterministic synthetic prompt of N tokens (from --seed; one per sequence)"});
   for (auto& o : token_option_specs()) s.options.push_back(o);
@@ -40,7 +43,8 @@ CommandSpec generate_spec() {
   s.notes =
       "--check compares, for every sequence, the prefill's logits and those of each decode step with the\n"
       "full forward (parallel paradigm) at the same positions, and passes when the largest RMS ratio is\n"
-      "<= 1e-9 (f64) or <= 1e-4 (f32). A failed check exits with status 1.";
+      "<= 1e-9 (f64) or <= 1e-4 (f32). A failed check exits with status 1. --check applies to --device cpu\n"
+      "(the GPU's logits are checked against the reference by the GPU tests, tests/cuda).";
   return s;
 }
 
@@ -56,14 +60,21 @@ int cmd_generate(const Args& args) {
   const int64_t chunk = a.get_int("--prefill-chunk", 32768, 1, INT64_MAX);
   const int64_t prompt_len = a.get_int("--prompt-len", 0, 1, kMaxCount);
   const bool check = a.has("--check");
+  if (check && a.get_or("--device", "cpu") == "cuda")
+    throw InputError("--check applies to --device cpu (its tolerances are the reference's; the GPU's logits are "
+                     "checked against the reference by the GPU tests, tests/cuda)");
   const ModelChoice m = model_choice(a);
 
   std::vector<int64_t> given;
   if (!a.has("--prompt-len")) given = tokens_from_args(a, m.cfg);
   const int64_t n = a.has("--prompt-len") ? prompt_len : static_cast<int64_t>(given.size());
-  require_host_memory(generation_bytes_estimate(m.cfg, precision_bytes(m.precision), static_cast<double>(batch),
-                                                static_cast<double>(n), static_cast<double>(gen),
-                                                static_cast<double>(chunk), check),
+  // On the GPU the host holds the tokens and one step's logits (as float and as double).
+  const double host_cuda = static_cast<double>(batch) * (static_cast<double>(n + gen) * 8 * 3 +
+                                                         static_cast<double>(m.cfg.vocab_size) * (4 + 8) * 2);
+  require_host_memory(m.cuda ? host_cuda
+                             : generation_bytes_estimate(m.cfg, precision_bytes(m.precision), static_cast<double>(batch),
+                                                         static_cast<double>(n), static_cast<double>(gen),
+                                                         static_cast<double>(chunk), check),
                       "generating " + std::to_string(gen) + " tokens after " + std::to_string(n) + " (batch " +
                           std::to_string(batch) + ") with " + m.cfg.name);
   std::vector<std::vector<int64_t>> prompts(static_cast<size_t>(batch));
@@ -71,15 +82,16 @@ int cmd_generate(const Args& args) {
     prompts[b] = a.has("--prompt-len") ? synthetic_prompt(m.seed, b, n, m.cfg.vocab_size) : given;
   const TokenBatch prompt = TokenBatch::from_sequences(prompts);
 
-  auto runner = ModelRunner::create(m.cfg, m.precision, m.weights);
+  auto runner = create_model_runner(m);
   std::cout << "model " << m.cfg.name << " (" << runner->architecture() << ", " << runner->param_count()
-            << " parameters, weights " << m.weights.describe() << "), dtype " << precision_name(m.precision) << "\n"
+            << " parameters, weights " << m.weights.describe() << "), " << numerics_text(m) << "\n"
             << "batch " << batch << ", prompt " << n << " tokens"
             << (a.has("--prompt-len") ? " (synthetic, seed " + std::to_string(m.seed) + ")" : "") << ", generate "
             << gen << ", prefill chunk " << chunk << "\n";
   std::cout.flush();
 
-  const GreedyRun run = run_greedy(*runner, prompt, gen, chunk, check);
+  const GreedyRun run =
+      device_memory_errors_as_input(m, [&] { return run_greedy(*runner, prompt, gen, chunk, check); });
   for (int64_t b = 0; b < batch; ++b) {
     std::cout << "seq " << b << ":";
     for (auto t : run.generated[b]) std::cout << " " << t;
@@ -91,8 +103,10 @@ int cmd_generate(const Args& args) {
                       run.decode_s_per_step(), 1e3 * run.decode_s_per_step());
   else
     std::cout << "decode: no steps (--gen 0)\n";
-  std::cout << "memory (activations = peak over prefill and decode):\n";
+  std::cout << "memory (activations = peak over prefill and decode"
+            << (m.cuda ? "; the device arena's buffers" : "") << "):\n";
   print_memory(std::cout, run.memory, "  ");
+  if (m.cuda) print_device_other(std::cout, *runner, "  ");
 
   if (!check) return 0;
   const DecodeCheck c = check_decode_against_forward(*runner, prompt, run);

@@ -1,6 +1,13 @@
 #include "model_options.hpp"
 
+#include "cuda_status.hpp"
+#include "errors.hpp"
+#include "format.hpp"
 #include "tokens.hpp"
+
+#if defined(YOCO_HAVE_CUDA)
+#include "cuda_runner.hpp"
+#endif
 
 namespace yoco::cli {
 
@@ -9,7 +16,9 @@ std::vector<OptionSpec> model_option_specs() {
       {"--model", "PRESET|FILE.json", "model preset (e.g. yoco-tiny, yoco-swa-tiny, transformer-tiny) or config file; required"},
       {"--weights", "FILE.safetensors", "load the weights from a safetensors file"},
       {"--seed", "N", "counter-based weight init with this seed (default 0; not with --weights)"},
-      {"--dtype", "f64|f32", "compute precision (default f32)"},
+      {"--dtype", "f64|f32", "compute precision of the CPU reference (default f32; not with --device cuda)"},
+      {"--device", "cpu|cuda", "cpu: the reference (default); cuda: the CUDA runners, bf16 weights and caches, fp32 "
+                               "accumulation (the cuda preset and a GPU)"},
   };
 }
 
@@ -23,11 +32,36 @@ std::vector<OptionSpec> token_option_specs() {
 ModelChoice model_choice(const ParsedArgs& a) {
   ModelChoice m;
   a.exclusive({"--weights", "--seed"}, false);
+  const std::string device = a.get_or("--device", "cpu");
+  if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
+  m.cuda = device == "cuda";
+  if (m.cuda && a.has("--dtype"))
+    throw InputError("--dtype: the CUDA runners store bf16 and accumulate in fp32; --dtype applies to --device cpu");
   m.precision = parse_precision("--dtype", a.get_or("--dtype", "f32"));
   m.seed = a.get_u64("--seed", 0);
   m.cfg = resolve_model(a.require("--model"));
   m.weights = a.has("--weights") ? WeightSource::from_file(*a.get("--weights")) : WeightSource::from_seed(m.seed);
+  if (m.cuda) {
+    const CudaStatus c = cuda_status();
+    if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
+  }
   return m;
+}
+
+std::unique_ptr<ModelRunner> create_model_runner(const ModelChoice& m) {
+  if (!m.cuda) return ModelRunner::create(m.cfg, m.precision, m.weights);
+#if defined(YOCO_HAVE_CUDA)
+  cuda::CudaWeightSource src;
+  src.path = m.weights.path;
+  src.seed = m.weights.seed;
+  return device_memory_errors_as_input(m, [&] { return create_cuda_runner(m.cfg, src); });
+#else
+  throw InputError("--device cuda: " + cuda_status().why_not);
+#endif
+}
+
+std::string numerics_text(const ModelChoice& m) {
+  return m.cuda ? "bf16 weights and caches, fp32 accumulation" : std::string("dtype ") + precision_name(m.precision);
 }
 
 std::vector<int64_t> tokens_from_args(const ParsedArgs& a, const ModelConfig& cfg) {
@@ -42,6 +76,23 @@ std::vector<int64_t> tokens_from_args(const ParsedArgs& a, const ModelConfig& cf
   }
   check_token_range(ids, cfg.vocab_size, source, cfg.name);
   return ids;
+}
+
+void print_device_other(std::ostream& os, const ModelRunner& runner, const std::string& indent) {
+#if defined(YOCO_HAVE_CUDA)
+  const auto* c = dynamic_cast<const CudaRunner*>(&runner);
+  if (!c) return;
+  const cuda::ArenaReport r = c->model().arena().report();
+  if (r.device_known)
+    os << indent << strf("%-12s", "other") << bytes_with_human(r.other)
+       << " (CUDA context and libraries: cudaMemGetInfo's used memory beyond the arena)\n";
+  else
+    os << indent << strf("%-12s", "other") << "unknown (cudaMemGetInfo: " << r.device_error << ")\n";
+#else
+  (void)os;
+  (void)runner;
+  (void)indent;
+#endif
 }
 
 }  // namespace yoco::cli

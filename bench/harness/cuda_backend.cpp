@@ -1,29 +1,251 @@
-// The CUDA backend: a skeleton that says what it lacks (cuda_backend.hpp).
-// Every part not yet written throws, naming itself, so nothing can run on a
-// half-made backend by accident.
+// The CUDA backend of the sweep (cuda_backend.hpp). Compiled in every preset:
+// the CUDA parts only with YOCO_HAVE_CUDA (yoco_cuda defines it for what links
+// it); without CUDA every method throws, naming what is missing, so nothing can
+// run on a backend that is not there.
 #include "cuda_backend.hpp"
 
 #include <stdexcept>
 
 #include "cuda_status.hpp"
 
+#if defined(YOCO_HAVE_CUDA)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cuda_model.hpp"
+#include "cuda_runner.hpp"
+#include "device_ceilings.hpp"
+#include "device_query.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "stats.hpp"
+#endif
+
 namespace yoco::cli {
+
+#if defined(YOCO_HAVE_CUDA)
+
+namespace {
+
+// One untimed decode step before each run of timed ones: the first step of a
+// batch size captures and instantiates the step's CUDA graph, a cost a
+// generation pays once, which a sampled decode would otherwise scale by
+// gen / sample.
+constexpr int64_t kDecodeWarmup = 1;
+// Eager steps timed after a latency point's graph steps (phase decode_eager).
+constexpr int64_t kEagerSteps = 16;
+constexpr double kUsableFraction = 0.9;
+
+void check(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw std::runtime_error("CUDA error in " + what + ": " + cudaGetErrorString(e));
+}
+
+// A count the cost model takes as int64 (it computes in double): clamped so
+// that an absurd length cannot overflow the conversion.
+int64_t as_count(double x) {
+  if (!(x > 0)) return 0;
+  return static_cast<int64_t>(std::min(x, 4.0e15));
+}
+
+const CudaRunner& cuda_runner_of(const ModelRunner& r) {
+  const auto* c = dynamic_cast<const CudaRunner*>(&r);
+  if (!c) throw std::logic_error("CudaBackend: a runner it did not create (not a CudaRunner)");
+  return *c;
+}
+CudaRunner& cuda_runner_of(ModelRunner& r) {
+  auto* c = dynamic_cast<CudaRunner*>(&r);
+  if (!c) throw std::logic_error("CudaBackend: a runner it did not create (not a CudaRunner)");
+  return *c;
+}
+
+const char* const kStorageNote = "bf16 weights, caches and activations, fp32 gRet state and accumulation";
+
+}  // namespace
+
+struct CudaBackend::Events {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ~Events() {
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+  }
+};
+
+std::vector<std::string> cuda_backend_missing() { return {}; }
+
+CudaBackend::CudaBackend(const std::string& device_name) : events_(std::make_unique<Events>()) {
+  const CudaStatus c = cuda_status();
+  prov_ = Provenance::here("cuda", device_name.empty() ? c.device_name : device_name, c.driver);
+  if (!c.device) throw InputError("--device cuda: " + c.why_not);
+  size_t free_b = 0, total_b = 0;
+  check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo (the device's free memory)");
+  usable_ = kUsableFraction * static_cast<double>(free_b);
+  device_total_ = static_cast<double>(total_b);
+  check(cudaEventCreate(&events_->start), "create the timer's events");
+  check(cudaEventCreate(&events_->stop), "create the timer's events");
+}
+
+CudaBackend::~CudaBackend() = default;
+
+Ceilings CudaBackend::measure_ceilings(Progress& progress) {
+  progress.step("measuring the GPU's copy bandwidth and bf16 GEMM rate");
+  const cuda::DeviceCeilings m = cuda::measure_device_ceilings();
+  if (!m.error.empty()) throw std::runtime_error("measuring the device's ceilings failed: " + m.error);
+  Ceilings c;
+  c.rows.push_back({"copy_bw_gbs", m.copy_bw.median / 1e9, "GB/s", "measured", m.copy_bw.repeats, m.copy_desc,
+                    m.copy_bw.min / 1e9, m.copy_bw.max / 1e9});
+  c.rows.push_back({"gemm_peak_tflops", m.gemm_flops.median / 1e12, "TFLOP/s", "measured", m.gemm_flops.repeats,
+                    m.gemm_desc, m.gemm_flops.min / 1e12, m.gemm_flops.max / 1e12});
+  const std::string gpu = cuda::query_devices().name;
+  c.roofline.name = (gpu.empty() ? prov_.device_name : gpu) + " (measured ceilings)";
+  c.roofline.peak_flops = m.gemm_flops.median;
+  c.roofline.bandwidth = m.copy_bw.median;
+  c.roofline.memory_bytes = device_total_;
+  c.roofline.source = "measured in this run: bf16 cuBLAS GEMM " + strf("%.1f", m.gemm_flops.median / 1e12) +
+                      " TFLOP/s, device-to-device copy " + strf("%.1f", m.copy_bw.median / 1e9) +
+                      " GB/s (read + write)";
+  return c;
+}
+
+cost::Storage CudaBackend::analytic_storage(Precision) const {
+  return cost::Storage{};  // bf16 weights, KV cache and activations, fp32 state and logits: what the runners store
+}
+
+double CudaBackend::usable_memory_bytes() const { return usable_; }
+
+double CudaBackend::generation_bytes(const ModelConfig& cfg, Precision, double batch, double prompt, double gen,
+                                     double prefill_chunk) const {
+  // The cost model's memory of the generation in bf16 (cost::Storage{}):
+  // weights, caches for prompt + gen tokens, the prefill's temporaries.
+  const double in_flight = batch * std::min(prompt, prefill_chunk);
+  return cost::memory_cost(cfg, cost::Storage{}, as_count(batch), as_count(prompt + gen), as_count(in_flight)).total();
+}
+
+std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig& cfg, Precision, uint64_t seed) {
+  model_ = nullptr;
+  cuda::CudaWeightSource src;
+  src.seed = seed;
+  std::unique_ptr<ModelRunner> r = create_cuda_runner(cfg, src);
+  model_ = &cuda_runner_of(*r).model();
+  return r;
+}
+
+double CudaBackend::time(const std::function<void()>& region) {
+  // On the model's stream: it is non-blocking, so events on the legacy stream
+  // would not be ordered with its work. Before any runner: the legacy stream.
+  cudaStream_t stream = model_ ? model_->stream() : nullptr;
+  check(cudaEventRecord(events_->start, stream), "record the timer's start event");
+  region();
+  check(cudaEventRecord(events_->stop, stream), "record the timer's stop event");
+  check(cudaEventSynchronize(events_->stop), "the timed region");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, events_->start, events_->stop), "cudaEventElapsedTime");
+  return static_cast<double>(ms) * 1e-3;
+}
+
+void CudaBackend::reset_peak_memory() {
+  if (model_) model_->arena().reset_peaks();
+}
+
+std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, int64_t n, Precision) {
+  const cuda::ArenaReport r = cuda_runner_of(runner).model().arena().report();
+  const std::string note = "the device arena's buffers after prefilling " + std::to_string(n) +
+                           " tokens (caches sized for the tokens served); " + kStorageNote;
+  const double w = static_cast<double>(r.at(cuda::MemCategory::weights));
+  const double kv = static_cast<double>(r.at(cuda::MemCategory::kv_cache));
+  const double st = static_cast<double>(r.at(cuda::MemCategory::state));
+  const double act = static_cast<double>(r.peak_at(cuda::MemCategory::activations));
+  const double other = r.device_known ? static_cast<double>(r.other) : 0.0;
+  const std::string other_note =
+      r.device_known ? "cudaMemGetInfo's used memory beyond the arena's buffers (CUDA context, cuBLAS workspaces, "
+                       "allocator rounding)"
+                     : "unknown: cudaMemGetInfo failed (" + r.device_error + "); counted as 0";
+  return {
+      {"mem_weights_bytes", w, "B", "measured", 1, note, {}, {}},
+      {"mem_kv_cache_bytes", kv, "B", "measured", 1, note, {}, {}},
+      {"mem_state_bytes", st, "B", "measured", 1, note, {}, {}},
+      {"mem_activations_bytes", act, "B", "measured", 1,
+       note + "; activations: the arena's peak of activation buffers over this point's prefills so far", {}, {}},
+      {"mem_other_bytes", other, "B", "measured", 1, other_note, {}, {}},
+      {"mem_total_bytes", w + kv + st + act + other, "B", "measured", 1,
+       "weights + kv_cache + state + activations (peak) + other", {}, {}},
+  };
+}
+
+std::vector<Reading> CudaBackend::memory_peaks() {
+  if (!model_) throw std::logic_error("CudaBackend::memory_peaks before create_runner");
+  const cuda::ArenaReport r = model_->arena().report();
+  return {{"mem_device_peak_bytes", static_cast<double>(r.total_peak + (r.device_known ? r.other : 0)), "B",
+           "measured", 1,
+           "the device arena's high-water mark over this point's prefills and decode steps + other (cudaMemGetInfo)" +
+               std::string(r.device_known ? "" : "; other unknown: " + r.device_error),
+           {}, {}}};
+}
+
+int64_t CudaBackend::decode_warmup_steps() const { return kDecodeWarmup; }
+int64_t CudaBackend::decode_extra_steps() const { return kEagerSteps; }
+
+std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner& runner, int64_t batch) {
+  CudaRunner& cr = cuda_runner_of(runner);
+  cuda::CudaModel& m = cr.model();
+  // The graph steps just timed (the warm-up step, which captured the graph, left out).
+  std::vector<double> graph_enqueue = cr.step_enqueue_s();
+  const int64_t drop = std::min<int64_t>(kDecodeWarmup, static_cast<int64_t>(graph_enqueue.size()));
+  graph_enqueue.erase(graph_enqueue.begin(), graph_enqueue.begin() + drop);
+  const int64_t ctx0 = cr.position();
+
+  std::vector<double> eager_s, eager_enqueue;
+  const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
+  const bool graphs = m.decode_graphs();
+  m.set_decode_graphs(false);
+  try {
+    for (int64_t i = 0; i < kEagerSteps; ++i) {
+      eager_s.push_back(time([&] { cr.run_decode_step(tokens); }));
+      eager_enqueue.push_back(m.last_step_enqueue_s());
+    }
+  } catch (...) {
+    m.set_decode_graphs(graphs);
+    throw;
+  }
+  m.set_decode_graphs(graphs);
+
+  auto reading = [](const std::string& metric, const Summary& s, const std::string& notes) {
+    return Reading{metric, s.median, "s", "measured", s.count, notes, s.min, s.max};
+  };
+  const std::string ctx = " at context " + std::to_string(ctx0) + ".." + std::to_string(ctx0 + kEagerSteps - 1);
+  std::vector<PhaseReading> out;
+  out.push_back({"decode_eager",
+                 reading("decode_step_latency_s", summarize(eager_s),
+                         "median of " + std::to_string(kEagerSteps) +
+                             " eager decode steps (the step's kernels launched one by one, no CUDA graph)" + ctx +
+                             ", right after the decode phase's graph steps; CUDA events on the model's stream")});
+  out.push_back({"decode_eager", reading("decode_host_enqueue_s", summarize(eager_enqueue),
+                                         "host seconds to launch an eager step's kernels (steady_clock around the "
+                                         "enqueue), median of " + std::to_string(kEagerSteps) + ctx)});
+  if (!graph_enqueue.empty())
+    out.push_back({"decode", reading("decode_host_enqueue_s", summarize(graph_enqueue),
+                                     "host seconds to enqueue the step's CUDA graph (steady_clock around the replay), "
+                                     "median of the " + std::to_string(graph_enqueue.size()) +
+                                         " timed steps (the warm-up step that captured the graph left out)")});
+  return out;
+}
+
+#else  // no CUDA in this build
 
 namespace {
 
 [[noreturn]] void lacks(const std::string& what) {
-  throw std::logic_error("the CUDA sweep backend lacks " + what + " (the CUDA runners issue fills it in)");
+  throw std::logic_error("the CUDA sweep backend cannot " + what +
+                         ": this yoco was built without CUDA (cpu preset); build the cuda preset");
 }
 
 }  // namespace
 
+struct CudaBackend::Events {};
+
 std::vector<std::string> cuda_backend_missing() {
-  return {"runners (create_runner: the CUDA YOCO and Transformer runners)",
-          "timer (CUDA events)",
-          "memory readings (device arena + cudaMemGetInfo + device peak)",
-          "ceilings (bf16 cuBLAS GEMM + device-to-device copy)",
-          "analytic storage (bf16)",
-          "memory estimate (generation_bytes on the device)"};
+  return {"CUDA: this yoco was built without CUDA (cpu preset); build the cuda preset (cmake --preset cuda)"};
 }
 
 CudaBackend::CudaBackend(const std::string& device_name) {
@@ -31,20 +253,27 @@ CudaBackend::CudaBackend(const std::string& device_name) {
   prov_ = Provenance::here("cuda", device_name.empty() ? c.device_name : device_name, c.driver);
 }
 
-Ceilings CudaBackend::measure_ceilings(Progress&) { lacks("its ceilings (bf16 cuBLAS GEMM + device-to-device copy)"); }
-cost::Storage CudaBackend::analytic_storage(Precision) const { lacks("its analytic storage types (bf16)"); }
-double CudaBackend::usable_memory_bytes() const { lacks("its memory capacity (cudaMemGetInfo)"); }
+CudaBackend::~CudaBackend() = default;
+
+Ceilings CudaBackend::measure_ceilings(Progress&) { lacks("measure its ceilings"); }
+cost::Storage CudaBackend::analytic_storage(Precision) const { lacks("name its analytic storage"); }
+double CudaBackend::usable_memory_bytes() const { lacks("read its device memory"); }
 double CudaBackend::generation_bytes(const ModelConfig&, Precision, double, double, double, double) const {
-  lacks("its memory estimate of a generation");
+  lacks("estimate a generation's memory");
 }
 std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig&, Precision, uint64_t) {
-  lacks("its runners (the CUDA YOCO and Transformer runners)");
+  lacks("create runners");
 }
-double CudaBackend::time(const std::function<void()>&) { lacks("its timer (CUDA events)"); }
-void CudaBackend::reset_peak_memory() { lacks("its peak memory mark (the device arena)"); }
+double CudaBackend::time(const std::function<void()>&) { lacks("time (CUDA events)"); }
+void CudaBackend::reset_peak_memory() { lacks("reset its peak memory mark"); }
 std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner&, int64_t, Precision) {
-  lacks("its memory readings (device arena + cudaMemGetInfo)");
+  lacks("read its memory");
 }
-std::vector<Reading> CudaBackend::memory_peaks() { lacks("its device peak (mem_device_peak_bytes)"); }
+std::vector<Reading> CudaBackend::memory_peaks() { lacks("read its device peak"); }
+int64_t CudaBackend::decode_warmup_steps() const { lacks("run decode steps"); }
+int64_t CudaBackend::decode_extra_steps() const { lacks("run decode steps"); }
+std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner&, int64_t) { lacks("run decode steps"); }
+
+#endif
 
 }  // namespace yoco::cli

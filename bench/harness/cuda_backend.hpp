@@ -1,28 +1,42 @@
 #pragma once
-// The CUDA backend of the sweep: a skeleton. What it lacks is listed by
-// cuda_backend_missing(); until that list is empty `yoco bench --device cuda`
-// is an input error (exit 2) that names it. Filling it in (the runners issue):
-//   create_runner     the CUDA YOCO runner (cuda/) and Transformer runner (baselines/);
-//                     a failed allocation must surface as std::bad_alloc (an out_of_memory row)
-//   time              CUDA events around the region, synchronised on the stop event
-//   memory_breakdown  the device arena's categories + `other` from cudaMemGetInfo
-//   memory_peaks      mem_device_peak_bytes (the arena's high-water mark)
-//   measure_ceilings  bf16 cuBLAS GEMM + device-to-device copy (cuda/device_ceilings.hpp)
-//   analytic_storage  bf16 weights and caches, fp32 gRet state
+// The CUDA backend of the sweep (device_backend.hpp): the CUDA runners
+// (cuda_runner.hpp: YOCO from cuda/, the Transformer from baselines/), timed
+// with CUDA events on the model's own stream, memory from the model's device
+// arena (weights, kv_cache, state, the activations peak) with `other` from
+// cudaMemGetInfo, the run's ceilings from a bf16 cuBLAS GEMM and a
+// device-to-device copy (cuda/device_ceilings.hpp), the analytic projection in
+// bf16 (fp32 gRet state) on those ceilings. Decode steps replay the step's
+// CUDA graph (one untimed warm-up step captures it); after a latency point's
+// timed steps a few eager steps are timed too (phase decode_eager), and the
+// host's enqueue time of both is reported (decode_host_enqueue_s).
+//
+// Compiled in every preset: without CUDA (the cpu preset) every method throws
+// and cuda_backend_missing() says why, so `yoco bench --device cuda` is an
+// input error there (cmd_bench checks cuda_status() first).
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "device_backend.hpp"
 
+namespace yoco::cuda {
+class CudaModel;
+}
+
 namespace yoco::cli {
 
-// The parts of the CUDA backend that do not exist yet; empty once it is complete.
+// What keeps this build from running the CUDA sweep: empty with CUDA (the
+// cuda preset), one entry saying the build has no CUDA otherwise.
 std::vector<std::string> cuda_backend_missing();
 
 class CudaBackend : public DeviceBackend {
  public:
-  // `device_name`: the rows' device_name; empty = the device's name.
+  // `device_name`: the rows' device_name; empty = the device's name. With
+  // CUDA, reads the device's free memory (the usable memory is 90% of it).
   explicit CudaBackend(const std::string& device_name);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
 
   Provenance provenance() const override { return prov_; }
   Ceilings measure_ceilings(Progress& progress) override;
@@ -36,9 +50,21 @@ class CudaBackend : public DeviceBackend {
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;
+  int64_t decode_warmup_steps() const override;
+  int64_t decode_extra_steps() const override;
+  std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
 
  private:
+  struct Events;  // the timer's CUDA events (cuda_backend.cpp)
   Provenance prov_;
+  double usable_ = 0;       // 90% of the free device memory at construction
+  double device_total_ = 0; // capacity, for the roofline's DeviceSpec
+  // The model of the runner created last: time() records its events on that
+  // model's (non-blocking) stream, reset_peak_memory / memory_peaks read its
+  // arena. The sweep uses a runner only between its create_runner and the
+  // next one; cleared before each creation.
+  cuda::CudaModel* model_ = nullptr;
+  std::unique_ptr<Events> events_;
 };
 
 }  // namespace yoco::cli

@@ -35,6 +35,12 @@ struct Reading {
   std::optional<double> min, max;
 };
 
+// A reading that belongs to a phase of its own (decode_extras' rows).
+struct PhaseReading {
+  std::string phase;
+  Reading reading;
+};
+
 struct Ceilings {
   std::vector<Reading> rows;  // gemm_peak_tflops, copy_bw_gbs (phase "ceiling")
   cost::DeviceSpec roofline;  // the device of the analytic rows beside each point
@@ -71,6 +77,23 @@ class DeviceBackend {
   virtual void reset_peak_memory() = 0;
   virtual std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) = 0;
   virtual std::vector<Reading> memory_peaks() = 0;
+
+  // Decode steps a device adds to a point's timed ones; the sweep leaves room
+  // for them in the cache. decode_warmup_steps: untimed steps before each run
+  // of timed decode steps (the CUDA backend: the first step captures the
+  // step's CUDA graph, a cost a generation pays once, not per step).
+  // decode_extra_steps: the steps decode_extras runs. The CPU: none.
+  virtual int64_t decode_warmup_steps() const { return 0; }
+  virtual int64_t decode_extra_steps() const { return 0; }
+  // Called after a latency point's timed decode steps, on the same runner
+  // (with decode_extra_steps() positions left in its cache): rows the device
+  // adds about decode, each with its phase (the CUDA backend: eager steps
+  // beside the graph's, and the host's enqueue time of both). The CPU: none.
+  virtual std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) {
+    (void)runner;
+    (void)batch;
+    return {};
+  }
 };
 
 }  // namespace yoco::cli

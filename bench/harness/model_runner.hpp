@@ -43,8 +43,9 @@ class ModelRunner {
   virtual Precision precision() const = 0;
   // True for YOCO with a gRet self-decoder: the only models with paradigms.
   bool has_gret() const;
-  // "YOCO, gRet self-decoder" | "YOCO, SWA self-decoder (window 64)" | "GQA Transformer".
-  std::string architecture() const;
+  // "YOCO, gRet self-decoder" | "YOCO, SWA self-decoder (window 64)" | "GQA Transformer";
+  // a device runner adds where it runs and how it stores ("..., bf16 weights and caches on <GPU>").
+  virtual std::string architecture() const;
   int64_t param_count() const;
 
   // Logits at every position, [batch * length, vocab], row b * length + i for
@@ -58,6 +59,15 @@ class ModelRunner {
   virtual Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) = 0;
   // One token per sequence; returns [batch, vocab]. Needs a prefill first.
   virtual Mat<double> decode_step(const std::vector<int64_t>& tokens) = 0;
+
+  // The same work as prefill / decode_step without handing the logits back:
+  // what a timed region calls, so that a device runner's copy of the logits
+  // to the host is not part of a step's latency (it leaves them on the
+  // device). The CPU runners: prefill / decode_step, the result dropped.
+  virtual void run_prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) {
+    prefill(prompt, max_new_tokens, prefill_chunk);
+  }
+  virtual void run_decode_step(const std::vector<int64_t>& tokens) { decode_step(tokens); }
 
   // Timing only: advances the cache by `n` positions without computing them, so
   // that a sampled decode can time steps late in a long generation without

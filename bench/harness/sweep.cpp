@@ -22,6 +22,7 @@ namespace {
 // What a point measured; absent fields did not run.
 struct PointResult {
   std::optional<Summary> prefill, decode;
+  std::vector<PhaseReading> decode_extras;  // the device's (DeviceBackend::decode_extras)
   std::optional<std::vector<Reading>> memory;  // the breakdown, then the peaks
   int64_t throughput_batch = 0;
   std::optional<double> throughput, tp_prefill_s, tp_decode_s;
@@ -98,9 +99,19 @@ std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t 
 std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_t batch, int64_t steps) {
   std::vector<double> t;
   const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
-  for (int64_t i = 0; i < steps; ++i) t.push_back(dev.time([&] { r.decode_step(tokens); }));
+  for (int64_t i = 0; i < steps; ++i) t.push_back(dev.time([&] { r.run_decode_step(tokens); }));
   return t;
 }
+
+// The device's untimed warm-up steps before a run of timed ones (none on the CPU).
+void warm_up_decode(DeviceBackend& dev, ModelRunner& r, int64_t batch) {
+  const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
+  for (int64_t i = 0; i < dev.decode_warmup_steps(); ++i) r.run_decode_step(tokens);
+}
+
+// The metric (--metrics) a measured row's phase belongs to: decode_eager rows
+// (the CUDA backend's eager steps) come with decode.
+std::string metric_of_phase(const std::string& phase) { return phase == "decode_eager" ? "decode" : phase; }
 
 // What a point will run, decided before any point runs (so that a --resume
 // file can be checked against every point at once): the batches and the
@@ -168,10 +179,11 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
       if (r.prov.device == "analytic") continue;
       const bool tp = r.phase == "throughput";
       const int64_t batch = tp ? p.Bt : p.B, gen = tp ? s.gen : 0;
-      if (!s.metrics.count(r.phase) || (tp && !p.do_tp) || r.batch != batch || r.gen_tokens != gen)
+      const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
+      if (!measured || (tp && !p.do_tp) || r.batch != batch || r.gen_tokens != gen)
         throw InputError(where + " come from other settings (" + r.phase + " " + r.metric + " at batch " +
                          std::to_string(r.batch) + ", gen " + std::to_string(r.gen_tokens) +
-                         (s.metrics.count(r.phase) && (!tp || p.do_tp)
+                         (measured && (!tp || p.do_tp)
                               ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
                               : "; this run does not measure " + r.phase) +
                          ")" + again);
@@ -278,10 +290,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         auto& l = predict.last[model];
         for (const ResultRow& r : k->second) {
           if (r.prov.device == "analytic" || r.method != "measured" || !r.value) continue;
-          if (r.metric == "prefill_latency_s") {
+          if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
             l.prefill_s = *r.value / B;
             l.prefill_flops = ap.prefill.total().flops / B;
-          } else if (r.metric == "decode_step_latency_s") {
+          } else if (r.phase == "decode" && r.metric == "decode_step_latency_s") {
             l.decode_s = *r.value;
             l.decode_work = ap.decode.total().bytes;
           }
@@ -293,8 +305,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       rows.insert(rows.end(), plan.analytic.begin(), plan.analytic.end());
 
       // Will it fit, and how long will it take?
-      const double need =
-          dev.generation_bytes(cfg, s.precision, std::max(B, do_tp ? Bt : 0), n, s.decode_sample, s.prefill_chunk);
+      // Steps beyond the timed sample that the device adds (none on the CPU).
+      const int64_t dec_warm = dev.decode_warmup_steps(), dec_extra = dev.decode_extra_steps();
+      const double need = dev.generation_bytes(cfg, s.precision, std::max(B, do_tp ? Bt : 0), n,
+                                               s.decode_sample + dec_warm + dec_extra, s.prefill_chunk);
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
@@ -337,15 +351,17 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             for (int i = 0; i < warmup + repeats; ++i) {
               progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
               const bool last = i + 1 == warmup + repeats;
-              const double t =
-                  dev.time([&] { runner->prefill(prompt, last && decode ? s.decode_sample : 0, s.prefill_chunk); });
+              const int64_t room = last && decode ? s.decode_sample + dec_warm + dec_extra : 0;
+              const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
               if (i >= warmup) times.push_back(t);
               if (i == warmup) res.memory = dev.memory_breakdown(*runner, n, s.precision);  // cache of exactly n tokens
             }
             res.prefill = summarize(times);
             if (decode) {
               progress.step("decode steps");
+              warm_up_decode(dev, *runner, B);
               res.decode = summarize(time_decode_steps(dev, *runner, B, s.decode_sample));
+              res.decode_extras = dev.decode_extras(*runner, B);
             }
             auto peaks = dev.memory_peaks();
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
@@ -354,8 +370,9 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
             res.throughput_batch = Bt;
             const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
-            res.tp_prefill_s = dev.time([&] { runner->prefill(prompt, s.gen, s.prefill_chunk); });
+            res.tp_prefill_s = dev.time([&] { runner->run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
             progress.step("throughput: decode");
+            warm_up_decode(dev, *runner, Bt);
             std::vector<double> steps;
             if (s.gen <= s.decode_sample) {
               steps = time_decode_steps(dev, *runner, Bt, s.gen);
@@ -383,11 +400,16 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                                                static_cast<long long>(s.decode_sample / 2),
                                                static_cast<long long>(s.decode_sample - s.decode_sample / 2),
                                                static_cast<long long>(s.gen), static_cast<long long>(s.gen))
-                                          : std::string("; every decode step timed"));
+                                          : std::string("; every decode step timed")) +
+                (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
+                                    (dec_warm == 1 ? "" : "s") + " (the device's)"
+                              : std::string());
           }
-        } catch (const std::bad_alloc&) {
+        } catch (const std::bad_alloc& e) {
+          // A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory).
           skip_method = "out_of_memory";
-          skip_note = "std::bad_alloc during the run";
+          const std::string what = e.what();
+          skip_note = what.empty() || what == "std::bad_alloc" ? "std::bad_alloc during the run" : what;
           res = PointResult{};
         } catch (const std::exception& e) {
           skip_method = "failed";
@@ -411,10 +433,17 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
                           " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) + common);
+        // The device's extra decode rows (CUDA: eager steps, enqueue times) go before
+        // the decode row, so that a reader taking the last decode_step_latency_s of
+        // a point (the sweep table) takes the decode phase's.
+        for (const PhaseReading& x : res.decode_extras) sink.reading(model, n, B, 0, x.phase, x.reading);
         if (res.decode)
           sink.timing(model, n, B, 0, "decode", "decode_step_latency_s", *res.decode, "measured",
-                      "median of " + std::to_string(res.decode->count) + " steps at context " + std::to_string(n) +
-                          ".." + std::to_string(n + s.decode_sample - 1));
+                      "median of " + std::to_string(res.decode->count) + " steps at context " +
+                          std::to_string(n + dec_warm) + ".." + std::to_string(n + dec_warm + s.decode_sample - 1) +
+                          (dec_warm > 0 ? " after " + std::to_string(dec_warm) + " untimed warm-up step" +
+                                              (dec_warm == 1 ? "" : "s") + " (the device's)"
+                                        : std::string()));
         if (do_tp && !res.throughput)
           sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", std::nullopt, "tokens/s",
                    "over_budget", 0, budget_note + "; throughput dropped to keep the point within budget");

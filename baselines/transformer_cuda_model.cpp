@@ -1,0 +1,494 @@
+// The GQA Transformer baseline on the GPU (baselines/transformer_cuda_model.hpp):
+// the pair of baselines/transformer_model.cpp, step for step.
+//
+// Buffers (every one in the model's arena):
+//  - weights: per layer the fused [Wq; Wk; Wv] ([qw + 2 kvw, d]) and [W1; W3]
+//    ([2F, d]) groups, every other tensor on its own; the RoPE table.
+//  - kv_cache: per layer one [B, capacity, 2 kvw] bf16 buffer, K at columns
+//    [0, kvw) of a row and V at [kvw, 2 kvw): the fused projection's k|v columns
+//    go in with one row copy, and the attention kernels read K at `base` and V
+//    at `base + kvw` with kv_stride 2 kvw. capacity = prompt + generation exactly.
+//  - activations (Scratch, kept between calls, sized by the largest request):
+//    the residual stream (fp32) and the bf16 temporaries of one chunk of B * n
+//    rows, logits, token ids, the decode positions, the FlashDecoding workspace;
+//    and cuBLAS's 32 MiB workspace (its own buffer, set once: a captured graph
+//    must not allocate).
+//
+// Row layout: rows b * n + i of every activation are token i of sequence b in
+// the current chunk (n = 1 at decode), as in the reference's stacked batches.
+#include "transformer_cuda_model.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cache_ops.hpp"
+#include "config.hpp"
+#include "elementwise.hpp"
+#include "errors.hpp"
+#include "flash_decode.hpp"
+#include "flash_prefill.hpp"
+#include "gemm.hpp"
+#include "inference_checks.hpp"
+#include "ops.hpp"
+#include "runner_support.hpp"
+#include "token_batch.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;
+
+// Device pointers of one layer's tensors, looked up once (no string maps on the
+// decode step's host path).
+struct LayerWeights {
+  const bf16* attn_norm = nullptr;  // [d]
+  const bf16* wqkv = nullptr;       // [qw + 2 kvw, d]
+  const bf16* wo = nullptr;         // [d, qw]
+  const bf16* ffn_norm = nullptr;   // [d]
+  const bf16* w13 = nullptr;        // [2F, d]
+  const bf16* w2 = nullptr;         // [d, F]
+};
+
+// The activation buffers one pass over `rows` rows uses.
+struct Activations {
+  float* residual = nullptr;  // [rows, d] fp32
+  bf16* normed = nullptr;     // [rows, d]
+  bf16* qkv = nullptr;        // [rows, qw + 2 kvw]
+  bf16* attn = nullptr;       // [rows, qw]
+  bf16* delta = nullptr;      // [rows, d]: the Wo and W2 outputs
+  bf16* h13 = nullptr;        // [rows, 2F]
+  bf16* act = nullptr;        // [rows, F]
+  int64_t* tokens = nullptr;  // [rows]
+};
+
+enum class Head { none, last_rows, all_rows };
+
+class TransformerCudaModel final : public CudaModel {
+ public:
+  TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source);
+  ~TransformerCudaModel() override;
+
+  const ModelConfig& config() const override { return cfg_; }
+  void prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
+               int64_t prefill_chunk) override;
+  void decode_step(const std::vector<int64_t>& tokens) override;
+  void skip_positions(int64_t n) override;
+  std::vector<float> logits() override;
+  std::vector<float> forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) override;
+
+ private:
+  Activations activations(int64_t rows);
+  void allocate_caches(int64_t batch, int64_t rows);
+  // FlashDecoding's shape over the current caches.
+  DecodeAttentionShape decode_shape(int64_t batch) const;
+  void drop_generation();
+  // Prefill of one chunk: rows b * n + i at positions s + i; tokens already in
+  // a.tokens, q_start / q_len ([B] each) already on the device. The caches
+  // receive the chunk's keys and values; `head` says which rows reach the LM head.
+  void run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start, const int64_t* q_len,
+                 Head head, bf16* last, float* logits);
+  void gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y, const char* what);
+
+  ModelConfig cfg_;
+  int64_t d_ = 0, F_ = 0, V_ = 0, H_ = 0, Hkv_ = 0, Da_ = 0, qw_ = 0, kvw_ = 0, qkv_w_ = 0;
+  float eps_ = 0, attn_scale_ = 0;
+
+  Gemm gemm_;
+  DeviceBuffer cublas_workspace_;
+  DeviceBuffer rope_;  // inv_freq, Da / 2 doubles
+  const bf16* embedding_ = nullptr;
+  const bf16* final_norm_ = nullptr;
+  const bf16* output_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  std::vector<std::string> layer_names_;  // "layer N" (NVTX)
+
+  std::vector<DeviceBuffer> caches_;  // per layer [batch, cache_rows_, 2 kvw]
+  int64_t cache_rows_ = 0;
+  uint64_t cache_generation_ = 0;  // bumped at every cache allocation (graph key)
+  int decode_splits_ = 1;
+
+  Scratch scratch_{arena_};
+  StepGraph graph_;
+  TokenUpload token_upload_;  // chunk / step token ids
+  TokenUpload range_upload_;  // a prefill chunk's q_start | q_len
+  std::vector<int64_t> host_ids_, host_range_;
+};
+
+TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source) : cfg_(cfg) {
+  d_ = cfg_.dim;
+  F_ = cfg_.hidden_dim;
+  V_ = cfg_.vocab_size;
+  H_ = cfg_.n_attn_heads;
+  Hkv_ = cfg_.n_attn_kv_heads;
+  Da_ = cfg_.attn_head_dim();
+  qw_ = cfg_.q_width();
+  kvw_ = cfg_.kv_width();
+  qkv_w_ = qw_ + 2 * kvw_;
+  eps_ = static_cast<float>(cfg_.norm_eps);
+  attn_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Da_)));
+
+  if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
+
+  std::vector<std::vector<std::string>> groups;
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    groups.push_back({p + "attention.wq.weight", p + "attention.wk.weight", p + "attention.wv.weight"});
+    groups.push_back({p + "feed_forward.w1.weight", p + "feed_forward.w3.weight"});
+  }
+  weights_ = DeviceWeights::create(arena_, cfg_, source, groups, stream_);
+  embedding_ = weights_["tok_embeddings.weight"];
+  final_norm_ = weights_["norm.weight"];
+  output_ = weights_["output.weight"];
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LayerWeights w;
+    w.attn_norm = weights_[p + "attention_norm.weight"];
+    w.wqkv = weights_[p + "attention.wq.weight"];  // first of its fused group
+    w.wo = weights_[p + "attention.wo.weight"];
+    w.ffn_norm = weights_[p + "ffn_norm.weight"];
+    w.w13 = weights_[p + "feed_forward.w1.weight"];  // first of its fused group
+    w.w2 = weights_[p + "feed_forward.w2.weight"];
+    layers_.push_back(w);
+    layer_names_.push_back("layer " + std::to_string(l));
+  }
+
+  rope_ = upload_table(arena_, rope_inv_freq_pow(Da_, cfg_.rope_theta), "RoPE inverse frequencies", stream_);
+
+  cublas_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspaceBytes, "activations: cuBLAS workspace");
+  check_gemm(gemm_.set_workspace(cublas_workspace_.get(), static_cast<size_t>(kCublasWorkspaceBytes)),
+             "set the cuBLAS workspace");
+}
+
+TransformerCudaModel::~TransformerCudaModel() {
+  // Nothing may still read the buffers the members free below.
+  if (stream_) cudaStreamSynchronize(stream_);
+}
+
+void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y,
+                                const char* what) {
+  check_gemm(gemm_.linear(x, m, k, w, n, y, stream_), what);
+}
+
+Activations TransformerCudaModel::activations(int64_t rows) {
+  Activations a;
+  a.residual = scratch_.f32("residual", rows * d_);
+  a.normed = scratch_.bf16("normed", rows * d_);
+  a.qkv = scratch_.bf16("qkv", rows * qkv_w_);
+  a.attn = scratch_.bf16("attention out", rows * qw_);
+  a.delta = scratch_.bf16("delta", rows * d_);
+  a.h13 = scratch_.bf16("ffn w1|w3", rows * 2 * F_);
+  a.act = scratch_.bf16("ffn act", rows * F_);
+  a.tokens = scratch_.i64("tokens", rows);
+  return a;
+}
+
+void TransformerCudaModel::drop_generation() {
+  cudaStreamSynchronize(stream_);  // nothing in flight may still use what is freed (errors surface elsewhere)
+  graph_.invalidate();
+  caches_.clear();  // frees (cudaFree waits for the work that used them)
+  cache_rows_ = 0;
+  batch_ = 0;
+  position_ = 0;
+  capacity_ = 0;
+  decode_splits_ = 1;
+}
+
+void TransformerCudaModel::allocate_caches(int64_t batch, int64_t rows) {
+  drop_generation();
+  const int64_t row_bytes = 2 * kvw_ * static_cast<int64_t>(sizeof(bf16));
+  if (rows > std::numeric_limits<int64_t>::max() / row_bytes / batch)
+    throw DeviceOutOfMemory("kv_cache: " + std::to_string(batch) + " x " + std::to_string(rows) +
+                            " tokens per layer do not fit (the size overflows 64 bits)");
+  const int64_t bytes = batch * rows * row_bytes;
+  caches_.reserve(static_cast<size_t>(cfg_.n_layers));
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    caches_.push_back(arena_.require(MemCategory::kv_cache, bytes, "kv_cache: K|V of layer " + std::to_string(l)));
+    // Zeroed: a key tile cut by the causal edge loads rows not written yet, and
+    // a masked key's P = 0 times a NaN left in reused memory would still be NaN.
+    check_cuda(cudaMemsetAsync(caches_.back().get(), 0, static_cast<size_t>(bytes), stream_), "zero the KV cache");
+  }
+  cache_rows_ = rows;
+  ++cache_generation_;
+}
+
+DecodeAttentionShape TransformerCudaModel::decode_shape(int64_t batch) const {
+  DecodeAttentionShape ds;
+  ds.batch = batch;
+  ds.n_heads = H_;
+  ds.n_kv_heads = Hkv_;
+  ds.head_dim = Da_;
+  ds.capacity = cache_rows_;
+  ds.window = 0;
+  ds.scale = attn_scale_;
+  ds.ring = false;
+  ds.kv_stride = 2 * kvw_;  // K at columns [0, kvw), V at [kvw, 2 kvw) of a cache row
+  return ds;
+}
+
+void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start,
+                                     const int64_t* q_len, Head head, bf16* last, float* logits) {
+  const int64_t R = B * n;
+  check_cuda(launch_embedding(a.tokens, R, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
+
+  PrefillAttentionShape shape;
+  shape.batch = B;
+  shape.n_heads = H_;
+  shape.n_kv_heads = Hkv_;
+  shape.head_dim = Da_;
+  shape.q_rows = n;
+  shape.capacity = cache_rows_;
+  shape.q_stride = qkv_w_;
+  shape.kv_stride = 2 * kvw_;
+  shape.window = 0;
+  shape.scale = attn_scale_;
+
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    NvtxRange range(layer_names_[static_cast<size_t>(l)]);
+    const LayerWeights& w = layers_[static_cast<size_t>(l)];
+    bf16* cache = caches_[static_cast<size_t>(l)].as<bf16>();
+    // The previous layer's FFN output joins the residual in the same pass as this layer's norm.
+    if (l == 0)
+      check_cuda(launch_rms_norm(a.residual, w.attn_norm, R, d_, eps_, a.normed, stream_), "attention norm");
+    else
+      check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, R, d_, eps_, a.normed, stream_),
+                 "FFN residual + attention norm");
+    gemm(a.normed, R, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
+    // q (H heads) and k (Hkv heads) are adjacent at the start of each row: one
+    // launch rotates both, at positions s + i.
+    check_cuda(launch_rope(a.qkv, R, qkv_w_, H_ + Hkv_, Da_, s, n, rope_.as<double>(), RopeLayout::half_split,
+                           stream_),
+               "RoPE on q and k");
+    // k | v (2 kvw contiguous columns) -> cache rows s .. s + n - 1.
+    check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, n, 2 * kvw_, q_start, cache, cache_rows_, 2 * kvw_, 0,
+                                       stream_),
+               "KV cache write");
+    check_cuda(launch_flash_prefill(a.qkv, cache, cache + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
+               "flash prefill attention");
+    gemm(a.attn, R, qw_, w.wo, d_, a.delta, "attention output projection");
+    check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, R, d_, eps_, a.normed, stream_),
+               "attention residual + FFN norm");
+    gemm(a.normed, R, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
+    check_cuda(launch_swiglu(a.h13, R, F_, a.act, stream_), "SwiGLU");
+    gemm(a.act, R, F_, w.w2, d_, a.delta, "FFN W2");
+  }
+  // A chunk before the last needs only its keys and values: the residual
+  // stream restarts from the embedding in the next chunk.
+  if (head == Head::none) return;
+  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, R, d_, eps_, a.normed, stream_),
+             "FFN residual + final norm");
+  if (head == Head::all_rows) {
+    check_gemm(gemm_.linear_f32(a.normed, R, d_, output_, V_, logits, stream_), "LM head");
+    return;
+  }
+  // Row n - 1 of each sequence -> a dense [B, d] block for the LM head.
+  const size_t row_bytes = static_cast<size_t>(d_) * sizeof(bf16);
+  check_cuda(cudaMemcpy2DAsync(last, row_bytes, a.normed + (n - 1) * d_, static_cast<size_t>(n) * row_bytes, row_bytes,
+                               static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
+             "gather the last positions");
+  check_gemm(gemm_.linear_f32(last, B, d_, output_, V_, logits, stream_), "LM head");
+}
+
+void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
+                                   int64_t max_new_tokens, int64_t prefill_chunk) {
+  // Messages and their order as the YOCO runner's (cuda/yoco_cuda_model.cpp).
+  if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
+  if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
+    throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
+                     " x length " + std::to_string(length));
+  TokenBatch shape_only;  // check_prefill_args reads the shape only
+  shape_only.batch = batch;
+  shape_only.length = length;
+  check_prefill_args(shape_only, max_new_tokens, prefill_chunk);
+  if (max_new_tokens > std::numeric_limits<int64_t>::max() - length)
+    throw InputError("prompt + tokens to generate overflow");
+  validate_tokens(cfg_, tokens);
+
+  NvtxRange range("prefill");
+  const int64_t B = batch, N = length, capacity = N + max_new_tokens;
+  const int64_t n_max = std::min(prefill_chunk, N);
+  try {
+    allocate_caches(B, capacity);  // drops the previous generation first
+    const Activations a = activations(B * n_max);
+    int64_t* range_dev = scratch_.i64("prefill q_start|q_len", 2 * B);
+    int64_t* positions = scratch_.i64("positions", B);
+    int64_t* lengths = scratch_.i64("lengths", B);
+    bf16* last = scratch_.bf16("last rows", B * d_);
+    float* logits = scratch_.f32("logits", B * V_);
+    // The decode step's own buffers too, so that an out-of-memory shows here and
+    // the first step allocates nothing. Splits: once per generation, for the
+    // longest length the caches can hold.
+    const DecodeAttentionShape ds = decode_shape(B);
+    decode_splits_ = std::max(1, choose_decode_splits(ds, capacity, device_sm_count()));
+    scratch_.bf16("decode q", B * qw_);
+    scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
+
+    host_ids_.resize(static_cast<size_t>(B * n_max));
+    host_range_.resize(static_cast<size_t>(2 * B));
+    for (int64_t s = 0; s < N; s += prefill_chunk) {
+      NvtxRange chunk_range("prefill chunk");
+      const int64_t n = std::min(prefill_chunk, N - s);
+      for (int64_t b = 0; b < B; ++b) {
+        std::copy_n(tokens.begin() + (b * N + s), n, host_ids_.begin() + b * n);
+        host_range_[static_cast<size_t>(b)] = s;      // q_start (and the cache write's pos0)
+        host_range_[static_cast<size_t>(B + b)] = n;  // q_len
+      }
+      token_upload_.upload(host_ids_.data(), B * n, a.tokens, stream_);
+      range_upload_.upload(host_range_.data(), 2 * B, range_dev, stream_);
+      run_chunk(a, B, n, s, range_dev, range_dev + B, s + n == N ? Head::last_rows : Head::none, last, logits);
+    }
+    check_cuda(launch_set_positions(positions, lengths, B, N, stream_), "set decode positions");
+    batch_ = B;
+    position_ = N;
+    capacity_ = capacity;
+  } catch (const DeviceOutOfMemory&) {
+    drop_generation();
+    scratch_.clear();  // the next attempt (e.g. a smaller batch) starts from an empty arena
+    throw;
+  } catch (...) {
+    drop_generation();
+    throw;
+  }
+}
+
+void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
+  if (batch_ == 0) throw InputError("decode step before any prefill: prefill a prompt first");
+  check_decode_args(tokens, batch_, position_, capacity_);
+  validate_tokens(cfg_, tokens);
+
+  NvtxRange range("decode step");
+  const int64_t B = batch_;
+  try {
+    // Every buffer the step uses exists before the capture (same sizes as the
+    // prefill's or smaller: nothing is allocated here after the first step).
+    const Activations a = activations(B);
+    int64_t* positions = scratch_.i64("positions", B);
+    int64_t* lengths = scratch_.i64("lengths", B);
+    bf16* q = scratch_.bf16("decode q", B * qw_);
+    float* logits = scratch_.f32("logits", B * V_);
+
+    const DecodeAttentionShape ds = decode_shape(B);
+    const int splits = decode_splits_;
+    float* workspace = scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, splits));
+
+    token_upload_.upload(tokens.data(), B, a.tokens, stream_);  // outside the graph: new ids every step
+
+    auto enqueue = [&] {
+      check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
+      for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+        NvtxRange layer_range(layer_names_[static_cast<size_t>(l)]);
+        const LayerWeights& w = layers_[static_cast<size_t>(l)];
+        bf16* cache = caches_[static_cast<size_t>(l)].as<bf16>();
+        if (l == 0)
+          check_cuda(launch_rms_norm(a.residual, w.attn_norm, B, d_, eps_, a.normed, stream_), "attention norm");
+        else
+          check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, B, d_, eps_, a.normed, stream_),
+                     "FFN residual + attention norm");
+        gemm(a.normed, B, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
+        check_cuda(launch_rope_at(a.qkv, B, qkv_w_, H_ + Hkv_, Da_, positions, 1, rope_.as<double>(),
+                                  RopeLayout::half_split, 1.0, stream_),
+                   "RoPE on q and k");
+        check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, positions, cache, cache_rows_,
+                                           2 * kvw_, 0, stream_),
+                   "KV cache write");
+        // FlashDecoding takes dense [B, H * Da] queries.
+        check_cuda(cudaMemcpy2DAsync(q, static_cast<size_t>(qw_) * sizeof(bf16), a.qkv,
+                                     static_cast<size_t>(qkv_w_) * sizeof(bf16), static_cast<size_t>(qw_) * sizeof(bf16),
+                                     static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
+                   "copy q to a dense buffer");
+        check_cuda(launch_flash_decode(q, cache, cache + kvw_, lengths, ds, splits, workspace, a.attn, stream_),
+                   "flash decode attention");
+        gemm(a.attn, B, qw_, w.wo, d_, a.delta, "attention output projection");
+        check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, B, d_, eps_, a.normed, stream_),
+                   "attention residual + FFN norm");
+        gemm(a.normed, B, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
+        check_cuda(launch_swiglu(a.h13, B, F_, a.act, stream_), "SwiGLU");
+        gemm(a.act, B, F_, w.w2, d_, a.delta, "FFN W2");
+      }
+      check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
+                 "FFN residual + final norm");
+      check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, logits, stream_), "LM head");
+      check_cuda(launch_advance_positions(positions, lengths, B, stream_), "advance decode positions");
+    };
+
+    // Pointers and launch shapes come from the caches (generation: batch,
+    // capacity, splits) and the scratch buffers (version).
+    const uint64_t key = (cache_generation_ << 32) ^ scratch_.version();
+    const auto t0 = std::chrono::steady_clock::now();
+    graph_.run(stream_, key, graphs_, enqueue);
+    last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++position_;
+  } catch (const DeviceOutOfMemory&) {
+    drop_generation();
+    scratch_.clear();
+    throw;
+  } catch (...) {
+    drop_generation();  // the device positions may or may not have advanced
+    throw;
+  }
+}
+
+void TransformerCudaModel::skip_positions(int64_t n) {
+  if (batch_ == 0) throw InputError("skip_positions before any prefill");
+  if (n < 0 || n > capacity_ - position_)
+    throw InputError("cannot skip " + std::to_string(n) + " positions: the cache holds " + std::to_string(capacity_) +
+                     " tokens and " + std::to_string(position_) + " are used");
+  if (n == 0) return;
+  position_ += n;
+  // Same sizes as at prefill: the existing buffers, no allocation.
+  int64_t* positions = scratch_.i64("positions", batch_);
+  int64_t* lengths = scratch_.i64("lengths", batch_);
+  check_cuda(launch_set_positions(positions, lengths, batch_, position_, stream_), "set decode positions");
+}
+
+std::vector<float> TransformerCudaModel::logits() {
+  if (batch_ == 0) throw InputError("no logits yet: run a prefill or a decode step first");
+  return download_floats(scratch_.f32("logits", batch_ * V_), batch_ * V_, stream_);
+}
+
+std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) {
+  if (batch < 1 || length < 1) throw InputError("forward needs at least one token");
+  if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
+    throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
+                     " x length " + std::to_string(length));
+  validate_tokens(cfg_, tokens);
+
+  NvtxRange range("forward");
+  const int64_t B = batch, N = length, R = B * N;
+  std::vector<float> out;
+  try {
+    allocate_caches(B, N);  // drops any generation in progress; a cache of exactly N tokens
+    const Activations a = activations(R);
+    int64_t* range_dev = scratch_.i64("prefill q_start|q_len", 2 * B);
+    float* logits = scratch_.f32("logits", R * V_);
+    host_range_.assign(static_cast<size_t>(2 * B), 0);
+    for (int64_t b = 0; b < B; ++b) host_range_[static_cast<size_t>(B + b)] = N;  // q_start 0, q_len N
+    // One chunk of N tokens: row b * N + i is already the host order.
+    token_upload_.upload(tokens.data(), R, a.tokens, stream_);
+    range_upload_.upload(host_range_.data(), 2 * B, range_dev, stream_);
+    run_chunk(a, B, N, 0, range_dev, range_dev + B, Head::all_rows, nullptr, logits);
+    out = download_floats(logits, R * V_, stream_);
+  } catch (...) {
+    drop_generation();
+    scratch_.clear();
+    throw;
+  }
+  drop_generation();
+  scratch_.clear();  // [B N, V] logits and B N-row temporaries: not kept for later calls
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {
+  if (cfg.is_yoco()) throw InputError(cfg.name + " is not a Transformer config");
+  const std::string why = cuda_model_unsupported(cfg);
+  if (!why.empty()) throw InputError(cfg.name + " cannot run on the CUDA runners: " + why);
+  return std::make_unique<TransformerCudaModel>(cfg, source);
+}
+
+}  // namespace yoco::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// The GQA Transformer baseline on the GPU (DESIGN.md §3-4), the pair of
+// baselines/transformer_model.hpp TransformerModel: per layer RMSNorm, one
+// fused [Wq; Wk; Wv] GEMM, half-split RoPE (theta^(-2i/D)), the new keys and
+// values written into that layer's KV cache (sized for exactly prompt +
+// generation), flash prefill with each chunk's queries at their absolute
+// positions over the cache rows [0, s + n), FlashDecoding at decode; fused
+// add + RMSNorm, [W1; W3] as one GEMM; the LM head on the last positions only.
+// The interface, errors and graph behaviour are cuda/cuda_model.hpp's.
+//
+// Memory: per layer one kv_cache buffer [B, prompt + generation, 2 Hkv Da]
+// (K | V in one row, so the fused projection's k|v columns go in with one
+// copy); activations (one chunk's B * n rows, logits, the decode step's
+// buffers, cuBLAS's workspace) are kept between calls and grow to the largest
+// request; forward() and an out-of-memory give them back. The decode graph is
+// re-captured after each prefill (new caches) and whenever a buffer moved.
+#include <memory>
+
+#include "cuda_model.hpp"
+
+namespace yoco::cuda {
+
+std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source);
+
+}  // namespace yoco::cuda

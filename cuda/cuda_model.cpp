@@ -1,0 +1,51 @@
+#include "cuda_model.hpp"
+
+#include <stdexcept>
+
+#include "runner_support.hpp"
+
+namespace yoco::cuda {
+
+namespace {
+bool served_head_dim(int64_t d) { return d == 64 || d == 128 || d == 256; }
+}  // namespace
+
+std::string cuda_model_unsupported(const ModelConfig& c) {
+  const std::string dims = " (the CUDA kernels serve head dims 64, 128 and 256)";
+  if (c.dim % 8 != 0 || c.hidden_dim % 8 != 0)
+    return "d " + std::to_string(c.dim) + " and FFN width " + std::to_string(c.hidden_dim) +
+           " must be multiples of 8 (16-byte rows)";
+  if (c.n_attn_heads < 1 || c.n_attn_kv_heads < 1 || c.n_attn_heads % c.n_attn_kv_heads != 0)
+    return "query heads " + std::to_string(c.n_attn_heads) + " must be a multiple of KV heads " +
+           std::to_string(c.n_attn_kv_heads);
+  if (c.n_attn_heads / c.n_attn_kv_heads > 8)
+    return "GQA group " + std::to_string(c.n_attn_heads / c.n_attn_kv_heads) +
+           " (query heads per KV head) is above FlashDecoding's 8";
+  if (!served_head_dim(c.attn_head_dim()))
+    return std::string(c.is_yoco() ? "cross-attention" : "attention") + " head dim " +
+           std::to_string(c.attn_head_dim()) + dims;
+  if (c.is_yoco()) {
+    if (c.n_self_heads < 1 || c.dim % c.n_self_heads != 0)
+      return "d " + std::to_string(c.dim) + " is not a multiple of the self-decoder heads " +
+             std::to_string(c.n_self_heads);
+    if (!served_head_dim(c.self_head_dim()))
+      return std::string(c.self_decoder() == SelfDecoderKind::gret ? "gRet" : "SWA") + " head dim " +
+             std::to_string(c.self_head_dim()) + dims;
+  }
+  return "";
+}
+
+CudaModel::CudaModel() : backend_(cuda_backend()), arena_(*backend_) {
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "create the model's stream");
+}
+
+CudaModel::~CudaModel() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+void CudaModel::synchronize() { check_cuda(cudaStreamSynchronize(stream_), "the model's stream"); }
+
+}  // namespace yoco::cuda

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Headlines of `yoco bench --device cuda` result files (issue 15): per model
+and length, the measured prefill beside its GEMM floor (the analytic row
+prefill.gemm roofline_time_s: the projections' FLOPs at the GEMM rate measured
+in the same run), the fraction of that floor reached, YOCO's 512K must (<= 6 s)
+and goal (<= 3 s), and the decode step both ways (graph / eager) with the host
+time spent enqueueing it.
+
+    scripts/model_headlines.py FILE.csv [FILE.csv ...]
+
+Reads the project's long-format CSV (reports/SCHEMA.md); prints a table, and
+nothing else. Exit 2 on an unreadable file.
+"""
+import csv
+import sys
+from collections import defaultdict
+
+
+def load(paths):
+    rows = []
+    for p in paths:
+        try:
+            with open(p, newline="") as f:
+                rows.extend(csv.DictReader(f))
+        except OSError as e:
+            print(f"model_headlines: cannot read {p}: {e}", file=sys.stderr)
+            sys.exit(2)
+    return rows
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(argv) >= 2 else 2
+    rows = load(argv[1:])
+    # (model, seq_len, batch) -> {(device_kind, phase, metric): (value, method, notes)}
+    points = defaultdict(dict)
+    for r in rows:
+        if r.get("phase") == "ceiling" or " vs " in r.get("model", ""):
+            continue
+        kind = "analytic" if r.get("device") == "analytic" else "measured"
+        key = (r["model"], int(r["seq_len"]), int(r["batch"]))
+        points[key][(kind, r["phase"], r["metric"])] = (num(r["value"]), r["method"], r.get("notes", ""))
+    if not points:
+        print("model_headlines: no model rows")
+        return 0
+    print(f"{'model':<18} {'length':>8} {'B':>2} {'prefill s':>10} {'GEMM floor s':>12} {'of floor':>8} "
+          f"{'step graph ms':>13} {'step eager ms':>13} {'enqueue graph/eager us':>22}  note")
+    for (model, n, b), m in sorted(points.items()):
+        pre = m.get(("measured", "prefill", "prefill_latency_s"))
+        floor = m.get(("analytic", "prefill.gemm", "roofline_time_s"))
+        g = m.get(("measured", "decode", "decode_step_latency_s"))
+        e = m.get(("measured", "decode_eager", "decode_step_latency_s"))
+        hg = m.get(("measured", "decode", "decode_host_enqueue_s"))
+        he = m.get(("measured", "decode_eager", "decode_host_enqueue_s"))
+        if pre is None and g is None:
+            continue
+        pre_v = pre[0] if pre else None
+        note = ""
+        if pre and pre_v is None:
+            note = pre[1]  # out_of_memory / over_budget / failed
+        frac = floor[0] / pre_v if floor and floor[0] and pre_v else None
+        if model.startswith("yoco") and n == 512 * 1024 and pre_v is not None:
+            note = ("must <= 6 s: MET" if pre_v <= 6 else "must <= 6 s: NOT MET") + \
+                   ("; goal <= 3 s: met" if pre_v <= 3 else "; goal <= 3 s: not met")
+
+        def f(x, scale, fmt):
+            return format(x * scale, fmt) if x is not None else "-"
+        enq = f"{f(hg[0] if hg else None, 1e6, '.0f')}/{f(he[0] if he else None, 1e6, '.0f')}"
+        print(f"{model:<18} {n:>8} {b:>2} {f(pre_v, 1, '.4f'):>10} {f(floor[0] if floor else None, 1, '.4f'):>12} "
+              f"{f(frac, 100, '.0f') + ('%' if frac else ''):>8} {f(g[0] if g else None, 1e3, '.3f'):>13} "
+              f"{f(e[0] if e else None, 1e3, '.3f'):>13} {enq:>22}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
