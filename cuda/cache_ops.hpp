@@ -58,7 +58,9 @@ cudaError_t launch_rope_at(__nv_bfloat16* x, int64_t rows, int64_t row_stride, i
 cudaError_t launch_advance_positions(int64_t* positions, int64_t* lengths, int64_t batch, cudaStream_t stream);
 
 // positions[b] = pos and lengths[b] = pos + 1 for b < batch (after a prefill or
-// a skip; a kernel, so no pageable host memory is involved).
+// a skip; a kernel, so no pageable host memory is involved). Both launchers
+// accept lengths == nullptr (positions only: also how a runner fills any
+// per-sequence int64 argument, e.g. a prefill chunk's start, without a copy).
 cudaError_t launch_set_positions(int64_t* positions, int64_t* lengths, int64_t batch, int64_t pos,
                                  cudaStream_t stream);
 

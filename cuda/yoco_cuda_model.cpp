@@ -7,6 +7,7 @@
 // FlashDecoding at decode. Decode steps replay a captured CUDA graph.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <climits>
 #include <cmath>
 #include <stdexcept>
@@ -54,6 +55,22 @@ std::vector<std::vector<std::string>> fused_groups(const ModelConfig& c) {
 }
 
 constexpr int64_t kCublasWorkspace = 32LL << 20;
+
+PrefillAttentionShape attention_shape(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t q_rows,
+                                      int64_t capacity, int64_t q_stride, int64_t kv_stride, int64_t window) {
+  PrefillAttentionShape a;
+  a.batch = batch;
+  a.n_heads = heads;
+  a.n_kv_heads = kv_heads;
+  a.head_dim = head_dim;
+  a.q_rows = q_rows;
+  a.capacity = capacity;
+  a.q_stride = q_stride;
+  a.kv_stride = kv_stride;
+  a.window = window;
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  return a;
+}
 
 // Each layer's weights, looked up once (the eager decode step launches ~20
 // kernels per layer; a string lookup per launch would be host overhead).
@@ -105,13 +122,17 @@ class YocoCudaModel final : public CudaModel {
   void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
   void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, const std::string& tag);
   void norm(Residual& r, const bf16* w, bf16* out);
+  // The cross-decoder layers over r.rows rows of the residual: norm, q
+  // projection, `attend(q, out)` (RoPE on q, then attention over the global
+  // cache), out projection, FFN. Then the final norm into h.
+  void cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, const std::string& ffn_tag,
+                     const std::function<void(bf16* q, bf16* out)>& attend);
   // The cross-decoder and LM head for one query per sequence at the device
   // positions (the early exit at prefill; every decode step). r: [batch, d].
   void cross_decoder_step(Residual& r, int64_t batch);
   // The decode step's work, all on the stream (captured into the graph).
   void enqueue_decode_step(int64_t batch);
   void prepare_decode_buffers(int64_t batch);
-  void fill_i64(int64_t* dst, int64_t n, int64_t value);
 
   bool gret() const { return cfg_.self_decoder() == SelfDecoderKind::gret; }
   int64_t self_width() const { return (gret() ? 4 : 3) * d_; }  // fused projection row
@@ -197,6 +218,7 @@ YocoCudaModel::~YocoCudaModel() {
 }
 
 void YocoCudaModel::drop_generation() {
+  cudaStreamSynchronize(stream_);  // nothing in flight may still use the buffers freed here
   graph_.invalidate();
   kv_.reset();
   state_.reset();
@@ -204,14 +226,6 @@ void YocoCudaModel::drop_generation() {
   lengths_.reset();
   batch_ = position_ = capacity_ = 0;
   logits_rows_ = 0;
-}
-
-void YocoCudaModel::fill_i64(int64_t* dst, int64_t n, int64_t value) {
-  // Pageable source: the copy returns once the values are staged, so the
-  // vector may go away (prefill only, never inside a captured step).
-  const std::vector<int64_t> v(static_cast<size_t>(n), value);
-  check_cuda(cudaMemcpyAsync(dst, v.data(), static_cast<size_t>(n) * sizeof(int64_t), cudaMemcpyHostToDevice, stream_),
-             "upload positions");
 }
 
 DecodeAttentionShape YocoCudaModel::cross_decode_shape(int64_t batch) const {
@@ -264,6 +278,7 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity) {
   check_cuda(cudaMemsetAsync(state_.get(), 0, static_cast<size_t>(state_bytes), stream_), "zero the state");
   positions_ = arena_.require(MemCategory::state, batch * 8, "state: decode positions");
   lengths_ = arena_.require(MemCategory::state, batch * 8, "state: decode lengths");
+  check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, 0, stream_), "positions");
   batch_ = batch;
   capacity_ = capacity;
   ++generation_;
@@ -335,25 +350,16 @@ void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int
   int64_t* prev_dev = scratch_.i64("swa window start", batch);
   int64_t* chunk_start = scratch_.i64("chunk start", batch);
   int64_t* chunk_len = scratch_.i64("chunk length", batch);
-  fill_i64(prev_dev, batch, prev);
-  fill_i64(chunk_start, batch, s);
-  fill_i64(chunk_len, batch, n);
+  // Set by kernels: a pageable copy here would wait for the stream inside the timed prefill.
+  check_cuda(launch_set_positions(prev_dev, nullptr, batch, prev, stream_), "window start");
+  check_cuda(launch_set_positions(chunk_start, nullptr, batch, s, stream_), "chunk start");
+  check_cuda(launch_set_positions(chunk_len, nullptr, batch, n, stream_), "chunk length");
   bf16* ring = swa_ring(l);
   check_cuda(launch_ring_gather(ring, 2 * d_, W_, batch, first, prev, 2 * d_, win, rows, 2 * d_, stream_),
              p + "window from the ring");
   check_cuda(launch_cache_write_rows(qkv + d_, SW, batch, n, 2 * d_, prev_dev, win, rows, 2 * d_, 0, stream_),
              p + "window: the chunk's keys");
-  PrefillAttentionShape a;
-  a.batch = batch;
-  a.n_heads = Hs_;
-  a.n_kv_heads = Hs_;
-  a.head_dim = D_;
-  a.q_rows = n;
-  a.capacity = rows;
-  a.q_stride = SW;
-  a.kv_stride = 2 * d_;
-  a.window = W_;
-  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D_)));
+  const PrefillAttentionShape a = attention_shape(batch, Hs_, Hs_, D_, n, rows, SW, 2 * d_, W_);
   check_cuda(launch_flash_prefill(qkv, win, win + d_, prev_dev, chunk_len, a, o, nullptr, stream_), p + "SWA attention");
   // Then the ring takes the chunk's last W positions (after the gather read it).
   check_cuda(launch_cache_write_rows(qkv + d_, SW, batch, n, 2 * d_, chunk_start, ring, W_, 2 * d_, W_, stream_),
@@ -395,6 +401,24 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   }
 }
 
+void YocoCudaModel::cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, const std::string& ffn_tag,
+                                  const std::function<void(bf16* q, bf16* out)>& attend) {
+  NvtxRange range("cross-decoder");
+  for (int64_t l = 0; l < Lc_; ++l) {
+    NvtxRange layer("cross-decoder layer " + std::to_string(l));
+    const CrossLayerWeights& w = cross_w_[l];
+    norm(r, w.mixer_norm, h);
+    check_gemm(gemm_.linear(h, r.rows, d_, w.q, qw_, q, stream_), "cross-decoder q_proj");
+    attend(q, a);
+    check_gemm(gemm_.linear(a, r.rows, qw_, w.out, d_, r.delta, stream_), "cross-decoder out_proj");
+    r.pending = true;
+    norm(r, w.ffn.final_norm, h);
+    ffn(w.ffn, h, r.rows, r.delta, ffn_tag);
+    r.pending = true;
+  }
+  norm(r, final_norm_, h);
+}
+
 void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch) {
   bf16* h = scratch_.bf16("step normed", batch * d_);
   bf16* q = scratch_.bf16("step q", batch * qw_);
@@ -403,26 +427,13 @@ void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch) {
   float* logits = scratch_.f32("logits", batch * V_);
   const DecodeAttentionShape shape = cross_decode_shape(batch);
   const bf16* k = kv_.as<bf16>();
-  {
-    NvtxRange range("cross-decoder");
-    for (int64_t l = 0; l < Lc_; ++l) {
-      NvtxRange layer("cross-decoder layer " + std::to_string(l));
-      norm(r, cross_w_[l].mixer_norm, h);
-      check_gemm(gemm_.linear(h, batch, d_, cross_w_[l].q, qw_, q, stream_), "cross-decoder q_proj");
-      check_cuda(launch_rope_at(q, batch, qw_, H_, Da_, positions_.as<int64_t>(), 1, cross_freq_.as<double>(),
-                                RopeLayout::interleaved, 1.0, stream_),
-                 "cross-decoder RoPE q");
-      check_cuda(launch_flash_decode(q, k, k + kvw_, lengths_.as<int64_t>(), shape, cross_splits_, ws, a, stream_),
-                 "cross-decoder FlashDecoding over the global cache");
-      check_gemm(gemm_.linear(a, batch, qw_, cross_w_[l].out, d_, r.delta, stream_),
-                 "cross-decoder out_proj");
-      r.pending = true;
-      norm(r, cross_w_[l].ffn.final_norm, h);
-      ffn(cross_w_[l].ffn, h, batch, r.delta, "step");
-      r.pending = true;
-    }
-  }
-  norm(r, final_norm_, h);
+  cross_decoder(r, h, q, a, "step", [&](bf16* qv, bf16* out) {
+    check_cuda(launch_rope_at(qv, batch, qw_, H_, Da_, positions_.as<int64_t>(), 1, cross_freq_.as<double>(),
+                              RopeLayout::interleaved, 1.0, stream_),
+               "cross-decoder RoPE q");
+    check_cuda(launch_flash_decode(qv, k, k + kvw_, lengths_.as<int64_t>(), shape, cross_splits_, ws, out, stream_),
+               "cross-decoder FlashDecoding over the global cache");
+  });
   check_gemm(gemm_.linear_f32(h, batch, d_, lm_head_, V_, logits, stream_), "LM head");
   logits_rows_ = batch;
 }
@@ -430,17 +441,21 @@ void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch) {
 void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                             int64_t prefill_chunk) {
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
-  if (static_cast<int64_t>(tokens.size()) != batch * length)
+  if (length > INT64_MAX / batch || static_cast<int64_t>(tokens.size()) != batch * length)
     throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
                      " x length " + std::to_string(length));
   TokenBatch tb;
   tb.batch = batch;
   tb.length = length;
   check_prefill_args(tb, max_new_tokens, prefill_chunk);
+  if (max_new_tokens > INT64_MAX - length) throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
   NvtxRange range("prefill");
   try {
     allocate_generation(batch, length + max_new_tokens);
+    // The decode step's buffers now, so that an out-of-memory shows at the
+    // prefill and the first step allocates nothing.
+    prepare_decode_buffers(batch);
     const int64_t chunk = std::min(prefill_chunk, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
     std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));
@@ -468,9 +483,11 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
                "positions");
     position_ = length;
   } catch (const DeviceOutOfMemory&) {
-    cudaStreamSynchronize(stream_);
     drop_generation();
-    scratch_.clear();
+    scratch_.clear();  // the next attempt (a smaller batch) starts from an empty arena
+    throw;
+  } catch (...) {
+    drop_generation();  // no half-made generation may be decoded
     throw;
   }
 }
@@ -571,14 +588,20 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   check_decode_args(tokens, batch_, position_, capacity_);
   validate_tokens(cfg_, tokens);
   NvtxRange range("decode step");
-  prepare_decode_buffers(batch_);
-  upload_.upload(tokens.data(), batch_, scratch_.i64("tokens", batch_), stream_);
-  // The graph stays valid while the batch, the caches and the buffers do.
-  const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
-  const auto t0 = std::chrono::steady_clock::now();
-  graph_.run(stream_, key, graphs_, [&] { enqueue_decode_step(batch_); });
-  last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ++position_;
+  try {
+    prepare_decode_buffers(batch_);  // allocated at the prefill: a lookup here
+    upload_.upload(tokens.data(), batch_, scratch_.i64("tokens", batch_), stream_);
+    // The graph stays valid while the batch, the caches and the buffers do.
+    const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
+    const auto t0 = std::chrono::steady_clock::now();
+    graph_.run(stream_, key, graphs_, [&] { enqueue_decode_step(batch_); });
+    last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++position_;
+  } catch (const DeviceOutOfMemory&) {
+    drop_generation();  // the contract: caches dropped, the model usable
+    scratch_.clear();
+    throw;
+  }
 }
 
 void YocoCudaModel::skip_positions(int64_t n) {
@@ -598,7 +621,7 @@ std::vector<float> YocoCudaModel::logits() {
 
 std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) {
   if (batch < 1 || length < 1) throw InputError("forward needs at least one token");
-  if (static_cast<int64_t>(tokens.size()) != batch * length)
+  if (length > INT64_MAX / batch || static_cast<int64_t>(tokens.size()) != batch * length)
     throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
                      " x length " + std::to_string(length));
   validate_tokens(cfg_, tokens);
@@ -621,42 +644,24 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     bf16* a = scratch_.bf16("cross attention", R * qw_);
     int64_t* zero = scratch_.i64("chunk start", batch);
     int64_t* len = scratch_.i64("chunk length", batch);
-    fill_i64(zero, batch, 0);
-    fill_i64(len, batch, length);
-    PrefillAttentionShape s;
-    s.batch = batch;
-    s.n_heads = H_;
-    s.n_kv_heads = Hkv_;
-    s.head_dim = Da_;
-    s.q_rows = length;
-    s.capacity = length;
-    s.q_stride = qw_;
-    s.kv_stride = 2 * kvw_;
-    s.window = 0;
-    s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Da_)));
+    check_cuda(launch_set_positions(zero, nullptr, batch, 0, stream_), "query start");
+    check_cuda(launch_set_positions(len, nullptr, batch, length, stream_), "query length");
+    const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, length, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
-    for (int64_t l = 0; l < Lc_; ++l) {
-      NvtxRange layer("cross-decoder layer " + std::to_string(l));
-      const std::string p = cross_prefix(l);
-      norm(r, cross_w_[l].mixer_norm, h);
-      check_gemm(gemm_.linear(h, R, d_, cross_w_[l].q, qw_, q, stream_), p + "q_proj");
-      check_cuda(launch_rope(q, R, qw_, H_, Da_, 0, length, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
-                 p + "RoPE q");
-      check_cuda(launch_flash_prefill(q, k, k + kvw_, zero, len, s, a, nullptr, stream_), p + "cross attention");
-      check_gemm(gemm_.linear(a, R, qw_, cross_w_[l].out, d_, r.delta, stream_), p + "out_proj");
-      r.pending = true;
-      norm(r, cross_w_[l].ffn.final_norm, h);
-      ffn(cross_w_[l].ffn, h, R, r.delta, "self");
-      r.pending = true;
-    }
-    norm(r, final_norm_, h);
+    cross_decoder(r, h, q, a, "self", [&](bf16* qv, bf16* out) {
+      check_cuda(launch_rope(qv, R, qw_, H_, Da_, 0, length, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
+                 "cross-decoder RoPE q");
+      check_cuda(launch_flash_prefill(qv, k, k + kvw_, zero, len, s, out, nullptr, stream_), "cross attention");
+    });
     float* logits = scratch_.f32("forward logits", R * V_);
     check_gemm(gemm_.linear_f32(h, R, d_, lm_head_, V_, logits, stream_), "LM head");
     out = download_floats(logits, R * V_, stream_);
   } catch (const DeviceOutOfMemory&) {
-    cudaStreamSynchronize(stream_);
     drop_generation();
     scratch_.clear();
+    throw;
+  } catch (...) {
+    drop_generation();
     throw;
   }
   drop_generation();

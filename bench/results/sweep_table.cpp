@@ -28,7 +28,7 @@ void print_sweep_table(const std::vector<ResultRow>& rows) {
     if (!lines.count(key)) order.push_back(key);
     auto& c = lines[key].cell;
     if (r.metric == "prefill_latency_s") c["prefill s"] = seconds(r);
-    if (r.metric == "decode_step_latency_s") c["decode ms"] = r.value ? strf("%.3f", 1e3 * *r.value) : r.method;
+    if (r.phase == "decode" && r.metric == "decode_step_latency_s") c["decode ms"] = r.value ? strf("%.3f", 1e3 * *r.value) : r.method;
     if (r.metric == "throughput_tokens_per_s")
       c["tokens/s"] = r.value ? strf("%.1f (b=%lld, %s)", *r.value, static_cast<long long>(r.batch), r.method.c_str())
                               : r.method;

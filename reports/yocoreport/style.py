@@ -49,17 +49,20 @@ PAPER_DEVICE_RE = re.compile(r"h100", re.IGNORECASE)
 # ----------------------------------------------------------------------------------------------
 # Names, colours, formats
 
-_SIZE_RE = re.compile(r"^(?P<family>.+)-(?P<size>tiny|\d+(?:\.\d+)?[kmbt])$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^(?P<family>.+)-(?P<size>tiny|small|\d+(?:\.\d+)?[kmbt])$", re.IGNORECASE)
+# The named test sizes sort below every parameter count: tiny (d 64) before small (d 256).
+_NAMED_SIZES = {"tiny": 0.0, "small": 1.0}
 _SIZE_MULT = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 
 
 def split_preset(model):
-    """'yoco-1.4b' -> ('yoco', '1.4b', 1.4e9); 'yoco-tiny' -> ('yoco', 'tiny', 0); other -> (model, None, None)."""
+    """'yoco-1.4b' -> ('yoco', '1.4b', 1.4e9); 'yoco-tiny' -> ('yoco', 'tiny', 0); 'yoco-small' -> ('yoco', 'small', 1);
+    other -> (model, None, None)."""
     m = _SIZE_RE.match(os.path.basename(model))
     if not m:
         return model, None, None
     size = m.group("size").lower()
-    n = 0.0 if size == "tiny" else float(size[:-1]) * _SIZE_MULT[size[-1]]
+    n = _NAMED_SIZES[size] if size in _NAMED_SIZES else float(size[:-1]) * _SIZE_MULT[size[-1]]
     return m.group("family"), size, n
 
 
