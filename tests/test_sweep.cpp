@@ -350,7 +350,9 @@ TEST(SweepProtocol, EveryPointHandsOverTheRowsSoFar) {
   for (size_t i = 0; i < snapshots.size(); ++i) {
     // Each snapshot is the start of the final rows: the ceilings, then whole points, in order.
     ASSERT_LE(snapshots[i].size(), rows.size());
-    if (i) EXPECT_GT(snapshots[i].size(), snapshots[i - 1].size());
+    if (i) {
+      EXPECT_GT(snapshots[i].size(), snapshots[i - 1].size());
+    }
     const auto& last = snapshots[i].back();
     EXPECT_EQ(last.model, s.models[i / 2]);
     EXPECT_EQ(last.seq_len, s.lengths[i % 2]);
