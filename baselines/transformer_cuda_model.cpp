@@ -35,6 +35,7 @@
 #include "gemm.hpp"
 #include "inference_checks.hpp"
 #include "ops.hpp"
+#include "param_layout.hpp"
 #include "runner_support.hpp"
 #include "token_batch.hpp"
 
@@ -80,6 +81,10 @@ class TransformerCudaModel final : public CudaModel {
   void skip_positions(int64_t n) override;
   std::vector<float> logits() override;
   std::vector<float> forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) override;
+  void release_buffers() override {
+    drop_generation();
+    scratch_.clear();
+  }
 
  private:
   Activations activations(int64_t rows);
@@ -173,6 +178,25 @@ void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16*
                                 const char* what) {
   check_gemm(gemm_.linear(x, m, k, w, n, y, stream_), what);
 }
+
+}  // namespace
+
+// Keep in step with activations() and prefill()'s buffers below.
+double transformer_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen,
+                                           double chunk) {
+  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
+               V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
+               kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
+  const double rows = batch * std::min(prompt, chunk);
+  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 4 * F + 2 * F + 8;
+  const double caches = L * batch * (prompt + gen) * 2 * kvw * 2;
+  // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
+  const double step = batch * (2 * d + 4 * V + 2 * qw + 4 * 128 * (qw + 2.0 * c.n_attn_heads)) + 16 * batch;
+  return 2.0 * static_cast<double>(param_count(c)) + caches + rows * per_row + step +
+         static_cast<double>(kCublasWorkspaceBytes);
+}
+
+namespace {
 
 Activations TransformerCudaModel::activations(int64_t rows) {
   Activations a;

@@ -22,4 +22,11 @@ namespace yoco::cuda {
 
 std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source);
 
+// Device bytes of a generation on this runner (weights, per-layer caches for
+// prompt + gen tokens, a prefill chunk's and the decode step's buffers, the
+// cuBLAS workspace), by the runner's own buffer formulas; see
+// yoco_generation_device_bytes.
+double transformer_generation_device_bytes(const ModelConfig& cfg, double batch, double prompt, double gen,
+                                           double chunk);
+
 }  // namespace yoco::cuda

@@ -60,6 +60,11 @@ class CudaModel {
   // [batch * length, vocab], row b * length + i. Drops any generation in progress.
   virtual std::vector<float> forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) = 0;
 
+  // Frees the caches and every activation buffer (the weights stay): the
+  // next prefill starts from the weights alone, so memory readings and peaks
+  // taken after it are its own, not an earlier, larger call's.
+  virtual void release_buffers() = 0;
+
   int64_t batch() const { return batch_; }
   int64_t position() const { return position_; }  // tokens per sequence in the caches
   int64_t capacity() const { return capacity_; }
@@ -87,6 +92,15 @@ class CudaModel {
   bool graphs_ = true;
   double last_enqueue_s_ = 0;
 };
+
+// Device bytes of a generation on the YOCO runner: the bf16 weights, caches
+// for prompt + gen tokens of `batch` sequences, the activation buffers of a
+// prefill chunk of min(prompt, chunk) tokens and of the decode step, the
+// cuBLAS workspace -- the runner's own buffers by the runner's own formulas
+// (cuda/yoco_cuda_model.cpp), in double so that no size overflows. What the
+// sweep compares with the free memory. The Transformer's is
+// transformer_generation_device_bytes (baselines/transformer_cuda_model.hpp).
+double yoco_generation_device_bytes(const ModelConfig& cfg, double batch, double prompt, double gen, double chunk);
 
 // A YOCO model (gRet or SWA self-decoder); the Transformer's is
 // baselines/transformer_cuda_model.hpp create_transformer_cuda_model.

@@ -10,6 +10,10 @@ namespace yoco::cuda {
 void check_cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   cudaGetLastError();  // clear a non-sticky error so the model stays usable
+  // Memory the runtime could not find (a graph instantiation, a library's own
+  // allocation) is an out-of-memory result like the arena's, not a failure.
+  if (e == cudaErrorMemoryAllocation)
+    throw DeviceOutOfMemory(std::string(what) + ": " + cudaGetErrorString(e));
   throw std::runtime_error(std::string("CUDA error in ") + what + ": " + cudaGetErrorString(e));
 }
 

@@ -17,7 +17,8 @@
 
 namespace yoco::cuda {
 
-// std::runtime_error "CUDA error in <what>: <cudaGetErrorString>" unless e is cudaSuccess.
+// std::runtime_error "CUDA error in <what>: <cudaGetErrorString>" unless e is
+// cudaSuccess; cudaErrorMemoryAllocation throws DeviceOutOfMemory instead.
 // Labels are const char* so that a call on the hot path builds no string.
 void check_cuda(cudaError_t e, const char* what);
 inline void check_cuda(cudaError_t e, const std::string& what) { check_cuda(e, what.c_str()); }

@@ -96,6 +96,15 @@ struct Residual {
   bool pending = false;
 };
 
+// The decode step's buffers (B rows each), looked up once per step before
+// the enqueue, so that an eager step's host time is its launches alone.
+struct StepBuffers {
+  int64_t* tokens = nullptr;
+  float *x = nullptr, *z = nullptr, *log_gamma = nullptr, *workspace = nullptr, *logits = nullptr;
+  bf16 *delta = nullptr, *h = nullptr, *q = nullptr, *o = nullptr, *proj = nullptr, *kv_row = nullptr,
+       *ffn_in = nullptr, *ffn_hidden = nullptr;
+};
+
 class YocoCudaModel final : public CudaModel {
  public:
   YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source);
@@ -108,6 +117,10 @@ class YocoCudaModel final : public CudaModel {
   void skip_positions(int64_t n) override;
   std::vector<float> logits() override;
   std::vector<float> forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) override;
+  void release_buffers() override {
+    drop_generation();
+    scratch_.clear();
+  }
 
  private:
   void drop_generation();
@@ -120,19 +133,20 @@ class YocoCudaModel final : public CudaModel {
   void self_decoder_chunk(const int64_t* tokens, int64_t batch, int64_t n, int64_t s);
   void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
   void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
-  void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, const std::string& tag);
+  // h13: [rows, 2F], act: [rows, F] buffers of the caller's.
+  void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
   void norm(Residual& r, const bf16* w, bf16* out);
   // The cross-decoder layers over r.rows rows of the residual: norm, q
   // projection, `attend(q, out)` (RoPE on q, then attention over the global
   // cache), out projection, FFN. Then the final norm into h.
-  void cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, const std::string& ffn_tag,
+  void cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, bf16* ffn_in, bf16* ffn_hidden,
                      const std::function<void(bf16* q, bf16* out)>& attend);
   // The cross-decoder and LM head for one query per sequence at the device
   // positions (the early exit at prefill; every decode step). r: [batch, d].
-  void cross_decoder_step(Residual& r, int64_t batch);
+  void cross_decoder_step(Residual& r, int64_t batch, const StepBuffers& b);
   // The decode step's work, all on the stream (captured into the graph).
-  void enqueue_decode_step(int64_t batch);
-  void prepare_decode_buffers(int64_t batch);
+  void enqueue_decode_step(int64_t batch, const StepBuffers& b);
+  StepBuffers prepare_decode_buffers(int64_t batch);
 
   bool gret() const { return cfg_.self_decoder() == SelfDecoderKind::gret; }
   int64_t self_width() const { return (gret() ? 4 : 3) * d_; }  // fused projection row
@@ -149,6 +163,7 @@ class YocoCudaModel final : public CudaModel {
   float eps_;
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
+  std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
   const bf16 *embed_ = nullptr, *kv_norm_ = nullptr, *wkv_ = nullptr, *final_norm_ = nullptr, *lm_head_ = nullptr;
   Gemm gemm_;
   DeviceBuffer gemm_workspace_, self_freq_, cross_freq_;
@@ -195,11 +210,13 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
     w.out = weights_[p + "mixer.out_proj.weight"];
     w.ffn = ffn_of(p);
     self_w_.push_back(w);
+    self_names_.push_back("self-decoder layer " + std::to_string(l));
   }
   for (int64_t l = 0; l < Lc_; ++l) {
     const std::string p = cross_prefix(l);
     cross_w_.push_back({weights_[p + "mixer_layer_norm.weight"], weights_[p + "mixer.q_proj.weight"],
                         weights_[p + "mixer.out_proj.weight"], ffn_of(p)});
+    cross_names_.push_back("cross-decoder layer " + std::to_string(l));
   }
   embed_ = weights_["embed_tokens.weight"];
   kv_norm_ = weights_["cross_decoder.kv_layer_norm.weight"];
@@ -293,9 +310,7 @@ void YocoCudaModel::norm(Residual& r, const bf16* w, bf16* out) {
   r.pending = false;
 }
 
-void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, const std::string& tag) {
-  bf16* h13 = scratch_.bf16(tag + " ffn in", rows * 2 * F_);
-  bf16* a = scratch_.bf16(tag + " ffn hidden", rows * F_);
+void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* a) {
   check_gemm(gemm_.linear(h, rows, d_, w.w13, 2 * F_, h13, stream_), "ffn W1|W3");
   check_cuda(launch_swiglu(h13, rows, F_, a, stream_), "ffn swiglu");
   check_gemm(gemm_.linear(a, rows, F_, w.w2, d_, out, stream_), "ffn W2");
@@ -374,19 +389,21 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   r.x = scratch_.f32("residual", R * d_);
   r.delta = scratch_.bf16("delta", R * d_);
   bf16* h = scratch_.bf16("normed", R * d_);
+  bf16* ffn_in = scratch_.bf16("ffn in", R * 2 * F_);
+  bf16* ffn_hidden = scratch_.bf16("ffn hidden", R * F_);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
   {
     NvtxRange range("self-decoder");
     for (int64_t l = 0; l < Ls_; ++l) {
-      NvtxRange layer("self-decoder layer " + std::to_string(l));
+      NvtxRange layer(self_names_[l]);
       norm(r, self_w_[l].mixer_norm, h);
       if (gret()) gret_mixer_chunk(l, h, batch, n, s, r.delta);
       else swa_mixer_chunk(l, h, batch, n, s, r.delta);
       r.pending = true;
       norm(r, self_w_[l].ffn.final_norm, h);
-      ffn(self_w_[l].ffn, h, R, r.delta, "self");
+      ffn(self_w_[l].ffn, h, R, r.delta, ffn_in, ffn_hidden);
       r.pending = true;
     }
   }
@@ -401,11 +418,11 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   }
 }
 
-void YocoCudaModel::cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, const std::string& ffn_tag,
+void YocoCudaModel::cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, bf16* ffn_in, bf16* ffn_hidden,
                                   const std::function<void(bf16* q, bf16* out)>& attend) {
   NvtxRange range("cross-decoder");
   for (int64_t l = 0; l < Lc_; ++l) {
-    NvtxRange layer("cross-decoder layer " + std::to_string(l));
+    NvtxRange layer(cross_names_[l]);
     const CrossLayerWeights& w = cross_w_[l];
     norm(r, w.mixer_norm, h);
     check_gemm(gemm_.linear(h, r.rows, d_, w.q, qw_, q, stream_), "cross-decoder q_proj");
@@ -413,21 +430,19 @@ void YocoCudaModel::cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, const 
     check_gemm(gemm_.linear(a, r.rows, qw_, w.out, d_, r.delta, stream_), "cross-decoder out_proj");
     r.pending = true;
     norm(r, w.ffn.final_norm, h);
-    ffn(w.ffn, h, r.rows, r.delta, ffn_tag);
+    ffn(w.ffn, h, r.rows, r.delta, ffn_in, ffn_hidden);
     r.pending = true;
   }
   norm(r, final_norm_, h);
 }
 
-void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch) {
-  bf16* h = scratch_.bf16("step normed", batch * d_);
-  bf16* q = scratch_.bf16("step q", batch * qw_);
-  bf16* a = scratch_.bf16("step attention", batch * qw_);
-  float* ws = scratch_.f32("decode workspace", decode_workspace_size(batch));
-  float* logits = scratch_.f32("logits", batch * V_);
+void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch, const StepBuffers& b) {
   const DecodeAttentionShape shape = cross_decode_shape(batch);
   const bf16* k = kv_.as<bf16>();
-  cross_decoder(r, h, q, a, "step", [&](bf16* qv, bf16* out) {
+  float* ws = b.workspace;
+  bf16* h = b.h;
+  float* logits = b.logits;
+  cross_decoder(r, h, b.q, b.o, b.ffn_in, b.ffn_hidden, [&](bf16* qv, bf16* out) {
     check_cuda(launch_rope_at(qv, batch, qw_, H_, Da_, positions_.as<int64_t>(), 1, cross_freq_.as<double>(),
                               RopeLayout::interleaved, 1.0, stream_),
                "cross-decoder RoPE q");
@@ -455,7 +470,7 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
     allocate_generation(batch, length + max_new_tokens);
     // The decode step's buffers now, so that an out-of-memory shows at the
     // prefill and the first step allocates nothing.
-    prepare_decode_buffers(batch);
+    const StepBuffers step = prepare_decode_buffers(batch);
     const int64_t chunk = std::min(prefill_chunk, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
     std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));
@@ -471,14 +486,14 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
     const int64_t n_last = length - ((length - 1) / chunk) * chunk;
     Residual r;
     r.rows = batch;
-    r.x = scratch_.f32("step residual", batch * d_);
-    r.delta = scratch_.bf16("step delta", batch * d_);
+    r.x = step.x;
+    r.delta = step.delta;
     check_cuda(cudaMemcpy2DAsync(r.x, d_ * 4, scratch_.f32("residual", 0) + (n_last - 1) * d_, n_last * d_ * 4, d_ * 4,
                                  batch, cudaMemcpyDeviceToDevice, stream_),
                "last positions of M");
     check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length - 1, stream_),
                "positions");
-    cross_decoder_step(r, batch);
+    cross_decoder_step(r, batch, step);
     check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length, stream_),
                "positions");
     position_ = length;
@@ -492,37 +507,36 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
   }
 }
 
-void YocoCudaModel::prepare_decode_buffers(int64_t batch) {
+StepBuffers YocoCudaModel::prepare_decode_buffers(int64_t batch) {
   // Every buffer the step touches, at its final size, before any capture.
-  scratch_.i64("tokens", batch);
-  scratch_.f32("step residual", batch * d_);
-  scratch_.bf16("step delta", batch * d_);
-  scratch_.bf16("step normed", batch * d_);
-  scratch_.bf16("step q", batch * std::max(qw_, d_));
-  scratch_.bf16("step attention", batch * std::max(qw_, d_));
-  scratch_.bf16("step self proj", batch * self_width());
-  scratch_.f32("step gate logits", batch * Hs_);
-  scratch_.f32("step log decay", batch * Hs_);
-  scratch_.bf16("step kv row", batch * 2 * kvw_);
-  scratch_.bf16("step ffn in", batch * 2 * F_);
-  scratch_.bf16("step ffn hidden", batch * F_);
-  scratch_.f32("decode workspace", decode_workspace_size(batch));
-  scratch_.f32("logits", batch * V_);
+  StepBuffers b;
+  b.tokens = scratch_.i64("step tokens", batch);
+  b.x = scratch_.f32("step residual", batch * d_);
+  b.delta = scratch_.bf16("step delta", batch * d_);
+  b.h = scratch_.bf16("step normed", batch * d_);
+  b.q = scratch_.bf16("step q", batch * std::max(qw_, d_));
+  b.o = scratch_.bf16("step attention", batch * std::max(qw_, d_));
+  b.proj = scratch_.bf16("step self proj", batch * self_width());
+  b.z = scratch_.f32("step gate logits", batch * Hs_);
+  b.log_gamma = scratch_.f32("step log decay", batch * Hs_);
+  b.kv_row = scratch_.bf16("step kv row", batch * 2 * kvw_);
+  b.ffn_in = scratch_.bf16("step ffn in", batch * 2 * F_);
+  b.ffn_hidden = scratch_.bf16("step ffn hidden", batch * F_);
+  b.workspace = scratch_.f32("decode workspace", decode_workspace_size(batch));
+  b.logits = scratch_.f32("logits", batch * V_);
+  return b;
 }
 
-void YocoCudaModel::enqueue_decode_step(int64_t batch) {
+void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
   const int64_t SW = self_width();
   const int64_t* pos = positions_.as<int64_t>();
   Residual r;
   r.rows = batch;
-  r.x = scratch_.f32("step residual", batch * d_);
-  r.delta = scratch_.bf16("step delta", batch * d_);
-  bf16* h = scratch_.bf16("step normed", batch * d_);
-  bf16* proj = scratch_.bf16("step self proj", batch * SW);
-  bf16* o = scratch_.bf16("step attention", batch * std::max(qw_, d_));
-  bf16* qd = scratch_.bf16("step q", batch * std::max(qw_, d_));
+  r.x = b.x;
+  r.delta = b.delta;
+  bf16 *h = b.h, *proj = b.proj, *o = b.o, *qd = b.q;
   const double* f = self_freq_.as<double>();
-  check_cuda(launch_embedding(scratch_.i64("tokens", batch), batch, embed_, d_,
+  check_cuda(launch_embedding(b.tokens, batch, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
   for (int64_t l = 0; l < Ls_; ++l) {
@@ -530,8 +544,7 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch) {
     check_gemm(gemm_.linear(h, batch, d_, self_w_[l].proj, SW, proj, stream_), "self-decoder fused projection");
     check_cuda(launch_rope_at(proj, batch, SW, Hs_, D_, pos, 1, f, RopeLayout::interleaved, 1.0, stream_), "self-decoder RoPE q");
     if (gret()) {
-      float* z = scratch_.f32("step gate logits", batch * Hs_);
-      float* lg = scratch_.f32("step log decay", batch * Hs_);
+      float *z = b.z, *lg = b.log_gamma;
       check_gemm(gemm_.linear_f32(h, batch, d_, self_w_[l].gate_logits, Hs_, z, stream_), "self-decoder gt_proj");
       check_cuda(launch_rope_at(proj + d_, batch, SW, Hs_, D_, pos, 1, f, RopeLayout::interleaved,
                                 1.0 / std::sqrt(static_cast<double>(D_)), stream_),
@@ -558,18 +571,18 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch) {
       check_cuda(cudaMemcpy2DAsync(qd, d_ * 2, proj, SW * 2, d_ * 2, batch, cudaMemcpyDeviceToDevice, stream_),
                  "self-decoder q rows");
       check_cuda(launch_flash_decode(qd, ring, ring + d_, lengths_.as<int64_t>(), swa_decode_shape(batch), swa_splits_,
-                                     scratch_.f32("decode workspace", decode_workspace_size(batch)), o, stream_),
+                                     b.workspace, o, stream_),
                  "self-decoder SWA FlashDecoding over the ring");
     }
     check_gemm(gemm_.linear(o, batch, d_, self_w_[l].out, d_, r.delta, stream_), "self-decoder out_proj");
     r.pending = true;
     norm(r, self_w_[l].ffn.final_norm, h);
-    ffn(self_w_[l].ffn, h, batch, r.delta, "step");
+    ffn(self_w_[l].ffn, h, batch, r.delta, b.ffn_in, b.ffn_hidden);
     r.pending = true;
   }
   // The new token's K-hat / V-hat: one row per sequence appended to the global cache.
   norm(r, kv_norm_, h);
-  bf16* kvrow = scratch_.bf16("step kv row", batch * 2 * kvw_);
+  bf16* kvrow = b.kv_row;
   check_gemm(gemm_.linear(h, batch, d_, wkv_, 2 * kvw_, kvrow, stream_),
              "global K/V projection");
   check_cuda(launch_rope_at(kvrow, batch, 2 * kvw_, Hkv_, Da_, pos, 1, cross_freq_.as<double>(), RopeLayout::interleaved,
@@ -578,7 +591,7 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch) {
   check_cuda(launch_cache_write_rows(kvrow, 2 * kvw_, batch, 1, 2 * kvw_, pos, kv_.as<bf16>(), capacity_, 2 * kvw_, 0,
                                      stream_),
              "global K/V append");
-  cross_decoder_step(r, batch);
+  cross_decoder_step(r, batch, b);
   check_cuda(launch_advance_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, stream_),
              "advance positions");
 }
@@ -589,12 +602,12 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   validate_tokens(cfg_, tokens);
   NvtxRange range("decode step");
   try {
-    prepare_decode_buffers(batch_);  // allocated at the prefill: a lookup here
-    upload_.upload(tokens.data(), batch_, scratch_.i64("tokens", batch_), stream_);
+    const StepBuffers b = prepare_decode_buffers(batch_);  // allocated at the prefill: lookups here
+    upload_.upload(tokens.data(), batch_, b.tokens, stream_);
     // The graph stays valid while the batch, the caches and the buffers do.
     const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
     const auto t0 = std::chrono::steady_clock::now();
-    graph_.run(stream_, key, graphs_, [&] { enqueue_decode_step(batch_); });
+    graph_.run(stream_, key, graphs_, [&] { enqueue_decode_step(batch_, b); });
     last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++position_;
   } catch (const DeviceOutOfMemory&) {
@@ -648,7 +661,8 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     check_cuda(launch_set_positions(len, nullptr, batch, length, stream_), "query length");
     const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, length, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
-    cross_decoder(r, h, q, a, "self", [&](bf16* qv, bf16* out) {
+    cross_decoder(r, h, q, a, scratch_.bf16("ffn in", R * 2 * F_), scratch_.bf16("ffn hidden", R * F_),
+                  [&](bf16* qv, bf16* out) {
       check_cuda(launch_rope(qv, R, qw_, H_, Da_, 0, length, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                  "cross-decoder RoPE q");
       check_cuda(launch_flash_prefill(qv, k, k + kvw_, zero, len, s, out, nullptr, stream_), "cross attention");
@@ -670,6 +684,41 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
 }
 
 }  // namespace
+
+// Keep in step with the buffers above (allocate_generation, prepare_decode_buffers,
+// self_decoder_chunk and the mixers, cross_decoder_step).
+double yoco_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen, double chunk) {
+  const bool gret = c.self_decoder() == SelfDecoderKind::gret;
+  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
+               V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
+               D = static_cast<double>(c.self_head_dim()), qw = static_cast<double>(c.q_width()),
+               kvw = static_cast<double>(c.kv_width()), W = static_cast<double>(c.window()),
+               Ls = static_cast<double>(c.n_self_layers());
+  const double n = std::min(prompt, chunk), rows = batch * n, SW = (gret ? 4 : 3) * d;
+  // residual, delta, normed; fused projection, mixer output; FFN in and hidden; token ids.
+  double per_row = 4 * d + 2 * d + 2 * d + 2 * SW + 2 * d + 4 * F + 2 * F + 8;
+  double extra = 0;
+  if (gret) {
+    per_row += 8 * Hs;  // gate logits and log-decays, fp32
+    GretChunkShape shape;
+    shape.batch = static_cast<int64_t>(std::min(batch, 1e9));
+    shape.heads = c.n_self_heads;
+    shape.head_dim = c.self_head_dim();
+    shape.seq_len = static_cast<int64_t>(std::min(n, 1e12));
+    shape.row_stride = static_cast<int64_t>(SW);
+    extra += static_cast<double>(gret_chunk_workspace_bytes(shape, plan_gret_chunk(shape, device_sm_count())));
+  } else {
+    extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
+  }
+  // The decode step's buffers (and the early exit's): B rows of everything, logits, split-KV partials.
+  const double step =
+      batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +
+      4 * batch * 128 * (std::max(qw, d) + 2 * std::max(static_cast<double>(c.n_attn_heads), Hs));
+  const double kv = batch * (prompt + gen) * 2 * kvw * 2;
+  const double state = gret ? Ls * batch * Hs * D * D * 4 : Ls * batch * W * 2 * d * 2;
+  return 2.0 * static_cast<double>(param_count(c)) + kv + state + 16 * batch + rows * per_row + extra + step +
+         static_cast<double>(kCublasWorkspace);
+}
 
 std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {
   return std::make_unique<YocoCudaModel>(cfg, source);

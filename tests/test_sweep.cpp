@@ -23,6 +23,13 @@ struct Log {
   int creates = 0, prefills = 0, resets = 0;
   int64_t decode_steps = 0, skipped = 0;
   std::vector<int64_t> step_positions;  // the cache position each decode step wrote
+  int64_t oom_above_batch = 0;          // > 0: a prefill of a larger batch runs out of memory
+};
+
+// What a device's allocation failure looks like (cuda::DeviceOutOfMemory).
+class BatchBadAlloc : public std::bad_alloc {
+ public:
+  const char* what() const noexcept override { return "activations: self qkvg: 9.000 GB of activations did not fit"; }
 };
 
 // A prefill costs kPrefillPerToken per token of the batch, a decode step
@@ -36,6 +43,7 @@ class FakeRunner : public ModelRunner {
   Precision precision() const override { return Precision::f32; }
   Mat<double> forward(const TokenBatch&, GretParadigm) const override { throw std::logic_error("not in a sweep"); }
   Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t) override {
+    if (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch) throw BatchBadAlloc();
     ++log_.prefills;
     log_.now += kPrefillPerToken * static_cast<double>(prompt.batch * prompt.length);
     batch_ = prompt.batch;
@@ -580,6 +588,24 @@ TEST(SweepProtocol, BadAllocThatSaysWhatDidNotFitKeepsItsMessage) {
   EXPECT_EQ(r.method, "out_of_memory");
   EXPECT_NE(r.notes.find("120.000 GB of kv_cache did not fit"), std::string::npos) << r.notes;
   EXPECT_EQ(r.notes.find("std::bad_alloc"), std::string::npos) << r.notes;
+}
+
+// The throughput run is the one at a larger batch: when it does not fit, its
+// row says so with the device's words, and the point's other rows stand.
+TEST(SweepProtocol, ThroughputOutOfMemoryKeepsTheLatencyRows) {
+  FakeBackend dev;
+  dev.log.oom_above_batch = 1;
+  SweepSettings s = settings();  // throughput batch: the largest <= 4 that fits (all do)
+  const auto rows = sweep(s, dev);
+  EXPECT_EQ(row(rows, "memory", "mem_total_bytes").method, "exact");
+  EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").method, "measured");
+  EXPECT_EQ(row(rows, "decode", "decode_step_latency_s").method, "measured");
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.method, "out_of_memory");
+  EXPECT_FALSE(t.value.has_value());
+  EXPECT_EQ(t.batch, 4);
+  EXPECT_NE(t.notes.find("9.000 GB of activations did not fit (throughput at batch 4)"), std::string::npos) << t.notes;
+  for (const auto& r : rows) EXPECT_FALSE(r.prov.device == "fake" && r.metric == "max_batch") << "no batch ran";
 }
 
 }  // namespace

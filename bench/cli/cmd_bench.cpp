@@ -159,6 +159,10 @@ int cmd_bench(const Args& args) {
     // The same sweep on the GPU.
     const OutputFormat format = parse_output_format(a);
     const SweepSettings s = sweep_settings(a, default_cuda_sweep());
+    // A model the kernels cannot serve is refused before anything runs, as forward and generate do.
+    for (const auto& m : s.models)
+      if (const std::string why = cuda_model_unsupported_reason(resolve_model(m)); !why.empty())
+        throw InputError("--model " + m + ": the CUDA runners cannot run it: " + why);
     if (auto out = a.get("--out")) prepare_output_path(*out);
     const int points = static_cast<int>(s.models.size() * s.lengths.size());
     const SweepFile file(a.get("--out"), a.has("--resume"), points);

@@ -16,6 +16,7 @@
 
 #include "cuda_model.hpp"
 #include "cuda_runner.hpp"
+#include "transformer_cuda_model.hpp"
 #include "device_ceilings.hpp"
 #include "device_query.hpp"
 #include "errors.hpp"
@@ -42,13 +43,6 @@ void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) throw std::runtime_error("CUDA error in " + what + ": " + cudaGetErrorString(e));
 }
 
-// A count the cost model takes as int64 (it computes in double): clamped so
-// that an absurd length cannot overflow the conversion.
-int64_t as_count(double x) {
-  if (!(x > 0)) return 0;
-  return static_cast<int64_t>(std::min(x, 4.0e15));
-}
-
 const CudaRunner& cuda_runner_of(const ModelRunner& r) {
   const auto* c = dynamic_cast<const CudaRunner*>(&r);
   if (!c) throw std::logic_error("CudaBackend: a runner it did not create (not a CudaRunner)");
@@ -73,6 +67,8 @@ struct CudaBackend::Events {
 };
 
 std::vector<std::string> cuda_backend_missing() { return {}; }
+
+std::string cuda_model_unsupported_reason(const ModelConfig& cfg) { return cuda::cuda_model_unsupported(cfg); }
 
 CudaBackend::CudaBackend(const std::string& device_name) : events_(std::make_unique<Events>()) {
   const CudaStatus c = cuda_status();
@@ -116,10 +112,12 @@ double CudaBackend::usable_memory_bytes() const { return usable_; }
 
 double CudaBackend::generation_bytes(const ModelConfig& cfg, Precision, double batch, double prompt, double gen,
                                      double prefill_chunk) const {
-  // The cost model's memory of the generation in bf16 (cost::Storage{}):
-  // weights, caches for prompt + gen tokens, the prefill's temporaries.
-  const double in_flight = batch * std::min(prompt, prefill_chunk);
-  return cost::memory_cost(cfg, cost::Storage{}, as_count(batch), as_count(prompt + gen), as_count(in_flight)).total();
+  // The runners' own buffers (weights, caches, a prefill chunk's and the decode
+  // step's activations, the cuBLAS workspace), by the runners' formulas: the
+  // cost model's bf16 estimate counts one temporary per row and misses the fp32
+  // residual and the fused projections, about half of what a chunk holds.
+  return cfg.is_yoco() ? cuda::yoco_generation_device_bytes(cfg, batch, prompt, gen, prefill_chunk)
+                       : cuda::transformer_generation_device_bytes(cfg, batch, prompt, gen, prefill_chunk);
 }
 
 std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig& cfg, Precision, uint64_t seed) {
@@ -145,13 +143,20 @@ double CudaBackend::time(const std::function<void()>& region) {
 }
 
 void CudaBackend::reset_peak_memory() {
-  if (model_) model_->arena().reset_peaks();
+  if (!model_) return;
+  // The previous point's caches and (larger) activation buffers go first, so
+  // this point's readings and peaks are its own.
+  model_->release_buffers();
+  model_->arena().reset_peaks();
 }
 
 std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, int64_t n, Precision) {
   const cuda::ArenaReport r = cuda_runner_of(runner).model().arena().report();
-  const std::string note = "the device arena's buffers after prefilling " + std::to_string(n) +
-                           " tokens (caches sized for the tokens served); " + kStorageNote;
+  const int64_t cap = runner.capacity();
+  const std::string note = "the device arena's buffers after prefilling " + std::to_string(n) + " tokens (" +
+                           (cap == n ? std::string("caches of exactly that")
+                                     : "caches sized for " + std::to_string(cap) + ": the decode steps that follow") +
+                           "); " + kStorageNote;
   const double w = static_cast<double>(r.at(cuda::MemCategory::weights));
   const double kv = static_cast<double>(r.at(cuda::MemCategory::kv_cache));
   const double st = static_cast<double>(r.at(cuda::MemCategory::state));
@@ -247,6 +252,8 @@ struct CudaBackend::Events {};
 std::vector<std::string> cuda_backend_missing() {
   return {"CUDA: this yoco was built without CUDA (cpu preset); build the cuda preset (cmake --preset cuda)"};
 }
+
+std::string cuda_model_unsupported_reason(const ModelConfig&) { return ""; }
 
 CudaBackend::CudaBackend(const std::string& device_name) {
   const CudaStatus c = cuda_status();

@@ -29,6 +29,10 @@ namespace yoco::cli {
 // cuda preset), one entry saying the build has no CUDA otherwise.
 std::vector<std::string> cuda_backend_missing();
 
+// Why the CUDA runners cannot serve `cfg` (head dims, GQA group, widths), or ""
+// when they can; "" too in a build without CUDA (which fails earlier, saying so).
+std::string cuda_model_unsupported_reason(const ModelConfig& cfg);
+
 class CudaBackend : public DeviceBackend {
  public:
   // `device_name`: the rows' device_name; empty = the device's name. With

@@ -28,6 +28,9 @@ struct PointResult {
   std::optional<double> throughput, tp_prefill_s, tp_decode_s;
   bool throughput_sampled = false;
   std::string throughput_note;
+  // The throughput run did not fit (its batch is larger than the latency
+  // points'): only its rows say so; the point's other rows stand.
+  std::string tp_skip_method, tp_skip_note;
 };
 
 // The time a point will take, from the last measured point of the same model
@@ -107,6 +110,13 @@ std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_
 void warm_up_decode(DeviceBackend& dev, ModelRunner& r, int64_t batch) {
   const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
   for (int64_t i = 0; i < dev.decode_warmup_steps(); ++i) r.run_decode_step(tokens);
+}
+
+// A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory);
+// a plain std::bad_alloc says nothing more.
+std::string oom_note(const std::bad_alloc& e) {
+  const std::string what = e.what();
+  return what.empty() || what == "std::bad_alloc" ? "std::bad_alloc during the run" : what;
 }
 
 // The metric (--metrics) a measured row's phase belongs to: decode_eager rows
@@ -367,49 +377,55 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
           }
           if (tp) {
-            progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
-            res.throughput_batch = Bt;
-            const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
-            res.tp_prefill_s = dev.time([&] { runner->run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
-            progress.step("throughput: decode");
-            warm_up_decode(dev, *runner, Bt);
-            std::vector<double> steps;
-            if (s.gen <= s.decode_sample) {
-              steps = time_decode_steps(dev, *runner, Bt, s.gen);
-            } else {
-              // Sampled: half the sample at the start of the generation, half at its end
-              // (the positions between are skipped, not computed); a step's cost is affine
-              // in its context, so the mean of the two halves is the mean over all steps.
-              const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
-              steps = time_decode_steps(dev, *runner, Bt, head);
-              runner->skip_positions(s.gen - s.decode_sample);
-              const auto t = time_decode_steps(dev, *runner, Bt, tail);
-              steps.insert(steps.end(), t.begin(), t.end());
-              res.throughput_sampled = true;
+            try {
+              progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
+              res.throughput_batch = Bt;
+              const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
+              res.tp_prefill_s = dev.time([&] { runner->run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
+              progress.step("throughput: decode");
+              warm_up_decode(dev, *runner, Bt);
+              std::vector<double> steps;
+              if (s.gen <= s.decode_sample) {
+                steps = time_decode_steps(dev, *runner, Bt, s.gen);
+              } else {
+                // Sampled: half the sample at the start of the generation, half at its end
+                // (the positions between are skipped, not computed); a step's cost is affine
+                // in its context, so the mean of the two halves is the mean over all steps.
+                const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
+                steps = time_decode_steps(dev, *runner, Bt, head);
+                runner->skip_positions(s.gen - s.decode_sample);
+                const auto t = time_decode_steps(dev, *runner, Bt, tail);
+                steps.insert(steps.end(), t.begin(), t.end());
+                res.throughput_sampled = true;
+              }
+              double sum = 0;
+              for (double t : steps) sum += t;
+              res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
+              res.throughput = static_cast<double>(Bt * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
+              res.throughput_note =
+                  "prompt " + std::to_string(n - s.gen) + " + " + std::to_string(s.gen) + " generated, batch " +
+                  std::to_string(Bt) + " (" + bt_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) + " s, decode " +
+                  strf("%.3f", *res.tp_decode_s) + " s" +
+                  (res.throughput_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, "
+                                                 "mean step x %lld",
+                                                 static_cast<long long>(s.decode_sample / 2),
+                                                 static_cast<long long>(s.decode_sample - s.decode_sample / 2),
+                                                 static_cast<long long>(s.gen), static_cast<long long>(s.gen))
+                                            : std::string("; every decode step timed")) +
+                  (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
+                                      (dec_warm == 1 ? "" : "s") + " (the device's)"
+                                : std::string());
+            } catch (const std::bad_alloc& e) {
+              res.tp_skip_method = "out_of_memory";
+              res.tp_skip_note = oom_note(e) + " (throughput at batch " + std::to_string(Bt) + ")";
+              res.throughput.reset();
+              res.throughput_batch = 0;
             }
-            double sum = 0;
-            for (double t : steps) sum += t;
-            res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
-            res.throughput = static_cast<double>(Bt * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
-            res.throughput_note =
-                "prompt " + std::to_string(n - s.gen) + " + " + std::to_string(s.gen) + " generated, batch " +
-                std::to_string(Bt) + " (" + bt_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) + " s, decode " +
-                strf("%.3f", *res.tp_decode_s) + " s" +
-                (res.throughput_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, "
-                                               "mean step x %lld",
-                                               static_cast<long long>(s.decode_sample / 2),
-                                               static_cast<long long>(s.decode_sample - s.decode_sample / 2),
-                                               static_cast<long long>(s.gen), static_cast<long long>(s.gen))
-                                          : std::string("; every decode step timed")) +
-                (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
-                                    (dec_warm == 1 ? "" : "s") + " (the device's)"
-                              : std::string());
           }
         } catch (const std::bad_alloc& e) {
           // A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory).
           skip_method = "out_of_memory";
-          const std::string what = e.what();
-          skip_note = what.empty() || what == "std::bad_alloc" ? "std::bad_alloc during the run" : what;
+          skip_note = oom_note(e);
           res = PointResult{};
         } catch (const std::exception& e) {
           skip_method = "failed";
@@ -444,7 +460,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                           (dec_warm > 0 ? " after " + std::to_string(dec_warm) + " untimed warm-up step" +
                                               (dec_warm == 1 ? "" : "s") + " (the device's)"
                                         : std::string()));
-        if (do_tp && !res.throughput)
+        if (do_tp && !res.throughput && !res.tp_skip_method.empty())
+          sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", std::nullopt, "tokens/s",
+                   res.tp_skip_method, 0, res.tp_skip_note + "; the analytic row beside is the projection");
+        else if (do_tp && !res.throughput)
           sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", std::nullopt, "tokens/s",
                    "over_budget", 0, budget_note + "; throughput dropped to keep the point within budget");
         if (res.throughput) {
