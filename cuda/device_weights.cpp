@@ -48,6 +48,12 @@ DeviceWeights DeviceWeights::create(DeviceArena& arena, const ModelConfig& cfg, 
         throw std::logic_error("device weights: fused group names '" + name + "', not a parameter of " + cfg.name);
       if (!grouped.insert(name).second)
         throw std::logic_error("device weights: parameter '" + name + "' is in more than one fused group (or twice in one)");
+      // Stacked along `out`, the members must share `in` (a 2-D [out, in] each).
+      const ParamSpec& first = *by_name.at(g.front());
+      const ParamSpec& p = *by_name.at(name);
+      if (p.shape.size() != 2 || first.shape.size() != 2 || p.shape[1] != first.shape[1])
+        throw std::logic_error("device weights: fused group mixes '" + g.front() + "' " + shape_string(first.shape) +
+                               " and '" + name + "' " + shape_string(p.shape) + " (members must be [out, in] with one in)");
     }
   }
 

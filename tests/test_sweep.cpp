@@ -608,5 +608,39 @@ TEST(SweepProtocol, ThroughputOutOfMemoryKeepsTheLatencyRows) {
   for (const auto& r : rows) EXPECT_FALSE(r.prov.device == "fake" && r.metric == "max_batch") << "no batch ran";
 }
 
+// A device that is lost (a GPU whose context died) would fail every later point
+// for the same reason: the sweep stops after the point that failed, every
+// point so far handed over for the file.
+class LostBackend : public FakeBackend {
+ public:
+  std::unique_ptr<ModelRunner> create_runner(const ModelConfig&, Precision, uint64_t) override {
+    throw std::runtime_error("CUDA error in gRet chunk: an illegal memory access was encountered");
+  }
+  std::string device_lost() override { return "the CUDA context is lost: an illegal memory access was encountered"; }
+};
+
+TEST(SweepProtocol, ALostDeviceStopsTheSweepKeepingItsRows) {
+  LostBackend dev;
+  SweepSettings s = settings();
+  s.lengths = {1024, 2048};
+  s.metrics = {"prefill"};
+  std::vector<int> done;
+  std::vector<ResultRow> last;
+  SweepIo io;
+  io.on_point = [&](const std::vector<ResultRow>& rows, int points_done) {
+    done.push_back(points_done);
+    last = rows;
+  };
+  Progress progress(2);
+  try {
+    run_sweep(s, dev, progress, io);
+    FAIL() << "the sweep went on after the device was lost";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the CUDA context is lost"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(done, std::vector<int>{1}) << "stopped after the first point";
+  EXPECT_EQ(row(last, "prefill", "prefill_latency_s").method, "failed");
+}
+
 }  // namespace
 }  // namespace yoco::cli

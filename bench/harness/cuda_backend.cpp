@@ -93,8 +93,9 @@ Ceilings CudaBackend::measure_ceilings(Progress& progress) {
                     m.copy_bw.min / 1e9, m.copy_bw.max / 1e9});
   c.rows.push_back({"gemm_peak_tflops", m.gemm_flops.median / 1e12, "TFLOP/s", "measured", m.gemm_flops.repeats,
                     m.gemm_desc, m.gemm_flops.min / 1e12, m.gemm_flops.max / 1e12});
-  const std::string gpu = cuda::query_devices().name;
-  c.roofline.name = (gpu.empty() ? prov_.device_name : gpu) + " (measured ceilings)";
+  // Named like the CPU's, after the rows' device_name (--device-name), so that
+  // analytic rows of runs that share a label join in `yoco compare`.
+  c.roofline.name = "roofline of " + prov_.device_name + " (measured ceilings)";
   c.roofline.peak_flops = m.gemm_flops.median;
   c.roofline.bandwidth = m.copy_bw.median;
   c.roofline.memory_bytes = device_total_;
@@ -125,7 +126,9 @@ std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig& cfg, 
   cuda::CudaWeightSource src;
   src.seed = seed;
   std::unique_ptr<ModelRunner> r = create_cuda_runner(cfg, src);
-  model_ = &cuda_runner_of(*r).model();
+  CudaRunner& cr = cuda_runner_of(*r);
+  model_ = &cr.model();
+  cr.on_destroy([this] { model_ = nullptr; });  // no dangling pointer once the sweep drops the runner
   return r;
 }
 
@@ -163,8 +166,8 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
   const double act = static_cast<double>(r.peak_at(cuda::MemCategory::activations));
   const double other = r.device_known ? static_cast<double>(r.other) : 0.0;
   const std::string other_note =
-      r.device_known ? "cudaMemGetInfo's used memory beyond the arena's buffers (CUDA context, cuBLAS workspaces, "
-                       "allocator rounding)"
+      r.device_known ? "cudaMemGetInfo's used memory beyond the arena's buffers, device-wide (CUDA context, "
+                       "libraries, allocator rounding, any other process on the GPU)"
                      : "unknown: cudaMemGetInfo failed (" + r.device_error + "); counted as 0";
   return {
       {"mem_weights_bytes", w, "B", "measured", 1, note, {}, {}},
@@ -173,8 +176,11 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
       {"mem_activations_bytes", act, "B", "measured", 1,
        note + "; activations: the arena's peak of activation buffers over this point's prefills so far", {}, {}},
       {"mem_other_bytes", other, "B", "measured", 1, other_note, {}, {}},
-      {"mem_total_bytes", w + kv + st + act + other, "B", "measured", 1,
-       "weights + kv_cache + state + activations (peak) + other", {}, {}},
+      // The model's own memory, as on the CPU and in the analytic rows; `other`
+      // (device-wide: the context, libraries, any other process) stands beside it
+      // and is in mem_device_peak_bytes.
+      {"mem_total_bytes", w + kv + st + act, "B", "measured", 1,
+       "weights + kv_cache + state + activations (peak); mem_other_bytes not included", {}, {}},
   };
 }
 
@@ -190,6 +196,14 @@ std::vector<Reading> CudaBackend::memory_peaks() {
 
 int64_t CudaBackend::decode_warmup_steps() const { return kDecodeWarmup; }
 int64_t CudaBackend::decode_extra_steps() const { return kEagerSteps; }
+
+std::string CudaBackend::device_lost() {
+  // An error left by earlier work is returned once; a lost context keeps failing.
+  if (cudaDeviceSynchronize() == cudaSuccess) return "";
+  cudaGetLastError();
+  const cudaError_t e = cudaDeviceSynchronize();
+  return e == cudaSuccess ? "" : std::string("the CUDA context is lost: ") + cudaGetErrorString(e);
+}
 
 std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner& runner, int64_t batch) {
   CudaRunner& cr = cuda_runner_of(runner);
@@ -280,6 +294,7 @@ std::vector<Reading> CudaBackend::memory_peaks() { lacks("read its device peak")
 int64_t CudaBackend::decode_warmup_steps() const { lacks("run decode steps"); }
 int64_t CudaBackend::decode_extra_steps() const { lacks("run decode steps"); }
 std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner&, int64_t) { lacks("run decode steps"); }
+std::string CudaBackend::device_lost() { return ""; }
 
 #endif
 

@@ -57,6 +57,7 @@ class CudaBackend : public DeviceBackend {
   int64_t decode_warmup_steps() const override;
   int64_t decode_extra_steps() const override;
   std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
+  std::string device_lost() override;
 
  private:
   struct Events;  // the timer's CUDA events (cuda_backend.cpp)

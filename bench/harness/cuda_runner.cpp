@@ -12,6 +12,10 @@
 
 namespace yoco {
 
+CudaRunner::~CudaRunner() {
+  if (on_destroy_) on_destroy_();
+}
+
 CudaRunner::CudaRunner(std::unique_ptr<cuda::CudaModel> model) : model_(std::move(model)) {
   if (!model_) throw std::logic_error("CudaRunner: no model");
   const cuda::DeviceSummary d = cuda::query_devices();

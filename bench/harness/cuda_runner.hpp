@@ -12,6 +12,7 @@
 // header declares nothing.
 #if defined(YOCO_HAVE_CUDA)
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ namespace yoco {
 class CudaRunner final : public ModelRunner {
  public:
   explicit CudaRunner(std::unique_ptr<cuda::CudaModel> model);
+  ~CudaRunner() override;
+  // Called when this runner is destroyed (a backend that keeps a pointer to its
+  // model forgets it then).
+  void on_destroy(std::function<void()> f) { on_destroy_ = std::move(f); }
 
   const ModelConfig& config() const override { return model_->config(); }
   Precision precision() const override { return Precision::f32; }
@@ -60,6 +65,7 @@ class CudaRunner final : public ModelRunner {
  private:
   Mat<double> logits_as_double(int64_t rows) const;
   std::unique_ptr<cuda::CudaModel> model_;
+  std::function<void()> on_destroy_;
   std::string device_name_;
   // forward (const, as the interface has it) drops the generation in progress.
   mutable bool prefilled_ = false;

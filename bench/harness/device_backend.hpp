@@ -6,9 +6,9 @@
 // run's ceilings and names the analytic projection's device:
 //   cpu_backend.cpp   the CPU reference, steady_clock, the reference's memory
 //                     accounting + peak RSS, Eigen GEMM + memcpy ceilings;
-//   cuda_backend.cpp  a skeleton until the CUDA runners exist (CUDA events,
-//                     the device arena + cudaMemGetInfo + the device peak,
-//                     bf16 cuBLAS GEMM + device-to-device copy).
+//   cuda_backend.cpp  the CUDA runners (cuda/, baselines/), CUDA events on the
+//                     model's stream, the device arena + cudaMemGetInfo + the
+//                     device peak, bf16 cuBLAS GEMM + device-to-device copy.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -89,6 +89,10 @@ class DeviceBackend {
   // (with decode_extra_steps() positions left in its cache): rows the device
   // adds about decode, each with its phase (the CUDA backend: eager steps
   // beside the graph's, and the host's enqueue time of both). The CPU: none.
+  // After a point failed: why the device cannot run anything more ("" when it
+  // can). A GPU whose context is lost (an illegal address, a trap) fails every
+  // later point for the same reason; the sweep stops instead, its rows kept.
+  virtual std::string device_lost() { return ""; }
   virtual std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) {
     (void)runner;
     (void)batch;

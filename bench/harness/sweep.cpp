@@ -347,6 +347,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         skip_note = "predicted " + strf("%.0f", predicted) + " s > --budget-s " + strf("%g", s.budget_s);
       }
       PointResult res;
+      std::string lost;  // set when the device cannot run anything more
       if (skip_method.empty()) {
         try {
           if (!runner) {
@@ -431,6 +432,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           skip_method = "failed";
           skip_note = e.what();
           res = PointResult{};
+          lost = dev.device_lost();
         }
       }
       // Rows of the point.
@@ -486,6 +488,9 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       // A rough estimate of what is left: this point's prediction for each remaining point.
       predicted_left = predicted * (total - index);
       point_done(pi);
+      if (!lost.empty())
+        throw std::runtime_error("the sweep stopped after " + label + " failed: " + lost +
+                                 " (every point so far is kept in --out)");
     }
   }
   progress.done();
