@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -95,6 +96,9 @@ class TransformerCudaModel final : public CudaModel {
   // Prefill of one chunk: rows b * n + i at positions s + i; tokens already in
   // a.tokens, q_start / q_len ([B] each) already on the device. The caches
   // receive the chunk's keys and values; `head` says which rows reach the LM head.
+  // Every layer over `rows` rows of `a`; prefill and decode differ only in
+  // `attend(layer cache)`: RoPE on q and k, k|v into the cache, attention into a.attn.
+  void run_layers(const Activations& a, int64_t rows, const std::function<void(bf16* cache)>& attend);
   void run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start, const int64_t* q_len,
                  Head head, bf16* last, float* logits);
   void gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y, const char* what);
@@ -254,6 +258,28 @@ DecodeAttentionShape TransformerCudaModel::decode_shape(int64_t batch) const {
   return ds;
 }
 
+void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
+                                      const std::function<void(bf16* cache)>& attend) {
+  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
+    NvtxRange range(layer_names_[static_cast<size_t>(l)]);
+    const LayerWeights& w = layers_[static_cast<size_t>(l)];
+    // The previous layer's FFN output joins the residual in the same pass as this layer's norm.
+    if (l == 0)
+      check_cuda(launch_rms_norm(a.residual, w.attn_norm, rows, d_, eps_, a.normed, stream_), "attention norm");
+    else
+      check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, rows, d_, eps_, a.normed, stream_),
+                 "FFN residual + attention norm");
+    gemm(a.normed, rows, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
+    attend(caches_[static_cast<size_t>(l)].as<bf16>());
+    gemm(a.attn, rows, qw_, w.wo, d_, a.delta, "attention output projection");
+    check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, rows, d_, eps_, a.normed, stream_),
+               "attention residual + FFN norm");
+    gemm(a.normed, rows, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
+    check_cuda(launch_swiglu(a.h13, rows, F_, a.act, stream_), "SwiGLU");
+    gemm(a.act, rows, F_, w.w2, d_, a.delta, "FFN W2");
+  }
+}
+
 void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start,
                                      const int64_t* q_len, Head head, bf16* last, float* logits) {
   const int64_t R = B * n;
@@ -271,17 +297,7 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
   shape.window = 0;
   shape.scale = attn_scale_;
 
-  for (int64_t l = 0; l < cfg_.n_layers; ++l) {
-    NvtxRange range(layer_names_[static_cast<size_t>(l)]);
-    const LayerWeights& w = layers_[static_cast<size_t>(l)];
-    bf16* cache = caches_[static_cast<size_t>(l)].as<bf16>();
-    // The previous layer's FFN output joins the residual in the same pass as this layer's norm.
-    if (l == 0)
-      check_cuda(launch_rms_norm(a.residual, w.attn_norm, R, d_, eps_, a.normed, stream_), "attention norm");
-    else
-      check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, R, d_, eps_, a.normed, stream_),
-                 "FFN residual + attention norm");
-    gemm(a.normed, R, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
+  run_layers(a, R, [&](bf16* cache) {
     // q (H heads) and k (Hkv heads) are adjacent at the start of each row: one
     // launch rotates both, at positions s + i.
     check_cuda(launch_rope(a.qkv, R, qkv_w_, H_ + Hkv_, Da_, s, n, rope_.as<double>(), RopeLayout::half_split,
@@ -293,13 +309,7 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
                "KV cache write");
     check_cuda(launch_flash_prefill(a.qkv, cache, cache + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
                "flash prefill attention");
-    gemm(a.attn, R, qw_, w.wo, d_, a.delta, "attention output projection");
-    check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, R, d_, eps_, a.normed, stream_),
-               "attention residual + FFN norm");
-    gemm(a.normed, R, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
-    check_cuda(launch_swiglu(a.h13, R, F_, a.act, stream_), "SwiGLU");
-    gemm(a.act, R, F_, w.w2, d_, a.delta, "FFN W2");
-  }
+  });
   // A chunk before the last needs only its keys and values: the residual
   // stream restarts from the embedding in the next chunk.
   if (head == Head::none) return;
@@ -403,16 +413,7 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
 
     auto enqueue = [&] {
       check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
-      for (int64_t l = 0; l < cfg_.n_layers; ++l) {
-        NvtxRange layer_range(layer_names_[static_cast<size_t>(l)]);
-        const LayerWeights& w = layers_[static_cast<size_t>(l)];
-        bf16* cache = caches_[static_cast<size_t>(l)].as<bf16>();
-        if (l == 0)
-          check_cuda(launch_rms_norm(a.residual, w.attn_norm, B, d_, eps_, a.normed, stream_), "attention norm");
-        else
-          check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, B, d_, eps_, a.normed, stream_),
-                     "FFN residual + attention norm");
-        gemm(a.normed, B, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
+      run_layers(a, B, [&](bf16* cache) {
         check_cuda(launch_rope_at(a.qkv, B, qkv_w_, H_ + Hkv_, Da_, positions, 1, rope_.as<double>(),
                                   RopeLayout::half_split, 1.0, stream_),
                    "RoPE on q and k");
@@ -426,13 +427,7 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
                    "copy q to a dense buffer");
         check_cuda(launch_flash_decode(q, cache, cache + kvw_, lengths, ds, splits, workspace, a.attn, stream_),
                    "flash decode attention");
-        gemm(a.attn, B, qw_, w.wo, d_, a.delta, "attention output projection");
-        check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, B, d_, eps_, a.normed, stream_),
-                   "attention residual + FFN norm");
-        gemm(a.normed, B, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
-        check_cuda(launch_swiglu(a.h13, B, F_, a.act, stream_), "SwiGLU");
-        gemm(a.act, B, F_, w.w2, d_, a.delta, "FFN W2");
-      }
+      });
       check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
                  "FFN residual + final norm");
       check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, logits, stream_), "LM head");
