@@ -21,6 +21,7 @@
 
 #include "cli_runner.hpp"
 #include "config.hpp"
+#include "cuda_status.hpp"
 #include "counter_rng.hpp"
 #include "param_layout.hpp"
 #include "tensor.hpp"
@@ -628,7 +629,12 @@ TEST_F(Cli, DeviceCudaOptions) {
   expect_input_error(yoco(gen + " --check"), {"--check", "--device cpu"}, "generate --check");
   expect_input_error(yoco("bench --device cuda --dtype f64 --model yoco-small --lengths 1K"),
                      {"--dtype", "bf16", "--device cpu"}, "bench --dtype");
-  expect_input_error(yoco("bench --device cuda --default-job"), {"--device cuda", "default job"}, "bench default job");
+  // The default job runs on the GPU when there is one; asked for without one it says why.
+  if (!yoco::cli::cuda_status().device)
+    expect_input_error(yoco("bench --device cuda --default-job --no-report"), {"--device cuda"}, "bench default job");
+  expect_input_error(yoco("bench --device cpu --quick"), {"--quick", "GPU"}, "bench --quick on the CPU");
+  expect_input_error(yoco("bench --cupti --lengths 4K"), {"--cupti", "--device cuda"}, "bench --cupti on the CPU");
+  expect_input_error(yoco("bench --cupti --no-cupti"), {"--cupti and --no-cupti"}, "bench both");
 
   // Without CUDA in the build, or without a device: exit 2 saying which; with both, it runs.
   const CliRun f = yoco(fwd + o);

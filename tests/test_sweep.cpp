@@ -21,6 +21,10 @@ namespace {
 struct Log {
   double now = 0;  // the fake clock, seconds
   int creates = 0, prefills = 0, resets = 0;
+  int allocations = 0;  // one-token prompts: the throughput's batch search and skipped-prompt caches
+  std::vector<int64_t> allocated_batches;
+  bool oom_always = false;  // every prefill runs out of memory
+  double per_layer = 0;     // > 0: each layer adds this fraction of the base time
   int64_t decode_steps = 0, skipped = 0;
   std::vector<int64_t> step_positions;  // the cache position each decode step wrote
   int64_t oom_above_batch = 0;          // > 0: a prefill of a larger batch runs out of memory
@@ -43,9 +47,13 @@ class FakeRunner : public ModelRunner {
   Precision precision() const override { return Precision::f32; }
   Mat<double> forward(const TokenBatch&, GretParadigm) const override { throw std::logic_error("not in a sweep"); }
   Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t) override {
-    if (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch) throw BatchBadAlloc();
-    ++log_.prefills;
-    log_.now += kPrefillPerToken * static_cast<double>(prompt.batch * prompt.length);
+    if (prompt.length == 1) {
+      ++log_.allocations;
+      log_.allocated_batches.push_back(prompt.batch);
+    }
+    if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) throw BatchBadAlloc();
+    if (prompt.length > 1) ++log_.prefills;
+    log_.now += kPrefillPerToken * static_cast<double>(prompt.batch * prompt.length) * layer_factor();
     batch_ = prompt.batch;
     pos_ = prompt.length;
     cap_ = prompt.length + max_new_tokens;
@@ -56,7 +64,7 @@ class FakeRunner : public ModelRunner {
     EXPECT_LT(pos_, cap_) << "a decode step past the cache the prefill sized";
     ++log_.decode_steps;
     log_.step_positions.push_back(pos_++);
-    log_.now += kStep * static_cast<double>(batch_);
+    log_.now += kStep * static_cast<double>(batch_) * layer_factor();
     return Mat<double>::Zero(batch_, cfg_.vocab_size);
   }
   void skip_positions(int64_t n) override {
@@ -68,6 +76,8 @@ class FakeRunner : public ModelRunner {
   int64_t capacity() const override { return cap_; }
 
  private:
+  // 1 unless the test makes time grow with depth: what runs once plus each layer.
+  double layer_factor() const { return 1 + log_.per_layer * static_cast<double>(cfg_.n_layers); }
   ModelConfig cfg_;
   Log& log_;
   int64_t batch_ = 0, pos_ = 0, cap_ = 0;
@@ -79,6 +89,9 @@ class FakeBackend : public DeviceBackend {
   double usable = 1e18;           // bytes the sweep may fill
   double bytes_per_token = 1000;  // generation_bytes = batch x tokens x this
   bool throw_bad_alloc = false;
+  bool bytes_per_layer = false;   // generation_bytes also x n_layers
+  bool profiler = false;          // has_kernel_profiler
+  std::vector<std::string> profiled;  // the phases kernel_breakdown was called for
   cost::DeviceSpec spec{"fake roofline", 1e12, 1e11, 0, "test"};
 
   Provenance provenance() const override { return Provenance::here("fake", "fake device", "fake driver"); }
@@ -88,9 +101,18 @@ class FakeBackend : public DeviceBackend {
   cost::Storage analytic_storage(Precision) const override { return cost::Storage::uniform(cost::StorageType::fp32); }
   double usable_memory_bytes() const override { return usable; }
   std::string usable_memory_name() const override { return "fake memory"; }
-  double generation_bytes(const ModelConfig&, Precision, double batch, double prompt, double gen,
+  double generation_bytes(const ModelConfig& cfg, Precision, double batch, double prompt, double gen,
                           double) const override {
-    return batch * (prompt + gen) * bytes_per_token;
+    return batch * (prompt + gen) * bytes_per_token * (bytes_per_layer ? static_cast<double>(cfg.n_layers) : 1.0);
+  }
+  bool has_kernel_profiler() const override { return profiler; }
+  std::vector<PhaseReading> kernel_breakdown(const std::string& phase, const std::function<void()>& region,
+                                             int64_t units, double timed_s) override {
+    profiled.push_back(phase);
+    const double t = time(region) / static_cast<double>(units);
+    return {{phase + ".gemm", {"gpu_time_s", 0.75 * t, "s", "measured", units, "fake kernels", {}, {}}},
+            {phase + ":fake_kernel", {"kernel_time_s", 0.25 * t, "s", "measured", units, "family other", {}, {}}},
+            {phase + ".kernels", {"cupti_overhead_fraction", t / timed_s - 1, "fraction", "measured", units, "", {}, {}}}};
   }
   std::unique_ptr<ModelRunner> create_runner(const ModelConfig& cfg, Precision, uint64_t) override {
     ++log.creates;
@@ -195,6 +217,8 @@ TEST(SweepProtocol, MeasuresEveryPhaseThroughTheBackend) {
 
   EXPECT_EQ(dev.log.creates, 1);
   EXPECT_EQ(dev.log.prefills, 1 + 3 + 1);
+  EXPECT_EQ(dev.log.allocated_batches, std::vector<int64_t>{4}) << "the automatic batch, allocated once: it fits";
+  EXPECT_NE(row(rows, "throughput", "max_batch").notes.find("confirmed by allocating it"), std::string::npos);
   EXPECT_EQ(dev.log.decode_steps, 32 + 32);
 }
 
@@ -590,22 +614,186 @@ TEST(SweepProtocol, BadAllocThatSaysWhatDidNotFitKeepsItsMessage) {
   EXPECT_EQ(r.notes.find("std::bad_alloc"), std::string::npos) << r.notes;
 }
 
-// The throughput run is the one at a larger batch: when it does not fit, its
-// row says so with the device's words, and the point's other rows stand.
-TEST(SweepProtocol, ThroughputOutOfMemoryKeepsTheLatencyRows) {
+// The throughput run is the one at a larger batch: when the batch the memory
+// model chose does not fit, a binary search by allocation finds the largest
+// that does, and the rows say so; the point's other rows stand.
+TEST(SweepProtocol, ThroughputBatchThatDoesNotFitIsSearchedByAllocation) {
   FakeBackend dev;
-  dev.log.oom_above_batch = 1;
-  SweepSettings s = settings();  // throughput batch: the largest <= 4 that fits (all do)
+  dev.log.oom_above_batch = 2;
+  SweepSettings s = settings();
+  s.max_batch = 9;  // the memory model says 9 fit; 3 and above do not
   const auto rows = sweep(s, dev);
   EXPECT_EQ(row(rows, "memory", "mem_total_bytes").method, "exact");
   EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").method, "measured");
-  EXPECT_EQ(row(rows, "decode", "decode_step_latency_s").method, "measured");
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.batch, 2);
+  ASSERT_TRUE(t.value.has_value());
+  const double prefill_s = kPrefillPerToken * 2 * (1024 - 256), decode_s = kStep * 2 * 256;
+  EXPECT_NEAR(*t.value, 2.0 * 256 / (prefill_s + decode_s), 1e-9 * *t.value);
+  const ResultRow& b = row(rows, "throughput", "max_batch");
+  EXPECT_EQ(*b.value, 2.0);
+  EXPECT_EQ(b.batch, 2);
+  EXPECT_NE(b.notes.find("batch 9 did not fit when allocated, a binary search by allocation found 2"),
+            std::string::npos) << b.notes;
+  // 9 fails, then the search between 0 and 9: 4 fails, 2 fits, 3 fails.
+  EXPECT_EQ(dev.log.allocated_batches, (std::vector<int64_t>{9, 4, 2, 3}));
+}
+
+// When not even one sequence fits, the throughput row says so with the
+// device's words, and the point's other rows stand.
+TEST(SweepProtocol, ThroughputOutOfMemoryKeepsTheLatencyRows) {
+  FakeBackend dev;
+  SweepSettings s = settings();
+  s.metrics = {"memory", "prefill"};
+  const auto latency = sweep(s, dev);
+  EXPECT_EQ(row(latency, "prefill", "prefill_latency_s").method, "measured");
+  // The same point with throughput only, on a device where nothing more fits.
+  FakeBackend full;
+  full.log.oom_always = true;
+  s.metrics = {"throughput"};
+  const auto rows = sweep(s, full);
   const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
   EXPECT_EQ(t.method, "out_of_memory");
   EXPECT_FALSE(t.value.has_value());
   EXPECT_EQ(t.batch, 4);
-  EXPECT_NE(t.notes.find("9.000 GB of activations did not fit (throughput at batch 4)"), std::string::npos) << t.notes;
+  EXPECT_NE(t.notes.find("not even one sequence's generation fits"), std::string::npos) << t.notes;
   for (const auto& r : rows) EXPECT_FALSE(r.prov.device == "fake" && r.metric == "max_batch") << "no batch ran";
+  // With the batch given there is no search: the device's own words.
+  FakeBackend dev2;
+  dev2.log.oom_above_batch = 1;
+  s.batch = 4;
+  s.metrics = {"throughput"};
+  const ResultRow& t2 = row(sweep(s, dev2), "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t2.method, "out_of_memory");
+  EXPECT_NE(t2.notes.find("9.000 GB of activations did not fit (throughput at batch 4)"), std::string::npos)
+      << t2.notes;
+  EXPECT_EQ(dev2.log.allocations, 0);
+}
+
+// A point too large for the device: its prefill and decode come from the
+// model cut to 1 and 2 layer units, and are exact when every layer of a kind
+// costs the same (the fake: what runs once + n_layers equal layers).
+TEST(SweepProtocol, PointThatDoesNotFitIsExtrapolatedFromLayerProbes) {
+  FakeBackend dev;
+  dev.log.per_layer = 0.5;
+  dev.bytes_per_layer = true;
+  SweepSettings s = settings();
+  s.models = {"yoco-3b", "transformer-3b"};  // 26 layers: 13 units of a self + a cross layer; 26 of one layer
+  s.metrics = {"memory", "prefill", "decode"};
+  // The full models (26 layers) do not fit; the probes (YOCO 4 layers, the Transformer 2) do.
+  dev.usable = 1.0 * (1024 + 32 + 1) * dev.bytes_per_token * 10;
+  const auto rows = sweep(s, dev);
+  for (const std::string model : {"yoco-3b", "transformer-3b"}) {
+    SCOPED_TRACE(model);
+    auto find = [&](const std::string& phase, const std::string& metric) {
+      for (const auto& r : rows)
+        if (r.prov.device == "fake" && r.model == model && r.phase == phase && r.metric == metric) return r;
+      throw std::runtime_error("no " + phase + " " + metric);
+    };
+    const ResultRow p = find("prefill", "prefill_latency_s");
+    EXPECT_EQ(p.method, "extrapolated");
+    EXPECT_NEAR(*p.value, kPrefillPerToken * 1024 * (1 + 0.5 * 26), 1e-9);
+    EXPECT_EQ(p.repeats, 3);
+    EXPECT_NE(p.notes.find("extrapolated from the model cut to 1 and 2 layer units"), std::string::npos) << p.notes;
+    EXPECT_NE(p.notes.find(model == "yoco-3b" ? "t(1) + 12 x (t(2) - t(1)) for 13 units"
+                                              : "t(1) + 25 x (t(2) - t(1)) for 26 units"),
+              std::string::npos) << p.notes;
+    EXPECT_NE(p.notes.find("the full model: out_of_memory, needs about"), std::string::npos) << p.notes;
+    const ResultRow d = find("decode", "decode_step_latency_s");
+    EXPECT_EQ(d.method, "extrapolated");
+    EXPECT_NEAR(*d.value, kStep * (1 + 0.5 * 26), 1e-12);
+    EXPECT_EQ(find("memory", "mem_total_bytes").method, "out_of_memory") << "the full model's memory is not measured";
+  }
+  EXPECT_EQ(dev.log.creates, 4) << "two probes per model, never the full model";
+}
+
+TEST(SweepProtocol, ProbesThatDoNotSeparateOrAreRefusedLeaveTheSkipRows) {
+  SweepSettings s = settings();
+  s.models = {"transformer-3b"};
+  s.metrics = {"prefill"};
+  {
+    FakeBackend dev;  // per_layer 0: depth costs nothing, the probes take the same time
+    dev.bytes_per_layer = true;
+    dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token * 10;
+    const ResultRow& p = row(sweep(s, dev), "prefill", "prefill_latency_s");
+    EXPECT_EQ(p.method, "out_of_memory");
+    EXPECT_FALSE(p.value.has_value());
+    EXPECT_NE(p.notes.find("the probes do not separate"), std::string::npos) << p.notes;
+  }
+  {
+    FakeBackend dev;  // not even the probes fit
+    dev.log.per_layer = 0.5;
+    dev.bytes_per_layer = true;
+    dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token;
+    const ResultRow& p = row(sweep(s, dev), "prefill", "prefill_latency_s");
+    EXPECT_EQ(p.method, "out_of_memory");
+    EXPECT_NE(p.notes.find("not extrapolated: the 2-unit probe needs about"), std::string::npos) << p.notes;
+    EXPECT_EQ(dev.log.creates, 0);
+  }
+  {
+    FakeBackend dev;  // --no-extrapolate
+    dev.log.per_layer = 0.5;
+    dev.bytes_per_layer = true;
+    dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token * 10;
+    SweepSettings off = s;
+    off.extrapolate = false;
+    const ResultRow& p = row(sweep(off, dev), "prefill", "prefill_latency_s");
+    EXPECT_EQ(p.method, "out_of_memory");
+    EXPECT_EQ(p.notes.find("extrapolat"), std::string::npos) << p.notes;
+    EXPECT_EQ(dev.log.creates, 0);
+  }
+}
+
+// A throughput whose batch prefill would take over a quarter of the budget:
+// one sequence's prefill timed and multiplied, the decode on the batch's
+// caches moved to the prompt's length by skipping.
+TEST(SweepProtocol, LongThroughputPrefillIsSampledOnOneSequence) {
+  FakeBackend dev;
+  SweepSettings s = settings();
+  s.metrics = {"throughput"};
+  const double pre = predicted_prefill_s(s, dev);
+  const double batch_prefill = 4 * pre * (1024.0 - 256) / 1024;
+  s.budget_s = 2 * batch_prefill;
+  const auto rows = sweep(s, dev);
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.method, "sampled");
+  EXPECT_EQ(t.batch, 4);
+  EXPECT_NE(t.notes.find("prefill sampled: one sequence of 768 tokens timed"), std::string::npos) << t.notes;
+  const double prefill_s = 4 * kPrefillPerToken * 768, decode_s = kStep * 4 * 256;
+  EXPECT_NEAR(*t.value, 4.0 * 256 / (prefill_s + decode_s), 1e-9 * *t.value);
+  EXPECT_EQ(dev.log.prefills, 1) << "one sequence, not the batch";
+  EXPECT_EQ(dev.log.allocated_batches, (std::vector<int64_t>{4, 4})) << "the batch allocated, then its caches";
+  EXPECT_EQ(dev.log.skipped, (768 - 1) + (256 - 32)) << "to the prompt's length, then the sampled decode's gap";
+  ASSERT_EQ(dev.log.step_positions.size(), 32u);
+  EXPECT_EQ(dev.log.step_positions.front(), 768) << "the first step at the prompt's length";
+}
+
+TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {
+  FakeBackend dev;
+  dev.profiler = true;
+  SweepSettings s = settings();
+  s.metrics = {"prefill", "decode"};
+  s.cupti = true;
+  const auto rows = sweep(s, dev);
+  EXPECT_EQ(dev.profiled, (std::vector<std::string>{"prefill", "decode"}));
+  EXPECT_NEAR(*row(rows, "prefill.gemm", "gpu_time_s").value, 0.75 * kPrefillPerToken * 1024, 1e-12);
+  EXPECT_NEAR(*row(rows, "decode.gemm", "gpu_time_s").value, 0.75 * kStep, 1e-12) << "per decode step";
+  EXPECT_NEAR(*row(rows, "decode.kernels", "cupti_overhead_fraction").value, 0, 1e-9);
+  EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").repeats, 3) << "the profiled prefill is not a timed one";
+  EXPECT_EQ(dev.log.prefills, 1 + 3 + 1);
+  // The rows resume as their phase's: a finished file resumes to itself.
+  FakeBackend again;
+  again.profiler = true;
+  SweepIo io;
+  io.previous = &rows;
+  Progress progress(1);
+  const auto resumed = run_sweep(s, again, progress, io);
+  EXPECT_EQ(again.log.prefills, 0);
+  EXPECT_NEAR(*row(resumed, "prefill:fake_kernel", "kernel_time_s").value, 0.25 * kPrefillPerToken * 1024, 1e-12);
+  // A device without a profiler refuses --cupti before anything runs.
+  FakeBackend none;
+  EXPECT_THROW(sweep(s, none), InputError);
+  EXPECT_EQ(none.log.creates, 0);
 }
 
 // A device that is lost (a GPU whose context died) would fail every later point

@@ -35,7 +35,7 @@ CommandSpec bench_spec() {
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
       {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024)"},
       {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
-      {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU)"},
+      {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU, 1024 on CUDA)"},
       {"--metrics", "LIST", "any of memory,prefill,decode,throughput (default all)"},
       {"--repeats", "N", "timed prefills per point; the median is reported, min and max kept (default 3)"},
       {"--warmup", "N", "untimed prefills before them (default 1)"},
@@ -49,7 +49,11 @@ CommandSpec bench_spec() {
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
       {"--out", "FILE.csv", "also write the rows as CSV, rewritten after each point (an interrupted run keeps every completed point)"},
       {"--resume", "", "continue the sweep in --out: its completed points are kept, not measured again (see below)"},
+      {"--no-extrapolate", "", "a point too long for the budget or too large for the device gets over_budget / out_of_memory rows only (default: its prefill and decode are extrapolated from the model cut to 1 and 2 layer units, method extrapolated)"},
+      {"--cupti", "", "--device cuda: per-kernel GPU time (CUPTI activity records) of one more prefill and 16 decode steps after each latency point's timed runs, by kernel and by family (default on in the GPU default job)"},
+      {"--no-cupti", "", "the GPU default job without the CUPTI breakdown"},
       {"--default-job", "", "run the default job even with other options (they override its settings)"},
+      {"--quick", "", "GPU default job: 32K and 128K only, a first look (writes sweep-quick.csv)"},
       {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results)"},
       {"--no-report", "", "default job: do not regenerate reports/README.md and the figures"},
   };
@@ -69,10 +73,27 @@ CommandSpec bench_spec() {
       "times 16 eager steps (phase decode_eager) and reports the host's enqueue time of both\n"
       "(decode_host_enqueue_s). A point that does not fit is an out_of_memory row saying what did not fit.\n"
       "\n"
-      "The default job (no arguments, no GPU): yoco-tiny and transformer-tiny on the CPU at 2K-32K (the\n"
-      "Transformer's quadratic prefill shows; a few minutes on 2 cores), then the analytic projection of\n"
-      "yoco-3b vs transformer-3b at 32K-1M on an H100 (datasheet) with KV bytes per token of every preset;\n"
-      "CSVs under reports/results/<device>/, then reports/report.py regenerates reports/README.md and figures.\n"
+      "Long points (DESIGN.md §5): a point whose full run is predicted over --budget-s, or does not fit the\n"
+      "device, is timed on the model cut to 1 and 2 layer units (YOCO: a self + a cross layer; Transformer:\n"
+      "one layer) at the full length and batch: prefill and decode step = t(1) + (U - 1) x (t(2) - t(1)) for\n"
+      "the model's U units, method extrapolated, the notes giving both probes and why the full model did not\n"
+      "run; its memory and throughput rows stay over_budget / out_of_memory beside the analytic projection.\n"
+      "\n"
+      "Throughput batch (--batch auto): the largest up to --max-batch whose generation fits by the device's\n"
+      "memory model, then allocated (caches for prompt + gen tokens, one token computed per sequence); if it\n"
+      "does not fit, a binary search by allocation between 1 and it finds the largest that does; max_batch's\n"
+      "notes say which. When the batch's prefill would take over a quarter of --budget-s, one sequence's\n"
+      "prefill is timed and multiplied by the batch, and the decode runs on the batch's caches moved to the\n"
+      "prompt's length by skipping positions (method sampled; the notes say so).\n"
+      "\n"
+      "The default job (no arguments). On a GPU (cuda preset): yoco-3b and transformer-3b at 32K, 64K, 128K,\n"
+      "256K, 512K and 1M (--quick: 32K and 128K), 3 repeats after 1 warm-up, 64 decode steps, throughput at\n"
+      "the largest batch up to 1024, --cupti, budget 120 s per point (at most about 24 minutes; about 7 on an\n"
+      "H100), into reports/results/<gpu>/sweep.csv (sweep-quick.csv); --device cpu runs the CPU job there.\n"
+      "Without a GPU: yoco-tiny and transformer-tiny on the CPU at 2K-32K (the Transformer's quadratic\n"
+      "prefill shows; a few minutes on 2 cores) into reports/results/cpu-<cpu>/bench.csv. Then both: the\n"
+      "analytic projection of yoco-3b vs transformer-3b at 32K-1M on an H100 (datasheet) with KV bytes per\n"
+      "token of every preset, and reports/report.py regenerates reports/README.md and the figures.\n"
       "\n"
       "Interrupted sweeps: --out is rewritten (atomically) after each point, so a run stopped by Ctrl-C,\n"
       "SIGTERM or a kill keeps every completed point; Ctrl-C / SIGTERM say how many (exit 130 / 143). The same\n"
@@ -88,6 +109,7 @@ CommandSpec bench_spec() {
 SweepSettings default_cuda_sweep() {
   SweepSettings s = default_cpu_sweep();
   s.models = {"yoco-small", "transformer-small"};
+  s.max_batch = 1024;  // the device's memory decides the throughput batch, not a CPU-sized cap
   return s;
 }
 
@@ -120,6 +142,10 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   s.precision = parse_precision("--dtype", a.get_or("--dtype", precision_name(s.precision)));
   s.seed = a.get_u64("--seed", s.seed);
   s.device_name = a.get_or("--device-name", s.device_name);
+  if (a.has("--no-extrapolate")) s.extrapolate = false;
+  if (a.has("--cupti") && a.has("--no-cupti")) throw InputError("--cupti and --no-cupti: give one");
+  if (a.has("--cupti")) s.cupti = true;
+  if (a.has("--no-cupti")) s.cupti = false;
   for (const auto& m : s.models) resolve_model(m);  // a bad name fails before anything runs
   // Throughput generates --gen tokens after a prompt of length - gen: a length
   // at or below --gen has no prompt, and its throughput rows would be missing
@@ -139,10 +165,7 @@ int cmd_bench(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const std::string device = a.get_or("--device", "cpu");
   if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
-  if (a.has("--default-job") && device == "cuda")
-    throw InputError("--device cuda: the default job runs on the CPU; for a CUDA sweep give --model / --lengths "
-                     "(or neither: yoco-small,transformer-small at 2K-32K) without --default-job");
-  if (args.empty() || a.has("--default-job")) return run_default_job(a);
+  if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
   if (device == "cuda") {
@@ -174,6 +197,7 @@ int cmd_bench(const Args& args) {
   }
   const OutputFormat format = parse_output_format(a);
   const SweepSettings s = sweep_settings(a, default_cpu_sweep());
+  if (s.cupti) throw InputError("--cupti profiles GPU kernels: it needs --device cuda");
   if (auto out = a.get("--out")) prepare_output_path(*out);  // before any measurement
   const int points = static_cast<int>(s.models.size() * s.lengths.size());
   const SweepFile file(a.get("--out"), a.has("--resume"), points);  // --resume: read and checked first

@@ -1,11 +1,15 @@
 #include "default_job.hpp"
 
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "analytic_rows.hpp"
+#include "cuda_backend.hpp"
 #include "cuda_status.hpp"
+#include "errors.hpp"
 #include "format.hpp"
 #include "host_info.hpp"
 #include "lists.hpp"
@@ -32,7 +36,43 @@ SweepSettings default_cpu_sweep() {
   return s;
 }
 
+SweepSettings default_gpu_sweep(bool quick) {
+  SweepSettings s;
+  s.models = {"yoco-3b", "transformer-3b"};
+  s.lengths = quick ? std::vector<int64_t>{32768, 131072}
+                    : std::vector<int64_t>{32768, 65536, 131072, 262144, 524288, 1048576};
+  s.gen = 1024;
+  s.repeats = 3;
+  s.warmup = 1;
+  s.decode_sample = 64;
+  s.budget_s = 120;
+  s.max_batch = 1024;  // the memory decides: YOCO-3B serves hundreds of 32K sequences on 80 GB
+  s.cupti = true;
+  return s;
+}
+
 namespace {
+
+// reports/results/<folder>: the GPU's family and model, e.g. "NVIDIA H100 80GB
+// HBM3" -> nvidia-h100 (the rows keep the full name).
+std::string gpu_results_folder(const std::string& name) {
+  std::string slug, word;
+  auto flush = [&] {
+    if (word.empty()) return false;
+    slug += (slug.empty() ? "" : "-") + word;
+    const bool model = word.find_first_of("0123456789") != std::string::npos;
+    word.clear();
+    return model;
+  };
+  for (char c : name + " ") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (flush()) {
+      break;
+    }
+  }
+  return slug.empty() ? "cuda" : slug;
+}
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -46,28 +86,56 @@ int run_default_job(const ParsedArgs& a) {
   const std::string source = YOCO_SOURCE_DIR;
   const std::filesystem::path results = a.get_or("--results-dir", source + "/reports/results");
   const CudaStatus cuda = cuda_status();
+  const bool cuda_ready = cuda.built && cuda.device && cuda_backend_missing().empty();
+  const std::string device = a.get_or("--device", cuda_ready ? "cuda" : "cpu");
+  const bool quick = a.has("--quick");
   std::cout << "yoco bench: the default job\n";
-  if (a.get_or("--device", "cpu") == "cuda" || cuda.device)
-    std::cout << "  CUDA device " << (cuda.device ? cuda.device_name : "none")
-              << ": the CUDA sweep arrives with the CUDA runners (issues 4-6); running the CPU job\n";
-  else
-    std::cout << "  no GPU here (" << cuda.why_not << "): CPU reference + analytic projection\n";
+  if (device == "cuda") {
+    if (!cuda.built || !cuda.device) throw InputError("--device cuda: " + cuda.why_not);
+    std::cout << "  GPU " << cuda.device_name << " (driver " << cuda.driver
+              << "): yoco-3b vs transformer-3b" << (quick ? " at 32K and 128K (--quick)" : " at 32K-1M")
+              << ", then the analytic projection and the report (--device cpu: the CPU job instead)\n";
+  } else if (cuda_ready) {
+    std::cout << "  GPU " << cuda.device_name << " present, --device cpu: CPU reference + analytic projection\n";
+  } else {
+    std::cout << "  no GPU here (" << (cuda.why_not.empty() ? "the CUDA sweep backend is not built" : cuda.why_not)
+              << "): CPU reference + analytic projection\n";
+  }
+  if (quick && device != "cuda") throw InputError("--quick: the GPU job's first look; this job runs on the CPU");
 
-  // 1. The measured CPU sweep.
-  const SweepSettings s = sweep_settings(a, default_cpu_sweep());
-  std::cout << "\n[1/3] CPU sweep: " << s.models.size() << " models x " << s.lengths.size() << " lengths, budget "
-            << s.budget_s << " s per point\n";
-  std::cout.flush();
-  const std::string cpu_dir = (results / device_slug("cpu", cpu_device_name())).string();
+  // 1. The measured sweep: the paper's models on the GPU, the tiny ones on the CPU.
+  std::vector<ResultRow> rows;
+  std::string sweep_csv;
   const std::string an_dir = (results / "analytic-h100").string();
-  for (const auto& f : {cpu_dir + "/bench.csv", an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring
-  const int points = static_cast<int>(s.models.size() * s.lengths.size());
-  // bench.csv is rewritten after each point; --resume continues it.
-  const SweepFile file(cpu_dir + "/bench.csv", a.has("--resume"), points);
-  Progress progress(points);
-  const auto cpu_rows = run_cpu_sweep(s, progress, file.io());
-  save_results_csv(cpu_dir + "/bench.csv", cpu_rows);
-  std::cout << "  wrote " << cpu_rows.size() << " rows to " << cpu_dir << "/bench.csv\n";
+  {
+    const SweepSettings s = sweep_settings(a, device == "cuda" ? default_gpu_sweep(quick) : default_cpu_sweep());
+    const int points = static_cast<int>(s.models.size() * s.lengths.size());
+    if (device == "cuda") {
+      for (const auto& m : s.models)
+        if (const std::string why = cuda_model_unsupported_reason(resolve_model(m)); !why.empty())
+          throw InputError("--model " + m + ": the CUDA runners cannot run it: " + why);
+      sweep_csv = (results / gpu_results_folder(cuda.device_name) / (quick ? "sweep-quick.csv" : "sweep.csv")).string();
+    } else {
+      sweep_csv = (results / device_slug("cpu", cpu_device_name()) / "bench.csv").string();
+    }
+    std::cout << "\n[1/3] " << (device == "cuda" ? "GPU" : "CPU") << " sweep: " << s.models.size() << " models x "
+              << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point, so at most about "
+              << strf("%.0f", std::ceil(points * s.budget_s / 60.0)) << " min plus weight initialisation"
+              << (s.cupti ? " and the CUPTI breakdown runs" : "") << "; progress on stderr\n";
+    std::cout.flush();
+    for (const auto& f : {sweep_csv, an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring
+    // The sweep's file is rewritten after each point; --resume continues it.
+    const SweepFile file(sweep_csv, a.has("--resume"), points);
+    Progress progress(points);
+    if (device == "cuda") {
+      CudaBackend backend(s.device_name);
+      rows = run_sweep(s, backend, progress, file.io());
+    } else {
+      rows = run_cpu_sweep(s, progress, file.io());
+    }
+    save_results_csv(sweep_csv, rows);
+    std::cout << "  wrote " << rows.size() << " rows to " << sweep_csv << "\n";
+  }
 
   // 2. The analytic projection of the paper's setting.
   AnalyticSettings an;
@@ -110,8 +178,8 @@ int run_default_job(const ParsedArgs& a) {
       return 1;
     }
   }
-  std::cout << "\nThe CPU sweep (" << cpu_dir << "/bench.csv):\n";
-  print_sweep_table(cpu_rows);
+  std::cout << "\nThe sweep (" << sweep_csv << "):\n";
+  print_sweep_table(rows);
   return 0;
 }
 

@@ -98,6 +98,28 @@ class DeviceBackend {
     (void)batch;
     return {};
   }
+
+  // --cupti: where the GPU time of `region` goes, kernel by kernel, from the
+  // device's kernel profiler. The sweep calls it after a point's timed runs
+  // (so no timed run carries the profiler), once for "prefill" (region = one
+  // more prefill, units = 1) and once for "decode" (region = `units` decode
+  // steps). `timed_s`: the median time of one unit without the profiler, for
+  // the overhead row. Rows, times per unit (one prefill, one decode step):
+  //   <phase>.<family>  gpu_time_s   the family's kernels (families: gemm,
+  //                     gret, attention_prefill, attention_decode, norms,
+  //                     other; kernel_family.hpp)
+  //   <phase>:<kernel>  kernel_time_s  one kernel (its short name)
+  //   <phase>.kernels   gpu_time_s   all kernels; cupti_overhead_fraction
+  // The CPU: none (the sweep refuses --cupti there).
+  virtual bool has_kernel_profiler() const { return false; }
+  virtual std::vector<PhaseReading> kernel_breakdown(const std::string& phase, const std::function<void()>& region,
+                                                     int64_t units, double timed_s) {
+    (void)phase;
+    (void)region;
+    (void)units;
+    (void)timed_s;
+    return {};
+  }
 };
 
 }  // namespace yoco::cli

@@ -9,6 +9,7 @@
 #include "analytic_rows.hpp"
 #include "cpu_backend.hpp"
 #include "errors.hpp"
+#include "extrapolation.hpp"
 #include "format.hpp"
 #include "lists.hpp"
 #include "stats.hpp"
@@ -31,6 +32,16 @@ struct PointResult {
   // The throughput run did not fit (its batch is larger than the latency
   // points'): only its rows say so; the point's other rows stand.
   std::string tp_skip_method, tp_skip_note;
+  std::string tp_batch_note;  // how the batch that ran was found
+  std::vector<PhaseReading> kernels;  // --cupti
+  std::string kernels_error;          // --cupti: why there are none
+};
+
+// A point whose full run did not happen, timed on the model cut to 1 and 2
+// layer units (extrapolation.hpp); empty fields did not run, why_not says why.
+struct ProbeResult {
+  std::optional<Summary> prefill, decode;
+  std::string prefill_note, decode_note, why_not;
 };
 
 // The time a point will take, from the last measured point of the same model
@@ -121,7 +132,212 @@ std::string oom_note(const std::bad_alloc& e) {
 
 // The metric (--metrics) a measured row's phase belongs to: decode_eager rows
 // (the CUDA backend's eager steps) come with decode.
-std::string metric_of_phase(const std::string& phase) { return phase == "decode_eager" ? "decode" : phase; }
+// The --cupti rows (prefill.gemm, decode:<kernel>, ...) come with their phase's metric.
+std::string metric_of_phase(const std::string& phase) {
+  if (phase == "decode_eager") return "decode";
+  const size_t cut = phase.find_first_of(".:");
+  return cut == std::string::npos ? phase : phase.substr(0, cut);
+}
+
+// A generation of `batch` sequences with caches for `capacity` tokens: a
+// one-token prompt each. What the throughput's batch search allocates (cheap:
+// one token computed per sequence), and what a decode on skipped positions
+// starts from.
+void start_generation(ModelRunner& r, int64_t batch, int64_t capacity, int64_t chunk) {
+  std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(batch), std::vector<int64_t>{1});
+  r.run_prefill(TokenBatch::from_sequences(seqs), capacity - 1, chunk);
+}
+
+bool generation_fits(ModelRunner& r, int64_t batch, int64_t capacity, int64_t chunk) {
+  try {
+    start_generation(r, batch, capacity, chunk);
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+// The latency of a point whose full run did not happen (over the budget, or
+// too large for the device), from the model cut to 1 and 2 layer units at
+// the same length and batch (extrapolation.hpp). `full_why`: why the full
+// model did not run. The probes have the budget of the point: warm-up and
+// repeats are cut as for a full point; probes that still do not fit the
+// budget, or the device, do not run (why_not says so).
+ProbeResult run_layer_probes(const SweepSettings& s, DeviceBackend& dev, Progress& progress, const ModelConfig& cfg,
+                             const std::string& model, int64_t n, int64_t B, const AnalyticSettings& a,
+                             const Predictor& predict) {
+  ProbeResult out;
+  const int64_t units = layer_units(cfg);
+  if (units < 3) {
+    out.why_not = "not extrapolated: the model has " + std::to_string(units) + " layer units (the probes need 3 or more)";
+    return out;
+  }
+  const bool prefill = s.metrics.count("prefill") > 0, decode = s.metrics.count("decode") > 0;
+  const int64_t dec_warm = dev.decode_warmup_steps();
+  const int64_t room = decode ? s.decode_sample + dec_warm : 0;
+  const double usable = dev.usable_memory_bytes();
+  ModelConfig probe[2] = {with_layer_units(cfg, 1), with_layer_units(cfg, 2)};
+  const double need = dev.generation_bytes(probe[1], s.precision, B, n, room, s.prefill_chunk);
+  if (need > usable) {
+    out.why_not = "not extrapolated: the 2-unit probe needs about " + human_bytes(need) + ", " +
+                  dev.usable_memory_name() + " is " + human_bytes(usable);
+    return out;
+  }
+  // Their time: the model's last measured rate per FLOP (or the roofline) at the probes' work.
+  double probe_s = 0;
+  for (const ModelConfig& c : probe) {
+    AnalyticSettings pa = a;
+    pa.batch = B;
+    pa.tp_batch = 0;
+    const AnalyticPoint ap = analytic_point(c, n, pa);
+    probe_s += predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B) * B +
+               (decode ? s.decode_sample * predict.decode(model, ap.decode.total().bytes, ap.decode_s) : 0);
+  }
+  int warmup = s.warmup, repeats = s.repeats;
+  auto probes_time = [&](int w, int r) { return (w + r) * probe_s; };  // decode per repeat: an upper bound
+  if (probes_time(warmup, repeats) > s.budget_s) {
+    warmup = 0;
+    while (repeats > 1 && probes_time(warmup, repeats) > s.budget_s) --repeats;
+  }
+  if (probes_time(warmup, repeats) > s.budget_s) {
+    out.why_not = "not extrapolated: the probes are predicted to take " + strf("%.0f", probes_time(warmup, repeats)) +
+                  " s > --budget-s " + strf("%g", s.budget_s);
+    return out;
+  }
+  const std::string cut = warmup == s.warmup && repeats == s.repeats
+                              ? std::string()
+                              : "; probes' repeats cut to " + std::to_string(repeats) + ", warm-up " +
+                                    std::to_string(warmup) + ", to fit --budget-s " + strf("%g", s.budget_s);
+  Summary pre[2], dec[2];
+  try {
+    for (int k = 0; k < 2; ++k) {
+      const std::string tag = "extrapolation: " + std::to_string(k + 1) + " layer unit" + (k ? "s" : "");
+      progress.step(tag + ", initialising weights");
+      std::unique_ptr<ModelRunner> r = dev.create_runner(probe[k], s.precision, s.seed);
+      const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
+      std::vector<double> times;
+      for (int i = 0; i < warmup + repeats; ++i) {
+        progress.step(tag + strf(", prefill %d/%d", i + 1, warmup + repeats));
+        const bool last = i + 1 == warmup + repeats;
+        const double t = dev.time([&] { r->run_prefill(prompt, last ? room : 0, s.prefill_chunk); });
+        if (i >= warmup) times.push_back(t);
+      }
+      pre[k] = summarize(times);
+      if (decode) {
+        progress.step(tag + ", decode steps");
+        warm_up_decode(dev, *r, B);
+        dec[k] = summarize(time_decode_steps(dev, *r, B, s.decode_sample));
+      }
+    }
+  } catch (const std::bad_alloc& e) {
+    out.why_not = "not extrapolated: a probe did not fit: " + oom_note(e);
+    return out;
+  }
+  auto finish = [&](const Summary* t, std::optional<Summary>& value, std::string& note, const std::string& what) {
+    value = extrapolate_units(t[0], t[1], units);
+    note = value ? extrapolation_note(cfg, t[0], t[1], units, what) + cut
+                 : "not extrapolated: the probes do not separate beyond their noise (" + what + " " + strf("%.6g", t[0].median) +
+                       " s with 1 unit, " + strf("%.6g", t[1].median) + " s with 2): one unit is below the noise";
+  };
+  if (prefill) finish(pre, out.prefill, out.prefill_note, "prefill");
+  if (decode) finish(dec, out.decode, out.decode_note, "decode step");
+  return out;
+}
+
+// The throughput of a point (DESIGN.md §4): batch × gen / (prefill of the
+// batch's prompts of n - gen tokens + gen decode steps). `Bt`: the planned
+// batch; under --batch auto (s.batch == 0) it is first allocated, and when it
+// does not fit a binary search by allocation finds the largest batch that
+// does. `tp_one`: one sequence's prefill is timed and multiplied by the batch
+// (sequences prefill one after another: the batch's prefill is that many
+// single ones), and the decode runs on caches moved to the prompt's length by
+// skipping positions. Throws std::bad_alloc when even the batch found does not fit.
+struct NothingFits : std::bad_alloc {
+  const char* what() const noexcept override {
+    return "not even one sequence's generation fits when allocated (the batch search found none)";
+  }
+};
+
+void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& progress, ModelRunner& runner,
+                        const ModelConfig& cfg, int64_t n, int64_t Bt, const std::string& bt_note, bool tp_one,
+                        PointResult& res) {
+  const int64_t dec_warm = dev.decode_warmup_steps();
+  const int64_t prompt_len = n - s.gen, capacity = n + dec_warm;
+  int64_t batch = Bt;
+  res.tp_batch_note = bt_note;
+  res.throughput_batch = batch;
+  if (s.batch == 0) {
+    progress.step("throughput: allocating batch " + std::to_string(batch));
+    if (!generation_fits(runner, batch, capacity, s.prefill_chunk)) {
+      int64_t lo = 0, hi = batch;  // lo fits (0: none known), hi does not
+      while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        progress.step("throughput: batch search, allocating " + std::to_string(mid));
+        (generation_fits(runner, mid, capacity, s.prefill_chunk) ? lo : hi) = mid;
+      }
+      if (lo == 0) throw NothingFits();  // the caller's out_of_memory row
+      res.tp_batch_note = bt_note + "; batch " + std::to_string(batch) +
+                          " did not fit when allocated, a binary search by allocation found " + std::to_string(lo);
+      batch = lo;
+      res.throughput_batch = batch;
+    } else {
+      res.tp_batch_note = bt_note + ", confirmed by allocating it";
+    }
+  }
+  std::string prefill_how;
+  if (tp_one && batch > 1) {
+    progress.step("throughput: prefill 1 x " + length_label(prompt_len) + " (x " + std::to_string(batch) + ")");
+    const TokenBatch one = TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size));
+    const double t = dev.time([&] { runner.run_prefill(one, 0, s.prefill_chunk); });
+    res.tp_prefill_s = t * static_cast<double>(batch);
+    // The batch's caches, moved to the prompt's length without computing it.
+    start_generation(runner, batch, capacity, s.prefill_chunk);
+    runner.skip_positions(prompt_len - 1);
+    prefill_how = "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
+                  strf("%.4g", t) + " s) x " + std::to_string(batch) +
+                  " (the batch's would take over a quarter of --budget-s); decode on the batch's caches moved to "
+                  "the prompt's length by skipping positions (a step costs the same whatever the cached values)";
+    res.throughput_sampled = true;
+  } else {
+    progress.step("throughput: prefill " + std::to_string(batch) + " x " + length_label(prompt_len));
+    const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, batch, prompt_len, cfg.vocab_size));
+    res.tp_prefill_s = dev.time([&] { runner.run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
+  }
+  progress.step("throughput: decode");
+  warm_up_decode(dev, runner, batch);
+  std::vector<double> steps;
+  bool decode_sampled = false;
+  if (s.gen <= s.decode_sample) {
+    steps = time_decode_steps(dev, runner, batch, s.gen);
+  } else {
+    // Sampled: half the sample at the start of the generation, half at its end
+    // (the positions between are skipped, not computed); a step's cost is affine
+    // in its context, so the mean of the two halves is the mean over all steps.
+    const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
+    steps = time_decode_steps(dev, runner, batch, head);
+    runner.skip_positions(s.gen - s.decode_sample);
+    const auto t = time_decode_steps(dev, runner, batch, tail);
+    steps.insert(steps.end(), t.begin(), t.end());
+    decode_sampled = true;
+  }
+  res.throughput_sampled = res.throughput_sampled || decode_sampled;
+  double sum = 0;
+  for (double t : steps) sum += t;
+  res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
+  res.throughput = static_cast<double>(batch * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
+  res.throughput_note =
+      "prompt " + std::to_string(prompt_len) + " + " + std::to_string(s.gen) + " generated, batch " +
+      std::to_string(batch) + " (" + res.tp_batch_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) +
+      " s, decode " + strf("%.3f", *res.tp_decode_s) + " s" + prefill_how +
+      (decode_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, mean step x %lld",
+                             static_cast<long long>(s.decode_sample / 2),
+                             static_cast<long long>(s.decode_sample - s.decode_sample / 2),
+                             static_cast<long long>(s.gen), static_cast<long long>(s.gen))
+                      : std::string("; every decode step timed")) +
+      (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
+                          (dec_warm == 1 ? "" : "s") + " (the device's)"
+                    : std::string());
+}
 
 // What a point will run, decided before any point runs (so that a --resume
 // file can be checked against every point at once): the batches and the
@@ -190,7 +406,9 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
       const bool tp = r.phase == "throughput";
       const int64_t batch = tp ? p.Bt : p.B, gen = tp ? s.gen : 0;
       const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
-      if (!measured || (tp && !p.do_tp) || r.batch != batch || r.gen_tokens != gen)
+      // --batch auto: the throughput ran at the batch the allocation search found, at most the planned one.
+      const bool batch_ok = r.batch == batch || (tp && s.batch == 0 && r.batch >= 1 && r.batch <= p.Bt);
+      if (!measured || (tp && !p.do_tp) || !batch_ok || r.gen_tokens != gen)
         throw InputError(where + " come from other settings (" + r.phase + " " + r.metric + " at batch " +
                          std::to_string(r.batch) + ", gen " + std::to_string(r.gen_tokens) +
                          (measured && (!tp || p.do_tp)
@@ -217,6 +435,8 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress,
 std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Progress& progress, const SweepIo& io) {
   std::vector<ResultRow> rows;
   const Provenance here = dev.provenance();
+  if (s.cupti && !dev.has_kernel_profiler())
+    throw InputError("--cupti: device " + here.device + " has no kernel profiler (it profiles CUDA kernels: --device cuda)");
   RowSink sink(rows, here);
 
   const Ceilings ceil = dev.measure_ceilings(progress);
@@ -322,9 +542,13 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
+      // The throughput's prefill: the whole batch, or one sequence timed and
+      // multiplied when the batch's would take over a quarter of the budget.
+      const double tp_prefill_full = Bt * pre1 * static_cast<double>(n - s.gen) / n;
+      const bool tp_one = Bt > 1 && tp_prefill_full > s.budget_s / 4;
       auto point_time = [&](int w, int r, bool tp) {
         double t = latency ? (w + r) * pre1 * B + (s.metrics.count("decode") ? s.decode_sample * step1 : 0) : 0;
-        if (tp) t += Bt * pre1 * static_cast<double>(n - s.gen) / n + std::min(s.gen, s.decode_sample) * step1 * Bt;
+        if (tp) t += (tp_one ? tp_prefill_full / Bt : tp_prefill_full) + std::min(s.gen, s.decode_sample) * step1 * Bt;
         return t;
       };
       bool tp = do_tp;
@@ -379,49 +603,41 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           }
           if (tp) {
             try {
-              progress.step("throughput: prefill " + std::to_string(Bt) + " x " + length_label(n - s.gen));
-              res.throughput_batch = Bt;
-              const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, Bt, n - s.gen, cfg.vocab_size));
-              res.tp_prefill_s = dev.time([&] { runner->run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
-              progress.step("throughput: decode");
-              warm_up_decode(dev, *runner, Bt);
-              std::vector<double> steps;
-              if (s.gen <= s.decode_sample) {
-                steps = time_decode_steps(dev, *runner, Bt, s.gen);
-              } else {
-                // Sampled: half the sample at the start of the generation, half at its end
-                // (the positions between are skipped, not computed); a step's cost is affine
-                // in its context, so the mean of the two halves is the mean over all steps.
-                const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
-                steps = time_decode_steps(dev, *runner, Bt, head);
-                runner->skip_positions(s.gen - s.decode_sample);
-                const auto t = time_decode_steps(dev, *runner, Bt, tail);
-                steps.insert(steps.end(), t.begin(), t.end());
-                res.throughput_sampled = true;
-              }
-              double sum = 0;
-              for (double t : steps) sum += t;
-              res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
-              res.throughput = static_cast<double>(Bt * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
-              res.throughput_note =
-                  "prompt " + std::to_string(n - s.gen) + " + " + std::to_string(s.gen) + " generated, batch " +
-                  std::to_string(Bt) + " (" + bt_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) + " s, decode " +
-                  strf("%.3f", *res.tp_decode_s) + " s" +
-                  (res.throughput_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, "
-                                                 "mean step x %lld",
-                                                 static_cast<long long>(s.decode_sample / 2),
-                                                 static_cast<long long>(s.decode_sample - s.decode_sample / 2),
-                                                 static_cast<long long>(s.gen), static_cast<long long>(s.gen))
-                                            : std::string("; every decode step timed")) +
-                  (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
-                                      (dec_warm == 1 ? "" : "s") + " (the device's)"
-                                : std::string());
+              measure_throughput(s, dev, progress, *runner, cfg, n, Bt, bt_note, tp_one, res);
             } catch (const std::bad_alloc& e) {
               res.tp_skip_method = "out_of_memory";
-              res.tp_skip_note = oom_note(e) + " (throughput at batch " + std::to_string(Bt) + ")";
+              res.tp_skip_note = oom_note(e) + " (throughput at batch " + std::to_string(res.throughput_batch) + ")";
               res.throughput.reset();
               res.throughput_batch = 0;
             }
+          }
+          if (s.cupti) try {
+            // After every timed run: the profiler's overhead is in none of them.
+            const int64_t steps = std::min(s.cupti_decode_steps, s.decode_sample);
+            const bool decode = res.decode.has_value();
+            if (res.prefill) {
+              progress.step("CUPTI: prefill");
+              const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
+              res.kernels = dev.kernel_breakdown(
+                  "prefill", [&] { runner->run_prefill(prompt, decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
+                  res.prefill->median);
+            }
+            if (decode) {
+              progress.step("CUPTI: decode steps");
+              warm_up_decode(dev, *runner, B);
+              const std::vector<int64_t> tokens(static_cast<size_t>(B), 1);
+              auto d = dev.kernel_breakdown(
+                  "decode", [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
+                  res.decode->median);
+              res.kernels.insert(res.kernels.end(), d.begin(), d.end());
+            }
+          } catch (const std::bad_alloc&) {
+            throw;
+          } catch (const std::exception& e) {
+            // The profiler failing takes nothing from the timed rows: one row says why.
+            res.kernels.clear();
+            res.kernels_error = std::string("the kernel profiler failed: ") + e.what();
+            if (const std::string why = dev.device_lost(); !why.empty()) throw;
           }
         } catch (const std::bad_alloc& e) {
           // A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory).
@@ -435,13 +651,47 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           lost = dev.device_lost();
         }
       }
+      // A full run that did not happen: prefill and decode from the layer probes.
+      ProbeResult probes;
+      const bool probe = s.extrapolate && lost.empty() && (skip_method == "over_budget" || skip_method == "out_of_memory") &&
+                         (s.metrics.count("prefill") || s.metrics.count("decode"));
+      if (probe) {
+        runner.reset();  // the full model's weights leave room for the probes'
+        try {
+          probes = run_layer_probes(s, dev, progress, cfg, model, n, B, an, predict);
+        } catch (const std::exception& e) {
+          probes = ProbeResult{};
+          probes.why_not = std::string("not extrapolated: a probe failed: ") + e.what();
+          lost = dev.device_lost();
+        }
+      }
       // Rows of the point.
       if (!skip_method.empty()) {
+        const std::string full = "the full model: " + skip_method + ", " + skip_note;
         for (const auto& [phase, metrics] : phase_metrics()) {
           if (!s.metrics.count(phase) || (phase == "throughput" && !do_tp)) continue;
+          const std::optional<Summary>& ex = phase == "prefill" ? probes.prefill : probes.decode;
+          const std::string& ex_note = phase == "prefill" ? probes.prefill_note : probes.decode_note;
+          const bool latency_phase = phase == "prefill" || phase == "decode";
+          if (latency_phase && ex) {
+            sink.timing(model, n, B, 0, phase, metrics.front().first, *ex, "extrapolated", ex_note + "; " + full);
+            continue;
+          }
+          std::string why = skip_note;
+          if (probe && latency_phase) why += "; " + (probes.why_not.empty() ? ex_note : probes.why_not);
           for (const auto& [metric, unit] : metrics)
             sink.add(model, n, phase == "throughput" ? Bt : B, phase == "throughput" ? s.gen : 0, phase, metric,
-                     std::nullopt, unit, skip_method, 0, skip_note + "; the analytic row beside is the projection");
+                     std::nullopt, unit, skip_method, 0, why + "; the analytic row beside is the projection");
+        }
+        // Extrapolated times teach the predictor as measured ones do.
+        auto& l = predict.last[model];
+        if (probes.prefill) {
+          l.prefill_s = probes.prefill->median / B;
+          l.prefill_flops = ap.prefill.total().flops / B;
+        }
+        if (probes.decode) {
+          l.decode_s = probes.decode->median;
+          l.decode_work = ap.decode.total().bytes;
         }
       } else {
         const std::string common = budget_note.empty() ? "" : "; " + budget_note;
@@ -469,11 +719,15 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", std::nullopt, "tokens/s",
                    "over_budget", 0, budget_note + "; throughput dropped to keep the point within budget");
         if (res.throughput) {
-          sink.add(model, n, Bt, s.gen, "throughput", "throughput_tokens_per_s", *res.throughput, "tokens/s",
+          const int64_t bt = res.throughput_batch;
+          sink.add(model, n, bt, s.gen, "throughput", "throughput_tokens_per_s", *res.throughput, "tokens/s",
                    res.throughput_sampled ? "sampled" : "measured", 1, res.throughput_note);
-          sink.add(model, n, Bt, s.gen, "throughput", "max_batch", static_cast<double>(Bt), "count", "exact", 1,
-                   bt_note);
+          sink.add(model, n, bt, s.gen, "throughput", "max_batch", static_cast<double>(bt), "count", "exact", 1,
+                   res.tp_batch_note);
         }
+        for (const PhaseReading& k : res.kernels) sink.reading(model, n, B, 0, k.phase, k.reading);
+        if (!res.kernels_error.empty())
+          sink.add(model, n, B, 0, "prefill.kernels", "gpu_time_s", std::nullopt, "s", "failed", 0, res.kernels_error);
         // Learn for the next point's prediction.
         auto& l = predict.last[model];
         if (res.prefill) {

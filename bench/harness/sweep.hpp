@@ -31,6 +31,15 @@ struct SweepSettings {
   double budget_s = 120;       // per point
   Precision precision = Precision::f32;
   uint64_t seed = 0;           // weights and synthetic prompts
+  // A point whose full run does not fit the budget or the device: its prefill
+  // and decode are timed on the model cut to 1 and 2 layer units and
+  // extrapolated (extrapolation.hpp, method `extrapolated`); false: only
+  // over_budget / out_of_memory rows.
+  bool extrapolate = true;
+  // Per-kernel GPU time (DeviceBackend::kernel_breakdown) after each latency
+  // point's timed runs: one more prefill and `cupti_decode_steps` decode steps.
+  bool cupti = false;
+  int64_t cupti_decode_steps = 16;
   // device_name of the rows; empty = the CPU's name. A fixed label lets a CI
   // baseline join with runs on other machines of the same pool.
   std::string device_name;
@@ -65,13 +74,23 @@ struct SweepIo {
 //    repeats (median, min, max); the memory readings after the first timed
 //    prefill; decode_sample decode steps timed after the last;
 //  - throughput at batch Bt (--batch, else the largest up to max_batch whose
-//    generation fits in the usable memory): prompt n - gen, gen steps, timed
-//    on a sample when gen > decode_sample (half at the start, half at the end);
+//    generation fits in the usable memory by the device's memory model, then
+//    confirmed by allocating it; when it does not fit, a binary search by
+//    allocation finds the largest that does): prompt n - gen, gen steps, timed
+//    on a sample when gen > decode_sample (half at the start, half at the end).
+//    When the batch's prefill alone would take over a quarter of the budget,
+//    one sequence's prefill is timed and multiplied by Bt (method sampled),
+//    and the decode runs on caches moved to the prompt's length by skipping;
 //  - a point's time is predicted (the last measured point of the model scaled
 //    by the cost model, else the roofline): over the budget, the warm-up goes
 //    and repeats are cut, then throughput is dropped, then the point is an
 //    over_budget row; a point that needs more than the usable memory, or whose
-//    run throws std::bad_alloc, is out_of_memory rows.
+//    run throws std::bad_alloc, is out_of_memory rows;
+//  - such a point's prefill and decode are extrapolated from the model cut to
+//    1 and 2 layer units when those fit (settings.extrapolate), its memory and
+//    throughput rows saying why the full model did not run;
+//  - --cupti: after a latency point's timed runs, the device's kernel
+//    breakdown of one more prefill and of a few decode steps.
 std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& device, Progress& progress,
                                  const SweepIo& io = {});
 
