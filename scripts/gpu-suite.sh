@@ -9,9 +9,17 @@
 # at 512K and 1M). Every step runs under `timeout`, so a hung kernel costs one
 # step, not the call. The whole suite can pass a device call's 10 minutes: run
 # it as two calls, e.g. --steps info,tests,sanitize,sass then --steps bench,peers,models.
+# Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
+# 4K: README's profiling commands, checked. Step `sweep` (not in the default
+# steps: it takes a call of its own) runs the
+# default job's GPU sweep (yoco-3b vs transformer-3b, 32K-1M, --cupti) with
+# --resume into --sweep-results (default reports/results, so that a sweep cut
+# by the step's timeout continues in the next call from the file brought back
+# into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,profile,sweep]
 #                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
+#                        [--sweep-results DIR] [--quick] [--sweep-seconds S]
 #
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
@@ -33,15 +41,21 @@ STEPS="info,tests,sanitize,bench,peers,sass,models"
 TEST_REGEX="."
 BENCH_FILTER=""
 SCALE=1
+SWEEP_RESULTS=reports/results
+SWEEP_QUICK=""
+SWEEP_SECONDS=540
 while [ $# -gt 0 ]; do
   case "$1" in
+    --sweep-results) SWEEP_RESULTS="$2"; shift 2 ;;
+    --quick) SWEEP_QUICK=--quick; shift ;;
+    --sweep-seconds) SWEEP_SECONDS="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
     --steps|--only) STEPS="$2"; shift 2 ;;
     --tests) TEST_REGEX="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -181,6 +195,25 @@ if has_step models && [ -x "$BIN/yoco" ]; then
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
   # One file back (a lent machine returns at most 8): the runs' rows, one header.
   awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_*.csv >"$OUTDIR/models.csv" 2>/dev/null
+fi
+if has_step profile && [ -x "$BIN/yoco" ]; then
+  # README's profiling commands, on a small point (reports stay on the machine:
+  # only their text summaries come back, in the logs).
+  run_step profile.nsys 300 scripts/profile-point.sh --bin "$BIN" --model yoco-small --length 4K --tool nsys \
+    --out /tmp/yoco-profile
+  run_step profile.ncu 300 scripts/profile-point.sh --bin "$BIN" --model yoco-small --length 4K --tool ncu \
+    --count 3 --out /tmp/yoco-profile
+  cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
+fi
+if has_step sweep && [ -x "$BIN/yoco" ]; then
+  # The paper's sweep (issue 16). SIGTERM at the step's timeout keeps every
+  # completed point in the file; the same step in a later call resumes it.
+  run_step sweep "$SWEEP_SECONDS" "$BIN/yoco" bench --default-job --device cuda --no-report --resume \
+    --results-dir "$SWEEP_RESULTS" $SWEEP_QUICK
+  for f in "$SWEEP_RESULTS"/*/sweep*.csv; do
+    [ -f "$f" ] && [ "$f" -nt "$SUMMARY" ] && cp "$f" "$OUTDIR/" && note "sweep file: $f"
+  done
+  grep -E '^\[|points? done|resuming|wrote' "$LOGS/sweep.log" | tail -5
 fi
 } 2>&1 | tee "$OUTDIR/suite.log"
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Profiles one point of the sweep with Nsight Systems (timeline: NVTX ranges of
+# the `yoco` domain -- prefill, prefill chunk, self-decoder, global K/V,
+# cross-decoder, decode step, each layer -- with every kernel under them,
+# CUDA-graph nodes included) and/or Nsight Compute (hardware counters of the
+# kernels inside the `prefill` range). README "Profiling one point" explains
+# what to read in each.
+#
+#   scripts/profile-point.sh [--model yoco-3b] [--length 128K] [--tool nsys|ncu|both]
+#                            [--kernel REGEX] [--count N] [--out DIR] [--bin DIR]
+#
+# --kernel / --count: ncu profiles the first N (default 5) kernels whose name
+# matches REGEX (default: every kernel) inside the prefill range; ncu replays
+# each kernel many times, so keep N small. Outputs in --out (default
+# build/cuda/profile): <model>-<length>.nsys-rep with its summaries
+# (*_nvtx_sum.csv, *_cuda_gpu_kern_sum.csv), <model>-<length>.ncu-rep with a
+# text summary (*.ncu.txt).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=yoco-3b LENGTH=128K TOOL=both KERNEL="" COUNT=5 OUTDIR=build/cuda/profile BIN=build/cuda/bin
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) MODEL="$2"; shift 2 ;;
+    --length) LENGTH="$2"; shift 2 ;;
+    --tool) TOOL="$2"; shift 2 ;;
+    --kernel) KERNEL="$2"; shift 2 ;;
+    --count) COUNT="$2"; shift 2 ;;
+    --out) OUTDIR="$2"; shift 2 ;;
+    --bin) BIN="$2"; shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "profile-point: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$TOOL" in nsys|ncu|both) ;; *) echo "profile-point: --tool nsys, ncu or both, got '$TOOL'" >&2; exit 2 ;; esac
+[ -x "$BIN/yoco" ] || { echo "profile-point: no $BIN/yoco (build the cuda preset, or pass --bin)" >&2; exit 2; }
+export PATH="$PATH:/usr/local/cuda/bin"
+mkdir -p "$OUTDIR"
+name="$OUTDIR/$MODEL-$LENGTH"
+# One prefill and a few decode steps: what the profile is about, no more. No
+# extrapolation (a profile of the probes would not be the point's).
+point=(bench --device cuda --model "$MODEL" --lengths "$LENGTH" --metrics prefill,decode --repeats 1
+       --decode-sample 8 --no-extrapolate --budget-s 100000)
+
+if [ "$TOOL" != ncu ]; then
+  command -v nsys >/dev/null || { echo "profile-point: nsys (Nsight Systems) is not installed" >&2; exit 2; }
+  nsys profile --trace=cuda,nvtx,cublas --cuda-graph-trace=node --force-overwrite=true --output "$name" \
+    "$BIN/yoco" "${point[@]}" --warmup 1
+  nsys stats --force-export=true --report nvtx_sum,cuda_gpu_kern_sum --format csv --output "$name" "$name.nsys-rep"
+  echo "profile-point: $name.nsys-rep (open in nsys-ui), ${name}_nvtx_sum.csv, ${name}_cuda_gpu_kern_sum.csv"
+fi
+if [ "$TOOL" != nsys ]; then
+  command -v ncu >/dev/null || { echo "profile-point: ncu (Nsight Compute) is not installed" >&2; exit 2; }
+  filter=()
+  [ -n "$KERNEL" ] && filter=(--kernel-name "regex:$KERNEL")
+  # Only kernels inside the yoco domain's "prefill" push/pop range (domain@range/).
+  ncu --nvtx --nvtx-include "yoco@prefill/" "${filter[@]}" --launch-count "$COUNT" --set full --force-overwrite \
+    --export "$name" "$BIN/yoco" "${point[@]}" --warmup 0
+  ncu --import "$name.ncu-rep" --print-summary per-kernel >"$name.ncu.txt"
+  echo "profile-point: $name.ncu-rep (open in ncu-ui), summary $name.ncu.txt"
+fi
