@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "cuda_status.hpp"
+#include "cupti_collector.hpp"
+#include "kernel_family.hpp"
 
 #if defined(YOCO_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -250,6 +252,91 @@ std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner& runner, int64_
   return out;
 }
 
+bool CudaBackend::has_kernel_profiler() const { return true; }
+
+std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase, const std::function<void()>& region,
+                                                        int64_t units, double timed_s) {
+  if (units < 1) throw std::invalid_argument("CudaBackend::kernel_breakdown: units must be >= 1");
+  if (!cupti_) cupti_ = std::make_unique<CuptiCollector>();
+  // The model's stream idle, then the region once under CUPTI, timed as
+  // time() times it (CUDA events on the model's stream).
+  if (model_) model_->synchronize();
+  cupti_->start();
+  double wall_s = 0;
+  try {
+    wall_s = time(region);
+  } catch (...) {
+    try {
+      cupti_->stop();
+    } catch (...) {
+    }
+    throw;
+  }
+  const std::vector<ActivityRecord> records = cupti_->stop();
+  const uint64_t dropped = cupti_->dropped_records(), unreadable = cupti_->unreadable_records();
+
+  int64_t kernel_records = 0;
+  for (const ActivityRecord& r : records) kernel_records += r.kind == ActivityKind::kernel ? 1 : 0;
+  if (kernel_records == 0)
+    throw std::runtime_error("CUPTI delivered no kernel records for the " + phase + " region (" +
+                             std::to_string(records.size()) + " memcpy / memset records, " +
+                             strf("%.6g", wall_s) + " s on the GPU): CUPTI's kernel tracing does not work in this "
+                             "process");
+
+  const KernelBreakdown b = aggregate_kernel_times(records, units);
+  const KernelCut cut = cut_kernels(b, 0.999);
+  const double u = static_cast<double>(units);
+  const std::string per = phase == "decode" ? "decode step" : phase;
+  const std::string source = "CUPTI activity records (concurrent kernel), per " + per +
+                             (units > 1 ? " (" + std::to_string(units) + " " + per + "s profiled)" : "");
+  std::string caveat;
+  if (dropped > 0)
+    caveat += "; CUPTI dropped " + std::to_string(dropped) + " records (no buffer space): times are low";
+  if (unreadable > 0) caveat += "; " + std::to_string(unreadable) + " CUPTI buffers ended in an unreadable record";
+  if (b.untimed > 0) caveat += "; " + std::to_string(b.untimed) + " records without timestamps counted as 0 s";
+  auto launches = [&](double per_unit) { return strf("%.6g launches per ", per_unit) + per; };
+
+  std::vector<PhaseReading> out;
+  for (const FamilyTime& f : b.families)
+    out.push_back({phase + "." + f.family,
+                   {"gpu_time_s", f.seconds_per_unit, "s", "measured", units,
+                    std::to_string(f.kernels) + " kernels, " + launches(f.launches_per_unit) + "; " + source + caveat,
+                    {}, {}}});
+  for (const KernelTime& k : cut.kept)
+    out.push_back({phase + ":" + k.short_name,
+                   {"kernel_time_s", k.seconds_per_unit, "s", "measured", units,
+                    "family " + k.family + ", " + launches(k.launches_per_unit) + "; " + source + caveat, {}, {}}});
+  if (cut.has_rest)
+    out.push_back({phase + ":(rest)",
+                   {"kernel_time_s", cut.rest.seconds_per_unit, "s", "measured", units,
+                    std::to_string(cut.rest_kernels) + " kernels past the first 99.9% of the time, merged (family " +
+                        cut.rest.family + "), " + launches(cut.rest.launches_per_unit) + "; " + source + caveat,
+                    {}, {}}});
+  out.push_back({phase + ".kernels",
+                 {"gpu_time_s", b.seconds_per_unit, "s", "measured", units,
+                  "all " + std::to_string(b.kernels.size()) + " kernels, memcpys and memsets (" +
+                      std::to_string(b.records) + " records), " + launches(b.launches_per_unit) + "; " + source +
+                      caveat,
+                  {}, {}}});
+  const double under_s = wall_s / u;
+  if (timed_s > 0)
+    out.push_back({phase + ".kernels",
+                   {"cupti_overhead_fraction", under_s / timed_s - 1, "fraction", "measured", units,
+                    strf("%.6g s per ", under_s) + per + " under CUPTI (CUDA events around " + std::to_string(units) +
+                        " " + per + (units > 1 ? "s" : "") + ") vs " + strf("%.6g s", timed_s) +
+                        " without it (the timed median)",
+                    {}, {}}});
+  if (wall_s > 0)
+    out.push_back({phase + ".kernels",
+                   {"gpu_busy_fraction", b.seconds_per_unit * u / wall_s, "fraction", "measured", units,
+                    strf("the records' summed GPU time (%.6g s) over the region's time under CUPTI (%.6g s, CUDA "
+                         "events); kernels that overlap on several streams can add up past 1",
+                         b.seconds_per_unit * u, wall_s) +
+                        caveat,
+                    {}, {}}});
+  return out;
+}
+
 #else  // no CUDA in this build
 
 namespace {
@@ -295,6 +382,11 @@ int64_t CudaBackend::decode_warmup_steps() const { lacks("run decode steps"); }
 int64_t CudaBackend::decode_extra_steps() const { lacks("run decode steps"); }
 std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner&, int64_t) { lacks("run decode steps"); }
 std::string CudaBackend::device_lost() { return ""; }
+bool CudaBackend::has_kernel_profiler() const { return false; }
+std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string&, const std::function<void()>&, int64_t,
+                                                        double) {
+  lacks("profile kernels (CUPTI)");
+}
 
 #endif
 

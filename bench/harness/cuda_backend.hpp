@@ -8,7 +8,10 @@
 // bf16 (fp32 gRet state) on those ceilings. Decode steps replay the step's
 // CUDA graph (one untimed warm-up step captures it); after a latency point's
 // timed steps a few eager steps are timed too (phase decode_eager), and the
-// host's enqueue time of both is reported (decode_host_enqueue_s).
+// host's enqueue time of both is reported (decode_host_enqueue_s). With
+// --cupti, kernel_breakdown runs a region once more under CUPTI's activity
+// records (cupti_collector.hpp) and groups the kernels' GPU time by kernel
+// and by family (kernel_family.hpp).
 //
 // Compiled in every preset: without CUDA (the cpu preset) every method throws
 // and cuda_backend_missing() says why, so `yoco bench --device cuda` is an
@@ -24,6 +27,8 @@ class CudaModel;
 }
 
 namespace yoco::cli {
+
+class CuptiCollector;
 
 // What keeps this build from running the CUDA sweep: empty with CUDA (the
 // cuda preset), one entry saying the build has no CUDA otherwise.
@@ -58,6 +63,9 @@ class CudaBackend : public DeviceBackend {
   int64_t decode_extra_steps() const override;
   std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
   std::string device_lost() override;
+  bool has_kernel_profiler() const override;
+  std::vector<PhaseReading> kernel_breakdown(const std::string& phase, const std::function<void()>& region,
+                                             int64_t units, double timed_s) override;
 
  private:
   struct Events;  // the timer's CUDA events (cuda_backend.cpp)
@@ -70,6 +78,7 @@ class CudaBackend : public DeviceBackend {
   // next one; cleared before each creation.
   cuda::CudaModel* model_ = nullptr;
   std::unique_ptr<Events> events_;
+  std::unique_ptr<CuptiCollector> cupti_;  // created by the first kernel_breakdown
 };
 
 }  // namespace yoco::cli
