@@ -11,6 +11,9 @@ device `paper`), and draws, for every device (`device_name`) separately:
   prefill_vs_length     prefill latency vs prompt length    (paper Fig. 9)
   throughput_vs_length  throughput vs length                (paper Fig. 10)
   decode_vs_length      decode step latency vs context      (not in the paper)
+  breakdown             GPU time by kernel family (CUPTI)   (not in the paper; only for devices with
+                        the CUPTI rows of a `--cupti` sweep: per model, a stacked bar per length,
+                        prefill and decode panels)
 
 Devices never share axes: measured CPU points of tiny models and analytic H100
 projections of 3B models are different experiments. The paper's values are
@@ -35,6 +38,7 @@ The code lives in reports/yocoreport/, one module per figure family over shared 
   kv.py          kv_cache_per_token (kv_figure)
   prefill.py     prefill_vs_length (spec)
   throughput.py  throughput_vs_length, decode_vs_length (specs)
+  breakdown.py   breakdown (cupti_figure) and the CUPTI section of the README
   kernels.py     kernel efficiency: kernels against their floors and beside the peers (README tables)
   figures.py     make_figures: every kind of FIGURE_KINDS for every device, each to its family's drawer
 
@@ -46,9 +50,9 @@ import argparse
 import sys
 
 from yocoreport.data import (  # noqa: F401
-    COLUMNS, DEFAULT_OUT, DEFAULT_PAPER_GLOB, DEFAULT_RESULTS_GLOB, FLOAT_COLUMNS, GB, INT_COLUMNS, KNOWN_METHODS,
-    METHOD_RANK, NOT_RUN, NOT_RUN_LABEL, PAPER_MODELS, RATIO_METRICS, REPORTS_DIR, CsvError, Data, Row, dedupe,
-    expand_paths, load, read_result_csv, warn)
+    COLUMNS, DEFAULT_DIFFERENCES, DEFAULT_OUT, DEFAULT_PAPER_GLOB, DEFAULT_RESULTS_GLOB, DIFFERENCES_NAME,
+    FLOAT_COLUMNS, GB, INT_COLUMNS, KNOWN_METHODS, METHOD_RANK, NOT_RUN, NOT_RUN_LABEL, PAPER_MODELS, RATIO_METRICS,
+    REPORTS_DIR, CsvError, Data, Row, dedupe, expand_paths, load, read_differences, read_result_csv, warn)
 from yocoreport.style import (  # noqa: F401
     FIGURE_KINDS, METHOD_LEGEND, METHOD_STYLE, PAPER_DEVICE_RE, Figure, family_kind, fmt_sig, fmt_tokens, fmt_value,
     is_paper_device, methods_phrase, model_colors, model_sort_key, models_phrase, paper_flags, paper_value_text, slug,
@@ -56,6 +60,7 @@ from yocoreport.style import (  # noqa: F401
 from yocoreport.memory import MEMORY_PARTS, breakdown_figure  # noqa: F401
 from yocoreport.kv import kv_figure  # noqa: F401
 from yocoreport.lines import LINE_SPECS, line_figure  # noqa: F401
+from yocoreport.breakdown import breakdown_figure as cupti_figure, cupti_sections  # noqa: F401
 from yocoreport.figures import make_figures  # noqa: F401
 from yocoreport.atomic import check_writable_folder  # noqa: E402
 
@@ -72,13 +77,16 @@ def add_input_args(p):
     p.add_argument("--paper", nargs="+", metavar="DIR_OR_FILES", default=None,
                    help="the paper's numbers (default: reports/paper/*.csv)")
     p.add_argument("--no-paper", action="store_true", help="do not read the paper's numbers")
+    p.add_argument("--differences", default=None, metavar="CSV",
+                   help="why ours differ from the paper's: model,seq_len,metric,reason; '#' lines are comments "
+                        "(default: reports/paper/differences.csv, or one in a folder given to --paper)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="folder for the figures, PNG (150 dpi) and SVG (default: reports/figures)")
 
 
 def load_from_args(args):
     specs = list(args.paths) + list(args.results)
-    return load(specs or None, [] if args.no_paper else args.paper)
+    return load(specs or None, [] if args.no_paper else args.paper, args.differences)
 
 
 def main(argv=None):

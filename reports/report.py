@@ -18,6 +18,7 @@ from collections import OrderedDict, defaultdict
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402
 from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
+from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
@@ -45,6 +46,7 @@ FIGURE_TEXT = {
     "prefill_vs_length": "Prefill latency vs prompt length",
     "throughput_vs_length": "Throughput vs length",
     "decode_vs_length": "Decode step latency vs context length",
+    "breakdown": "GPU time by kernel family (CUPTI)",
 }
 METHOD_TEXT = OrderedDict([
     ("measured", "a full run of the phase, timed; median of the repeats"),
@@ -87,6 +89,13 @@ def short_length(n):
 def cite(row, limit=150):
     n = " ".join(row.notes.split())
     return n if len(n) <= limit else n[:limit - 1].rstrip() + "…"
+
+
+def method_text(row):
+    """The method; for a value scaled from part of a run (sampled, extrapolated) with what its notes say."""
+    if row.method in ("sampled", "extrapolated") and row.notes.strip():
+        return "%s (%s)" % (row.method, cite(row, 90))
+    return row.method
 
 
 def our_value_text(data, row):
@@ -146,21 +155,37 @@ def section_glance(data, devices):
         "experiments, and the method column says which.",
         "",
     ]
+    lines += [
+        "*why they differ*: the reasons written by hand in `reports/paper/differences.csv` (model, length, metric), "
+        "after the numbers were measured; empty where none is written yet.",
+        "",
+    ]
     body = []
+    used = set()
     for p in claims:
         ours = matches[id(p)]
         what = "%s, %s, %s" % (SHORT_METRIC.get(p.metric, p.metric), p.model, short_length(p.seq_len))
         src = paper_fig(p)
+        why_key = (p.model, p.seq_len, p.metric)
+        why = data.differences.get(why_key, "")
+        if why:
+            used.add(why_key)
         if not ours:
-            body.append([what, plot.paper_value_text(p), src, "not measured", "—", "—", "—"])
+            body.append([what, plot.paper_value_text(p), src, "not measured", "—", "—", "—", why])
             continue
-        for r in ours:
+        for i, r in enumerate(ours):
             v, _ = data.value_of(r)
             ratio = "%s" % fmt_sig(v / p.value) if (v is not None and p.value) else "—"
-            body.append([what, plot.paper_value_text(p), src, our_value_text(data, r), ratio, r.method,
-                         r.device_name + ("" if r.batch in (0, 1) else " (batch %d)" % r.batch)])
-    lines.append(table(["claim", "paper", "where", "ours", "ours / paper", "method", "device"], body))
+            body.append([what, plot.paper_value_text(p), src, our_value_text(data, r), ratio, method_text(r),
+                         r.device_name + ("" if r.batch in (0, 1) else " (batch %d)" % r.batch),
+                         why if i == 0 else "(as above)" if why else ""])
+    lines.append(table(["claim", "paper", "where", "ours", "ours / paper", "method", "device", "why they differ"],
+                       body))
     lines.append("")
+    for k in data.differences:
+        if k not in used:
+            plot.warn("%s: no claim of the paper has model %r, length %d, metric %r; reason not shown"
+                      % (data.differences_file, k[0], k[1], k[2]))
     return lines
 
 
@@ -188,11 +213,14 @@ def section_measured(data, devices):
         lens = sorted(set(r.seq_len for r in rows if r.seq_len > 0))
         tops = OrderedDict()
         kernel_phases = set(r.phase for r in rows if is_kernel_row(r))
-        for ph in sorted(set(r.phase for r in rows) - kernel_phases):
+        cupti_phases = set(r.phase for r in rows if is_cupti_row(r))
+        for ph in sorted(set(r.phase for r in rows) - kernel_phases - cupti_phases):
             top, _, part = ph.partition(".")
             tops.setdefault(top, False)
             tops[top] = tops[top] or bool(part)
         phases = [t + (" (also by part)" if by_part else "") for t, by_part in tops.items()]
+        if cupti_phases:
+            phases.append("a CUPTI kernel breakdown of prefill and decode")
         if kernel_phases:
             phases.append("%d kernel benchmark phases (ours and peers)" % len(kernel_phases))
         counts = defaultdict(int)
@@ -240,6 +268,7 @@ def section_device(data, name, rows, figs, readme_dir):
         lines.append("Not drawn for this device: " + "; ".join(
             "%s (%s)" % (FIGURE_TEXT.get(f.kind, f.kind).lower(), f.reason) for f in skipped) + ".")
         lines.append("")
+    lines += cupti_sections(rows, table)
     lines += kernel_sections(rows, table)
     ratio_rows = [r for r in rows if r.is_ratio and r.metric in METRIC_TITLE]
     if not ratio_rows and any(is_kernel_row(r) for r in rows):

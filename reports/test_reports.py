@@ -66,6 +66,40 @@ def _ratios(w, a, b, seq_len, phase, ya, yb, method, batch=1, gen=0, higher_bett
     w.add("%s vs %s" % (a, b), seq_len, phase, name, v, "x", method, batch=batch, gen=gen)
 
 
+# The CUPTI breakdown of a `--cupti` sweep (reports/SCHEMA.md): family shares per model and phase, the kernels
+# that make up each family (name, share of the family, launches per unit), the overhead by length.
+CUPTI_SHARES = {
+    ("yoco-3b", "prefill"): dict(gemm=0.5, gret=0.25, attention_prefill=0.125, norms=0.1, other=0.025),
+    ("yoco-3b", "decode"): dict(gemm=0.6, gret=0.1, attention_decode=0.2, norms=0.05, other=0.05),
+    ("transformer-3b", "prefill"): dict(gemm=0.4, attention_prefill=0.5, norms=0.08, other=0.02),
+    ("transformer-3b", "decode"): dict(gemm=0.3, attention_decode=0.6, norms=0.06, other=0.04),
+}
+CUPTI_KERNELS = dict(gemm=[("sm90_xmma_gemm_bf16bf16_bf16f32", 0.7, 52), ("cublasLt_splitKreduce", 0.3, 26)],
+                     gret=[("gret_chunk_v3", 1.0, 13)], attention_prefill=[("attn_prefill_v2", 1.0, 26)],
+                     attention_decode=[("flash_decode_split", 1.0, 26)], norms=[("rmsnorm_rope", 1.0, 53)],
+                     other=[("embedding_gather", 1.0, 1)])
+CUPTI_LENGTHS = {32 * K: 0.02, 128 * K: 0.03}  # length -> prefill overhead; decode's is 10% everywhere
+
+
+def add_cupti_rows(w):
+    for (model, phase), shares in CUPTI_SHARES.items():
+        for n, over in CUPTI_LENGTHS.items():
+            total = (0.04 if phase == "prefill" else 0.01) * n / (128 * K)
+            unit = "prefill" if phase == "prefill" else "decode step"
+            for fam, share in shares.items():
+                w.add(model, n, "%s.%s" % (phase, fam), "gpu_time_s", total * share, "s", "measured", repeats=1,
+                      notes="%d kernels, 80 launches per %s; CUPTI activity records" % (len(CUPTI_KERNELS[fam]),
+                                                                                        unit))
+                for name, part, launches in CUPTI_KERNELS[fam]:
+                    w.add(model, n, "%s:%s" % (phase, name), "kernel_time_s", total * share * part, "s", "measured",
+                          repeats=1, notes="family %s, %d launches per %s; CUPTI activity records (concurrent "
+                                           "kernel), per %s" % (fam, launches, unit, unit))
+            w.add(model, n, phase + ".kernels", "gpu_time_s", total, "s", "measured", repeats=1)
+            w.add(model, n, phase + ".kernels", "cupti_overhead_fraction", over if phase == "prefill" else 0.1,
+                  "fraction", "measured", repeats=1)
+            w.add(model, n, phase + ".kernels", "gpu_busy_fraction", 0.97, "fraction", "measured", repeats=1)
+
+
 def make_synthetic(root, with_param_count=True, with_cuda=True):
     """Writes a synthetic result set under root/{cpu,analytic,cuda}/; returns the file paths."""
     files = []
@@ -210,8 +244,13 @@ def make_synthetic(root, with_param_count=True, with_cuda=True):
             else:
                 c.add(m, n, "prefill", "prefill_latency_s", pre * 1.15, "s", "measured", lo=pre * 1.12,
                       hi=pre * 1.2)
-            c.add(m, n, "decode", "decode_step_latency_s", dec * 1.1, "s", "sampled",
-                  notes="64 of 1024 steps timed, scaled")
+            if m.startswith("transformer") and n == 1 * M:  # beside the out_of_memory memory rows of the point
+                c.add(m, n, "decode", "decode_step_latency_s", dec * 1.1, "s", "extrapolated",
+                      notes="1 and 2 layers of each kind timed at the full length, scaled to 26 layers")
+            else:
+                c.add(m, n, "decode", "decode_step_latency_s", dec * 1.1, "s", "sampled",
+                      notes="64 of 1024 steps timed, scaled")
+    add_cupti_rows(c)
     files.append(c.write(os.path.join(root, "cuda", "h100-run.csv")))
     # Kernel benchmark rows (bench_cuda_kernels and bench/peers) of the same device.
     k = _Writer(dict(c.prov))
@@ -252,7 +291,8 @@ class ReportsTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def test_paper_rows_parse(self):
-        files = sorted(f for f in os.listdir(os.path.join(HERE, "paper")) if f.endswith(".csv"))
+        files = sorted(f for f in os.listdir(os.path.join(HERE, "paper"))
+                       if f.endswith(".csv") and f != plot.DIFFERENCES_NAME)
         self.assertTrue(files, "reports/paper/*.csv missing")
         rows = []
         for f in files:
@@ -392,6 +432,194 @@ class ReportsTest(unittest.TestCase):
             with self.assertRaises(OSError):
                 with replacing("/dev/full/x.md", "w") as f:
                     f.write("x")
+
+    # --- issue 16: the CUPTI breakdown, extrapolated points, why ours differ from the paper -------------------
+
+    def _readme(self):
+        with open(self.readme, encoding="utf-8") as fh:
+            return fh.read()
+
+    def test_cupti_breakdown_figure_and_section(self):
+        make_synthetic(self.results)
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        png = os.path.join(self.out, "nvidia-h100-80gb-hbm3_breakdown.png")
+        self.assertTrue(os.path.isfile(png), os.listdir(self.out))
+        with open(png, "rb") as fh:
+            self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertTrue(os.path.isfile(png[:-4] + ".svg"))
+        # Only the device with CUPTI rows: no figure and no "not drawn" entry elsewhere.
+        self.assertFalse([f for f in os.listdir(self.out) if f.endswith("_breakdown.png") and "memory" not in f
+                          and not f.startswith("nvidia")])
+        text = self._readme()
+        self.assertNotIn("gpu time by kernel family (cupti) (", text)  # never listed as "not drawn"
+        self.assertIn("### GPU time by kernel family (CUPTI)", text)
+        self.assertIn("](figures/nvidia-h100-80gb-hbm3_breakdown.png)", text)
+        sec = text[text.index("### Where the GPU time goes (CUPTI kernel breakdown)"):]
+        sec = sec[:sec.index("\n## ")] if "\n## " in sec else sec
+        for needle in (
+                "CUPTI overhead: prefill 2%–3% over 4 points; decode 10% over 4 points.",
+                "| model | N | B | phase | GPU time | gemm | gret | attention prefill | attention decode | norms | "
+                "other | GPU busy | overhead |",
+                # shares at each point (sum of the families = 100%), total per prefill / decode step
+                "| yoco-3b | 128K | 1 | prefill | 40 ms | 50% | 25% | 12.5% | — | 10% | 2.5% | 97% | 3% |",
+                "| yoco-3b | 32K | 1 | decode | 2.5 ms | 60% | 10% | — | 20% | 5% | 5% | 97% | 10% |",
+                "| transformer-3b | 128K | 1 | prefill | 40 ms | 40% | — | 50% | — | 8% | 2% | 97% | 3% |",
+                # the top kernels at the longest length, family and launches from the notes
+                "| yoco-3b | 128K | 1 | prefill | sm90_xmma_gemm_bf16bf16_bf16f32 | gemm | 14 ms | 35% | 52 |",
+                "| transformer-3b | 128K | 1 | decode | flash_decode_split | attention_decode | 6 ms | 60% | 26 |"):
+            self.assertIn(needle, sec)
+        self.assertNotIn("| yoco-3b | 32K | 1 | prefill | sm90", sec)  # top kernels only at the longest length
+        self.assertNotIn("embedding_gather | other | 1 ms", sec)  # 6th of yoco's prefill: not in the top 5
+        # The CUPTI kernel rows are not kernel benchmarks: the floors table does not list them.
+        floors = text[text.index("### CUDA kernels against their floors"):]
+        floors = floors[:floors.index("\n### ", 5)]
+        self.assertNotIn("sm90_xmma", floors)
+        self.assertIn("a CUPTI kernel breakdown of prefill and decode", text)
+        self.assertNotIn("prefill:sm90", text.split("## What was measured")[1].split("\n## ")[0])
+
+    def test_cupti_rows_and_notes_as_the_gpu_backend_writes_them(self):
+        from yocoreport import breakdown
+
+        class R(object):
+            def __init__(self, phase, metric, notes=""):
+                self.phase, self.metric, self.notes = phase, metric, notes
+
+        for phase, metric, yes in (("prefill.gemm", "gpu_time_s", True), ("decode.kernels", "gpu_busy_fraction", True),
+                                   ("decode.kernels", "cupti_overhead_fraction", True),
+                                   ("prefill:(rest)", "kernel_time_s", True),
+                                   ("decode:flash_decode_split_kernel", "kernel_time_s", True),
+                                   ("prefill.gemm", "flops", False),  # the cost model's parts
+                                   ("prefill.attention", "gpu_time_s", False),  # not a CUPTI family
+                                   ("attn_prefill:D128 v2", "kernel_time_s", False),  # a kernel benchmark
+                                   ("prefill", "prefill_latency_s", False)):
+            self.assertEqual(breakdown.is_cupti_row(R(phase, metric)), yes, (phase, metric))
+        note = ("family gemm, 52 launches per prefill; CUPTI activity records (concurrent kernel), per prefill")
+        self.assertEqual(breakdown.kernel_note(R("prefill:x", "kernel_time_s", note)), ("gemm", "52"))
+        rest = ("12 kernels past the first 99.9% of the time, merged (family other), 0.5 launches per decode step; "
+                "CUPTI activity records (concurrent kernel), per decode step (16 decode steps profiled)")
+        self.assertEqual(breakdown.kernel_note(R("decode:(rest)", "kernel_time_s", rest)), ("other", "0.5"))
+        self.assertEqual(breakdown.kernel_note(R("decode:x", "kernel_time_s", "")), ("", ""))
+
+    def test_no_cupti_rows_no_breakdown(self):
+        make_synthetic(self.results, with_cuda=False)
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        self.assertFalse([f for f in os.listdir(self.out) if f.endswith("_breakdown.png") and "memory" not in f])
+        text = self._readme()
+        self.assertNotIn("CUPTI", text)
+        self.assertNotIn("skip breakdown", out)
+
+    def test_extrapolated_points_drawn_open_with_legend_and_in_paper_table(self):
+        from unittest import mock
+        from matplotlib.text import Text
+        from yocoreport import lines as lines_mod
+        make_synthetic(self.results)
+        data = plot.load([self.results], None)
+        name = "NVIDIA H100 80GB HBM3"
+        rows = data.devices()[name]
+        seen = {}
+
+        def spy(fig, out_dir, stem):
+            ax = fig.axes[0]
+            seen["points"] = [(l.get_marker(), l.get_markerfacecolor(), list(l.get_xdata()))
+                              for l in ax.get_lines() if len(l.get_xdata()) == 1]
+            seen["dotted"] = [list(l.get_xdata()) for l in ax.get_lines() if l.get_linestyle() == ":"]
+            seen["texts"] = [t.get_text() for t in fig.findobj(Text)]
+            return lines_mod.__dict__["_orig_save"](fig, out_dir, stem)
+
+        lines_mod._orig_save = lines_mod._save
+        try:
+            for kind, n in (("decode_vs_length", M), ("prefill_vs_length", 512 * K)):
+                seen.clear()
+                with mock.patch.object(lines_mod, "_save", spy):
+                    f = _quiet(plot.line_figure, data, name, rows, kind, self.out, "x_" + kind)[0]
+                self.assertTrue(f.paths, kind)
+                # the extrapolated point: an open triangle at its length, joined by a dotted segment
+                self.assertIn(("^", "white", [n]), seen["points"], kind)
+                self.assertTrue(any(n in xs for xs in seen["dotted"]), kind)
+                # measured/sampled points stay filled
+                self.assertFalse([p for p in seen["points"] if p[0] in ("o", "s") and p[1] == "white"], kind)
+                self.assertIn("extrapolated (reduced run, scaled)", seen["texts"], kind)
+                self.assertIn("extrapolated", f.title)
+        finally:
+            del lines_mod._orig_save
+        # The paper comparison says how the value was obtained, with the notes of the scaling.
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        text = self._readme()
+        glance = text[:text.index("## What was measured")]
+        self.assertIn("| prefill latency, transformer-3b, 512K | ~180 s | Fig. 9 | 98 s | 0.544 | "
+                      "extrapolated (2 of 26 layers timed, x13) | NVIDIA H100 80GB HBM3 |", glance)
+        self.assertIn("- `extrapolated`: a reduced run scaled up", text)
+        # The extrapolated decode point sits beside the point's out_of_memory memory rows; both are shown.
+        self.assertIn("| total memory, transformer-3b, 1M | 117 GB (derived) | Fig. 7a | not run (OOM); analytic",
+                      glance)
+
+    def test_why_they_differ_column(self):
+        make_synthetic(self.results)
+        diff = os.path.join(self.tmp, "differences.csv")
+        with open(diff, "w", encoding="utf-8") as f:
+            f.write("# filled after the GPU sweep\n"
+                    "model,seq_len,metric,reason\n"
+                    "# a comment between lines\n"
+                    "\n"
+                    "transformer-3b,512K,prefill_latency_s,\"our attention kernel, not theirs: 2 of 26 layers timed\"\n"
+                    "yoco-3b vs transformer-3b,32768,prefill_speedup,chunked prefill of 32K tokens\n"
+                    "   # an indented comment\n"
+                    "transformer-3b,512K,prefill_latency_s,second reason\n"
+                    "yoco-3b,12345,prefill_latency_s,no such claim\n")
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme,
+                                            "--differences", diff])
+        self.assertEqual(rc, 0, out + err)
+        text = self._readme()
+        glance = text[:text.index("## What was measured")]
+        self.assertIn("| claim | paper | where | ours | ours / paper | method | device | why they differ |", glance)
+        self.assertIn("| extrapolated (2 of 26 layers timed, x13) | NVIDIA H100 80GB HBM3 | our attention kernel, not "
+                      "theirs: 2 of 26 layers timed; second reason |", glance)
+        self.assertIn("| analytic | H100 SXM5 80GB (datasheet) | (as above) |", glance)
+        self.assertIn("| 2.87× | Fig. 9 |", glance)
+        self.assertIn("| chunked prefill of 32K tokens |", glance)
+        self.assertIn("no claim of the paper has model 'yoco-3b', length 12345", err)
+        # Without reasons the column is there, empty.
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("| why they differ |", self._readme())
+        self.assertNotIn("second reason", self._readme())
+        # A malformed file: exit 2 naming file and line.
+        for content, line, frag in (("model,seq_len,metric\n", 1, "the header must be"),
+                                    ("# c\nmodel,seq_len,metric,reason\nyoco-3b,32K,prefill_latency_s\n", 3,
+                                     "3 fields"),
+                                    ("model,seq_len,metric,reason\nyoco-3b,32Q,prefill_latency_s,x\n", 2,
+                                     "column seq_len"),
+                                    ("model,seq_len,metric,reason\nyoco-3b,32K,prefill_latency_s,\n", 2,
+                                     "must not be empty")):
+            with open(diff, "w") as f:
+                f.write(content)
+            rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme",
+                                                self.readme, "--differences", diff])
+            self.assertEqual(rc, 2, out + err)
+            self.assertIn("%s:%d:" % (diff, line), err)
+            self.assertIn(frag, err)
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme,
+                                            "--differences", os.path.join(self.tmp, "absent.csv")])
+        self.assertEqual(rc, 2, out + err)
+
+    def test_committed_differences_file(self):
+        path = os.path.join(HERE, "paper", "differences.csv")
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+        self.assertTrue(lines[0].startswith("#"), "explain the file in a comment first")
+        self.assertIn("model,seq_len,metric,reason", lines)
+        got = plot.read_differences(path)
+        paper = _quiet(plot.load, [self.tmp], None)[0]  # the default paper folder: differences.csv is no paper CSV
+        self.assertNotIn(path, [os.path.abspath(p) for p in paper.paper_files])
+        self.assertTrue(paper.paper)
+        self.assertEqual(paper.differences, got)
+        # Every reason written names a claim of the paper.
+        claims = set((p.model, p.seq_len, p.metric) for p in paper.paper)
+        for k in got:
+            self.assertIn(k, claims)
 
     def test_scripts_run_by_path(self):
         make_synthetic(self.results, with_cuda=False)

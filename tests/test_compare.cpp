@@ -709,4 +709,238 @@ TEST_F(CompareTest, CliHelpExplainsVerdictsNoiseThresholdAndExitCodes) {
     EXPECT_NE(r.out.find(needle), std::string::npos) << "help lacks '" << needle << "'";
 }
 
+// ------------------------------------------------------------- --noise-floor --
+
+// Run B of the fixture: the timed rows moved a little (spread moved with them),
+// the counted ones untouched, and three kernels of one decode family beside them.
+std::vector<ResultRow> with_kernels(std::vector<ResultRow> rows, double f0, double f1, double f2) {
+  const double t[] = {1e-3 * f0, 2e-3 * f1, 4e-3 * f2};
+  for (int i = 0; i < 3; ++i)
+    rows.push_back(row("yoco-tiny", 4096, "decode:kernel_" + std::to_string(i), "kernel_time_s", t[i], "s", "measured",
+                       5, t[i] * 0.98, t[i] * 1.03, "family gemm; 1 launches per decode step"));
+  return rows;
+}
+
+std::vector<ResultRow> run_a() { return with_kernels(base_rows(), 1.0, 1.0, 1.0); }
+std::vector<ResultRow> run_b() {
+  auto rows = with_kernels(base_rows(), 1.001, 0.996, 1.002);  // kernel |changes| 0.1%, 0.4%, 0.2%
+  rows = edited(rows, "prefill", "prefill_latency_s", scale_by(1.012));
+  rows = edited(rows, "decode", "decode_step_latency_s", scale_by(0.99));
+  rows = edited(rows, "throughput", "throughput_tokens_per_s", scale_by(1.004));
+  return rows;
+}
+
+const NoiseMetric* find_metric(const NoiseFloor& nf, const std::string& family, const std::string& metric) {
+  for (const auto& m : nf.metrics)
+    if (m.family == family && m.metric == metric) return &m;
+  return nullptr;
+}
+
+TEST(CompareNoiseFloor, KindsLadderAndFamilies) {
+  EXPECT_EQ(noise_kind("s", "measured"), NoiseKind::Timed);
+  EXPECT_EQ(noise_kind("s", "analytic"), NoiseKind::Timed);
+  for (const char* u : {"tokens/s", "fraction", "TFLOP/s", "GB/s", "x"}) EXPECT_EQ(noise_kind(u, "measured"), NoiseKind::Timed) << u;
+  for (const char* u : {"B", "FLOP", "count", "B/token"}) {
+    EXPECT_EQ(noise_kind(u, "exact"), NoiseKind::Counted) << u;
+    EXPECT_EQ(noise_kind(u, "analytic"), NoiseKind::Counted) << u;
+    EXPECT_EQ(noise_kind(u, "measured"), NoiseKind::MeasuredCount) << u;
+  }
+  EXPECT_EQ(noise_kind("ratio", "measured"), NoiseKind::Other);
+  EXPECT_EQ(noise_kind("", "exact"), NoiseKind::Other);
+  EXPECT_EQ(recommended_threshold(0.0), 0.01);
+  EXPECT_EQ(recommended_threshold(0.005), 0.01);  // exactly 2 x: the step itself
+  EXPECT_EQ(recommended_threshold(0.0051), 0.02);
+  EXPECT_EQ(recommended_threshold(0.012), 0.03);
+  EXPECT_EQ(recommended_threshold(0.026), 0.07);
+  EXPECT_EQ(recommended_threshold(0.25), 0.50);
+  EXPECT_FALSE(recommended_threshold(0.2501).has_value());
+  EXPECT_FALSE(recommended_threshold(std::numeric_limits<double>::infinity()).has_value());
+  EXPECT_EQ(phase_family("prefill.gemm"), "prefill");
+  EXPECT_EQ(phase_family("decode:flash_decode_split"), "decode");
+  EXPECT_EQ(phase_family("decode.kernels"), "decode");
+  EXPECT_EQ(phase_family("attn_prefill:D128 v2"), "attn_prefill");
+  EXPECT_EQ(phase_family("memory"), "memory");
+}
+
+TEST(CompareNoiseFloor, PerMetricChangesSpreadAndThreshold) {
+  const NoiseFloor nf = noise_floor(run_a(), run_b(), {});
+  EXPECT_EQ(nf.keys, 9u);      // 10 keys, one without a value (over_budget)
+  EXPECT_EQ(nf.unpaired, 1u);
+  EXPECT_FALSE(nf.failed());
+  // Families in order of first appearance; within one, metrics likewise.
+  std::vector<std::string> order;
+  for (const auto& m : nf.metrics) order.push_back(m.family + "/" + m.metric);
+  EXPECT_EQ(order, (std::vector<std::string>{"prefill/prefill_latency_s", "prefill/flops", "prefill/prefill_speedup",
+                                             "decode/decode_step_latency_s", "decode/kernel_time_s",
+                                             "throughput/throughput_tokens_per_s", "memory/mem_total_bytes"}));
+  const NoiseMetric* pre = find_metric(nf, "prefill", "prefill_latency_s");
+  ASSERT_NE(pre, nullptr);
+  EXPECT_EQ(pre->kind, NoiseKind::Timed);
+  EXPECT_EQ(pre->keys, 1u);
+  EXPECT_NEAR(pre->max_change, 0.012, 1e-12);
+  EXPECT_NEAR(pre->median_change, 0.012, 1e-12);
+  ASSERT_TRUE(pre->max_spread.has_value());
+  EXPECT_NEAR(*pre->max_spread, 0.01, 1e-9);  // [0.099, 0.101] around 0.1, in both runs
+  EXPECT_TRUE(pre->gated);
+  const NoiseMetric* k = find_metric(nf, "decode", "kernel_time_s");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->keys, 3u);
+  EXPECT_NEAR(k->median_change, 0.002, 1e-12);
+  EXPECT_NEAR(k->max_change, 0.004, 1e-12);
+  EXPECT_NEAR(*k->max_spread, 0.03, 1e-9);  // max(+3%, -2%)
+  const NoiseMetric* mem = find_metric(nf, "memory", "mem_total_bytes");
+  ASSERT_NE(mem, nullptr);
+  EXPECT_EQ(mem->kind, NoiseKind::Counted);
+  EXPECT_EQ(mem->differing, 0u);
+  EXPECT_FALSE(mem->gated);
+  EXPECT_EQ(find_metric(nf, "prefill", "flops")->kind, NoiseKind::Counted);
+  // 2 x 1.2% = 2.4% -> 3%; the gate lists the timed metrics in order.
+  ASSERT_TRUE(nf.threshold.has_value());
+  EXPECT_EQ(*nf.threshold, 0.03);
+  EXPECT_NEAR(nf.largest_change, 0.012, 1e-12);
+  EXPECT_EQ(nf.largest_at, "prefill/prefill_latency_s");
+  EXPECT_EQ(nf.gate_metrics, (std::vector<std::string>{"prefill_latency_s", "prefill_speedup", "decode_step_latency_s",
+                                                       "kernel_time_s", "throughput_tokens_per_s"}));
+  EXPECT_TRUE(nf.too_noisy.empty());
+  EXPECT_EQ(nf.gate_command(),
+            "yoco compare BASE.csv NEW.csv --threshold 3% --metrics "
+            "'prefill_latency_s,prefill_speedup,decode_step_latency_s,kernel_time_s,throughput_tokens_per_s'");
+  // Filters select as compare does.
+  CompareOptions only;
+  only.phases = {"decode*"};
+  const NoiseFloor d = noise_floor(run_a(), run_b(), only);
+  EXPECT_EQ(d.keys, 4u);
+  EXPECT_EQ(*d.threshold, 0.02);  // 2 x 1% (decode step) -> 2%
+}
+
+TEST(CompareNoiseFloor, CountedChangeFailsAndNoisyMetricLeavesTheGate) {
+  auto b = run_b();
+  b = edited(b, "memory", "mem_total_bytes", [](ResultRow& r) { r.value = std::nextafter(*r.value, 1e300); });
+  b = edited(b, "decode", "decode_step_latency_s", scale_by(1.4 / 0.99));  // +40%: 2 x 40% > 50%
+  const NoiseFloor nf = noise_floor(run_a(), b, {});
+  EXPECT_TRUE(nf.failed());
+  EXPECT_EQ(nf.counted_differing(), 1u);
+  const NoiseMetric* mem = find_metric(nf, "memory", "mem_total_bytes");
+  EXPECT_EQ(mem->differing, 1u);
+  EXPECT_NE(mem->first_change.find("yoco-tiny N 4096"), std::string::npos) << mem->first_change;
+  EXPECT_NE(mem->first_change.find("base 123456789 B, new 123456789.00000001 B"), std::string::npos)
+      << mem->first_change;
+  EXPECT_EQ(nf.too_noisy, (std::vector<std::string>{"decode_step_latency_s"}));
+  EXPECT_FALSE(find_metric(nf, "decode", "decode_step_latency_s")->gated);
+  EXPECT_EQ(*nf.threshold, 0.03);  // the others still support 3%
+  EXPECT_EQ(nf.gate_command().find("decode_step_latency_s"), std::string::npos) << nf.gate_command();
+  // A measured count (peak RSS) may move without failing.
+  auto a2 = run_a(), b2 = run_b();
+  a2.push_back(row("yoco-tiny", 4096, "memory", "mem_host_peak_rss_bytes", 5e7, "B", "measured", 1, 5e7, 5e7));
+  b2.push_back(row("yoco-tiny", 4096, "memory", "mem_host_peak_rss_bytes", 5.1e7, "B", "measured", 1, 5.1e7, 5.1e7));
+  const NoiseFloor nf2 = noise_floor(a2, b2, {});
+  EXPECT_FALSE(nf2.failed());
+  EXPECT_EQ(find_metric(nf2, "memory", "mem_host_peak_rss_bytes")->kind, NoiseKind::MeasuredCount);
+  // Nothing timed: no threshold, no gate.
+  CompareOptions counted;
+  counted.metrics = {"mem_total_bytes", "flops"};
+  const NoiseFloor c = noise_floor(run_a(), run_a(), counted);
+  EXPECT_FALSE(c.threshold.has_value());
+  EXPECT_EQ(c.gate_command(), "");
+  EXPECT_FALSE(c.failed());
+}
+
+TEST_F(CompareTest, CliNoiseFloorPrintsTableThresholdAndGate) {
+  const auto a = write_rows("run-a.csv", run_a()), b = write_rows("run-b.csv", run_b());
+  CliRun r = compare_files(a, b, "--noise-floor");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* needle :
+       {"| phase | metric | unit | kind | keys | median \\|change\\| | max \\|change\\| | max spread | note |",
+        "| prefill | prefill_latency_s | s | timed | 1 | 1.2% | 1.2% | 1% | gated |",
+        "| decode | kernel_time_s | s | timed | 3 | 0.2% | 0.4% | 3% | gated |",
+        "| memory | mem_total_bytes | B | counted | 1 | 0% | 0% | 0% | bit-identical |",
+        "9 keys with a value in both runs; 1 in one run only or without a value in one",
+        "noise floor: largest max |change| of the gated timed metrics 1.2% (prefill/prefill_latency_s); 2 x that = 2.4%",
+        "recommended threshold: 3%",
+        "gate: yoco compare BASE.csv NEW.csv --threshold 3% --metrics "
+        "'prefill_latency_s,prefill_speedup,decode_step_latency_s,kernel_time_s,throughput_tokens_per_s'",
+        "result: PASS"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << "no '" << needle << "' in:\n" << r.out;
+  // The gate it prints passes on the same two runs.
+  r = compare_files(a, b, "--threshold 3% --metrics "
+                          "'prefill_latency_s,prefill_speedup,decode_step_latency_s,kernel_time_s,throughput_tokens_per_s'");
+  EXPECT_EQ(r.status, 0) << r.out;
+
+  // CSV: the table on stdout, the rest on stderr.
+  r = compare_files(a, b, "--noise-floor --format csv");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  std::istringstream in(r.out);
+  std::string header, line;
+  std::getline(in, header);
+  EXPECT_EQ(header, "phase_family,metric,unit,kind,keys,median_abs_change,max_abs_change,max_spread,differing,gated");
+  bool found = false;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    if (line.rfind("prefill,prefill_latency_s,s,timed,1,", 0) != 0) continue;
+    found = true;
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+    ASSERT_EQ(f.size(), 10u) << line;
+    EXPECT_NEAR(std::stod(f[6]), 0.012, 1e-12);  // a fraction, not percent
+    EXPECT_EQ(f[9], "1");
+  }
+  EXPECT_TRUE(found) << r.out;
+  EXPECT_EQ(rows, 7);
+  EXPECT_NE(r.err.find("recommended threshold: 3%"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("recommended"), std::string::npos) << r.out;
+}
+
+TEST_F(CompareTest, CliNoiseFloorCountedDifferenceExits1AndBadOptionsExit2) {
+  const auto a = write_rows("run-a.csv", run_a());
+  const auto b = write_rows("run-b.csv", edited(run_b(), "memory", "mem_total_bytes", [](ResultRow& r) {
+                              r.value = std::nextafter(*r.value, 1e300);
+                            }));
+  CliRun r = compare_files(a, b, "--noise-floor");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("error: counted metric memory/mem_total_bytes (B) differs in 1 of 1 keys, e.g. yoco-tiny N "
+                       "4096 batch 1 gen 0 memory/mem_total_bytes: base 123456789 B, new 123456789.00000001 B"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| DIFFERS in 1 of 1 keys |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: FAIL (1 counted metric not bit-identical)"), std::string::npos) << r.out;
+  for (const char* bad : {"--threshold 5", "--exact", "--strict", "--hide-same"})
+    expect_input_error(compare_files(a, a, std::string("--noise-floor ") + bad), {"--noise-floor"});
+  expect_input_error(compare_files(a, a, "--noise-floor --metrics 'no_such_metric'"), {"--metrics", "no_such_metric"});
+  auto other = run_a();
+  for (auto& x : other) x.prov.device_name = "NVIDIA H100 80GB HBM3";
+  expect_input_error(compare_files(a, write_rows("h100.csv", other), "--noise-floor"), {"nothing to compare"});
+  const CliRun h = compare("--help");
+  for (const char* needle : {"--noise-floor", "1,2,3,5,7,10,15,20,25,35,50%", "bit-identical", "gpu-ci-noise.sh"})
+    EXPECT_NE(h.out.find(needle), std::string::npos) << "help lacks '" << needle << "'";
+}
+
+// Two real CPU runs of the same build: the counted rows are bit-identical, and
+// the recipe yields a threshold and a gate that passes on those runs.
+TEST_F(CompareTest, CliNoiseFloorOnTwoRealCpuRuns) {
+  const std::string bench =
+      "bench --model yoco-tiny,transformer-tiny --lengths 256 --gen 16 --batch 2 --decode-sample 8 --repeats 3 "
+      "--warmup 1 --device-name ci-test-cpu --out ";
+  for (const char* name : {"run-a.csv", "run-b.csv"}) {
+    const CliRun b = yoco(bench + shell_quote(path(name)));
+    ASSERT_EQ(b.status, 0) << b.out << b.err;
+  }
+  const CliRun r = compare_files(path("run-a.csv"), path("run-b.csv"), "--noise-floor");
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("| memory | mem_kv_cache_bytes | B | counted |"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("error:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
+  // Timing on a shared 2-core machine may be too noisy for the ladder; when it is not, its gate passes.
+  const size_t g = r.out.find("gate: yoco compare BASE.csv NEW.csv ");
+  if (g != std::string::npos) {
+    const size_t from = g + std::string("gate: yoco compare BASE.csv NEW.csv ").size();
+    const std::string gate_args = r.out.substr(from, r.out.find('\n', from) - from);
+    const CliRun gate = compare_files(path("run-a.csv"), path("run-b.csv"), gate_args);
+    EXPECT_EQ(gate.status, 0) << gate_args << "\n" << gate.out;
+  } else {
+    EXPECT_NE(r.out.find("recommended threshold: none"), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace

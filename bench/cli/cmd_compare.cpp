@@ -23,7 +23,8 @@ CommandSpec compare_spec() {
   s.path = "yoco compare";
   s.usage =
       "yoco compare BASE.csv NEW.csv [--threshold P] [--exact] [--strict] [--metrics GLOBS] [--phases GLOBS]\n"
-      "                    [--format markdown|csv] [--hide-same]";
+      "                    [--format markdown|csv] [--hide-same]\n"
+      "       yoco compare RUN-A.csv RUN-B.csv --noise-floor [--metrics GLOBS] [--phases GLOBS] [--format F]";
   s.summary =
       "Compares two result CSVs (reports/SCHEMA.md) row by row, joined on (model, device_name, seq_len,\n"
       "batch, gen_tokens, phase, metric), and exits 1 if a metric got worse: the CI performance-regression\n"
@@ -36,6 +37,8 @@ CommandSpec compare_spec() {
       {"--phases", "GLOBS", "compare only these phases, same syntax, e.g. 'prefill,decode*'"},
       {"--format", "markdown|csv", "output format (default markdown; csv: the table only, summary to stderr)"},
       {"--hide-same", "", "leave SAME rows out of the table (they still count in the summary)"},
+      {"--noise-floor", "",
+       "two runs of one build on one device: noise per metric, threshold (below)"},
   };
   s.min_positional = 2;
   s.max_positional = 2;
@@ -69,7 +72,23 @@ CommandSpec compare_spec() {
       "Exit status: 0 nothing failed; 1 a row failed (WORSE; CHANGED under --exact; missing under --strict);\n"
       "2 bad input: an unreadable or malformed CSV (the message names the file and line), a duplicate key,\n"
       "a bad option, a --metrics/--phases glob that matches no row of either file, or two files with rows\n"
-      "but no key in common (e.g. runs on different devices: device_name is part of the key).";
+      "but no key in common (e.g. runs on different devices: device_name is part of the key).\n"
+      "\n"
+      "--noise-floor (the GPU CI recipe, scripts/gpu-ci-noise.sh): RUN-A and RUN-B are two runs of the same\n"
+      "build on the same device. Per phase family (the phase up to its first '.' or ':') and metric, over the\n"
+      "keys with a value in both files: the number of keys, the median and the max |relative change|, and the\n"
+      "max relative spread of the rows' own [min, max] around value (both files). Kinds, by unit:\n"
+      "  timed           s, tokens/s, fraction, TFLOP/s, GB/s, x: the run-to-run noise\n"
+      "  counted         B, FLOP, count, B/token with a method other than measured/sampled/extrapolated\n"
+      "                  (exact, analytic): must be bit-identical; any that differs is an 'error:' line, exit 1\n"
+      "  measured count  the same units read from a run (e.g. peak RSS): shown, not checked, not gated\n"
+      "  other           any other unit: shown only\n"
+      "The recommended threshold is the smallest of 1,2,3,5,7,10,15,20,25,35,50% that is >= 2 x the largest\n"
+      "max |change| over the timed metrics; a timed metric whose own 2 x max |change| exceeds 50% is left out\n"
+      "of the gate (listed as too noisy). Then the gate command to use with a committed baseline:\n"
+      "  yoco compare BASE.csv NEW.csv --threshold <T>% --metrics '<the gated timed metrics>'\n"
+      "--format csv prints the per-metric table as CSV (fractions, not percent); the rest goes to stderr.\n"
+      "Exit status: 0, or 1 when a counted metric differs; 2 bad input as above.";
   return s;
 }
 
@@ -175,6 +194,76 @@ std::string rule_line(const CompareOptions& opt) {
   return s;
 }
 
+// --noise-floor output ------------------------------------------------------
+
+std::string abs_percent(double fraction) {
+  if (std::isinf(fraction)) return "inf%";
+  if (100 * fraction >= 1000) return strf("%.0f%%", 100 * fraction);
+  return strf("%.3g%%", 100 * fraction);
+}
+
+std::string noise_note(const NoiseMetric& m) {
+  switch (m.kind) {
+    case NoiseKind::Timed: {
+      if (!m.gated) return "too noisy to gate: 2 x max |change| above 50%";
+      return "gated";
+    }
+    case NoiseKind::Counted:
+      return m.differing ? strf("DIFFERS in %zu of %zu keys", m.differing, m.keys) : "bit-identical";
+    case NoiseKind::MeasuredCount: return "counted unit from a run: not checked, not gated";
+    case NoiseKind::Other: return "unit not classified: not gated";
+  }
+  return "";
+}
+
+void print_noise_markdown(std::ostream& os, const NoiseFloor& nf) {
+  os << "| phase | metric | unit | kind | keys | median \\|change\\| | max \\|change\\| | max spread | note |\n"
+        "|---|---|---|---|--:|--:|--:|--:|---|\n";
+  for (const auto& m : nf.metrics)
+    os << "| " << md_cell(m.family) << " | " << md_cell(m.metric) << " | " << md_cell(m.unit) << " | "
+       << noise_kind_name(m.kind) << " | " << m.keys << " | " << abs_percent(m.median_change) << " | "
+       << abs_percent(m.max_change) << " | " << (m.max_spread ? abs_percent(*m.max_spread) : "-") << " | "
+       << md_cell(noise_note(m)) << " |\n";
+}
+
+void print_noise_csv(std::ostream& os, const NoiseFloor& nf) {
+  os << "phase_family,metric,unit,kind,keys,median_abs_change,max_abs_change,max_spread,differing,gated\n";
+  auto frac = [](double v) { return std::isinf(v) ? std::string("inf") : format_value(v); };
+  for (const auto& m : nf.metrics) {
+    const std::vector<std::string> f = {m.family, m.metric, m.unit, noise_kind_name(m.kind), std::to_string(m.keys),
+                                        frac(m.median_change), frac(m.max_change),
+                                        m.max_spread ? frac(*m.max_spread) : "", std::to_string(m.differing),
+                                        m.gated ? "1" : "0"};
+    for (size_t i = 0; i < f.size(); ++i) os << (i ? "," : "") << csv_field(f[i]);
+    os << "\n";
+  }
+}
+
+void print_noise_summary(std::ostream& os, const NoiseFloor& nf) {
+  os << nf.keys << " keys with a value in both runs; " << nf.unpaired
+     << " in one run only or without a value in one (not counted)\n";
+  for (const auto& m : nf.metrics)
+    if (m.kind == NoiseKind::Counted && m.differing)
+      os << "error: counted metric " << m.family << "/" << m.metric << " (" << m.unit << ") differs in "
+         << m.differing << " of " << m.keys << " keys, e.g. " << m.first_change << "\n";
+  if (!nf.too_noisy.empty()) {
+    os << "too noisy to gate (2 x max |change| above 50% in some phase family):";
+    for (size_t i = 0; i < nf.too_noisy.size(); ++i) os << (i ? ", " : " ") << nf.too_noisy[i];
+    os << "\n";
+  }
+  if (nf.threshold) {
+    os << "noise floor: largest max |change| of the gated timed metrics " << abs_percent(nf.largest_change) << " ("
+       << nf.largest_at << "); 2 x that = " << abs_percent(2 * nf.largest_change) << "\n";
+    os << "recommended threshold: " << strf("%g%%", 100 * *nf.threshold) << "\n";
+    os << "gate: " << nf.gate_command() << "\n";
+  } else {
+    os << "recommended threshold: none (no timed metric that the ladder 1..50% can gate)\n";
+  }
+  os << (nf.failed() ? strf("result: FAIL (%zu counted metric%s not bit-identical)\n", nf.counted_differing(),
+                            nf.counted_differing() == 1 ? "" : "s")
+                     : std::string("result: PASS (counted metrics bit-identical)\n"));
+}
+
 }  // namespace
 
 int cmd_compare(const Args& args) {
@@ -182,6 +271,8 @@ int cmd_compare(const Args& args) {
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   a.exclusive({"--exact", "--threshold"}, false);
+  if (a.has("--noise-floor"))
+    for (const char* other : {"--threshold", "--exact", "--strict", "--hide-same"}) a.exclusive({"--noise-floor", other}, false);
   CompareOptions opt;
   if (const auto t = a.get("--threshold")) opt.threshold = parse_threshold("--threshold", *t);
   opt.exact = a.has("--exact");
@@ -195,6 +286,21 @@ int cmd_compare(const Args& args) {
   const std::string& head_path = a.positional()[1];
   const std::vector<ResultRow> base = read_results_csv(base_path);
   const std::vector<ResultRow> head = read_results_csv(head_path);
+  if (a.has("--noise-floor")) {
+    const NoiseFloor nf = noise_floor(base, head, opt);
+    if (format == Format::Csv) {
+      print_noise_csv(std::cout, nf);
+      print_noise_summary(std::cerr, nf);
+    } else {
+      std::cout << "yoco compare --noise-floor: run A " << base_path << " (" << base.size() << " rows), run B "
+                << head_path << " (" << head.size() << " rows): two runs of the same build on the same device"
+                << (opt.metrics.empty() && opt.phases.empty() ? "" : "; filtered") << "\n\n";
+      print_noise_markdown(std::cout, nf);
+      std::cout << "\n";
+      print_noise_summary(std::cout, nf);
+    }
+    return nf.failed() ? 1 : 0;
+  }
   const Comparison cmp = compare_results(base, head, opt);
 
   if (format == Format::Csv) {

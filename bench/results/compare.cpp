@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <map>
 
@@ -225,6 +226,161 @@ Comparison compare_results(const std::vector<ResultRow>& base, const std::vector
         "nothing to compare: no row of BASE has the key (model, device_name, seq_len, batch, gen_tokens, phase, "
         "metric) of a row of NEW; " +
         key_hint(b_rows, h_rows));
+  return out;
+}
+
+// ------------------------------------------------------------- --noise-floor --
+
+NoiseKind noise_kind(const std::string& unit, const std::string& method) {
+  static const char* const timed[] = {"s", "tokens/s", "fraction", "TFLOP/s", "GB/s", "x"};
+  static const char* const counted[] = {"B", "FLOP", "count", "B/token"};
+  for (const char* u : timed)
+    if (unit == u) return NoiseKind::Timed;
+  for (const char* u : counted)
+    if (unit == u)
+      return method == "measured" || method == "sampled" || method == "extrapolated" ? NoiseKind::MeasuredCount
+                                                                                      : NoiseKind::Counted;
+  return NoiseKind::Other;
+}
+
+const char* noise_kind_name(NoiseKind k) {
+  switch (k) {
+    case NoiseKind::Timed: return "timed";
+    case NoiseKind::Counted: return "counted";
+    case NoiseKind::MeasuredCount: return "measured count";
+    case NoiseKind::Other: return "other";
+  }
+  return "other";
+}
+
+std::optional<double> recommended_threshold(double max_change) {
+  if (!(max_change >= 0) || std::isinf(max_change)) return std::nullopt;
+  for (double t : kNoiseThresholdLadder)
+    if (t * (1 + 1e-12) >= 2 * max_change) return t;
+  return std::nullopt;
+}
+
+std::string phase_family(const std::string& phase) { return phase.substr(0, phase.find_first_of(".:")); }
+
+size_t NoiseFloor::counted_differing() const {
+  return static_cast<size_t>(std::count_if(metrics.begin(), metrics.end(), [](const NoiseMetric& m) {
+    return m.kind == NoiseKind::Counted && m.differing > 0;
+  }));
+}
+
+std::string NoiseFloor::gate_command() const {
+  if (!threshold || gate_metrics.empty()) return "";
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%g%%", 100 * *threshold);
+  std::string list;
+  for (const auto& m : gate_metrics) list += (list.empty() ? "" : ",") + m;
+  return "yoco compare BASE.csv NEW.csv --threshold " + std::string(pct) + " --metrics '" + list + "'";
+}
+
+namespace {
+
+// max(max - value, value - min) / |value| of one row; none without min/max or with a zero value.
+std::optional<double> relative_spread(const ResultRow& r) {
+  if (!r.value || !r.min || !r.max || *r.value == 0.0) return std::nullopt;
+  const double v = *r.value;
+  return std::max({*r.max - v, v - *r.min, 0.0}) / std::fabs(v);
+}
+
+double median_of(std::vector<double> xs) {
+  if (xs.empty()) return 0.0;
+  std::sort(xs.begin(), xs.end());
+  const size_t n = xs.size();
+  return n % 2 ? xs[n / 2] : 0.5 * (xs[n / 2 - 1] + xs[n / 2]);
+}
+
+std::string key_text(const ResultRow& r) {
+  return r.model + " N " + std::to_string(r.seq_len) + " batch " + std::to_string(r.batch) + " gen " +
+         std::to_string(r.gen_tokens) + " " + r.phase + "/" + r.metric;
+}
+
+}  // namespace
+
+NoiseFloor noise_floor(const std::vector<ResultRow>& base, const std::vector<ResultRow>& head,
+                       const CompareOptions& opt) {
+  CompareOptions join = opt;
+  join.exact = false;
+  join.strict = false;
+  const Comparison cmp = compare_results(base, head, join);
+
+  struct Group {
+    NoiseMetric m;
+    std::vector<double> changes;
+  };
+  std::vector<Group> groups;
+  std::map<std::string, size_t> index;  // family|metric|unit|kind -> groups
+  NoiseFloor out;
+  for (const auto& c : cmp.rows) {
+    if (!c.base || !c.head || !c.base->value || !c.head->value) {
+      ++out.unpaired;
+      continue;
+    }
+    const ResultRow& b = *c.base;
+    const ResultRow& h = *c.head;
+    const NoiseKind kind = noise_kind(b.unit, b.method);
+    const std::string family = phase_family(b.phase);
+    const std::string gk = family + "|" + b.metric + "|" + b.unit + "|" + noise_kind_name(kind);
+    auto [it, fresh] = index.emplace(gk, groups.size());
+    if (fresh) {
+      Group g;
+      g.m.family = family;
+      g.m.metric = b.metric;
+      g.m.unit = b.unit;
+      g.m.kind = kind;
+      groups.push_back(std::move(g));
+    }
+    Group& g = groups[it->second];
+    ++out.keys;
+    ++g.m.keys;
+    const double change = std::fabs(relative_change(*b.value, *h.value));
+    g.changes.push_back(change);
+    if (std::bit_cast<uint64_t>(*b.value) != std::bit_cast<uint64_t>(*h.value)) {
+      if (g.m.differing++ == 0)
+        g.m.first_change = key_text(b) + ": base " + format_value(b.value) + " " + b.unit + ", new " +
+                           format_value(h.value) + " " + h.unit;
+    }
+    for (const ResultRow* r : {&b, &h})
+      if (const auto sp = relative_spread(*r)) g.m.max_spread = std::max(g.m.max_spread.value_or(0.0), *sp);
+  }
+  // Group by family, keeping the order in which families (and, within one, metrics) first appear.
+  std::vector<std::string> families;
+  for (auto& g : groups) {
+    g.m.median_change = median_of(g.changes);
+    g.m.max_change = *std::max_element(g.changes.begin(), g.changes.end());
+    if (std::find(families.begin(), families.end(), g.m.family) == families.end()) families.push_back(g.m.family);
+  }
+  for (const auto& f : families)
+    for (const auto& g : groups)
+      if (g.m.family == f) out.metrics.push_back(g.m);
+
+  // The gate: timing metric names whose every family fits the ladder.
+  std::vector<std::string> timed_names;
+  for (const auto& m : out.metrics)
+    if (m.kind == NoiseKind::Timed && std::find(timed_names.begin(), timed_names.end(), m.metric) == timed_names.end())
+      timed_names.push_back(m.metric);
+  for (const auto& name : timed_names) {
+    bool fits = true;
+    for (const auto& m : out.metrics)
+      if (m.kind == NoiseKind::Timed && m.metric == name) fits = fits && recommended_threshold(m.max_change).has_value();
+    (fits ? out.gate_metrics : out.too_noisy).push_back(name);
+  }
+  bool any = false;
+  for (auto& m : out.metrics) {
+    if (m.kind != NoiseKind::Timed ||
+        std::find(out.gate_metrics.begin(), out.gate_metrics.end(), m.metric) == out.gate_metrics.end())
+      continue;
+    m.gated = true;
+    if (!any || m.max_change > out.largest_change) {
+      out.largest_change = m.max_change;
+      out.largest_at = m.family + "/" + m.metric;
+    }
+    any = true;
+  }
+  if (any) out.threshold = recommended_threshold(out.largest_change);
   return out;
 }
 

@@ -12,6 +12,8 @@ Arrows point one way: data <- style <- the families <- lines <- figures; report.
   lines.py       the line-vs-length drawer those specs share (line_figure; LINE_SPECS gathers the families')
   kernels.py     kernel efficiency: each GPU kernel against its floor and the copy/GEMM ceilings, and beside the
                  peers timed on the same shapes (the README tables; its figures belong here too)
+  breakdown.py   GPU time by kernel family from the CUPTI rows of a `--cupti` sweep: the `breakdown` figure (per
+                 model, a stacked bar per length, prefill and decode panels) and its README section
   figures.py     make_figures: every kind in FIGURE_KINDS for every device, each handed to its family's drawer
 
 A new figure family (e.g. a CUPTI time breakdown of a prefill or decode step) is a module of its own here: a

@@ -11,6 +11,10 @@ REPORTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_RESULTS_GLOB = os.path.join(REPORTS_DIR, "results", "*", "*.csv")
 DEFAULT_PAPER_GLOB = os.path.join(REPORTS_DIR, "paper", "*.csv")
 DEFAULT_OUT = os.path.join(REPORTS_DIR, "figures")
+# Hand-written reasons why a measured number differs from the paper's (not a result CSV; read_differences).
+DIFFERENCES_NAME = "differences.csv"
+DEFAULT_DIFFERENCES = os.path.join(REPORTS_DIR, "paper", DIFFERENCES_NAME)
+DIFFERENCES_COLUMNS = ("model", "seq_len", "metric", "reason")
 
 COLUMNS = (
     "git_sha,timestamp,host,device,device_name,driver,model,seq_len,batch,gen_tokens,"
@@ -208,6 +212,63 @@ def expand_paths(specs, what):
     return uniq
 
 
+def _parse_length(text, path, line):
+    """'32768', '32K' or '1M' (K = 1024) -> int; CsvError otherwise."""
+    t = text.strip()
+    mult = {"k": 1024, "m": 1024 * 1024}.get(t[-1:].lower(), 1) if t else 1
+    num = t[:-1] if mult > 1 else t
+    try:
+        v = float(num)
+    except ValueError:
+        raise CsvError(path, line, "column seq_len: %r is not a length (an integer, or like 32K or 1M)" % text)
+    if v < 0 or not (v * mult).is_integer():
+        raise CsvError(path, line, "column seq_len: %r is not a whole number of tokens" % text)
+    return int(v * mult)
+
+
+def read_differences(path):
+    """{(model, seq_len, metric): reason} from the hand-written reports/paper/differences.csv.
+
+    Columns model,seq_len,metric,reason (the header is the first line that is not a comment); lines whose first
+    non-blank character is '#' are comments and blank lines are skipped, anywhere. seq_len: tokens, or 32K / 1M;
+    0 for numbers of no length (KV cache per token). Two lines with one key: their reasons joined with '; '.
+    CsvError naming file and line for anything else; a missing file is no reasons ({}).
+    """
+    if not path or not os.path.isfile(path):
+        return OrderedDict()
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            lines = f.read().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CsvError(path, 0, "cannot read: %s" % exc)
+    out, header = OrderedDict(), None
+    for no, text in enumerate(lines, 1):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        try:
+            rec = next(csv.reader([text]))
+        except csv.Error as exc:
+            raise CsvError(path, no, "malformed CSV: %s" % exc)
+        rec = [x.strip() for x in rec]
+        if header is None:
+            if tuple(rec) != DIFFERENCES_COLUMNS:
+                raise CsvError(path, no, "the header must be `%s` (after any '#' comment lines), got `%s`"
+                               % (",".join(DIFFERENCES_COLUMNS), ",".join(rec)))
+            header = rec
+            continue
+        if len(rec) != len(DIFFERENCES_COLUMNS):
+            raise CsvError(path, no, "%d fields, a line has %d (%s; quote a reason that holds a comma)"
+                           % (len(rec), len(DIFFERENCES_COLUMNS), ",".join(DIFFERENCES_COLUMNS)))
+        model, n, metric, reason = rec
+        if not model or not metric or not reason:
+            raise CsvError(path, no, "model, metric and reason must not be empty")
+        key = (model, _parse_length(n, path, no), metric)
+        out[key] = (out[key] + "; " + reason) if key in out else reason
+    if header is None and any(l.strip() and not l.lstrip().startswith("#") for l in lines):
+        raise CsvError(path, 1, "no header line")
+    return out
+
+
 def dedupe(rows):
     """One row per join key across files: the latest timestamp wins (ties: the later file)."""
     best = OrderedDict()
@@ -225,8 +286,10 @@ def dedupe(rows):
 class Data(object):
     """All rows read: `results` (devices other than `paper`) and `paper`, plus the files behind them."""
 
-    def __init__(self, result_files, paper_files):
+    def __init__(self, result_files, paper_files, differences_file=None):
         self.result_files, self.paper_files = list(result_files), list(paper_files)
+        self.differences_file = differences_file
+        self.differences = read_differences(differences_file)
         rows = []
         for p in self.result_files + self.paper_files:
             rows.extend(read_result_csv(p))
@@ -308,8 +371,12 @@ class Data(object):
         return out
 
 
-def load(result_specs=None, paper_specs=None):
-    """Data from the files/folders given (None: the defaults). Raises CsvError."""
+def load(result_specs=None, paper_specs=None, differences=None):
+    """Data from the files/folders given (None: the defaults). Raises CsvError.
+
+    The reasons why ours differ from the paper's (read_differences) come from `differences` if given, else from a
+    differences.csv among the paper's files (a folder given to --paper): reports/paper/differences.csv by default. It is never
+    read as a paper result CSV."""
     if result_specs:
         result_files = expand_paths(result_specs, "--results")
     else:
@@ -320,4 +387,13 @@ def load(result_specs=None, paper_specs=None):
         paper_files = sorted(glob.glob(DEFAULT_PAPER_GLOB))
     else:
         paper_files = expand_paths(paper_specs, "--paper")
-    return Data(result_files, paper_files)
+    found = [p for p in paper_files if os.path.basename(p) == DIFFERENCES_NAME]
+    paper_files = [p for p in paper_files if os.path.basename(p) != DIFFERENCES_NAME]
+    if differences is None:
+        if found:
+            differences = found[0]
+        elif paper_specs is None:
+            differences = DEFAULT_DIFFERENCES
+    elif not os.path.isfile(differences):
+        raise CsvError(differences, 0, "no such file (given as --differences)")
+    return Data(result_files, paper_files, differences)

@@ -1,4 +1,5 @@
 """Every figure of every device: make_figures walks FIGURE_KINDS and hands each kind to its family's drawer."""
+from .breakdown import breakdown_figure as cupti_figure
 from .data import DEFAULT_OUT
 from .kv import kv_figure
 from .lines import LINE_SPECS, line_figure
@@ -28,6 +29,10 @@ def make_figures(data, out_dir=DEFAULT_OUT, log=print):
                     f = line_figure(data, name, rows, kind, out_dir, stem)
                 elif kind == "memory_breakdown":
                     f = breakdown_figure(data, name, rows, out_dir, stem)
+                elif kind == "breakdown":
+                    f = cupti_figure(data, name, rows, out_dir, stem)
+                    if f is None:  # no CUPTI rows: no figure, not even a skipped one
+                        continue
                 else:
                     f = kv_figure(data, name, rows, out_dir, stem)
             except Exception as exc:  # a figure must never take the others down

@@ -27,7 +27,8 @@ def _is_chunk(variant):
 
 
 def is_kernel_row(r):
-    return r.metric in KERNEL_METRICS
+    """A row of the kernel benchmarks; the CUPTI breakdown's `prefill:<kernel>` / `decode:<kernel>` rows are not."""
+    return r.metric in KERNEL_METRICS and r.phase.partition(":")[0] not in ("prefill", "decode")
 
 
 def split_phase(phase):

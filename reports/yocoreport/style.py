@@ -238,6 +238,7 @@ FIGURE_KINDS = OrderedDict([
     ("prefill_vs_length", "Fig. 9"),
     ("throughput_vs_length", "Fig. 10"),
     ("decode_vs_length", None),
+    ("breakdown", None),  # GPU time by kernel family, from CUPTI rows (breakdown.py); only where they exist
 ])
 
 
