@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cache_ops.hpp"
+#include "cache_plan.hpp"
 #include "config.hpp"
 #include "elementwise.hpp"
 #include "errors.hpp"
@@ -191,7 +192,8 @@ double transformer_generation_device_bytes(const ModelConfig& c, double batch, d
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
                kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
-  const double rows = batch * std::min(prompt, chunk);
+  // A prefill step: prefill_tokens_per_sequence rows of each sequence (batch x n <= chunk, n >= 1).
+  const double rows = batch * std::min(prompt, std::max(1.0, std::floor(chunk / batch)));
   const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 4 * F + 2 * F + 8;
   const double caches = L * batch * (prompt + gen) * 2 * kvw * 2;
   // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
@@ -344,7 +346,8 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
 
   NvtxRange range("prefill");
   const int64_t B = batch, N = length, capacity = N + max_new_tokens;
-  const int64_t n_max = std::min(prefill_chunk, N);
+  // Each step: n_max tokens of every sequence, batch x n_max <= prefill_chunk.
+  const int64_t n_max = cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
     allocate_caches(B, capacity);  // drops the previous generation first
     const Activations a = activations(B * n_max);
@@ -363,9 +366,9 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
 
     host_ids_.resize(static_cast<size_t>(B * n_max));
     host_range_.resize(static_cast<size_t>(2 * B));
-    for (int64_t s = 0; s < N; s += prefill_chunk) {
+    for (int64_t s = 0; s < N; s += n_max) {
       NvtxRange chunk_range("prefill chunk");
-      const int64_t n = std::min(prefill_chunk, N - s);
+      const int64_t n = std::min(n_max, N - s);
       for (int64_t b = 0; b < B; ++b) {
         std::copy_n(tokens.begin() + (b * N + s), n, host_ids_.begin() + b * n);
         host_range_[static_cast<size_t>(b)] = s;      // q_start (and the cache write's pos0)

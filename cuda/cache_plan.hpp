@@ -15,6 +15,15 @@ namespace yoco::cuda::cache_plan {
 
 YOCO_HD constexpr int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// ---- Prefill steps ----------------------------------------------------------------
+// Tokens of each sequence per prefill step: a step runs batch x this rows, at
+// most `prefill_chunk` whatever the batch (and at least one token per
+// sequence), so the prefill's activations are one chunk's (DESIGN.md §4) and a
+// large throughput batch leaves its memory to the caches.
+YOCO_HD constexpr int64_t prefill_tokens_per_sequence(int64_t prefill_chunk, int64_t batch, int64_t length) {
+  return min64(length, prefill_chunk / batch > 1 ? prefill_chunk / batch : 1);
+}
+
 // ---- Offsets ------------------------------------------------------------------
 // Row `row` of sequence b in a [batch, rows_per_seq, stride] buffer (a cache:
 // rows_per_seq = capacity; a ring: W; a chunk's source rows: n). All int64.

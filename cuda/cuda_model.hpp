@@ -43,7 +43,10 @@ class CudaModel {
 
   // Starts a generation: drops the previous caches, allocates caches for
   // exactly length + max_new_tokens tokens per sequence, runs the prompt
-  // through in chunks of `prefill_chunk` tokens. tokens: batch * length ids,
+  // through in steps of at most `prefill_chunk` tokens of the whole batch
+  // (cache_plan::prefill_tokens_per_sequence: chunk / batch of each sequence,
+  // at least one), so the activations do not grow with the batch either.
+  // tokens: batch * length ids,
   // sequence b's token i at b * length + i. The logits of the last position
   // stay on the device (logits()). Asynchronous: returns once enqueued.
   virtual void prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cache_ops.hpp"
+#include "cache_plan.hpp"
 #include "cuda_model.hpp"
 #include "elementwise.hpp"
 #include "errors.hpp"
@@ -471,7 +472,7 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
     // The decode step's buffers now, so that an out-of-memory shows at the
     // prefill and the first step allocates nothing.
     const StepBuffers step = prepare_decode_buffers(batch);
-    const int64_t chunk = std::min(prefill_chunk, length);
+    const int64_t chunk = cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
     std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));
     for (int64_t s = 0; s < length; s += chunk) {
@@ -694,7 +695,9 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
                D = static_cast<double>(c.self_head_dim()), qw = static_cast<double>(c.q_width()),
                kvw = static_cast<double>(c.kv_width()), W = static_cast<double>(c.window()),
                Ls = static_cast<double>(c.n_self_layers());
-  const double n = std::min(prompt, chunk), rows = batch * n, SW = (gret ? 4 : 3) * d;
+  // A prefill step: prefill_tokens_per_sequence rows of each sequence (batch x n <= chunk, n >= 1).
+  const double n = std::min(prompt, std::max(1.0, std::floor(chunk / batch))), rows = batch * n,
+               SW = (gret ? 4 : 3) * d;
   // residual, delta, normed; fused projection, mixer output; FFN in and hidden; token ids.
   double per_row = 4 * d + 2 * d + 2 * d + 2 * SW + 2 * d + 4 * F + 2 * F + 8;
   double extra = 0;

@@ -203,3 +203,26 @@ TEST(CachePlan, OffsetsPast2To31AreExact) {
 
 }  // namespace
 }  // namespace yoco::cuda::cache_plan
+
+namespace yoco::cuda::cache_plan {
+namespace {
+
+// A prefill step's rows stay within the chunk whatever the batch; every
+// sequence moves at least one token per step, and the steps cover the prompt.
+TEST(CachePlan, PrefillStepsStayWithinTheChunk) {
+  for (int64_t chunk : {1, 7, 64, 32768})
+    for (int64_t batch : {1, 2, 3, 18, 400, 40000})
+      for (int64_t length : {1, 5, 1000, 32768, 1 << 20}) {
+        const int64_t n = prefill_tokens_per_sequence(chunk, batch, length);
+        ASSERT_GE(n, 1);
+        ASSERT_LE(n, length);
+        if (batch <= chunk) ASSERT_LE(batch * n, chunk) << chunk << " " << batch << " " << length;
+        if (batch > chunk) ASSERT_EQ(n, 1) << "one token per sequence when the batch passes the chunk";
+        if (batch * length <= chunk) ASSERT_EQ(n, length) << "one step when the whole batch fits";
+      }
+  EXPECT_EQ(prefill_tokens_per_sequence(32768, 1, 1 << 20), 32768) << "batch 1: the chunk itself";
+  EXPECT_EQ(prefill_tokens_per_sequence(32768, 18, 31744), 1820);
+}
+
+}  // namespace
+}  // namespace yoco::cuda::cache_plan

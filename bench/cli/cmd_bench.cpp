@@ -40,7 +40,7 @@ CommandSpec bench_spec() {
       {"--repeats", "N", "timed prefills per point; the median is reported, min and max kept (default 3)"},
       {"--warmup", "N", "untimed prefills before them (default 1)"},
       {"--decode-sample", "N", "decode steps timed per point; throughput scales a sample when gen > N (default 64)"},
-      {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
+      {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768); the CUDA runners share it across the batch (chunk / batch tokens of each sequence per step)"},
       {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners: bf16 weights and caches, fp32 accumulation (default cpu)"},
       {"--dtype", "f32|f64", "CPU reference precision (default f32; --device cpu only)"},
       {"--budget-s", "S", "time budget per point in seconds; repeats are cut first (default 120)"},

@@ -29,6 +29,8 @@ constexpr DirectionRule kDirectionRules[] = {
     {"*_bytes_per_token", Direction::Lower},
     {"kernel_time_s", Direction::Lower},
     {"roofline_time_s", Direction::Lower},
+    {"gpu_time_s", Direction::Lower},
+    {"cupti_overhead_fraction", Direction::Lower},
     {"flops", Direction::Lower},
     {"bytes", Direction::Lower},
     {"throughput_tokens_per_s", Direction::Higher},
@@ -40,6 +42,7 @@ constexpr DirectionRule kDirectionRules[] = {
     {"*_gain", Direction::Higher},
     {"gemm_peak_tflops", Direction::Higher},
     {"copy_bw_gbs", Direction::Higher},
+    {"gpu_busy_fraction", Direction::Higher},
 };
 
 bool glob_match(const std::string& glob, const std::string& s) { return fnmatch(glob.c_str(), s.c_str(), 0) == 0; }

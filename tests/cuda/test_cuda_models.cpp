@@ -370,6 +370,14 @@ TEST_P(CudaModelTest, BatchRowsMatchSingleSequenceRuns) {
 
   expect_within_bound(c.name + " batch 3, middle row, prefill + decode", batched[1], r, N - 1);
   expect_within_bound(c.name + " batch 3, middle row, forward", fwd3.middleRows(T, T), r, 0);
+  // A chunk shared by the batch: 3 x 97 = 291 rows per step, so 97 tokens of
+  // each sequence per step (cache_plan::prefill_tokens_per_sequence), a
+  // non-multiple of the gRet chunk, with a ragged last step.
+  const auto shared = prefill_and_decode(*model, seqs, N, steps, 291);
+  ASSERT_FALSE(HasFatalFailure());
+  for (int64_t b = 0; b < 3; ++b)
+    expect_pair_within_bound(c.name + " batch 3 row " + std::to_string(b) + ", chunk 291 shared by the batch vs one chunk",
+                             shared[static_cast<size_t>(b)], batched[static_cast<size_t>(b)], r, N - 1);
   for (int64_t b = 0; b < 3; ++b) {
     const auto single = prefill_and_decode(*model, {seqs[static_cast<size_t>(b)]}, N, steps, kOneChunk)[0];
     ASSERT_FALSE(HasFatalFailure());
