@@ -761,7 +761,8 @@ TEST(SweepProtocol, LongThroughputPrefillIsSampledOnOneSequence) {
   EXPECT_NE(t.notes.find("prefill sampled: one sequence of 768 tokens timed"), std::string::npos) << t.notes;
   const double prefill_s = 4 * kPrefillPerToken * 768, decode_s = kStep * 4 * 256;
   EXPECT_NEAR(*t.value, 4.0 * 256 / (prefill_s + decode_s), 1e-9 * *t.value);
-  EXPECT_EQ(dev.log.prefills, 1) << "one sequence, not the batch";
+  EXPECT_EQ(dev.log.prefills, 1 + 1) << "an untimed warm-up (no latency prefill ran), then one sequence, not the batch";
+  EXPECT_NE(t.notes.find("after an untimed warm-up prefill of one sequence"), std::string::npos) << t.notes;
   EXPECT_EQ(dev.log.allocated_batches, (std::vector<int64_t>{4, 4})) << "the batch allocated, then its caches";
   EXPECT_EQ(dev.log.skipped, (768 - 1) + (256 - 32)) << "to the prompt's length, then the sampled decode's gap";
   ASSERT_EQ(dev.log.step_positions.size(), 32u);

@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
     std::cout.flush();
     std::cerr << "yoco: error: " << e.what() << "\n";
     return 2;
+  } catch (const yoco::DeviceError& e) {
+    std::cout.flush();
+    std::cerr << "yoco: device error: " << e.what() << "\n";
+    return 1;
   } catch (const std::bad_alloc&) {
     std::cout.flush();
     std::cerr << "yoco: internal error: out of memory (std::bad_alloc)\n";

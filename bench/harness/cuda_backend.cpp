@@ -89,7 +89,9 @@ CudaBackend::~CudaBackend() = default;
 Ceilings CudaBackend::measure_ceilings(Progress& progress) {
   progress.step("measuring the GPU's copy bandwidth and bf16 GEMM rate");
   const cuda::DeviceCeilings m = cuda::measure_device_ceilings();
-  if (!m.error.empty()) throw std::runtime_error("measuring the device's ceilings failed: " + m.error);
+  if (!m.error.empty())
+    throw DeviceError("measuring the device's ceilings (a device-to-device copy, a bf16 cuBLAS GEMM) failed: " +
+                      m.error + "; nothing was measured");
   Ceilings c;
   c.rows.push_back({"copy_bw_gbs", m.copy_bw.median / 1e9, "GB/s", "measured", m.copy_bw.repeats, m.copy_desc,
                     m.copy_bw.min / 1e9, m.copy_bw.max / 1e9});

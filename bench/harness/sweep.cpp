@@ -285,6 +285,14 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
     }
   }
   std::string prefill_how;
+  if (s.warmup > 0 && !(s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode"))) {
+    // No latency prefill ran before on this runner: one untimed prefill of a
+    // sequence warms it (the device's kernels loaded, the GEMM plans chosen).
+    progress.step("throughput: warm-up prefill 1 x " + length_label(prompt_len));
+    runner.run_prefill(TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size)), 0,
+                       s.prefill_chunk);
+    prefill_how = "; after an untimed warm-up prefill of one sequence";
+  }
   if (tp_one && batch > 1) {
     progress.step("throughput: prefill 1 x " + length_label(prompt_len) + " (x " + std::to_string(batch) + ")");
     const TokenBatch one = TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size));
@@ -293,7 +301,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
     // The batch's caches, moved to the prompt's length without computing it.
     start_generation(runner, batch, capacity, s.prefill_chunk);
     runner.skip_positions(prompt_len - 1);
-    prefill_how = "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
+    prefill_how += "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
                   strf("%.4g", t) + " s) x " + std::to_string(batch) +
                   " (the batch's would take over a quarter of --budget-s); decode on the batch's caches moved to "
                   "the prompt's length by skipping positions (a step costs the same whatever the cached values)";
@@ -743,7 +751,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       predicted_left = predicted * (total - index);
       point_done(pi);
       if (!lost.empty())
-        throw std::runtime_error("the sweep stopped after " + label + " failed: " + lost +
+        throw DeviceError("the sweep stopped after " + label + " failed: " + lost +
                                  " (every point so far is kept in --out)");
     }
   }
