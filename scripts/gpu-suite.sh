@@ -69,6 +69,7 @@ LOGS="$OUTDIR/logs"
 SUMMARY="$OUTDIR/summary.txt"
 : >"$SUMMARY"
 export YOCO_EXPECT_GPU=1
+export YOCO_PROGRESS=lines  # yoco bench: a line per point and step in the logs
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "format.hpp"
 
@@ -14,8 +15,20 @@ std::string clock_string(double s) {
   return strf("%ld:%02ld", t / 60, t % 60);
 }
 
+namespace {
+// YOCO_PROGRESS=lines: one line per point and step, for logs of long runs
+// (scripts/gpu-suite.sh sets it), where a terminal's redrawn line would not show.
+bool lines_wanted() {
+  const char* v = std::getenv("YOCO_PROGRESS");
+  return v && std::string(v) == "lines";
+}
+}  // namespace
+
 Progress::Progress(int total_points)
-    : enabled_(isatty(STDERR_FILENO) == 1), total_(total_points), start_(std::chrono::steady_clock::now()) {}
+    : enabled_(isatty(STDERR_FILENO) == 1 || lines_wanted()),
+      lines_(isatty(STDERR_FILENO) != 1 && lines_wanted()),
+      total_(total_points),
+      start_(std::chrono::steady_clock::now()) {}
 
 double Progress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
@@ -40,13 +53,18 @@ void Progress::draw() {
                      clock_string(elapsed_s()) + " elapsed" +
                      (left_s_ >= 0 ? ", ~" + clock_string(left_s_) + " left" : std::string()) + "] " + point_;
   if (!step_.empty()) line += (point_.empty() ? "" : ": ") + step_;
+  if (lines_) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+    return;
+  }
   if (line.size() > 118) line.resize(118);
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);
 }
 
 void Progress::done() {
-  if (!enabled_) return;
+  if (!enabled_ || lines_) return;
   std::fprintf(stderr, "\r\033[K");
   std::fflush(stderr);
 }

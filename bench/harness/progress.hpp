@@ -1,6 +1,8 @@
 #pragma once
 // Progress of a long sweep on stderr — only when stderr is a terminal, so logs
 // and CI output stay clean: "[bench 3/8, 0:42 elapsed, ~1:10 left] transformer-tiny 8K: prefill".
+// With YOCO_PROGRESS=lines and stderr not a terminal: the same, one line per
+// point and step, for the logs of long runs.
 #include <chrono>
 #include <string>
 
@@ -19,7 +21,7 @@ class Progress {
 
  private:
   void draw();
-  bool enabled_;
+  bool enabled_, lines_;
   int total_, current_ = 0;
   double left_s_ = -1;
   std::string point_, step_;

@@ -495,6 +495,20 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       plans.push_back(std::move(p));
     }
   }
+  // What the whole sweep should take: each point's protocol at the roofline of
+  // this device's measured ceilings (real kernels are slower: a lower bound),
+  // each point capped by the budget (over it, the point is cut or extrapolated).
+  if (io.note) {
+    double roofline_s = 0;
+    for (const PointPlan& p : plans) {
+      double t = (s.warmup + s.repeats) * p.ap.prefill_s + s.decode_sample * p.ap.decode_s;
+      if (p.do_tp) t += p.ap.prefill_s * static_cast<double>(p.n - s.gen) / p.n + s.decode_sample * p.ap.decode_s;
+      roofline_s += std::min(t, s.budget_s);
+    }
+    io.note(strf("%zu points; at the roofline of the measured ceilings about %s, at most %s (--budget-s %g per point)",
+                 plans.size(), clock_string(roofline_s).c_str(),
+                 clock_string(static_cast<double>(plans.size()) * s.budget_s).c_str(), s.budget_s));
+  }
   // --resume: the points already in the file (checked against this run first).
   const std::map<size_t, std::vector<ResultRow>> kept = previous_points(s, io, here, plans);
   if (io.previous && io.note)
