@@ -215,6 +215,9 @@ if has_step sweep && [ -x "$BIN/yoco" ]; then
     [ -f "$f" ] && [ "$f" -nt "$SUMMARY" ] && cp "$f" "$OUTDIR/" && note "sweep file: $f"
   done
   grep -E '^\[|points? done|resuming|wrote' "$LOGS/sweep.log" | tail -5
+  for f in "$OUTDIR"/sweep*.csv; do
+    [ -f "$f" ] && python3 scripts/sweep_headlines.py "$f" 2>&1 | tee -a "$LOGS/sweep-headlines.log"
+  done
 fi
 } 2>&1 | tee "$OUTDIR/suite.log"
 
