@@ -216,9 +216,14 @@ TEST(CachePlan, PrefillStepsStayWithinTheChunk) {
         const int64_t n = prefill_tokens_per_sequence(chunk, batch, length);
         ASSERT_GE(n, 1);
         ASSERT_LE(n, length);
-        if (batch <= chunk) ASSERT_LE(batch * n, chunk) << chunk << " " << batch << " " << length;
-        if (batch > chunk) ASSERT_EQ(n, 1) << "one token per sequence when the batch passes the chunk";
-        if (batch * length <= chunk) ASSERT_EQ(n, length) << "one step when the whole batch fits";
+        if (batch <= chunk) {
+          ASSERT_LE(batch * n, chunk) << chunk << " " << batch << " " << length;
+        } else {
+          ASSERT_EQ(n, 1) << "one token per sequence when the batch passes the chunk";
+        }
+        if (batch * length <= chunk) {
+          ASSERT_EQ(n, length) << "one step when the whole batch fits";
+        }
       }
   EXPECT_EQ(prefill_tokens_per_sequence(32768, 1, 1 << 20), 32768) << "batch 1: the chunk itself";
   EXPECT_EQ(prefill_tokens_per_sequence(32768, 18, 31744), 1820);
