@@ -11,28 +11,16 @@ time spent enqueueing it.
 Reads the project's long-format CSV (reports/SCHEMA.md); prints a table, and
 nothing else. Exit 2 on an unreadable file.
 """
-import csv
+import os
 import sys
 from collections import defaultdict
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_rows import load as load_rows, num  # noqa: E402
+
 
 def load(paths):
-    rows = []
-    for p in paths:
-        try:
-            with open(p, newline="") as f:
-                rows.extend(csv.DictReader(f))
-        except OSError as e:
-            print(f"model_headlines: cannot read {p}: {e}", file=sys.stderr)
-            sys.exit(2)
-    return rows
-
-
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    return load_rows(paths, "model_headlines")
 
 
 def main(argv):

@@ -11,33 +11,21 @@ CUPTI breakdown's family shares at each model's longest profiled length.
 Standard library only (runs on the lent GPU machine). Prints tables and
 nothing else; exit 2 on an unreadable file.
 """
-import csv
 import glob
 import os
 import sys
 from collections import defaultdict
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FAMILIES = ["gemm", "gret", "attention_prefill", "attention_decode", "norms", "other"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_rows import load as load_rows, num  # noqa: E402
 
 
 def load(paths):
-    rows = []
-    for p in paths:
-        try:
-            with open(p, newline="") as f:
-                rows.extend(r for r in csv.DictReader(f) if not (r.get("git_sha") or "").startswith("#"))
-        except OSError as e:
-            print(f"sweep_headlines: cannot read {p}: {e}", file=sys.stderr)
-            sys.exit(2)
-    return rows
+    return load_rows(paths, "sweep_headlines")
 
 
-def num(v):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAMILIES = ["gemm", "gret", "attention_prefill", "attention_decode", "norms", "other"]
 
 
 def human(v, unit):

@@ -63,7 +63,24 @@ struct Predictor {
     if (it == last.end() || it->second.decode_work <= 0) return roofline_s;
     return it->second.decode_s * work / it->second.decode_work;
   }
+  // A point's prefill (of its batch B) and decode step times, with its work.
+  void learn(const std::string& model, std::optional<double> prefill_s, std::optional<double> decode_s,
+             const AnalyticPoint& ap, int64_t B) {
+    auto& l = last[model];
+    if (prefill_s) {
+      l.prefill_s = *prefill_s / static_cast<double>(B);
+      l.prefill_flops = ap.prefill.total().flops / static_cast<double>(B);
+    }
+    if (decode_s) {
+      l.decode_s = *decode_s;
+      l.decode_work = ap.decode.total().bytes;
+    }
+  }
 };
+
+std::optional<double> median_of(const std::optional<Summary>& s) {
+  return s ? std::optional<double>(s->median) : std::nullopt;
+}
 
 class RowSink {
  public:
@@ -539,16 +556,11 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       if (auto k = kept.find(pi); k != kept.end()) {
         // Done in the earlier run: its rows, in place; its timings teach the predictor.
         rows.insert(rows.end(), k->second.begin(), k->second.end());
-        auto& l = predict.last[model];
         for (const ResultRow& r : k->second) {
-          if (r.prov.device == "analytic" || r.method != "measured" || !r.value) continue;
-          if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
-            l.prefill_s = *r.value / B;
-            l.prefill_flops = ap.prefill.total().flops / B;
-          } else if (r.phase == "decode" && r.metric == "decode_step_latency_s") {
-            l.decode_s = *r.value;
-            l.decode_work = ap.decode.total().bytes;
-          }
+          if (r.prov.device == "analytic" || (r.method != "measured" && r.method != "extrapolated") || !r.value)
+            continue;
+          if (r.phase == "prefill" && r.metric == "prefill_latency_s") predict.learn(model, r.value, std::nullopt, ap, B);
+          if (r.phase == "decode" && r.metric == "decode_step_latency_s") predict.learn(model, std::nullopt, r.value, ap, B);
         }
         point_done(pi);
         continue;
@@ -706,15 +718,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                      std::nullopt, unit, skip_method, 0, why + "; the analytic row beside is the projection");
         }
         // Extrapolated times teach the predictor as measured ones do.
-        auto& l = predict.last[model];
-        if (probes.prefill) {
-          l.prefill_s = probes.prefill->median / B;
-          l.prefill_flops = ap.prefill.total().flops / B;
-        }
-        if (probes.decode) {
-          l.decode_s = probes.decode->median;
-          l.decode_work = ap.decode.total().bytes;
-        }
+        predict.learn(model, median_of(probes.prefill), median_of(probes.decode), ap, B);
       } else {
         const std::string common = budget_note.empty() ? "" : "; " + budget_note;
         if (res.memory && s.metrics.count("memory"))
@@ -751,15 +755,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         if (!res.kernels_error.empty())
           sink.add(model, n, B, 0, "prefill.kernels", "gpu_time_s", std::nullopt, "s", "failed", 0, res.kernels_error);
         // Learn for the next point's prediction.
-        auto& l = predict.last[model];
-        if (res.prefill) {
-          l.prefill_s = res.prefill->median / B;
-          l.prefill_flops = ap.prefill.total().flops / B;
-        }
-        if (res.decode) {
-          l.decode_s = res.decode->median;
-          l.decode_work = ap.decode.total().bytes;
-        }
+        predict.learn(model, median_of(res.prefill), median_of(res.decode), ap, B);
       }
       // A rough estimate of what is left: this point's prediction for each remaining point.
       predicted_left = predicted * (total - index);
