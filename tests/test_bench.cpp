@@ -56,6 +56,12 @@ TEST_F(Bench, EveryPointHasMeasuredRowsBesideAnalyticOnesAndRatios) {
       EXPECT_EQ(kv->method, "exact");
       EXPECT_EQ(*kv->value, *kv_an->value);
       ASSERT_NE(find(rows, model, n, "mem_host_peak_rss_bytes"), nullptr);
+      // KV bytes per token as held, equal to the cost model's (fp32 here).
+      const ResultRow* per_token = find(rows, model, n, "kv_cache_bytes_per_token");
+      ASSERT_NE(per_token, nullptr);
+      for (const auto& r : rows)
+        if (r.model == model && r.metric == "kv_cache_bytes_per_token" && r.prov.device == "analytic")
+          EXPECT_EQ(*per_token->value, *r.value);
       // The projection of the same point.
       const ResultRow* an = find(rows, model, n, "prefill_latency_s", "analytic");
       ASSERT_NE(an, nullptr);
@@ -69,7 +75,8 @@ TEST_F(Bench, EveryPointHasMeasuredRowsBesideAnalyticOnesAndRatios) {
     if (row.model == "yoco-tiny vs transformer-tiny" && row.prov.device == "cpu") ratios.insert(row.metric);
   }
   EXPECT_EQ(ceilings, (std::set<std::string>{"copy_bw_gbs", "gemm_peak_tflops"}));
-  EXPECT_EQ(ratios, (std::set<std::string>{"memory_reduction", "prefill_speedup", "decode_speedup", "throughput_gain"}));
+  EXPECT_EQ(ratios, (std::set<std::string>{"memory_reduction", "kv_cache_reduction", "prefill_speedup",
+                                             "decode_speedup", "throughput_gain"}));
   // YOCO's KV cache is L times smaller per token than the Transformer's here too (L = 4, same KV heads).
   EXPECT_EQ(*find(rows, "transformer-tiny", 512, "mem_kv_cache_bytes")->value,
             4 * *find(rows, "yoco-tiny", 512, "mem_kv_cache_bytes")->value);

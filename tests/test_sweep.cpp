@@ -126,7 +126,8 @@ class FakeBackend : public DeviceBackend {
   }
   void reset_peak_memory() override { ++log.resets; }
   std::vector<Reading> memory_breakdown(const ModelRunner&, int64_t n, Precision) override {
-    return {{"mem_total_bytes", 100.0 * static_cast<double>(n), "B", "exact", 1, "fake accounting", {}, {}}};
+    return {{"mem_total_bytes", 100.0 * static_cast<double>(n), "B", "exact", 1, "fake accounting", {}, {}},
+            {"mem_kv_cache_bytes", 10.0 * static_cast<double>(n), "B", "exact", 1, "fake cache", {}, {}}};
   }
   std::vector<Reading> memory_peaks() override {
     return {{"mem_device_peak_bytes", 7.0, "B", "measured", 1, "fake peak", {}, {}}};
@@ -196,6 +197,12 @@ TEST(SweepProtocol, MeasuresEveryPhaseThroughTheBackend) {
   EXPECT_EQ(*row(rows, "memory", "mem_total_bytes").value, 100.0 * 1024);
   EXPECT_EQ(row(rows, "memory", "mem_total_bytes").method, "exact");
   EXPECT_EQ(*row(rows, "memory", "mem_device_peak_bytes").value, 7.0);
+  // KV bytes per token: the cache reading over the cache's capacity (the first
+  // timed prefill's: exactly the prompt, no decode room).
+  const ResultRow& kv = row(rows, "kv_cache", "kv_cache_bytes_per_token");
+  EXPECT_EQ(*kv.value, 10.0);
+  EXPECT_EQ(kv.unit, "B/token");
+  EXPECT_EQ(kv.seq_len, 1024);
 
   // Throughput: automatic batch = max_batch (everything fits); 256 > 32 steps,
   // so 16 steps at the start, 16 at the end, the 224 between skipped.

@@ -35,7 +35,20 @@ struct PointResult {
   std::string tp_batch_note;  // how the batch that ran was found
   std::vector<PhaseReading> kernels;  // --cupti
   std::string kernels_error;          // --cupti: why there are none
+  std::optional<Reading> kv_per_token;  // the cache's bytes per token, read off the memory breakdown
 };
+
+// KV bytes per token of one sequence (paper fig. 8) as the device holds them:
+// the kv_cache reading over the cache's capacity (batch x tokens).
+std::optional<Reading> kv_per_token_reading(const std::vector<Reading>& memory, int64_t batch, int64_t capacity) {
+  for (const Reading& r : memory)
+    if (r.metric == "mem_kv_cache_bytes" && capacity > 0 && batch > 0)
+      return Reading{"kv_cache_bytes_per_token", r.value / static_cast<double>(batch * capacity), "B/token", r.method, 1,
+                     strf("mem_kv_cache_bytes / (batch %lld x capacity %lld tokens)", static_cast<long long>(batch),
+                          static_cast<long long>(capacity)),
+                     {}, {}};
+  return std::nullopt;
+}
 
 // A point whose full run did not happen, timed on the model cut to 1 and 2
 // layer units (extrapolation.hpp); empty fields did not run, why_not says why.
@@ -152,6 +165,7 @@ std::string oom_note(const std::bad_alloc& e) {
 // The --cupti rows (prefill.gemm, decode:<kernel>, ...) come with their phase's metric.
 std::string metric_of_phase(const std::string& phase) {
   if (phase == "decode_eager") return "decode";
+  if (phase == "kv_cache") return "memory";  // read off the memory breakdown
   const size_t cut = phase.find_first_of(".:");
   return cut == std::string::npos ? phase : phase.substr(0, cut);
 }
@@ -623,7 +637,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               const int64_t room = last && decode ? s.decode_sample + dec_warm + dec_extra : 0;
               const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
               if (i >= warmup) times.push_back(t);
-              if (i == warmup) res.memory = dev.memory_breakdown(*runner, n, s.precision);  // cache of exactly n tokens
+              if (i == warmup) {
+                res.memory = dev.memory_breakdown(*runner, n, s.precision);  // cache of n tokens (+ room if last)
+                res.kv_per_token = kv_per_token_reading(*res.memory, B, runner->capacity());
+              }
             }
             res.prefill = summarize(times);
             if (decode) {
@@ -721,8 +738,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         predict.learn(model, median_of(probes.prefill), median_of(probes.decode), ap, B);
       } else {
         const std::string common = budget_note.empty() ? "" : "; " + budget_note;
-        if (res.memory && s.metrics.count("memory"))
+        if (res.memory && s.metrics.count("memory")) {
           for (const Reading& r : *res.memory) sink.reading(model, n, B, 0, "memory", r);
+          if (res.kv_per_token) sink.reading(model, n, B, 0, "kv_cache", *res.kv_per_token);
+        }
         if (res.prefill && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
