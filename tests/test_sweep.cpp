@@ -6,6 +6,7 @@
 // tested here once, whatever the device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <new>
 #include <stdexcept>
 
@@ -22,7 +23,7 @@ struct Log {
   double now = 0;  // the fake clock, seconds
   int creates = 0, prefills = 0, resets = 0;
   int allocations = 0;  // one-token prompts: the throughput's batch search and skipped-prompt caches
-  std::vector<int64_t> allocated_batches;
+  std::vector<int64_t> allocated_batches, allocated_lengths;
   bool oom_always = false;  // every prefill runs out of memory
   double per_layer = 0;     // > 0: each layer adds this fraction of the base time
   int64_t decode_steps = 0, skipped = 0;
@@ -47,12 +48,16 @@ class FakeRunner : public ModelRunner {
   Precision precision() const override { return Precision::f32; }
   Mat<double> forward(const TokenBatch&, GretParadigm) const override { throw std::logic_error("not in a sweep"); }
   Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t) override {
-    if (prompt.length == 1) {
+    // The sweep's own prompts of token 1 (the batch search, skipped-prompt
+    // caches) are allocations; synthetic prompts are prefills.
+    const bool allocation = std::all_of(prompt.ids.begin(), prompt.ids.end(), [](int64_t t) { return t == 1; });
+    if (allocation) {
       ++log_.allocations;
       log_.allocated_batches.push_back(prompt.batch);
+      log_.allocated_lengths.push_back(prompt.length);
     }
     if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) throw BatchBadAlloc();
-    if (prompt.length > 1) ++log_.prefills;
+    if (!allocation) ++log_.prefills;
     log_.now += kPrefillPerToken * static_cast<double>(prompt.batch * prompt.length) * layer_factor();
     batch_ = prompt.batch;
     pos_ = prompt.length;
@@ -92,6 +97,7 @@ class FakeBackend : public DeviceBackend {
   bool bytes_per_layer = false;   // generation_bytes also x n_layers
   bool profiler = false;          // has_kernel_profiler
   std::vector<std::string> profiled;  // the phases kernel_breakdown was called for
+  std::string fail_phase;             // kernel_breakdown throws for this phase
   cost::DeviceSpec spec{"fake roofline", 1e12, 1e11, 0, "test"};
 
   Provenance provenance() const override { return Provenance::here("fake", "fake device", "fake driver"); }
@@ -109,6 +115,7 @@ class FakeBackend : public DeviceBackend {
   std::vector<PhaseReading> kernel_breakdown(const std::string& phase, const std::function<void()>& region,
                                              int64_t units, double timed_s) override {
     profiled.push_back(phase);
+    if (phase == fail_phase) throw std::runtime_error("CUPTI delivered no kernel records");
     const double t = time(region) / static_cast<double>(units);
     return {{phase + ".gemm", {"gpu_time_s", 0.75 * t, "s", "measured", units, "fake kernels", {}, {}}},
             {phase + ":fake_kernel", {"kernel_time_s", 0.25 * t, "s", "measured", units, "family other", {}, {}}},
@@ -437,6 +444,38 @@ TEST(SweepProtocol, ResumeSkipsCompletedPointsAndEndsWithTheRowsOfAFullRun) {
   EXPECT_EQ(dev.log.prefills, 0);
 }
 
+// The automatic throughput batch comes from the free memory, which moves a
+// little from machine to machine: a resumed sweep keeps the file's batch, and
+// a point whose run failed runs again.
+TEST(SweepProtocol, ResumeKeepsThePlannedBatchAndRetriesFailedPhases) {
+  SweepSettings s = settings();
+  s.max_batch = 9;
+  FakeBackend first;
+  first.usable = 3.5 * 1024 * first.bytes_per_token;  // 3 sequences of 1024 tokens fit
+  const auto full = sweep(s, first);
+  ASSERT_EQ(row(full, "throughput", "throughput_tokens_per_s").batch, 3);
+  std::vector<ResultRow> previous;
+  for (auto r : full) {
+    if (r.prov.device == "fake" && r.phase == "throughput") continue;  // the throughput did not finish
+    if (r.prov.device == "fake" && r.phase == "decode") {
+      r.method = "failed";  // and the decode failed
+      r.value.reset();
+    }
+    previous.push_back(r);
+  }
+  FakeBackend more;
+  more.usable = 4.5 * 1024 * more.bytes_per_token;  // 4 fit here
+  SweepIo io;
+  io.previous = &previous;
+  io.previous_file = "f.csv";
+  const auto rows = sweep_io(s, more, io);
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.batch, 3) << "the file's plan";
+  EXPECT_NE(row(rows, "throughput", "max_batch").notes.find("batch 3 planned by the run resumed from f.csv"),
+            std::string::npos);
+  EXPECT_EQ(row(rows, "decode", "decode_step_latency_s").method, "measured") << "the failed phase ran again";
+}
+
 TEST(SweepProtocol, ResumeWritesTheKeptPointsAheadToo) {
   // While the first point is measured again, the file must not lose the points after it.
   const SweepSettings s = two_by_two();
@@ -644,6 +683,14 @@ TEST(SweepProtocol, ThroughputBatchThatDoesNotFitIsSearchedByAllocation) {
             std::string::npos) << b.notes;
   // 9 fails, then the search between 0 and 9: 4 fails, 2 fits, 3 fails.
   EXPECT_EQ(dev.log.allocated_batches, (std::vector<int64_t>{9, 4, 2, 3}));
+  // Each allocation holds one prefill step: chunk / batch tokens of each sequence, at most the prompt.
+  EXPECT_EQ(dev.log.allocated_lengths, (std::vector<int64_t>{768, 768, 768, 768}));
+  SweepSettings small_chunk = s;
+  small_chunk.prefill_chunk = 1000;
+  FakeBackend dev2;
+  dev2.log.oom_above_batch = 2;
+  sweep(small_chunk, dev2);
+  EXPECT_EQ(dev2.log.allocated_lengths, (std::vector<int64_t>{111, 250, 500, 333}));
 }
 
 // When not even one sequence fits, the throughput row says so with the
@@ -771,6 +818,7 @@ TEST(SweepProtocol, LongThroughputPrefillIsSampledOnOneSequence) {
   EXPECT_EQ(dev.log.prefills, 1 + 1) << "an untimed warm-up (no latency prefill ran), then one sequence, not the batch";
   EXPECT_NE(t.notes.find("after an untimed warm-up prefill of one sequence"), std::string::npos) << t.notes;
   EXPECT_EQ(dev.log.allocated_batches, (std::vector<int64_t>{4, 4})) << "the batch allocated, then its caches";
+  EXPECT_EQ(dev.log.allocated_lengths, (std::vector<int64_t>{768, 1})) << "a prefill step's worth, then one token";
   EXPECT_EQ(dev.log.skipped, (768 - 1) + (256 - 32)) << "to the prompt's length, then the sampled decode's gap";
   ASSERT_EQ(dev.log.step_positions.size(), 32u);
   EXPECT_EQ(dev.log.step_positions.front(), 768) << "the first step at the prompt's length";
@@ -798,6 +846,24 @@ TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {
   const auto resumed = run_sweep(s, again, progress, io);
   EXPECT_EQ(again.log.prefills, 0);
   EXPECT_NEAR(*row(resumed, "prefill:fake_kernel", "kernel_time_s").value, 0.25 * kPrefillPerToken * 1024, 1e-12);
+  // A profile that fails is one failed row of its phase; the rest stands.
+  FakeBackend failing;
+  failing.profiler = true;
+  failing.fail_phase = "decode";
+  const auto part = sweep(s, failing);
+  EXPECT_EQ(row(part, "prefill.gemm", "gpu_time_s").method, "measured");
+  EXPECT_EQ(row(part, "decode", "decode_step_latency_s").method, "measured");
+  const ResultRow& f = row(part, "decode.kernels", "gpu_time_s");
+  EXPECT_EQ(f.method, "failed");
+  EXPECT_NE(f.notes.find("the kernel profiler's decode failed: CUPTI delivered no kernel records"), std::string::npos)
+      << f.notes;
+  // Only the phases of --metrics are profiled (so that the file resumes).
+  FakeBackend decode_only;
+  decode_only.profiler = true;
+  SweepSettings d = s;
+  d.metrics = {"decode"};
+  sweep(d, decode_only);
+  EXPECT_EQ(decode_only.profiled, std::vector<std::string>{"decode"});
   // A device without a profiler refuses --cupti before anything runs.
   FakeBackend none;
   EXPECT_THROW(sweep(s, none), InputError);

@@ -119,9 +119,9 @@ int run_default_job(const ParsedArgs& a) {
       sweep_csv = (results / device_slug("cpu", cpu_device_name()) / "bench.csv").string();
     }
     std::cout << "\n[1/3] " << (device == "cuda" ? "GPU" : "CPU") << " sweep: " << s.models.size() << " models x "
-              << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point, so at most about "
-              << strf("%.0f", std::ceil(points * s.budget_s / 60.0)) << " min plus weight initialisation"
-              << (s.cupti ? " and the CUPTI breakdown runs" : "") << "; progress on stderr\n";
+              << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point for its timed runs (at most "
+              << strf("%.0f", std::ceil(points * s.budget_s / 60.0)) << " min; weight initialisation, layer probes"
+              << (s.cupti ? ", the CUPTI breakdown" : "") << " come on top); progress on stderr\n";
     std::cout.flush();
     for (const auto& f : {sweep_csv, an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring
     // The sweep's file is rewritten after each point; --resume continues it.

@@ -34,7 +34,7 @@ struct PointResult {
   std::string tp_skip_method, tp_skip_note;
   std::string tp_batch_note;  // how the batch that ran was found
   std::vector<PhaseReading> kernels;  // --cupti
-  std::string kernels_error;          // --cupti: why there are none
+  std::vector<std::pair<std::string, std::string>> kernel_errors;  // --cupti: (phase, why) of a profile that failed
   std::optional<Reading> kv_per_token;  // the cache's bytes per token, read off the memory breakdown
 };
 
@@ -170,18 +170,22 @@ std::string metric_of_phase(const std::string& phase) {
   return cut == std::string::npos ? phase : phase.substr(0, cut);
 }
 
-// A generation of `batch` sequences with caches for `capacity` tokens: a
-// one-token prompt each. What the throughput's batch search allocates (cheap:
-// one token computed per sequence), and what a decode on skipped positions
-// starts from.
-void start_generation(ModelRunner& r, int64_t batch, int64_t capacity, int64_t chunk) {
-  std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(batch), std::vector<int64_t>{1});
-  r.run_prefill(TokenBatch::from_sequences(seqs), capacity - 1, chunk);
+// A generation of `batch` sequences with caches for `capacity` tokens and a
+// prompt of `prompt` tokens each (1: what a decode on skipped positions starts
+// from).
+void start_generation(ModelRunner& r, int64_t batch, int64_t prompt, int64_t capacity, int64_t chunk) {
+  std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(batch), std::vector<int64_t>(static_cast<size_t>(prompt), 1));
+  r.run_prefill(TokenBatch::from_sequences(seqs), capacity - prompt, chunk);
 }
 
-bool generation_fits(ModelRunner& r, int64_t batch, int64_t capacity, int64_t chunk) {
+// The throughput's batch search: whether `batch` sequences' caches fit beside
+// one prefill step's activations -- a prompt of chunk / batch tokens each (at
+// least one, at most the prompt), what a device runner holds at once whatever
+// the prompt's length. Cheap: about one chunk computed.
+bool generation_fits(ModelRunner& r, int64_t batch, int64_t prompt_len, int64_t capacity, int64_t chunk) {
+  const int64_t step = std::min(prompt_len, std::max<int64_t>(1, chunk / batch));
   try {
-    start_generation(r, batch, capacity, chunk);
+    start_generation(r, batch, step, capacity, chunk);
     return true;
   } catch (const std::bad_alloc&) {
     return false;
@@ -299,12 +303,12 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
   res.throughput_batch = batch;
   if (s.batch == 0) {
     progress.step("throughput: allocating batch " + std::to_string(batch));
-    if (!generation_fits(runner, batch, capacity, s.prefill_chunk)) {
+    if (!generation_fits(runner, batch, prompt_len, capacity, s.prefill_chunk)) {
       int64_t lo = 0, hi = batch;  // lo fits (0: none known), hi does not
       while (hi - lo > 1) {
         const int64_t mid = lo + (hi - lo) / 2;
         progress.step("throughput: batch search, allocating " + std::to_string(mid));
-        (generation_fits(runner, mid, capacity, s.prefill_chunk) ? lo : hi) = mid;
+        (generation_fits(runner, mid, prompt_len, capacity, s.prefill_chunk) ? lo : hi) = mid;
       }
       if (lo == 0) throw NothingFits();  // the caller's out_of_memory row
       res.tp_batch_note = bt_note + "; batch " + std::to_string(batch) +
@@ -330,7 +334,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
     const double t = dev.time([&] { runner.run_prefill(one, 0, s.prefill_chunk); });
     res.tp_prefill_s = t * static_cast<double>(batch);
     // The batch's caches, moved to the prompt's length without computing it.
-    start_generation(runner, batch, capacity, s.prefill_chunk);
+    start_generation(runner, batch, 1, capacity, s.prefill_chunk);
     runner.skip_positions(prompt_len - 1);
     prefill_how += "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
                   strf("%.4g", t) + " s) x " + std::to_string(batch) +
@@ -442,6 +446,7 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
     std::set<std::string> phases;
     for (const auto& r : rows) {
       if (r.prov.device == "analytic") continue;
+      const bool failed = r.method == "failed";  // a phase that failed runs again
       const bool tp = r.phase == "throughput";
       const int64_t batch = tp ? p.Bt : p.B, gen = tp ? s.gen : 0;
       const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
@@ -454,7 +459,7 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
                               ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
                               : "; this run does not measure " + r.phase) +
                          ")" + again);
-      phases.insert(r.phase);
+      if (!failed) phases.insert(r.phase);
     }
     bool complete = true;
     for (const auto& [phase, metrics] : phase_metrics())
@@ -512,11 +517,24 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       if (p.do_tp && p.Bt == 0) {
         p.Bt = 1;
         while (p.Bt < s.max_batch &&
-               dev.generation_bytes(cfg, s.precision, p.Bt + 1, n - s.gen, s.gen, s.prefill_chunk) <= usable)
+               dev.generation_bytes(cfg, s.precision, p.Bt + 1, n - s.gen, s.gen + dev.decode_warmup_steps(),
+                                    s.prefill_chunk) <= usable)
           ++p.Bt;
         p.bt_note = "largest batch <= --max-batch " + std::to_string(s.max_batch) + " that fits in " +
                     dev.usable_memory_name();
       }
+      // --resume: the throughput batch the resumed run planned. The free
+      // memory it was planned from moves a little from machine to machine; the
+      // file's batch keeps the point's rows those of one plan.
+      if (p.do_tp && s.batch == 0 && io.previous)
+        for (const ResultRow& r : *io.previous)
+          if (r.prov.device == "analytic" && r.model == p.model && r.seq_len == n && r.phase == "throughput" &&
+              r.batch >= 1 && r.batch != p.Bt) {
+            p.bt_note = "batch " + std::to_string(r.batch) + " planned by the run resumed from " + io.previous_file +
+                        " (this machine's memory model says " + std::to_string(p.Bt) + ")";
+            p.Bt = r.batch;
+            break;
+          }
       // Analytic rows for this point (batch B; throughput at batch Bt).
       p.a = an;
       p.a.batch = p.B;
@@ -536,7 +554,9 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       if (p.do_tp) t += p.ap.prefill_s * static_cast<double>(p.n - s.gen) / p.n + s.decode_sample * p.ap.decode_s;
       roofline_s += std::min(t, s.budget_s);
     }
-    io.note(strf("%zu points; at the roofline of the measured ceilings about %s, at most %s (--budget-s %g per point)",
+    io.note(strf("%zu points; their timed runs take about %s at the roofline of the measured ceilings (a lower "
+                 "bound) and at most %s by the budget (--budget-s %g per point); weight initialisation, layer probes "
+                 "and profiling come on top",
                  plans.size(), clock_string(roofline_s).c_str(),
                  clock_string(static_cast<double>(plans.size()) * s.budget_s).c_str(), s.budget_s));
   }
@@ -585,8 +605,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       // Will it fit, and how long will it take?
       // Steps beyond the timed sample that the device adds (none on the CPU).
       const int64_t dec_warm = dev.decode_warmup_steps(), dec_extra = dev.decode_extra_steps();
-      const double need = dev.generation_bytes(cfg, s.precision, std::max(B, do_tp ? Bt : 0), n,
-                                               s.decode_sample + dec_warm + dec_extra, s.prefill_chunk);
+      // The latency batch's generation; the throughput's batch was planned to
+      // fit and is confirmed by allocation (it failing costs its rows only).
+      const double need =
+          dev.generation_bytes(cfg, s.precision, B, n, s.decode_sample + dec_warm + dec_extra, s.prefill_chunk);
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
@@ -662,33 +684,49 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               res.throughput_batch = 0;
             }
           }
-          if (s.cupti) try {
+          if (s.cupti) {
             // After every timed run: the profiler's overhead is in none of them.
+            // A phase whose profile fails (no memory, the profiler refusing)
+            // gets one failed row; nothing else of the point is lost.
             const int64_t steps = std::min(s.cupti_decode_steps, s.decode_sample);
-            const bool decode = res.decode.has_value();
-            if (res.prefill) {
+            const bool decode = res.decode.has_value() && s.metrics.count("decode") > 0;
+            // `setup` runs untimed and unprofiled before the region.
+            auto profile = [&](const std::string& phase, const std::function<void()>& setup,
+                               const std::function<void()>& region, int64_t units, double timed_s) {
+              try {
+                setup();
+                auto k = dev.kernel_breakdown(phase, region, units, timed_s);
+                res.kernels.insert(res.kernels.end(), k.begin(), k.end());
+              } catch (const std::exception& e) {
+                const auto* oom = dynamic_cast<const std::bad_alloc*>(&e);
+                res.kernel_errors.emplace_back(phase + ".kernels", std::string("the kernel profiler's ") + phase +
+                                                                       " failed: " + (oom ? oom_note(*oom) : e.what()));
+                if (!dev.device_lost().empty()) throw;
+              }
+            };
+            if (res.prefill && s.metrics.count("prefill")) {
               progress.step("CUPTI: prefill");
               const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
-              res.kernels = dev.kernel_breakdown(
-                  "prefill", [&] { runner->run_prefill(prompt, decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
+              profile(
+                  "prefill", [] {},
+                  [&] { runner->run_prefill(prompt, decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
                   res.prefill->median);
             }
             if (decode) {
               progress.step("CUPTI: decode steps");
-              warm_up_decode(dev, *runner, B);
               const std::vector<int64_t> tokens(static_cast<size_t>(B), 1);
-              auto d = dev.kernel_breakdown(
-                  "decode", [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
+              profile(
+                  "decode",
+                  [&] {
+                    // A prefill of its own when the prefill's profile did not leave one with room.
+                    if (runner->position() == 0 || runner->capacity() - runner->position() < steps + dec_warm)
+                      runner->run_prefill(TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size)),
+                                          steps + dec_warm, s.prefill_chunk);
+                    warm_up_decode(dev, *runner, B);
+                  },
+                  [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
                   res.decode->median);
-              res.kernels.insert(res.kernels.end(), d.begin(), d.end());
             }
-          } catch (const std::bad_alloc&) {
-            throw;
-          } catch (const std::exception& e) {
-            // The profiler failing takes nothing from the timed rows: one row says why.
-            res.kernels.clear();
-            res.kernels_error = std::string("the kernel profiler failed: ") + e.what();
-            if (const std::string why = dev.device_lost(); !why.empty()) throw;
           }
         } catch (const std::bad_alloc& e) {
           // A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory).
@@ -771,8 +809,8 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                    res.tp_batch_note);
         }
         for (const PhaseReading& k : res.kernels) sink.reading(model, n, B, 0, k.phase, k.reading);
-        if (!res.kernels_error.empty())
-          sink.add(model, n, B, 0, "prefill.kernels", "gpu_time_s", std::nullopt, "s", "failed", 0, res.kernels_error);
+        for (const auto& [phase, why] : res.kernel_errors)
+          sink.add(model, n, B, 0, phase, "gpu_time_s", std::nullopt, "s", "failed", 0, why);
         // Learn for the next point's prediction.
         predict.learn(model, median_of(res.prefill), median_of(res.decode), ap, B);
       }
