@@ -296,6 +296,7 @@ std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase
     caveat += "; CUPTI dropped " + std::to_string(dropped) + " records (no buffer space): times are low";
   if (unreadable > 0) caveat += "; " + std::to_string(unreadable) + " CUPTI buffers ended in an unreadable record";
   if (b.untimed > 0) caveat += "; " + std::to_string(b.untimed) + " records without timestamps counted as 0 s";
+  if (!cupti_->detach_error().empty()) caveat += "; CUPTI stayed attached (" + cupti_->detach_error() + ")";
   auto launches = [&](double per_unit) { return strf("%.6g launches per ", per_unit) + per; };
 
   std::vector<PhaseReading> out;

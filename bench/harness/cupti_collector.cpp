@@ -209,19 +209,45 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
   if (!error.empty() && s.callback_error.empty()) s.callback_error = error;
 }
 
-// Registers the buffer callbacks, once per process; a failure is kept and
-// thrown again by every later start().
-void initialise_once() {
-  static std::mutex mu;
-  static bool done = false;
-  static std::string failure;
-  std::lock_guard<std::mutex> lock(mu);
-  if (!done) {
-    done = true;
-    const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-    if (r != CUPTI_SUCCESS) failure = error_text("cuptiActivityRegisterCallbacks (initialising CUPTI)", r);
+// CUPTI attached to the process: the buffer callbacks registered. stop()
+// detaches it again (cuptiFinalize), so that nothing of the profiler stays on
+// the timed runs after a profiled region (its instrumentation slows kernels
+// launched later otherwise; teardown with CUDA graphs works from CUDA 12.6);
+// the next start() attaches anew. A failure to register is kept and thrown
+// again by every later start().
+struct Attachment {
+  std::mutex mu;
+  bool attached = false;
+  std::string failure;
+};
+Attachment& attachment() {
+  static Attachment a;
+  return a;
+}
+
+void attach() {
+  Attachment& a = attachment();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (!a.failure.empty()) throw std::runtime_error(a.failure);
+  if (a.attached) return;
+  const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  if (r != CUPTI_SUCCESS) {
+    a.failure = error_text("cuptiActivityRegisterCallbacks (initialising CUPTI)", r);
+    throw std::runtime_error(a.failure);
   }
-  if (!failure.empty()) throw std::runtime_error(failure);
+  a.attached = true;
+}
+
+// After the flush and the disables: every buffer is back, no kind is enabled.
+// "" or why CUPTI could not detach (it then stays attached, and says so).
+std::string detach() {
+  Attachment& a = attachment();
+  std::lock_guard<std::mutex> lock(a.mu);
+  if (!a.attached) return "";
+  const CUptiResult r = cuptiFinalize();
+  if (r != CUPTI_SUCCESS) return error_text("cuptiFinalize (detaching CUPTI after the region)", r);
+  a.attached = false;
+  return "";
 }
 
 void disable_kinds(size_t n) {
@@ -240,7 +266,7 @@ CuptiCollector::~CuptiCollector() {
 
 void CuptiCollector::start() {
   if (started_) throw std::logic_error("CuptiCollector::start: already started");
-  initialise_once();
+  attach();
   Shared& s = shared();
   {
     std::lock_guard<std::mutex> lock(s.mu);
@@ -304,6 +330,8 @@ std::vector<ActivityRecord> CuptiCollector::stop() {
     unreadable_ = s.unreadable;
     callback_error.swap(s.callback_error);
   }
+  // Detached only once every buffer is back (the flush) and nothing is enabled.
+  detach_error_ = flush == CUPTI_SUCCESS && disable == CUPTI_SUCCESS ? detach() : "not detached: the flush or a disable failed";
   check_cuda(sync, "cudaDeviceSynchronize after the profiled region");
   if (flush != CUPTI_SUCCESS) fail("cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)", flush);
   if (disable != CUPTI_SUCCESS) fail("cuptiActivityDisable", disable);

@@ -35,11 +35,12 @@ class CuptiCollector {
   CuptiCollector(const CuptiCollector&) = delete;
   CuptiCollector& operator=(const CuptiCollector&) = delete;
 
-  // Initialises CUPTI (once per process), waits for the device to be idle
-  // (cudaDeviceSynchronize) and enables the activity kinds.
+  // Attaches CUPTI (registers the buffer callbacks), waits for the device to
+  // be idle (cudaDeviceSynchronize) and enables the activity kinds.
   void start();
   // cudaDeviceSynchronize, cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
-  // disables the kinds; the records delivered since start(), in delivery order.
+  // disables the kinds, detaches CUPTI (cuptiFinalize: nothing of the profiler
+  // stays on later runs); the records delivered since start(), in delivery order.
   std::vector<ActivityRecord> stop();
 
   bool started() const { return started_; }
@@ -47,9 +48,13 @@ class CuptiCollector {
   // a buffer held that could not be read (incomplete). Both 0 normally.
   uint64_t dropped_records() const { return dropped_; }
   uint64_t unreadable_records() const { return unreadable_; }
+  // Of the last stop(): "" once CUPTI detached, else why it stayed attached
+  // (its instrumentation may then slow the runs after it).
+  const std::string& detach_error() const { return detach_error_; }
 
  private:
   bool started_ = false;
+  std::string detach_error_;
   uint64_t dropped_ = 0, unreadable_ = 0;
 };
 
