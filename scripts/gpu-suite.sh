@@ -98,6 +98,10 @@ if has_step info; then
     nvidia-smi
     nvcc --version 2>/dev/null | tail -2
     ldd "$BIN"/test_flash_decode 2>&1 | head -20
+    ldd "$BIN"/yoco 2>&1 | grep -E 'cuda|cublas|not found'
+    # libcupti is loaded by --cupti at run time (YOCO_CUPTI_LIB overrides): where is it here?
+    ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* \
+      /usr/local/cuda/targets/*/lib/libcupti.so* 2>&1 | head -5
     python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())' 2>&1
   } >"$LOGS/info.log" 2>&1
   head -12 "$LOGS/info.log"

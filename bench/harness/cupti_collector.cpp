@@ -1,6 +1,9 @@
 // CUPTI activity records for --cupti (cupti_collector.hpp). Compiled in every
-// preset: the CUPTI parts only with YOCO_HAVE_CUDA (the library links
-// CUDA::cupti then); without CUDA every method throws, saying so.
+// preset: the CUPTI parts only with YOCO_HAVE_CUDA; without CUDA every method
+// throws, saying so. libcupti is loaded when a collection first starts
+// (dlopen), not linked: a machine whose CUDA keeps it off the loader's path
+// (extras/CUPTI/lib64, a Python wheel) still runs every other command, and
+// --cupti says where it looked.
 #include "cupti_collector.hpp"
 
 #include <stdexcept>
@@ -9,9 +12,12 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <iterator>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #endif
 
@@ -45,9 +51,67 @@ Shared& shared() {
   return *s;
 }
 
+// The CUPTI entry points the collector calls, from the libcupti found first:
+// $YOCO_CUPTI_LIB, then libcupti.so.13 on the loader's path (and this
+// binary's RUNPATH), then the CUDA toolkit's usual folders.
+struct Api {
+  decltype(&cuptiGetResultString) get_result_string = nullptr;
+  decltype(&cuptiActivityGetNextRecord) get_next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) get_num_dropped = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiFinalize) finalize = nullptr;
+  std::string path, error;  // the library loaded, or why none was
+};
+
+const Api& api() {
+  static const Api a = [] {
+    Api x;
+    std::vector<std::string> tried;
+    if (const char* env = std::getenv("YOCO_CUPTI_LIB"); env && *env) tried.push_back(env);
+    for (const char* p : {"libcupti.so.13", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+                          "/usr/local/cuda/lib64/libcupti.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+                          "/usr/local/cuda/targets/sbsa-linux/lib/libcupti.so.13", "libcupti.so"})
+      tried.push_back(p);
+    void* h = nullptr;
+    std::string errors;
+    for (const std::string& p : tried) {
+      h = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (h) {
+        x.path = p;
+        break;
+      }
+      const char* e = dlerror();
+      errors += (errors.empty() ? "" : "; ") + (e ? std::string(e) : p);
+    }
+    if (!h) {
+      x.error = "CUPTI: libcupti not found (tried " + errors +
+                "); set YOCO_CUPTI_LIB to its path -- the --cupti kernel breakdown cannot run here";
+      return x;
+    }
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(h, name));
+      if (!fn && x.error.empty()) x.error = "CUPTI: " + x.path + " lacks " + name;
+    };
+    sym(x.get_result_string, "cuptiGetResultString");
+    sym(x.get_next_record, "cuptiActivityGetNextRecord");
+    sym(x.get_num_dropped, "cuptiActivityGetNumDroppedRecords");
+    sym(x.register_callbacks, "cuptiActivityRegisterCallbacks");
+    sym(x.enable, "cuptiActivityEnable");
+    sym(x.disable, "cuptiActivityDisable");
+    sym(x.flush_all, "cuptiActivityFlushAll");
+    sym(x.finalize, "cuptiFinalize");
+    return x;  // the handle stays open for the process's life
+  }();
+  if (!a.error.empty()) throw std::runtime_error(a.error);
+  return a;
+}
+
 std::string result_text(CUptiResult r) {
   const char* s = nullptr;
-  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) s = "unknown CUPTI result";
+  if (api().get_result_string(r, &s) != CUPTI_SUCCESS || !s) s = "unknown CUPTI result";
   return std::string(s) + " (" + std::to_string(static_cast<int>(r)) + ")";
 }
 
@@ -173,7 +237,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     if (buffer && valid > 0) {
       CUpti_Activity* a = nullptr;
       for (;;) {
-        const CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &a);
+        const CUptiResult r = api().get_next_record(buffer, valid, &a);
         if (r == CUPTI_SUCCESS) {
           convert(a, got);
           continue;
@@ -193,7 +257,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream_id, uint8_t* b
     error = "reading a CUPTI buffer: unknown exception";
   }
   size_t dropped = 0;
-  const CUptiResult dr = cuptiActivityGetNumDroppedRecords(context, stream_id, &dropped);
+  const CUptiResult dr = api().get_num_dropped(context, stream_id, &dropped);
   std::free(buffer);
 
   Shared& s = shared();
@@ -230,7 +294,7 @@ void attach() {
   std::lock_guard<std::mutex> lock(a.mu);
   if (!a.failure.empty()) throw std::runtime_error(a.failure);
   if (a.attached) return;
-  const CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  const CUptiResult r = api().register_callbacks(buffer_requested, buffer_completed);
   if (r != CUPTI_SUCCESS) {
     a.failure = error_text("cuptiActivityRegisterCallbacks (initialising CUPTI)", r);
     throw std::runtime_error(a.failure);
@@ -244,14 +308,14 @@ std::string detach() {
   Attachment& a = attachment();
   std::lock_guard<std::mutex> lock(a.mu);
   if (!a.attached) return "";
-  const CUptiResult r = cuptiFinalize();
+  const CUptiResult r = api().finalize();
   if (r != CUPTI_SUCCESS) return error_text("cuptiFinalize (detaching CUPTI after the region)", r);
   a.attached = false;
   return "";
 }
 
 void disable_kinds(size_t n) {
-  for (size_t i = 0; i < n; ++i) cuptiActivityDisable(kKinds[i]);
+  for (size_t i = 0; i < n; ++i) api().disable(kKinds[i]);
 }
 
 }  // namespace
@@ -289,9 +353,9 @@ void CuptiCollector::start() {
   }
   // Drops whatever the count held before this collection.
   size_t stale = 0;
-  cuptiActivityGetNumDroppedRecords(nullptr, 0, &stale);
+  api().get_num_dropped(nullptr, 0, &stale);
   for (size_t i = 0; i < std::size(kKinds); ++i) {
-    const CUptiResult r = cuptiActivityEnable(kKinds[i]);
+    const CUptiResult r = api().enable(kKinds[i]);
     if (r != CUPTI_SUCCESS) {
       disable_kinds(i);
       release();
@@ -310,14 +374,14 @@ std::vector<ActivityRecord> CuptiCollector::stop() {
   // back: a forced flush also returns buffers that are not full. The flush
   // blocks until the completed callback has run for each.
   const cudaError_t sync = cudaDeviceSynchronize();
-  const CUptiResult flush = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  const CUptiResult flush = api().flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   CUptiResult disable = CUPTI_SUCCESS;
   for (const CUpti_ActivityKind k : kKinds) {
-    const CUptiResult r = cuptiActivityDisable(k);
+    const CUptiResult r = api().disable(k);
     if (r != CUPTI_SUCCESS && disable == CUPTI_SUCCESS) disable = r;
   }
   size_t dropped_now = 0;
-  const CUptiResult dr = cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped_now);
+  const CUptiResult dr = api().get_num_dropped(nullptr, 0, &dropped_now);
 
   Shared& s = shared();
   std::vector<ActivityRecord> records;
