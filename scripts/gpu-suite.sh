@@ -70,6 +70,15 @@ SUMMARY="$OUTDIR/summary.txt"
 : >"$SUMMARY"
 export YOCO_EXPECT_GPU=1
 export YOCO_PROGRESS=lines  # yoco bench: a line per point and step in the logs
+# --cupti's libcupti: the toolkit's, else (an image whose CUDA comes as Python
+# wheels) the nvidia-cuda-cupti wheel's.
+if [ -z "${YOCO_CUPTI_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcupti.so.13' &&
+   ! ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13 /usr/local/cuda/lib64/libcupti.so.13 \
+        /usr/local/cuda/targets/*/lib/libcupti.so.13 >/dev/null 2>&1; then
+  wheel_cupti=$(python3 -c 'import glob, site
+print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/**/libcupti.so.13", recursive=True))), ""))' 2>/dev/null)
+  [ -n "$wheel_cupti" ] && export YOCO_CUPTI_LIB="$wheel_cupti"
+fi
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
@@ -92,6 +101,7 @@ run_step() {
 echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)} bin $BIN"
 
 note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+note "libcupti for --cupti: ${YOCO_CUPTI_LIB:-the loader's or the toolkit's}"
 if has_step info; then
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
