@@ -864,6 +864,19 @@ TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {
   d.metrics = {"decode"};
   sweep(d, decode_only);
   EXPECT_EQ(decode_only.profiled, std::vector<std::string>{"decode"});
+  // A prefill over a quarter of the budget is not profiled again; the decode
+  // steps are, on the timed ones' cache (no prefill of their own).
+  FakeBackend tight;
+  tight.profiler = true;
+  SweepSettings t = s;
+  t.budget_s = 0.35;  // the fake prefill takes 0.1024 s: over 0.35 / 4
+  const auto tight_rows = sweep(t, tight);
+  EXPECT_EQ(tight.profiled, std::vector<std::string>{"decode"});
+  EXPECT_EQ(tight.log.prefills, 1 + 3) << "neither a profiled prefill nor one for the profiled decode";
+  const ResultRow& np = row(tight_rows, "prefill.kernels", "gpu_time_s");
+  EXPECT_EQ(np.method, "over_budget");
+  EXPECT_NE(np.notes.find("not profiled: one more prefill takes"), std::string::npos) << np.notes;
+  EXPECT_EQ(row(tight_rows, "decode.gemm", "gpu_time_s").method, "measured");
   // A device without a profiler refuses --cupti before anything runs.
   FakeBackend none;
   EXPECT_THROW(sweep(s, none), InputError);

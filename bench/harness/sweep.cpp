@@ -605,10 +605,13 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       // Will it fit, and how long will it take?
       // Steps beyond the timed sample that the device adds (none on the CPU).
       const int64_t dec_warm = dev.decode_warmup_steps(), dec_extra = dev.decode_extra_steps();
+      // --cupti: the profiled decode steps continue the timed ones' cache.
+      const int64_t cupti_room = s.cupti ? std::min(s.cupti_decode_steps, s.decode_sample) + dec_warm : 0;
       // The latency batch's generation; the throughput's batch was planned to
       // fit and is confirmed by allocation (it failing costs its rows only).
       const double need =
-          dev.generation_bytes(cfg, s.precision, B, n, s.decode_sample + dec_warm + dec_extra, s.prefill_chunk);
+          dev.generation_bytes(cfg, s.precision, B, n, s.decode_sample + dec_warm + dec_extra + cupti_room,
+                               s.prefill_chunk);
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
@@ -656,7 +659,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             for (int i = 0; i < warmup + repeats; ++i) {
               progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
               const bool last = i + 1 == warmup + repeats;
-              const int64_t room = last && decode ? s.decode_sample + dec_warm + dec_extra : 0;
+              const int64_t room = last && decode ? s.decode_sample + dec_warm + dec_extra + cupti_room : 0;
               const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
               if (i >= warmup) times.push_back(t);
               if (i == warmup) {
@@ -673,6 +676,59 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             }
             auto peaks = dev.memory_peaks();
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
+            if (s.cupti) {
+              // After the latency point's timed runs (the profiler detaches after each
+              // region, so the throughput's runs after it carry nothing of it).
+              // A phase whose profile fails (no memory, the profiler refusing)
+              // gets one failed row; nothing else of the point is lost.
+              const int64_t steps = std::min(s.cupti_decode_steps, s.decode_sample);
+              const bool profile_decode = res.decode.has_value() && s.metrics.count("decode") > 0;
+              // `setup` runs untimed and unprofiled before the region.
+              auto profile = [&](const std::string& phase, const std::function<void()>& setup,
+                                 const std::function<void()>& region, int64_t units, double timed_s) {
+                try {
+                  setup();
+                  auto k = dev.kernel_breakdown(phase, region, units, timed_s);
+                  res.kernels.insert(res.kernels.end(), k.begin(), k.end());
+                } catch (const std::exception& e) {
+                  const auto* oom = dynamic_cast<const std::bad_alloc*>(&e);
+                  res.kernel_errors.emplace_back(phase + ".kernels", std::string("the kernel profiler's ") + phase +
+                                                                         " failed: " + (oom ? oom_note(*oom) : e.what()));
+                  if (!dev.device_lost().empty()) throw;
+                }
+              };
+              // One more prefill is affordable up to a quarter of the budget; a
+              // longer one (the Transformer's longest points) is not profiled,
+              // and its row says so: the shorter points show where its time goes.
+              const bool prefill_affordable = res.prefill && res.prefill->median <= s.budget_s / 4;
+              if (res.prefill && s.metrics.count("prefill") && !prefill_affordable)
+                res.kernel_errors.emplace_back(
+                    "prefill.kernels", strf("not profiled: one more prefill takes %.0f s, over a quarter of --budget-s %g",
+                                            res.prefill->median, s.budget_s));
+              if (prefill_affordable && s.metrics.count("prefill")) {
+                progress.step("CUPTI: prefill");
+                const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
+                profile(
+                    "prefill", [] {},
+                    [&] { runner->run_prefill(prompt, profile_decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
+                    res.prefill->median);
+              }
+              if (profile_decode) {
+                progress.step("CUPTI: decode steps");
+                const std::vector<int64_t> tokens(static_cast<size_t>(B), 1);
+                profile(
+                    "decode",
+                    [&] {
+                      // A prefill of its own when the prefill's profile did not leave one with room.
+                      if (runner->position() == 0 || runner->capacity() - runner->position() < steps + dec_warm)
+                        runner->run_prefill(TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size)),
+                                            steps + dec_warm, s.prefill_chunk);
+                      warm_up_decode(dev, *runner, B);
+                    },
+                    [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
+                    res.decode->median);
+              }
+            }
           }
           if (tp) {
             try {
@@ -682,50 +738,6 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               res.tp_skip_note = oom_note(e) + " (throughput at batch " + std::to_string(res.throughput_batch) + ")";
               res.throughput.reset();
               res.throughput_batch = 0;
-            }
-          }
-          if (s.cupti) {
-            // After every timed run: the profiler's overhead is in none of them.
-            // A phase whose profile fails (no memory, the profiler refusing)
-            // gets one failed row; nothing else of the point is lost.
-            const int64_t steps = std::min(s.cupti_decode_steps, s.decode_sample);
-            const bool decode = res.decode.has_value() && s.metrics.count("decode") > 0;
-            // `setup` runs untimed and unprofiled before the region.
-            auto profile = [&](const std::string& phase, const std::function<void()>& setup,
-                               const std::function<void()>& region, int64_t units, double timed_s) {
-              try {
-                setup();
-                auto k = dev.kernel_breakdown(phase, region, units, timed_s);
-                res.kernels.insert(res.kernels.end(), k.begin(), k.end());
-              } catch (const std::exception& e) {
-                const auto* oom = dynamic_cast<const std::bad_alloc*>(&e);
-                res.kernel_errors.emplace_back(phase + ".kernels", std::string("the kernel profiler's ") + phase +
-                                                                       " failed: " + (oom ? oom_note(*oom) : e.what()));
-                if (!dev.device_lost().empty()) throw;
-              }
-            };
-            if (res.prefill && s.metrics.count("prefill")) {
-              progress.step("CUPTI: prefill");
-              const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
-              profile(
-                  "prefill", [] {},
-                  [&] { runner->run_prefill(prompt, decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
-                  res.prefill->median);
-            }
-            if (decode) {
-              progress.step("CUPTI: decode steps");
-              const std::vector<int64_t> tokens(static_cast<size_t>(B), 1);
-              profile(
-                  "decode",
-                  [&] {
-                    // A prefill of its own when the prefill's profile did not leave one with room.
-                    if (runner->position() == 0 || runner->capacity() - runner->position() < steps + dec_warm)
-                      runner->run_prefill(TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size)),
-                                          steps + dec_warm, s.prefill_chunk);
-                    warm_up_decode(dev, *runner, B);
-                  },
-                  [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
-                  res.decode->median);
             }
           }
         } catch (const std::bad_alloc& e) {
@@ -810,7 +822,8 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         }
         for (const PhaseReading& k : res.kernels) sink.reading(model, n, B, 0, k.phase, k.reading);
         for (const auto& [phase, why] : res.kernel_errors)
-          sink.add(model, n, B, 0, phase, "gpu_time_s", std::nullopt, "s", "failed", 0, why);
+          sink.add(model, n, B, 0, phase, "gpu_time_s", std::nullopt, "s",
+                   why.rfind("not profiled", 0) == 0 ? "over_budget" : "failed", 0, why);
         // Learn for the next point's prediction.
         predict.learn(model, median_of(res.prefill), median_of(res.decode), ap, B);
       }
