@@ -60,8 +60,9 @@ TEST_F(Bench, EveryPointHasMeasuredRowsBesideAnalyticOnesAndRatios) {
       const ResultRow* per_token = find(rows, model, n, "kv_cache_bytes_per_token");
       ASSERT_NE(per_token, nullptr);
       for (const auto& r : rows)
-        if (r.model == model && r.metric == "kv_cache_bytes_per_token" && r.prov.device == "analytic")
+        if (r.model == model && r.metric == "kv_cache_bytes_per_token" && r.prov.device == "analytic") {
           EXPECT_EQ(*per_token->value, *r.value);
+        }
       // The projection of the same point.
       const ResultRow* an = find(rows, model, n, "prefill_latency_s", "analytic");
       ASSERT_NE(an, nullptr);
