@@ -9,34 +9,15 @@
 #include "analytic_rows.hpp"
 #include "cpu_backend.hpp"
 #include "errors.hpp"
-#include "extrapolation.hpp"
 #include "format.hpp"
 #include "lists.hpp"
 #include "stats.hpp"
 #include "sweep.hpp"
-#include "tokens.hpp"
+#include "sweep_steps.hpp"
 
 namespace yoco::cli {
 
 namespace {
-
-// What a point measured; absent fields did not run.
-struct PointResult {
-  std::optional<Summary> prefill, decode;
-  std::vector<PhaseReading> decode_extras;  // the device's (DeviceBackend::decode_extras)
-  std::optional<std::vector<Reading>> memory;  // the breakdown, then the peaks
-  int64_t throughput_batch = 0;
-  std::optional<double> throughput, tp_prefill_s, tp_decode_s;
-  bool throughput_sampled = false;
-  std::string throughput_note;
-  // The throughput run did not fit (its batch is larger than the latency
-  // points'): only its rows say so; the point's other rows stand.
-  std::string tp_skip_method, tp_skip_note;
-  std::string tp_batch_note;  // how the batch that ran was found
-  std::vector<PhaseReading> kernels;  // --cupti
-  std::vector<std::pair<std::string, std::string>> kernel_errors;  // --cupti: (phase, why) of a profile that failed
-  std::optional<Reading> kv_per_token;  // the cache's bytes per token, read off the memory breakdown
-};
 
 // KV bytes per token of one sequence (paper fig. 8) as the device holds them:
 // the kv_cache reading over the cache's capacity (batch x tokens).
@@ -48,51 +29,6 @@ std::optional<Reading> kv_per_token_reading(const std::vector<Reading>& memory, 
                           static_cast<long long>(capacity)),
                      {}, {}};
   return std::nullopt;
-}
-
-// A point whose full run did not happen, timed on the model cut to 1 and 2
-// layer units (extrapolation.hpp); empty fields did not run, why_not says why.
-struct ProbeResult {
-  std::optional<Summary> prefill, decode;
-  std::string prefill_note, decode_note, why_not;
-};
-
-// The time a point will take, from the last measured point of the same model
-// scaled by the cost model's FLOP ratio (quadratic attention included), or
-// from the roofline on this machine's ceilings when nothing was measured yet.
-struct Predictor {
-  struct Last {
-    double prefill_s = 0, prefill_flops = 0, decode_s = 0, decode_work = 0;
-  };
-  std::map<std::string, Last> last;
-
-  double prefill(const std::string& model, double flops, double roofline_s) const {
-    auto it = last.find(model);
-    if (it == last.end() || it->second.prefill_flops <= 0) return roofline_s;
-    return it->second.prefill_s * flops / it->second.prefill_flops;
-  }
-  double decode(const std::string& model, double work, double roofline_s) const {
-    auto it = last.find(model);
-    if (it == last.end() || it->second.decode_work <= 0) return roofline_s;
-    return it->second.decode_s * work / it->second.decode_work;
-  }
-  // A point's prefill (of its batch B) and decode step times, with its work.
-  void learn(const std::string& model, std::optional<double> prefill_s, std::optional<double> decode_s,
-             const AnalyticPoint& ap, int64_t B) {
-    auto& l = last[model];
-    if (prefill_s) {
-      l.prefill_s = *prefill_s / static_cast<double>(B);
-      l.prefill_flops = ap.prefill.total().flops / static_cast<double>(B);
-    }
-    if (decode_s) {
-      l.decode_s = *decode_s;
-      l.decode_work = ap.decode.total().bytes;
-    }
-  }
-};
-
-std::optional<double> median_of(const std::optional<Summary>& s) {
-  return s ? std::optional<double>(s->median) : std::nullopt;
 }
 
 class RowSink {
@@ -133,33 +69,6 @@ const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std:
   return m;
 }
 
-std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t n, int64_t vocab) {
-  std::vector<std::vector<int64_t>> seqs;
-  for (int64_t b = 0; b < batch; ++b) seqs.push_back(synthetic_prompt(seed, b, n, vocab));
-  return seqs;
-}
-
-// `steps` decode steps, each timed; tokens are synthetic (a step costs the same whatever they are).
-std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_t batch, int64_t steps) {
-  std::vector<double> t;
-  const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
-  for (int64_t i = 0; i < steps; ++i) t.push_back(dev.time([&] { r.run_decode_step(tokens); }));
-  return t;
-}
-
-// The device's untimed warm-up steps before a run of timed ones (none on the CPU).
-void warm_up_decode(DeviceBackend& dev, ModelRunner& r, int64_t batch) {
-  const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
-  for (int64_t i = 0; i < dev.decode_warmup_steps(); ++i) r.run_decode_step(tokens);
-}
-
-// A device's allocation failure says what did not fit (cuda::DeviceOutOfMemory);
-// a plain std::bad_alloc says nothing more.
-std::string oom_note(const std::bad_alloc& e) {
-  const std::string what = e.what();
-  return what.empty() || what == "std::bad_alloc" ? "std::bad_alloc during the run" : what;
-}
-
 // The metric (--metrics) a measured row's phase belongs to: decode_eager rows
 // (the CUDA backend's eager steps) come with decode.
 // The --cupti rows (prefill.gemm, decode:<kernel>, ...) come with their phase's metric.
@@ -168,218 +77,6 @@ std::string metric_of_phase(const std::string& phase) {
   if (phase == "kv_cache") return "memory";  // read off the memory breakdown
   const size_t cut = phase.find_first_of(".:");
   return cut == std::string::npos ? phase : phase.substr(0, cut);
-}
-
-// A generation of `batch` sequences with caches for `capacity` tokens and a
-// prompt of `prompt` tokens each (1: what a decode on skipped positions starts
-// from).
-void start_generation(ModelRunner& r, int64_t batch, int64_t prompt, int64_t capacity, int64_t chunk) {
-  std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(batch), std::vector<int64_t>(static_cast<size_t>(prompt), 1));
-  r.run_prefill(TokenBatch::from_sequences(seqs), capacity - prompt, chunk);
-}
-
-// The throughput's batch search: whether `batch` sequences' caches fit beside
-// one prefill step's activations -- a prompt of chunk / batch tokens each (at
-// least one, at most the prompt), what a device runner holds at once whatever
-// the prompt's length. Cheap: about one chunk computed.
-bool generation_fits(ModelRunner& r, int64_t batch, int64_t prompt_len, int64_t capacity, int64_t chunk) {
-  const int64_t step = std::min(prompt_len, std::max<int64_t>(1, chunk / batch));
-  try {
-    start_generation(r, batch, step, capacity, chunk);
-    return true;
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
-}
-
-// The latency of a point whose full run did not happen (over the budget, or
-// too large for the device), from the model cut to 1 and 2 layer units at
-// the same length and batch (extrapolation.hpp). `full_why`: why the full
-// model did not run. The probes have the budget of the point: warm-up and
-// repeats are cut as for a full point; probes that still do not fit the
-// budget, or the device, do not run (why_not says so).
-ProbeResult run_layer_probes(const SweepSettings& s, DeviceBackend& dev, Progress& progress, const ModelConfig& cfg,
-                             const std::string& model, int64_t n, int64_t B, const AnalyticSettings& a,
-                             const Predictor& predict) {
-  ProbeResult out;
-  const int64_t units = layer_units(cfg);
-  if (units < 3) {
-    out.why_not = "not extrapolated: the model has " + std::to_string(units) + " layer units (the probes need 3 or more)";
-    return out;
-  }
-  const bool prefill = s.metrics.count("prefill") > 0, decode = s.metrics.count("decode") > 0;
-  const int64_t dec_warm = dev.decode_warmup_steps();
-  const int64_t room = decode ? s.decode_sample + dec_warm : 0;
-  const double usable = dev.usable_memory_bytes();
-  ModelConfig probe[2] = {with_layer_units(cfg, 1), with_layer_units(cfg, 2)};
-  const double need = dev.generation_bytes(probe[1], s.precision, B, n, room, s.prefill_chunk);
-  if (need > usable) {
-    out.why_not = "not extrapolated: the 2-unit probe needs about " + human_bytes(need) + ", " +
-                  dev.usable_memory_name() + " is " + human_bytes(usable);
-    return out;
-  }
-  // Their time: the model's last measured rate per FLOP (or the roofline) at the probes' work.
-  double probe_s = 0;
-  for (const ModelConfig& c : probe) {
-    AnalyticSettings pa = a;
-    pa.batch = B;
-    pa.tp_batch = 0;
-    const AnalyticPoint ap = analytic_point(c, n, pa);
-    probe_s += predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B) * B +
-               (decode ? s.decode_sample * predict.decode(model, ap.decode.total().bytes, ap.decode_s) : 0);
-  }
-  int warmup = s.warmup, repeats = s.repeats;
-  auto probes_time = [&](int w, int r) { return (w + r) * probe_s; };  // decode per repeat: an upper bound
-  if (probes_time(warmup, repeats) > s.budget_s) {
-    warmup = 0;
-    while (repeats > 1 && probes_time(warmup, repeats) > s.budget_s) --repeats;
-  }
-  if (probes_time(warmup, repeats) > s.budget_s) {
-    out.why_not = "not extrapolated: the probes are predicted to take " + strf("%.0f", probes_time(warmup, repeats)) +
-                  " s > --budget-s " + strf("%g", s.budget_s);
-    return out;
-  }
-  const std::string cut = warmup == s.warmup && repeats == s.repeats
-                              ? std::string()
-                              : "; probes' repeats cut to " + std::to_string(repeats) + ", warm-up " +
-                                    std::to_string(warmup) + ", to fit --budget-s " + strf("%g", s.budget_s);
-  Summary pre[2], dec[2];
-  try {
-    for (int k = 0; k < 2; ++k) {
-      const std::string tag = "extrapolation: " + std::to_string(k + 1) + " layer unit" + (k ? "s" : "");
-      progress.step(tag + ", initialising weights");
-      std::unique_ptr<ModelRunner> r = dev.create_runner(probe[k], s.precision, s.seed);
-      const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
-      std::vector<double> times;
-      for (int i = 0; i < warmup + repeats; ++i) {
-        progress.step(tag + strf(", prefill %d/%d", i + 1, warmup + repeats));
-        const bool last = i + 1 == warmup + repeats;
-        const double t = dev.time([&] { r->run_prefill(prompt, last ? room : 0, s.prefill_chunk); });
-        if (i >= warmup) times.push_back(t);
-      }
-      pre[k] = summarize(times);
-      if (decode) {
-        progress.step(tag + ", decode steps");
-        warm_up_decode(dev, *r, B);
-        dec[k] = summarize(time_decode_steps(dev, *r, B, s.decode_sample));
-      }
-    }
-  } catch (const std::bad_alloc& e) {
-    out.why_not = "not extrapolated: a probe did not fit: " + oom_note(e);
-    return out;
-  }
-  auto finish = [&](const Summary* t, std::optional<Summary>& value, std::string& note, const std::string& what) {
-    value = extrapolate_units(t[0], t[1], units);
-    note = value ? extrapolation_note(cfg, t[0], t[1], units, what) + cut
-                 : "not extrapolated: the probes do not separate beyond their noise (" + what + " " + strf("%.6g", t[0].median) +
-                       " s with 1 unit, " + strf("%.6g", t[1].median) + " s with 2): one unit is below the noise";
-  };
-  if (prefill) finish(pre, out.prefill, out.prefill_note, "prefill");
-  if (decode) finish(dec, out.decode, out.decode_note, "decode step");
-  return out;
-}
-
-// The throughput of a point (DESIGN.md §4): batch × gen / (prefill of the
-// batch's prompts of n - gen tokens + gen decode steps). `Bt`: the planned
-// batch; under --batch auto (s.batch == 0) it is first allocated, and when it
-// does not fit a binary search by allocation finds the largest batch that
-// does. `tp_one`: one sequence's prefill is timed and multiplied by the batch
-// (sequences prefill one after another: the batch's prefill is that many
-// single ones), and the decode runs on caches moved to the prompt's length by
-// skipping positions. Throws std::bad_alloc when even the batch found does not fit.
-struct NothingFits : std::bad_alloc {
-  const char* what() const noexcept override {
-    return "not even one sequence's generation fits when allocated (the batch search found none)";
-  }
-};
-
-void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& progress, ModelRunner& runner,
-                        const ModelConfig& cfg, int64_t n, int64_t Bt, const std::string& bt_note, bool tp_one,
-                        PointResult& res) {
-  const int64_t dec_warm = dev.decode_warmup_steps();
-  const int64_t prompt_len = n - s.gen, capacity = n + dec_warm;
-  int64_t batch = Bt;
-  res.tp_batch_note = bt_note;
-  res.throughput_batch = batch;
-  if (s.batch == 0) {
-    progress.step("throughput: allocating batch " + std::to_string(batch));
-    if (!generation_fits(runner, batch, prompt_len, capacity, s.prefill_chunk)) {
-      int64_t lo = 0, hi = batch;  // lo fits (0: none known), hi does not
-      while (hi - lo > 1) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        progress.step("throughput: batch search, allocating " + std::to_string(mid));
-        (generation_fits(runner, mid, prompt_len, capacity, s.prefill_chunk) ? lo : hi) = mid;
-      }
-      if (lo == 0) throw NothingFits();  // the caller's out_of_memory row
-      res.tp_batch_note = bt_note + "; batch " + std::to_string(batch) +
-                          " did not fit when allocated, a binary search by allocation found " + std::to_string(lo);
-      batch = lo;
-      res.throughput_batch = batch;
-    } else {
-      res.tp_batch_note = bt_note + ", confirmed by allocating it";
-    }
-  }
-  std::string prefill_how;
-  if (s.warmup > 0 && !(s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode"))) {
-    // No latency prefill ran before on this runner: one untimed prefill of a
-    // sequence warms it (the device's kernels loaded, the GEMM plans chosen).
-    progress.step("throughput: warm-up prefill 1 x " + length_label(prompt_len));
-    runner.run_prefill(TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size)), 0,
-                       s.prefill_chunk);
-    prefill_how = "; after an untimed warm-up prefill of one sequence";
-  }
-  if (tp_one && batch > 1) {
-    progress.step("throughput: prefill 1 x " + length_label(prompt_len) + " (x " + std::to_string(batch) + ")");
-    const TokenBatch one = TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size));
-    const double t = dev.time([&] { runner.run_prefill(one, 0, s.prefill_chunk); });
-    res.tp_prefill_s = t * static_cast<double>(batch);
-    // The batch's caches, moved to the prompt's length without computing it.
-    start_generation(runner, batch, 1, capacity, s.prefill_chunk);
-    runner.skip_positions(prompt_len - 1);
-    prefill_how += "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
-                  strf("%.4g", t) + " s) x " + std::to_string(batch) +
-                  " (the batch's would take over a quarter of --budget-s); decode on the batch's caches moved to "
-                  "the prompt's length by skipping positions (a step costs the same whatever the cached values)";
-    res.throughput_sampled = true;
-  } else {
-    progress.step("throughput: prefill " + std::to_string(batch) + " x " + length_label(prompt_len));
-    const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, batch, prompt_len, cfg.vocab_size));
-    res.tp_prefill_s = dev.time([&] { runner.run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
-  }
-  progress.step("throughput: decode");
-  warm_up_decode(dev, runner, batch);
-  std::vector<double> steps;
-  bool decode_sampled = false;
-  if (s.gen <= s.decode_sample) {
-    steps = time_decode_steps(dev, runner, batch, s.gen);
-  } else {
-    // Sampled: half the sample at the start of the generation, half at its end
-    // (the positions between are skipped, not computed); a step's cost is affine
-    // in its context, so the mean of the two halves is the mean over all steps.
-    const int64_t head = s.decode_sample / 2, tail = s.decode_sample - head;
-    steps = time_decode_steps(dev, runner, batch, head);
-    runner.skip_positions(s.gen - s.decode_sample);
-    const auto t = time_decode_steps(dev, runner, batch, tail);
-    steps.insert(steps.end(), t.begin(), t.end());
-    decode_sampled = true;
-  }
-  res.throughput_sampled = res.throughput_sampled || decode_sampled;
-  double sum = 0;
-  for (double t : steps) sum += t;
-  res.tp_decode_s = sum / static_cast<double>(steps.size()) * static_cast<double>(s.gen);
-  res.throughput = static_cast<double>(batch * s.gen) / (*res.tp_prefill_s + *res.tp_decode_s);
-  res.throughput_note =
-      "prompt " + std::to_string(prompt_len) + " + " + std::to_string(s.gen) + " generated, batch " +
-      std::to_string(batch) + " (" + res.tp_batch_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) +
-      " s, decode " + strf("%.3f", *res.tp_decode_s) + " s" + prefill_how +
-      (decode_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, mean step x %lld",
-                             static_cast<long long>(s.decode_sample / 2),
-                             static_cast<long long>(s.decode_sample - s.decode_sample / 2),
-                             static_cast<long long>(s.gen), static_cast<long long>(s.gen))
-                      : std::string("; every decode step timed")) +
-      (dec_warm > 0 ? "; after " + std::to_string(dec_warm) + " untimed warm-up decode step" +
-                          (dec_warm == 1 ? "" : "s") + " (the device's)"
-                    : std::string());
 }
 
 // What a point will run, decided before any point runs (so that a --resume
@@ -676,59 +373,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             }
             auto peaks = dev.memory_peaks();
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
-            if (s.cupti) {
-              // After the latency point's timed runs (the profiler detaches after each
-              // region, so the throughput's runs after it carry nothing of it).
-              // A phase whose profile fails (no memory, the profiler refusing)
-              // gets one failed row; nothing else of the point is lost.
-              const int64_t steps = std::min(s.cupti_decode_steps, s.decode_sample);
-              const bool profile_decode = res.decode.has_value() && s.metrics.count("decode") > 0;
-              // `setup` runs untimed and unprofiled before the region.
-              auto profile = [&](const std::string& phase, const std::function<void()>& setup,
-                                 const std::function<void()>& region, int64_t units, double timed_s) {
-                try {
-                  setup();
-                  auto k = dev.kernel_breakdown(phase, region, units, timed_s);
-                  res.kernels.insert(res.kernels.end(), k.begin(), k.end());
-                } catch (const std::exception& e) {
-                  const auto* oom = dynamic_cast<const std::bad_alloc*>(&e);
-                  res.kernel_errors.emplace_back(phase + ".kernels", std::string("the kernel profiler's ") + phase +
-                                                                         " failed: " + (oom ? oom_note(*oom) : e.what()));
-                  if (!dev.device_lost().empty()) throw;
-                }
-              };
-              // One more prefill is affordable up to a quarter of the budget; a
-              // longer one (the Transformer's longest points) is not profiled,
-              // and its row says so: the shorter points show where its time goes.
-              const bool prefill_affordable = res.prefill && res.prefill->median <= s.budget_s / 4;
-              if (res.prefill && s.metrics.count("prefill") && !prefill_affordable)
-                res.kernel_errors.emplace_back(
-                    "prefill.kernels", strf("not profiled: one more prefill takes %.0f s, over a quarter of --budget-s %g",
-                                            res.prefill->median, s.budget_s));
-              if (prefill_affordable && s.metrics.count("prefill")) {
-                progress.step("CUPTI: prefill");
-                const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
-                profile(
-                    "prefill", [] {},
-                    [&] { runner->run_prefill(prompt, profile_decode ? steps + dec_warm : 0, s.prefill_chunk); }, 1,
-                    res.prefill->median);
-              }
-              if (profile_decode) {
-                progress.step("CUPTI: decode steps");
-                const std::vector<int64_t> tokens(static_cast<size_t>(B), 1);
-                profile(
-                    "decode",
-                    [&] {
-                      // A prefill of its own when the prefill's profile did not leave one with room.
-                      if (runner->position() == 0 || runner->capacity() - runner->position() < steps + dec_warm)
-                        runner->run_prefill(TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size)),
-                                            steps + dec_warm, s.prefill_chunk);
-                      warm_up_decode(dev, *runner, B);
-                    },
-                    [&] { for (int64_t i = 0; i < steps; ++i) runner->run_decode_step(tokens); }, steps,
-                    res.decode->median);
-              }
-            }
+            if (s.cupti) profile_kernels(s, dev, progress, *runner, cfg, n, B, res);
           }
           if (tp) {
             try {
