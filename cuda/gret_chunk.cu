@@ -1,4 +1,5 @@
 #include "gret_chunk.hpp"
+#include "gret_chunk_device.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,6 +7,8 @@
 namespace yoco::cuda {
 
 namespace {
+
+using namespace gret_detail;
 
 constexpr int kThreads = 128;  // 4 warps; per chunk, warp w owns chunk rows [16rb, 16rb+16) (rb = w or 3-w,
                                // alternating by chunk) and state rows [w*D/4, (w+1)*D/4)
@@ -44,70 +47,6 @@ struct GretTile {
   static_assert(bytes <= 227 * 1024, "shared memory per block");
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int n = valid ? 16 : 0;  // 0: zero-fill, nothing read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool valid) {
-  const int n = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-__device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t addr, uint32_t& r0, uint32_t& r1, uint32_t& r2, uint32_t& r3) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-               : "r"(addr));
-}
-
-// c += a * b, m16n8k16, bf16 operands, fp32 accumulators.
-__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address / lower column)
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-// Multiplies both halves of a bf16x2 by fp32 factors and rounds back once.
-__device__ __forceinline__ uint32_t scale_bf16x2(uint32_t x, float f_lo, float f_hi) {
-  __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&x);
-  const float2 f = __bfloat1622float2(h);
-  return pack_bf16(f.x * f_lo, f.y * f_hi);
-}
-__device__ __forceinline__ float decay(float x) { return __expf(fminf(x, 0.0f)); }  // every exponent clamped <= 0
-
-
-// Arguments of one pass over a grid of (batch, head, segment, slice) CTAs.
-struct GretPass {
-  const __nv_bfloat16* q;
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
-  const float* log_gamma;
-  const float* s_in;       // incoming state slot of segment p: s_in + p*s_in_seg ([B,H,D,D]); nullptr: zero
-  int64_t s_in_seg;
-  float* s_out;            // state written at the end (segment p: s_out + p*s_out_seg), nullptr: none
-  int64_t s_out_seg;
-  int64_t write_from;      // only segments >= write_from write s_out
-  float* gamma;            // [B, H, P] total log-decay of each segment (slice 0 writes), nullptr: none
-  __nv_bfloat16* o;
-  int64_t heads, seq_len, row_stride, slices, segments, grid_segments;
-};
 
 // kStateOnly (phase 1): reads k, v and log-gamma only, starts from s_in (or
 // zero), writes no output; its end state and Gamma go to s_out and gamma.
@@ -489,40 +428,6 @@ struct GretTileV3 {
   static_assert(V3Cfg<W>::kMinBlocks * (bytes + 1024) <= 228 * 1024, "CTAs an SM");
 };
 
-// Byte offset of the 16-byte piece holding columns [c, c+8) of row r (c a
-// multiple of 8) in a swizzled tile of D bf16 columns; + (c & 7) * 2 inside it.
-// An opaque copy: addresses derived from it are formed where used, not
-// hoisted out of the chunk loop into registers.
-__device__ __forceinline__ uint32_t opaque_u32(uint32_t x) {
-  asm volatile("mov.b32 %0, %0;\n" : "+r"(x));
-  return x;
-}
-template <int D>
-__device__ __forceinline__ uint32_t swz(int r, int c) {
-  return static_cast<uint32_t>(r * (D * 2) + ((((c >> 3) ^ (r & 7))) << 4));
-}
-template <int D>
-__device__ __forceinline__ uint32_t swz_elem(int r, int c) {  // c even: a bf16 pair
-  return swz<D>(r, c) + static_cast<uint32_t>((c & 7) * 2);
-}
-
-// The chunk's inclusive cumsum of log-gamma as 32 lanes do it (the order
-// gret_emulate_chunk_scan mirrors): lane l sums the pair (2l, 2l+1), a
-// Hillis-Steele scan of the pair sums, G[2l] = exclusive prefix + x0.
-__device__ __forceinline__ void chunk_scan(const float* lg, int lane, float& g0, float& g1, float& GC) {
-  const float x0 = lg[2 * lane], x1 = lg[2 * lane + 1];
-  float sc = x0 + x1;
-#pragma unroll
-  for (int off = 1; off < 32; off *= 2) {
-    const float y = __shfl_up_sync(0xffffffffu, sc, off);
-    if (lane >= off) sc += y;
-  }
-  float ex = __shfl_up_sync(0xffffffffu, sc, 1);
-  if (lane == 0) ex = 0.0f;
-  GC = __shfl_sync(0xffffffffu, sc, 31);
-  g0 = ex + x0;
-  g1 = sc;
-}
 
 template <int D, int C, int W, bool kStateOnly>
 __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret_chunk_v3_kernel(const GretPass a) {
@@ -856,48 +761,6 @@ cudaError_t launch_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-template <int D, int VS>
-cudaError_t launch_typed(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
-                         float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p, float* ws,
-                         cudaStream_t stream) {
-  GretPass a{q, k, v, lg, nullptr, 0, nullptr, 0, 0, nullptr, o, s.heads, s.seq_len, s.row_stride, p.slices,
-             p.segments, p.segments};
-  if (p.segments == 1) {  // one fused pass, the state read and written in place (each thread its own elements)
-    a.s_in = state;
-    a.s_out = state;
-    return launch_pass<D, VS, false>(a, s.batch, stream);
-  }
-  const int64_t elems = gret_ws_state_elems(s.batch, s.heads, D);
-  float* gamma = ws + gret_ws_gamma_offset(s.batch, s.heads, D, p.segments);
-  // phase 1: segments 0..P-2 from zero; S_loc(p) -> slot p+1, Gamma_p -> gamma
-  GretPass a1 = a;
-  a1.o = nullptr;
-  a1.s_in = nullptr;
-  a1.s_out = ws + elems;
-  a1.s_out_seg = elems;
-  a1.write_from = 0;
-  a1.gamma = gamma;
-  a1.grid_segments = p.segments - 1;
-  cudaError_t e = launch_pass<D, VS, true>(a1, s.batch, stream);
-  if (e != cudaSuccess) return e;
-  // phase 2: the scan over segments
-  {
-    const int64_t blocks = std::min<int64_t>((elems + 255) / 256, 4096);
-    gret_segment_scan_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(state, ws, gamma, elems,
-                                                                                static_cast<int64_t>(D) * D, p.segments);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-  }
-  // phase 3: every segment from S_in(p) (slot p); the last writes the final state
-  GretPass a3 = a;
-  a3.s_in = ws;
-  a3.s_in_seg = elems;
-  a3.s_out = state;
-  a3.s_out_seg = 0;
-  a3.write_from = p.segments - 1;
-  return launch_pass<D, VS, false>(a3, s.batch, stream);
-}
-
 template <int D, int W, bool kStateOnly>
 cudaError_t launch_pass_v3(const GretPass& a, int64_t batch, cudaStream_t stream) {
   constexpr int C = 64;
@@ -911,18 +774,24 @@ cudaError_t launch_pass_v3(const GretPass& a, int64_t batch, cudaStream_t stream
   return cudaGetLastError();
 }
 
-// v3: the same three phases as launch_typed, with full-width CTAs (slices = 1).
-template <int D, int W>
-cudaError_t launch_typed_v3(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
-                            float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p, float* ws,
-                            cudaStream_t stream) {
-  GretPass a{q, k, v, lg, nullptr, 0, nullptr, 0, 0, nullptr, o, s.heads, s.seq_len, s.row_stride, 1,
+// The launch of every kernel version. P = 1: one fused pass, the state read
+// and written in place (each thread its own elements). P > 1: phase 1
+// (segments 0..P-2 from zero; S_loc(p) -> slot p+1, Gamma_p -> gamma), phase 2
+// (the scan over segments), phase 3 (every segment from S_in(p) = slot p; the
+// last writes the final state). pass(a, state_only) launches one pass of the
+// plan's kernel over a's grid.
+template <class Pass>
+cudaError_t launch_phases(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
+                          float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p, float* ws,
+                          cudaStream_t stream, Pass pass) {
+  GretPass a{q, k, v, lg, nullptr, 0, nullptr, 0, 0, nullptr, o, s.heads, s.seq_len, s.row_stride, p.slices,
              p.segments, p.segments};
   if (p.segments == 1) {
     a.s_in = state;
     a.s_out = state;
-    return launch_pass_v3<D, W, false>(a, s.batch, stream);
+    return pass(a, false);
   }
+  const int64_t D = s.head_dim;
   const int64_t elems = gret_ws_state_elems(s.batch, s.heads, D);
   float* gamma = ws + gret_ws_gamma_offset(s.batch, s.heads, D, p.segments);
   GretPass a1 = a;
@@ -933,12 +802,12 @@ cudaError_t launch_typed_v3(const __nv_bfloat16* q, const __nv_bfloat16* k, cons
   a1.write_from = 0;
   a1.gamma = gamma;
   a1.grid_segments = p.segments - 1;
-  cudaError_t e = launch_pass_v3<D, W, true>(a1, s.batch, stream);
+  cudaError_t e = pass(a1, true);
   if (e != cudaSuccess) return e;
   {
     const int64_t blocks = std::min<int64_t>((elems + 255) / 256, 4096);
-    gret_segment_scan_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(state, ws, gamma, elems,
-                                                                                static_cast<int64_t>(D) * D, p.segments);
+    gret_segment_scan_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(state, ws, gamma, elems, D * D,
+                                                                                p.segments);
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
@@ -948,7 +817,21 @@ cudaError_t launch_typed_v3(const __nv_bfloat16* q, const __nv_bfloat16* k, cons
   a3.s_out = state;
   a3.s_out_seg = 0;
   a3.write_from = p.segments - 1;
-  return launch_pass_v3<D, W, false>(a3, s.batch, stream);
+  return pass(a3, false);
+}
+
+// v2 with (D, VS), v3 with W warps: the pass launcher for launch_phases.
+template <int D, int VS>
+auto v2_pass(int64_t batch, cudaStream_t stream) {
+  return [=](const GretPass& a, bool state_only) {
+    return state_only ? launch_pass<D, VS, true>(a, batch, stream) : launch_pass<D, VS, false>(a, batch, stream);
+  };
+}
+template <int D, int W>
+auto v3_pass(int64_t batch, cudaStream_t stream) {
+  return [=](const GretPass& a, bool state_only) {
+    return state_only ? launch_pass_v3<D, W, true>(a, batch, stream) : launch_pass_v3<D, W, false>(a, batch, stream);
+  };
 }
 
 bool misaligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) != 0; }
@@ -983,13 +866,18 @@ cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, co
   if (gret_num_seg_ctas(s.batch, s.heads, p.segments, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (s.seq_len == 0) return cudaSuccess;  // no tokens: o is empty and the state unchanged
   float* ws = static_cast<float*>(workspace);
+  auto run = [&](auto pass) { return launch_phases(q, k, v, log_gamma, state, o, s, p, ws, stream, pass); };
+  if (p.kernel == 5)
+    return run([=](const GretPass& a, bool state_only) {
+      return launch_gret_chunk_v5_pass(a, s.batch, p.chunk, state_only, stream);
+    });
   if (p.kernel == 3 || p.kernel == 4) {
-    if (s.head_dim == 128 && p.kernel == 3) return launch_typed_v3<128, 8>(q, k, v, log_gamma, state, o, s, p, ws, stream);
-    if (s.head_dim == 128 && p.kernel == 4) return launch_typed_v3<128, 16>(q, k, v, log_gamma, state, o, s, p, ws, stream);
+    if (s.head_dim == 128 && p.kernel == 3) return run(v3_pass<128, 8>(s.batch, stream));
+    if (s.head_dim == 128 && p.kernel == 4) return run(v3_pass<128, 16>(s.batch, stream));
     return cudaErrorInvalidValue;
   }
 #define YOCO_GRET_CASE(D, VS) \
-  if (s.head_dim == D && p.slice_cols == VS) return launch_typed<D, VS>(q, k, v, log_gamma, state, o, s, p, ws, stream);
+  if (s.head_dim == D && p.slice_cols == VS) return run(v2_pass<D, VS>(s.batch, stream));
   YOCO_GRET_CASE(64, 16) YOCO_GRET_CASE(64, 32) YOCO_GRET_CASE(64, 64)
   YOCO_GRET_CASE(128, 16) YOCO_GRET_CASE(128, 32) YOCO_GRET_CASE(128, 64)
   YOCO_GRET_CASE(256, 16) YOCO_GRET_CASE(256, 32)

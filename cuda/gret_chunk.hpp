@@ -2,8 +2,8 @@
 // Gated retention (gRet) chunkwise prefill on the GPU: the device pair of
 // reference/gret.hpp gret_chunkwise (KERNELS.md §3). Per head,
 //   S_t = gamma_t S_{t-1} + k_t^T v_t,  o_t = q_t S_t,
-// computed in chunks of 64 tokens with tensor cores (mma.sync m16n8k16 bf16 ->
-// fp32): intra-chunk ((Q K^T) .* E) V, inter-chunk diag(exp G) Q S^, and the
+// computed in chunks of C tokens (64; 128 or 256 with kernel 5) with tensor
+// cores (mma.sync m16n8k16 bf16 -> fp32): intra-chunk ((Q K^T) .* E) V, inter-chunk diag(exp G) Q S^, and the
 // state update S = exp(G_C) S + K'^T V, where K' = K .* exp(G_C - G_j). The
 // fp32 state slice lives in registers for the whole launch; only the state
 // update and its bf16 copy S^ sit on the chunk-to-chunk chain. One CTA per
@@ -14,8 +14,12 @@
 // per 32/64-column V-slice; 3 / 4 (plan_gret_chunk_v3, head_dim 128 only): one
 // CTA of 8 / 16 warps covering all 128 V columns, so Q K^T, the mask and the
 // Q/K loads happen once per head-chunk (cuda/NOTES-gret_chunk.md, v3).
+// 5 (plan_gret_chunk_v5, cuda/gret_chunk_v5.cu, head_dim 128): chunks of 128
+// or 256 tokens, one CTA of 8 warps an SM.
 // plan_gret_chunk, the planner to use, picks v3 with 8 warps for head_dim 128
-// (measured fastest on the H100) and v2 otherwise.
+// (measured fastest on the H100) and v2 otherwise; asked for a chunk of 128
+// or 256 it picks v5 where that is compiled (the result does not depend on
+// the chunk, DESIGN §3; only the rounding points move).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

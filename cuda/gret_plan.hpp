@@ -35,13 +35,14 @@ struct GretChunkShape {
 };
 
 struct GretChunkPlan {
-  int chunk = 64;        // tokens per chunk (the kernel's C); 64 is the one compiled
+  int chunk = 64;        // tokens per chunk (the kernel's C): 64 (kernels 2-4), 128 or 256 (kernel 5)
   int slice_cols = 32;   // V columns per CTA: 16, 32 or 64 (head_dim 256: 16 or 32)
   int slices = 4;        // head_dim / slice_cols
   int segments = 1;      // sequence segments per head, 1..kGretMaxSegments (> 1 needs a workspace)
   int kernel = 2;        // 2: V-sliced CTAs of 4 warps (v2); 3: full-width CTAs of 8 warps (v3, head_dim 128,
                          //    slice_cols = head_dim, slices = 1); 4: the same with 16 warps ("v3w16"),
-                         //    see plan_gret_chunk_v3
+                         //    see plan_gret_chunk_v3; 5: chunks of 128 or 256 tokens, full-width CTAs of
+                         //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5
 };
 constexpr int kGretMaxSegments = 64;
 
@@ -152,12 +153,38 @@ YOCO_HD constexpr int64_t gret_v3_smem_bytes(int64_t head_dim, int64_t chunk, in
 }
 YOCO_HD constexpr int gret_v3_ctas_per_sm(int warps) { return warps == 16 ? 1 : 2; }
 
+// ---- v5: chunks of C = 128 or 256 tokens (head_dim 128). One CTA of 8 warps
+// per (batch, head, segment), one CTA an SM (__launch_bounds__(256, 1): up to
+// 255 registers, so the whole 64-column output block of a row block and its
+// Q fragments stay in registers). Swizzled tiles as v3: Q (one buffer), K and
+// V (two at C 128, one at C 256), S^ (one), log-gamma (as K): 197,632 B at
+// C 128, 230,400 B at C 256 (the 227 KB a block may have).
+YOCO_HD constexpr bool gret_v5_supported(int64_t head_dim, int64_t chunk) {
+  return head_dim == 128 && (chunk == 128 || chunk == 256);
+}
+YOCO_HD constexpr int gret_v5_buffers(int64_t chunk) { return chunk == 128 ? 2 : 1; }
+YOCO_HD constexpr int64_t gret_v5_smem_bytes(int64_t head_dim, int64_t chunk) {
+  return chunk * head_dim * 2 * (1 + 2 * gret_v5_buffers(chunk)) + head_dim * head_dim * 2 +
+         gret_v5_buffers(chunk) * chunk * 4;
+}
+// Row blocks (16 rows of the chunk) of warp w's unit u: warp w writes output
+// columns [64 (w & 1), +64) of C / 64 row blocks, u = 0 .. C/64 - 1; with
+// p = w >> 1 they are 8 (u >> 1) + (p or 7 - p), so every warp has the same
+// causal work (sum of rb + 1) and the 16 warps-halves cover every row block
+// once per column half.
+YOCO_HD constexpr int gret_v5_row_block(int warp, int unit) {
+  const int p = warp >> 1;
+  return 8 * (unit >> 1) + ((unit & 1) ? 7 - p : p);
+}
+
 inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
+  const bool seg_ok = p.segments >= 1 && p.segments <= kGretMaxSegments;
+  if (p.kernel == 5)
+    return seg_ok && gret_v5_supported(s.head_dim, p.chunk) && p.slice_cols == s.head_dim && p.slices == 1;
   if (p.kernel == 3 || p.kernel == 4)
-    return p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments && gret_v3_supported(s.head_dim) &&
-           p.slice_cols == s.head_dim && p.slices == 1;
-  return p.kernel == 2 && p.chunk == 64 && p.segments >= 1 && p.segments <= kGretMaxSegments &&
-         gret_slice_supported(s.head_dim, p.slice_cols) && p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
+    return p.chunk == 64 && seg_ok && gret_v3_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1;
+  return p.kernel == 2 && p.chunk == 64 && seg_ok && gret_slice_supported(s.head_dim, p.slice_cols) &&
+         p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
 }
 
 // Host planner. Slices: the widest slice whose grid covers at least half the
@@ -214,14 +241,41 @@ inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, i
   return p;
 }
 
+// v5 planner (chunk 128 or 256 at head_dim 128; anything else returns the
+// chunk-64 plan of plan_gret_chunk, the same function): one CTA an SM, so
+// P = floor(SMs / (B x H)) segments (5 at batch 1 x 24 heads on 132 SMs),
+// >= 8 chunks a segment, <= 64.
+inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, int chunk);
+
 // The planner the library uses: v3 (8 warps, full-width CTAs) where it exists
 // (head_dim 128), v2 elsewhere. Chosen by measurement (H100, the same call as
 // fla, reports/results/nvidia-h100/logs/run-04): at batch 1 x 24 heads x 128,
 // v3 P 11 took 0.60 / 2.21 / 8.76 / 17.9 ms at 32K / 128K / 512K / 1M against
 // v2 P 4's 1.00 / 3.85 / 15.4 / 30.9 ms, and v3w16 P 5's 0.72 / 2.73 / 10.9 /
-// 21.6 ms.
-inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
+// 21.6 ms. A chunk of 128 or 256 tokens (the authors' training value; the
+// function does not depend on it, DESIGN §3) asks for kernel 5 where it is
+// compiled (head_dim 128); elsewhere the plan keeps chunk 64 (plan.chunk
+// says which ran).
+inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count, int chunk = 64) {
+  if (chunk != 64 && gret_v5_supported(s.head_dim, chunk)) return plan_gret_chunk_v5(s, sm_count, chunk);
   return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count, 8) : plan_gret_chunk_v2(s, sm_count);
+}
+
+inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, int chunk) {
+  if (!gret_v5_supported(s.head_dim, chunk)) return plan_gret_chunk(s, sm_count);
+  GretChunkPlan p;
+  p.chunk = chunk;
+  p.kernel = 5;
+  p.slice_cols = static_cast<int>(s.head_dim);
+  p.slices = 1;
+  const int64_t bh = s.batch * s.heads;
+  int64_t P = (bh > 0 && sm_count > 0) ? static_cast<int64_t>(sm_count) / bh : 1;
+  const int64_t by_len = gret_num_chunks(s.seq_len, chunk) / 8;
+  if (P > by_len) P = by_len;
+  if (P > kGretMaxSegments) P = kGretMaxSegments;
+  if (P < 1) P = 1;
+  p.segments = static_cast<int>(P);
+  return p;
 }
 
 }  // namespace yoco::cuda
@@ -236,9 +290,9 @@ inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count) {
 
 namespace yoco::cuda {
 
-// The kernel's G: inclusive cumsum over a 64-token chunk as 32 lanes do it,
-// each lane summing a pair, a Hillis-Steele warp scan of the pair sums, then
-// G[2l] = (exclusive prefix) + x0, G[2l+1] = (inclusive prefix).
+// The kernel's G over one 64-token sub-tile: inclusive cumsum as 32 lanes do
+// it, each lane summing a pair, a Hillis-Steele warp scan of the pair sums,
+// then G[2l] = (exclusive prefix) + x0, G[2l+1] = (inclusive prefix).
 inline void gret_emulate_chunk_scan(const float* lg64, float* G64) {
   float x0[32], x1[32], sc[32];
   for (int l = 0; l < 32; ++l) {
@@ -257,20 +311,34 @@ inline void gret_emulate_chunk_scan(const float* lg64, float* G64) {
     G64[2 * l + 1] = sc[l];
   }
 }
+// A chunk of C = 64 m tokens (v5 at 128 / 256): each 64-token sub-tile
+// scanned as above, plus the carry of the earlier sub-tiles (fp32, in order):
+// G[64 s + j] = carry_s + local_j, carry_{s+1} = carry_s + local_63. At C 64
+// it is the sub-tile scan itself (0 + x == x).
+inline void gret_emulate_chunk_scan(const float* lg, float* G, int chunk) {
+  float carry = 0.0f;
+  for (int s0 = 0; s0 < chunk; s0 += 64) {
+    float local[64];
+    gret_emulate_chunk_scan(lg + s0, local);
+    for (int j = 0; j < 64; ++j) G[s0 + j] = carry + local[j];
+    carry += local[63];
+  }
+}
 
 struct GretEmulation {
   Mat<double> o;      // [n, D], rounded to bf16 as the kernel writes it
   Mat<double> state;  // [D, D], fp32 values
 };
 
-// Host mirror of launch_gret_chunk for one (batch, head): chunk 64; fp32
+// Host mirror of launch_gret_chunk for one (batch, head) at chunk C (64, 128
+// or 256; the kernels' C); fp32
 // scan, decays, accumulators and state; bf16 operands at exactly the kernel's
 // rounding points: the masked-and-decayed A = (Q K^T) .* E, the decayed
 // K' = K .* exp(G_C - G_j), and the state copy S^ used in Q S^. Inputs q, k,
 // v must already be bf16 values. Slices do not change the arithmetic.
 inline GretEmulation gret_chunk_emulate(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v,
-                                        const Vec<double>& log_gamma, const Mat<double>* s0) {
-  constexpr int C = 64;
+                                        const Vec<double>& log_gamma, const Mat<double>* s0, int chunk = 64) {
+  const int C = chunk;
   const int64_t n = q.rows(), D = q.cols();
   using MF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   MF S = s0 ? MF(s0->cast<float>()) : MF(MF::Zero(D, D));
@@ -280,14 +348,14 @@ inline GretEmulation gret_chunk_emulate(const Mat<double>& q, const Mat<double>&
   for (int64_t t0 = 0; t0 < n; t0 += C) {
     const int64_t nv = std::min<int64_t>(C, n - t0);
     MF Q = MF::Zero(C, D), K = MF::Zero(C, D), V = MF::Zero(C, D);
-    float lg[C] = {}, G[C];
+    std::vector<float> lg(static_cast<size_t>(C), 0.0f), G(static_cast<size_t>(C));
     for (int64_t j = 0; j < nv; ++j) {
       Q.row(j) = q.row(t0 + j).cast<float>();
       K.row(j) = k.row(t0 + j).cast<float>();
       V.row(j) = v.row(t0 + j).cast<float>();
-      lg[j] = static_cast<float>(log_gamma(t0 + j));
+      lg[static_cast<size_t>(j)] = static_cast<float>(log_gamma(t0 + j));
     }
-    gret_emulate_chunk_scan(lg, G);
+    gret_emulate_chunk_scan(lg.data(), G.data(), C);
     const float GC = G[C - 1];
     MF Sh = S.unaryExpr(bf);  // S^: the bf16 copy of the incoming state
     MF A = Q * K.transpose();
@@ -313,31 +381,32 @@ inline GretEmulation gret_chunk_emulate(const Mat<double>& q, const Mat<double>&
 // segments 0..P-2 from zero, Gamma_p = fp32 sum of the chunks' scan totals),
 // phase 2 (fp32 scan), phase 3 (each segment from S_in(p)).
 inline GretEmulation gret_chunk_emulate_segmented(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v,
-                                                  const Vec<double>& log_gamma, const Mat<double>* s0, int segments) {
-  const int64_t n = q.rows(), D = q.cols(), nc = gret_num_chunks(n, 64);
+                                                  const Vec<double>& log_gamma, const Mat<double>* s0, int segments,
+                                                  int chunk = 64) {
+  const int64_t C = chunk, n = q.rows(), D = q.cols(), nc = gret_num_chunks(n, C);
   Mat<double> S_in = s0 ? *s0 : Mat<double>(Mat<double>::Zero(D, D));
   GretEmulation r;
   r.o.resize(n, D);
   for (int p = 0; p < segments; ++p) {
-    const int64_t r0 = std::min(n, gret_segment_begin(p, nc, segments) * 64);
-    const int64_t r1 = std::min(n, gret_segment_begin(p + 1, nc, segments) * 64);
+    const int64_t r0 = std::min(n, gret_segment_begin(p, nc, segments) * C);
+    const int64_t r1 = std::min(n, gret_segment_begin(p + 1, nc, segments) * C);
     const int64_t len = r1 - r0;
     const Mat<double> Sin_f = S_in.cast<float>().cast<double>();
     const GretEmulation e = gret_chunk_emulate(q.middleRows(r0, len), k.middleRows(r0, len), v.middleRows(r0, len),
-                                               log_gamma.segment(r0, len), &Sin_f);
+                                               log_gamma.segment(r0, len), &Sin_f, chunk);
     if (len > 0) r.o.middleRows(r0, len) = e.o;
     if (p + 1 == segments) {
       r.state = e.state;
       break;
     }
     const GretEmulation loc = gret_chunk_emulate(q.middleRows(r0, len), k.middleRows(r0, len), v.middleRows(r0, len),
-                                                 log_gamma.segment(r0, len), nullptr);
+                                                 log_gamma.segment(r0, len), nullptr, chunk);
     float gam = 0.0f;
-    for (int64_t c0 = r0; c0 < r1; c0 += 64) {
-      float lg[64] = {}, G[64];
-      for (int64_t j = 0; j < 64 && c0 + j < r1; ++j) lg[j] = static_cast<float>(log_gamma(c0 + j));
-      gret_emulate_chunk_scan(lg, G);
-      gam += G[63];
+    for (int64_t c0 = r0; c0 < r1; c0 += C) {
+      std::vector<float> lg(static_cast<size_t>(C), 0.0f), G(static_cast<size_t>(C));
+      for (int64_t j = 0; j < C && c0 + j < r1; ++j) lg[static_cast<size_t>(j)] = static_cast<float>(log_gamma(c0 + j));
+      gret_emulate_chunk_scan(lg.data(), G.data(), chunk);
+      gam += G[static_cast<size_t>(C - 1)];
     }
     const float f = std::exp(std::min(gam, 0.0f));
     Mat<double> next(D, D);

@@ -155,7 +155,7 @@ if has_step sanitize && command -v compute-sanitizer >/dev/null; then
   done
   for t in "${GPU_TESTS[@]}"; do
     case "$t" in test_flash_prefill|test_gret_chunk|test_flash_decode|test_gret_decode)
-      run_step "racecheck.$t" 180 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
+      run_step "racecheck.$t" 300 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
         --print-limit 20 "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")"
       run_step "synccheck.$t" 120 compute-sanitizer --tool synccheck --error-exitcode 9 --print-limit 20 \
         "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")" ;;

@@ -1,5 +1,5 @@
 // The gRet chunk kernel's plan and index maths (cuda/gret_plan.hpp), and a
-// host emulation of the kernel's exact arithmetic (chunk 64, bf16 rounding at
+// host emulation of the kernel's exact arithmetic (chunk 64/128/256, bf16 rounding at
 // the kernel's points, the kernel's fp32 scan) against the fp64 reference
 // paradigms: the algorithm is right before a GPU sees it, and its error is the
 // "bf16-rounded CPU computation" of DESIGN §6 that the GPU test's bound uses.
@@ -151,7 +151,7 @@ TEST(GretPlan, PlannerFillsTheDevice) {
         EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, 64)));
       }
   GretChunkShape s{1, 24, 128, 100, 3072};
-  EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{128, 32, 4, 1}));  // only chunk 64 is compiled
+  EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{128, 32, 4, 1}));  // v2 compiles chunk 64 only
   EXPECT_FALSE(gret_plan_valid(s, GretChunkPlan{64, 32, 2, 1}));   // slices do not cover D
 }
 
@@ -218,6 +218,77 @@ TEST(GretPlan, V3PlanFillsTwoCtasAnSm) {
       }
       for (int x : cover) ASSERT_EQ(x, 1) << B << " " << N;
     }
+}
+
+// v5: chunks of 128 / 256 tokens at head_dim 128, one CTA an SM.
+TEST(GretPlan, V5PlanRunsOneCtaAnSmAtChunks128And256) {
+  EXPECT_EQ(gret_v5_smem_bytes(128, 128), 197632);
+  EXPECT_EQ(gret_v5_smem_bytes(128, 256), 230400);
+  for (int C : {128, 256}) {
+    EXPECT_LE(gret_v5_smem_bytes(128, C), 227 * 1024) << C;  // a block's limit
+    EXPECT_GT(2 * (gret_v5_smem_bytes(128, C) + 1024), 228 * 1024) << C;  // so one CTA an SM
+    for (int64_t N : {32768, 1048576}) {
+      const GretChunkShape s{1, 24, 128, N, 3072};
+      const GretChunkPlan p = plan_gret_chunk(s, 132, C), p5 = plan_gret_chunk_v5(s, 132, C);
+      EXPECT_EQ(p.kernel, 5);
+      EXPECT_EQ(p.chunk, C);
+      EXPECT_EQ(p.slices, 1);
+      EXPECT_EQ(p.slice_cols, 128);
+      EXPECT_EQ(p.segments, 5) << C << " " << N;  // 120 CTAs on 132 SMs
+      EXPECT_EQ(p.segments, p5.segments);
+      EXPECT_TRUE(gret_plan_valid(s, p));
+    }
+    EXPECT_EQ(plan_gret_chunk({1, 24, 128, 900, 3072}, 132, C).segments, 1) << C;  // too short to cut
+    EXPECT_EQ(plan_gret_chunk({8, 24, 128, 32768, 3072}, 132, C).segments, 1) << C;  // 192 CTAs already
+    EXPECT_EQ(plan_gret_chunk({2, 16, 128, 16384, 2048}, 132, C).segments, 4) << C;
+    for (int64_t B : {1, 2, 3, 8})
+      for (int64_t N : {1, 64, 4096, 1 << 20})
+        for (int sms : {1, 16, 132}) {
+          const GretChunkPlan q = plan_gret_chunk({B, 24, 128, N, 3072}, sms, C);
+          EXPECT_TRUE(gret_plan_valid({B, 24, 128, N, 3072}, q));
+          EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, C)));
+        }
+    // other head dims keep chunk 64 (the same function): v2's plan
+    for (int64_t D : {64, 256}) {
+      const GretChunkPlan q = plan_gret_chunk({1, 24, D, 32768, 24 * D}, 132, C);
+      EXPECT_EQ(q.kernel, 2) << D;
+      EXPECT_EQ(q.chunk, 64) << D;
+    }
+    GretChunkPlan bad = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132, C);
+    EXPECT_FALSE(gret_plan_valid({1, 24, 64, 32768, 1536}, bad));  // v5 is head_dim 128
+    bad.slices = 4;
+    bad.slice_cols = 32;
+    EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // and full width
+  }
+  GretChunkPlan odd = plan_gret_chunk({1, 24, 128, 32768, 3072}, 132, 128);
+  odd.chunk = 64;  // chunk 64 is v2/v3's
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, odd));
+  odd.chunk = 512;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, odd));
+  EXPECT_EQ(plan_gret_chunk({1, 24, 128, 32768, 3072}, 132, 512).chunk, 64);  // not compiled: chunk 64
+}
+
+// The v5 output map: for each column half, the C/64 row blocks of the four
+// warps of that half cover the C/16 row blocks once, with equal causal work.
+TEST(GretPlan, V5RowBlocksCoverTheChunkWithEqualWork) {
+  for (int C : {128, 256}) {
+    const int units = C / 64, blocks = C / 16;
+    for (int half = 0; half < 2; ++half) {
+      std::vector<int> cover(static_cast<size_t>(blocks), 0);
+      for (int w = half; w < 8; w += 2) {
+        int work = 0;
+        for (int u = 0; u < units; ++u) {
+          const int rb = gret_v5_row_block(w, u);
+          ASSERT_GE(rb, 0);
+          ASSERT_LT(rb, blocks);
+          ++cover[static_cast<size_t>(rb)];
+          work += rb + 1;
+        }
+        EXPECT_EQ(work, units * (blocks + 1) / 2) << C << " warp " << w;
+      }
+      for (int x : cover) EXPECT_EQ(x, 1) << C << " half " << half;
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -335,6 +406,41 @@ TEST(GretChunkEmulation, SegmentsEqualOneSegment) {
       }
 }
 
+// Chunks of 128 / 256 (v5): the same error class as chunk 64 against the
+// recurrence, one launch or segments, and equal to the chunk-64 emulation
+// within that bound (the function does not depend on the chunk, DESIGN §3).
+TEST(GretChunkEmulation, LongChunksMatchTheReference) {
+  const int64_t D = 128;
+  for (int C : {128, 256})
+    for (double tau : {0.1, 16.0, 0.0})
+      for (int64_t n : {int64_t{1}, int64_t{63}, int64_t{C - 1}, int64_t{C}, int64_t{C + 1}, int64_t{1000}})
+        for (bool with_state : {false, true}) {
+          const Inputs in = make_inputs(n, D, tau, 2000 + n + C);
+          const Mat<double>* s0 = with_state ? &in.s0 : nullptr;
+          const GretResult<double> rec = gret_recurrent<double>(in.q, in.k, in.v, in.g, s0);
+          const GretEmulation em = gret_chunk_emulate(in.q, in.k, in.v, in.g, s0, C);
+          const GretEmulation em64 = gret_chunk_emulate(in.q, in.k, in.v, in.g, s0, 64);
+          const double round_o = output_rounding_error(rec.o);
+          const auto tag = ::testing::Message() << "C " << C << " tau " << tau << " n " << n << " state " << with_state;
+          EXPECT_LE(rms_ratio(em.o, rec.o), 8.0 * round_o + 1e-6) << tag;
+          EXPECT_LE(rms_ratio(em.o, em64.o), 8.0 * round_o + 1e-6) << tag;
+          EXPECT_LE(rms_ratio(em.state, rec.state), 1e-2) << tag;
+          const GretResult<double> chk = gret_chunkwise<double>(in.q, in.k, in.v, in.g, s0, C);
+          EXPECT_LE(rms_ratio(chk.o, rec.o), 1e-10) << tag;
+        }
+  for (int C : {128, 256})
+    for (int P : {2, 3, 7}) {
+      const Inputs in = make_inputs(4097, D, 16.0, 700 + P + C);
+      const GretResult<double> rec = gret_recurrent<double>(in.q, in.k, in.v, in.g, &in.s0);
+      const GretEmulation whole = gret_chunk_emulate(in.q, in.k, in.v, in.g, &in.s0, C);
+      const GretEmulation seg = gret_chunk_emulate_segmented(in.q, in.k, in.v, in.g, &in.s0, P, C);
+      const double round_o = output_rounding_error(rec.o);
+      EXPECT_LE(rms_ratio(seg.o, rec.o), 8.0 * round_o + 1e-6) << C << " P " << P;
+      const double ew = rms_ratio(whole.state, rec.state), es = rms_ratio(seg.state, rec.state);
+      EXPECT_LE(es, 2.0 * ew + 1e-6) << C << " P " << P;
+    }
+}
+
 TEST(GretChunkEmulation, ScanMatchesASerialCumsum) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> nd(0.0, 1.0);
@@ -345,6 +451,24 @@ TEST(GretChunkEmulation, ScanMatchesASerialCumsum) {
   for (int i = 0; i < 64; ++i) {
     acc += lg[i];
     EXPECT_NEAR(G[i], acc, 1e-5 * std::abs(acc) + 1e-6);
+  }
+}
+
+TEST(GretChunkEmulation, LongChunkScanIsSubTileScansPlusACarry) {
+  std::mt19937_64 rng(6);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  for (int C : {64, 128, 256}) {
+    std::vector<float> lg(static_cast<size_t>(C)), G(static_cast<size_t>(C));
+    for (float& x : lg) x = static_cast<float>(logsigmoid(nd(rng)) / 0.1);
+    gret_emulate_chunk_scan(lg.data(), G.data(), C);
+    double acc = 0;
+    for (int i = 0; i < C; ++i) {
+      acc += lg[static_cast<size_t>(i)];
+      EXPECT_NEAR(G[static_cast<size_t>(i)], acc, 1e-5 * std::abs(acc) + 1e-6) << C << " " << i;
+    }
+    float G64[64];
+    gret_emulate_chunk_scan(lg.data(), G64);  // the first sub-tile is the 64-token scan, bit for bit
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(G[static_cast<size_t>(i)], G64[i]) << C << " " << i;
   }
 }
 

@@ -83,9 +83,9 @@ struct DeviceRun {
 // Runs the chunk kernel over the whole problem in launches of the given token
 // counts, with the given slice width and segments (a workspace when P > 1).
 // kernel 3 / 4: the full-width v3 path with 8 / 16 warps (slice_cols is ignored;
-// head_dim 128 only).
+// head_dim 128 only); kernel 5: chunks of `chunk` (128 or 256) tokens.
 DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>& launches, int segments = 1,
-                    int kernel = 2) {
+                    int kernel = 2, int chunk = 64) {
   DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(p.B * p.N * p.H * p.D));
   DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
   upload_bf16(qkv, p.qkv);
@@ -96,7 +96,11 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
   for (int64_t n : launches) {
     GretChunkShape s{p.B, p.H, p.D, n, p.stride};
     GretChunkPlan plan = plan_gret_chunk_v2(s, 132);
-    if (kernel >= 3) {
+    if (kernel == 5) {
+      plan = plan_gret_chunk_v5(s, 132, chunk);
+      EXPECT_EQ(plan.kernel, 5);
+      EXPECT_EQ(plan.chunk, chunk);
+    } else if (kernel >= 3) {
       plan = plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8);
       EXPECT_EQ(plan.kernel, kernel);
     } else {
@@ -116,11 +120,19 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
   return {download_bf16(o), download(st)};
 }
 
+// The plan of a test variant: 2, 3, 4 the kernels of that number at chunk
+// 64; 5 and 6 kernel 5 at chunk 128 and 256.
+GretChunkPlan variant_plan(const GretChunkShape& s, int variant) {
+  if (variant == 5 || variant == 6) return plan_gret_chunk_v5(s, 132, variant == 5 ? 128 : 256);
+  return variant >= 3 ? plan_gret_chunk_v3(s, 132, variant == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
+}
+
 struct Expected {
   std::vector<double> o, state;    // fp64 reference
   std::vector<double> em_o, em_s;  // host emulation of the kernel
 };
-Expected expected(const Problem& p) {
+// chunk: the emulated kernel's chunk (64 for v2/v3, 128 or 256 for v5).
+Expected expected(const Problem& p, int chunk = 64) {
   Expected e;
   e.o.assign(static_cast<size_t>(p.B * p.N * p.H * p.D), 0.0);
   e.em_o = e.o;
@@ -130,7 +142,7 @@ Expected expected(const Problem& p) {
     for (int64_t h = 0; h < p.H; ++h) {
       const HeadInputs x = head_inputs(p, b, h, 0, p.N);
       const GretResult<double> r = gret_recurrent<double>(x.q, x.k, x.v, x.g, &x.s0);
-      const GretEmulation m = gret_chunk_emulate(x.q, x.k, x.v, x.g, &x.s0);
+      const GretEmulation m = gret_chunk_emulate(x.q, x.k, x.v, x.g, &x.s0, chunk);
       for (int64_t t = 0; t < p.N; ++t)
         for (int64_t d = 0; d < p.D; ++d) {
           const size_t i = static_cast<size_t>(((b * p.N + t) * p.H + h) * p.D + d);
@@ -252,6 +264,40 @@ TEST(GretChunk, SegmentsEqualOneSegment) {
     }
 }
 
+// v5 (chunks of 128 and 256 tokens, head_dim 128) against the fp64 reference
+// with the bound of its own emulation (chunk C): lengths around the chunk
+// edges, every gate strength, with and without an initial state, batch 1 and
+// 3, segments 1/2/3/7; and against v3 (chunk 64: the same function).
+TEST(GretChunk, LongChunksMatchTheReference) {
+  YOCO_REQUIRE_GPU();
+  int id = 0;
+  for (int C : {128, 256})
+    for (int64_t N : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{C - 1}, int64_t{C}, int64_t{C + 1},
+                      int64_t{1000}, int64_t{4096}})
+      for (double tau : {0.1, 1.0, 16.0, 0.0}) {
+        if (N == 4096 && tau != 16.0) continue;  // the long case once per chunk
+        ++id;
+        const bool with_state = (id % 2) == 1 || N == 4096;
+        const int64_t B = (id % 3) == 0 ? 3 : 1;
+        const int segs = std::vector<int>{1, 2, 3, 7}[static_cast<size_t>(id) % 4];
+        const Problem p = make_problem(B, 2, 128, N, tau, with_state, 1300 + id);
+        const Expected e = expected(p, C);
+        const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
+        const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
+        const DeviceRun got = run_chunk(p, 128, {N}, segs, 5, C);
+        const auto tag = ::testing::Message() << "C " << C << " N " << N << " tau " << tau << " state " << with_state
+                                              << " B " << B << " P " << segs;
+        EXPECT_LE(rms_error(got.o, e.o), bound_o) << tag;
+        EXPECT_LE(rms_error(got.state, e.state), bound_s) << tag;
+        if (N == 1000) {  // the same function as chunk 64 (v3), within the larger of the two bounds
+          const Expected e64 = expected(p, 64);
+          const double b64 = std::max(bound_o, 2.0 * rms_error(e64.em_o, e64.o));
+          const DeviceRun v3 = run_chunk(p, 128, {N}, segs, 3);
+          EXPECT_LE(rms_error(got.o, std::vector<double>(v3.o.begin(), v3.o.end())), b64) << tag;
+        }
+      }
+}
+
 // Paradigm equivalence on the GPU: the chunk kernel over a prefix, then decode
 // steps (launch_gret_recurrent_step) equals the chunk kernel over the whole
 // sequence and the fp64 CPU reference.
@@ -259,16 +305,17 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
   YOCO_REQUIRE_GPU();
   const int64_t B = 1, H = 3, D = 128, N0 = 1000, M = 48, N = N0 + M, HD = H * D;
   const Problem p = make_problem(B, H, D, N, 16.0, true, 77);
-  const Expected e = expected(p);
-  for (int kernel : {2, 3, 4}) {
-    const DeviceRun whole = run_chunk(p, kernel >= 3 ? 128 : 32, {N}, 3, kernel);
+  for (int variant : {2, 3, 4, 5, 6}) {  // 5, 6: v5 at chunk 128, 256
+    const int kernel = std::min(variant, 5), chunk = variant == 5 ? 128 : (variant == 6 ? 256 : 64);
+    const Expected e = expected(p, chunk);
+    const DeviceRun whole = run_chunk(p, kernel >= 3 ? 128 : 32, {N}, 3, kernel, chunk);
     DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(N * HD));
     DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
     upload_bf16(qkv, p.qkv);
     upload(lg, p.lg);
     upload(st, p.s0);
     GretChunkShape s{B, H, D, N0, p.stride};
-    GretChunkPlan plan = kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
+    GretChunkPlan plan = variant_plan(s, variant);
     EXPECT_EQ(plan.kernel, kernel);
     plan.segments = 3;
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
@@ -286,14 +333,15 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
     const std::vector<float> got_o = download_bf16(o), got_s = download(st);
     const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
     const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
-    EXPECT_LE(rms_error(got_o, e.o), bound_o) << "v" << kernel;
-    EXPECT_LE(rms_error(got_s, e.state), bound_s) << "v" << kernel;
-    EXPECT_LE(rms_error(got_o, whole.o), bound_o) << "v" << kernel;
-    EXPECT_LE(rms_error(got_s, whole.state), bound_s) << "v" << kernel;
+    EXPECT_LE(rms_error(got_o, e.o), bound_o) << "v" << kernel << " C " << chunk;
+    EXPECT_LE(rms_error(got_s, e.state), bound_s) << "v" << kernel << " C " << chunk;
+    EXPECT_LE(rms_error(got_o, whole.o), bound_o) << "v" << kernel << " C " << chunk;
+    EXPECT_LE(rms_error(got_s, whole.state), bound_s) << "v" << kernel << " C " << chunk;
     // the decoded rows alone
     std::vector<double> dec_want(e.o.begin() + N0 * HD, e.o.end());
     std::vector<float> dec_got(got_o.begin() + N0 * HD, got_o.end());
-    EXPECT_LE(rms_error(dec_got, dec_want), std::max(bound_o, bf16_output_bound(dec_want))) << "v" << kernel;
+    EXPECT_LE(rms_error(dec_got, dec_want), std::max(bound_o, bf16_output_bound(dec_want)))
+        << "v" << kernel << " C " << chunk;
   }
 }
 
@@ -321,6 +369,20 @@ TEST(GretChunk, SplitPrefillEqualsOneLaunch) {
   EXPECT_LE(rms_error(split.o, one.o), bound_o);
   EXPECT_LE(rms_error(split3.o, one3.o), bound_o);
   EXPECT_LE(rms_error(split4.o, one4.o), bound_o);
+  // v5: launches that cut chunks of 128 / 256 anywhere (the bound of its own emulation)
+  for (int C : {128, 256}) {
+    const Expected e5 = expected(p, C);
+    const double b5o = std::max(2.0 * rms_error(e5.em_o, e5.o), bf16_output_bound(e5.o));
+    const double b5s = 2.0 * rms_error(e5.em_s, e5.state) + 1e-5;
+    const DeviceRun one5 = run_chunk(p, 128, {4097}, 1, 5, C);
+    const DeviceRun split5 = run_chunk(p, 128, {1000, 3097}, 2, 5, C);
+    const DeviceRun odd5 = run_chunk(p, 128, {1, 63, 65, C - 1, 4097 - 128 - C}, 3, 5, C);
+    for (const DeviceRun* r : {&one5, &split5, &odd5}) {
+      EXPECT_LE(rms_error(r->o, e5.o), b5o) << "C " << C;
+      EXPECT_LE(rms_error(r->state, e5.state), b5s) << "C " << C;
+    }
+    EXPECT_LE(rms_error(split5.o, one5.o), b5o) << "C " << C;
+  }
 }
 
 TEST(GretChunk, RejectsBadArguments) {
@@ -356,6 +418,13 @@ TEST(GretChunk, RejectsBadArguments) {
   v3p.slice_cols = 32;
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, GretChunkShape{1, 1, 128, 8, 128}, v3p, nullptr),
             cudaErrorInvalidValue);  // v3 is full width
+  GretChunkPlan v5p = plan_gret_chunk_v5(GretChunkShape{1, 1, 128, 8, 128}, 132, 128);
+  EXPECT_EQ(v5p.kernel, 5);
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, v5p, nullptr),
+            cudaErrorInvalidValue);  // v5 needs head_dim 128 (s has 64)
+  v5p.chunk = 512;
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, GretChunkShape{1, 1, 128, 8, 128}, v5p, nullptr),
+            cudaErrorInvalidValue);  // chunks of 128 and 256 only
   s.seq_len = 0;  // nothing to do, state untouched
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, ok, nullptr), cudaSuccess);
 }
@@ -425,10 +494,9 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     // The emulation's output error is consistently ~1.4x the output rounding
     // (test_gret_plan); 2x that is 2.8x: use 3x the output rounding.
     const double bound_o = 1.5 * bf16_output_bound(want);
-    for (int kernel : {2, 3, 4}) {  // the same inputs and oracle for v2 and v3
-      const GretChunkPlan plan =
-        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
-      EXPECT_EQ(plan.kernel, kernel);
+    for (int kernel : {2, 3, 4, 5, 6}) {  // the same inputs and oracle for every kernel (5, 6: v5 at 128, 256)
+      const GretChunkPlan plan = variant_plan(s, kernel);
+      EXPECT_EQ(plan.kernel, std::min(kernel, 5));
       EXPECT_GT(plan.segments, 1);
       const size_t wsb = gret_chunk_workspace_bytes(s, plan);
       DeviceArray<float> ws(wsb / sizeof(float));
@@ -494,10 +562,9 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     for (int64_t i = 0; i < W; ++i) want.push_back(rf[static_cast<size_t>(i)]);
   }
   const std::vector<float> want_s = download(st_o);
-  for (int kernel : {2, 3, 4}) {  // the same inputs and oracle for v2 and v3
-    const GretChunkPlan plan =
-        kernel >= 3 ? plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
-    EXPECT_EQ(plan.kernel, kernel);
+  for (int kernel : {2, 3, 4, 5, 6}) {  // the same inputs and oracle for every kernel (5, 6: v5 at 128, 256)
+    const GretChunkPlan plan = variant_plan(s, kernel);
+    EXPECT_EQ(plan.kernel, std::min(kernel, 5));
     EXPECT_GT(plan.segments, 1);
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
     DeviceArray<float> ws(wsb / sizeof(float));
