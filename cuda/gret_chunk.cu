@@ -174,17 +174,8 @@ __global__ void __launch_bounds__(kThreads, GretTile<D, VS, C>::min_blocks) gret
     // and F_j = exp(min(G_C - G_j, 0)) for the state update.
     float GC;
     {
-      const float x0 = sLg[buf * C + 2 * lane], x1 = sLg[buf * C + 2 * lane + 1];
-      float sc = x0 + x1;
-#pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const float y = __shfl_up_sync(0xffffffffu, sc, off);
-        if (lane >= off) sc += y;
-      }
-      float ex = __shfl_up_sync(0xffffffffu, sc, 1);
-      if (lane == 0) ex = 0.0f;
-      GC = __shfl_sync(0xffffffffu, sc, 31);
-      const float g0 = ex + x0, g1 = sc;
+      float g0, g1;
+      chunk_scan(sLg + buf * C, lane, g0, g1, GC);
       Gw[2 * lane] = g0;
       Gw[2 * lane + 1] = g1;
       Fw[2 * lane] = decay(GC - g0);
@@ -446,31 +437,17 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
   // Few live scalars (the fused pass sits at the 128-register cap): 32-bit
-  // CTA and chunk indices (B*H*P and the chunk count stay far below 2^31),
-  // every address formed in int64 where it is used; a.* lives in the
-  // constant bank.
-  const GretSegCta cta = gret_seg_cta(blockIdx.x, a.heads, a.grid_segments, 1);
-  const int b = static_cast<int>(cta.batch), h = static_cast<int>(cta.head), seg = static_cast<int>(cta.segment);
-  const int64_t nchunks = gret_num_chunks(a.seq_len, C);
-  const int c_begin = static_cast<int>(gret_segment_begin(seg, nchunks, a.segments));
-  const int c_end = static_cast<int>(gret_segment_begin(seg + 1, nchunks, a.segments));
+  // CTA and chunk indices; a.* lives in the constant bank.
+  const FullWidthCta cta = full_width_cta<C>(a);
+  const int b = cta.b, h = cta.h, seg = cta.seg, c_begin = cta.c_begin, c_end = cta.c_end;
 
-  constexpr int kPieces = C * D / 8;  // 16-byte pieces of a tile: 1024, 4 (8 warps) or 2 (16 warps) a thread
-  static_assert(kPieces % kThreadsV3 == 0, "whole pieces a thread");
   // cp.async of one C x D tile of chunk c (src: q, k or v); rows past the end
   // are zero-filled, nothing past the end is read.
   auto load_tile = [&](uint32_t dst, const __nv_bfloat16* src, int c) {
     const int64_t t0 = gret_chunk_begin(c, C);
     const int64_t nv = gret_chunk_valid(c, C, a.seq_len);
     const __nv_bfloat16* base = src + gret_qkv_offset(b, t0, h, 0, a.seq_len, a.row_stride, D);
-#pragma unroll
-    for (int i = 0; i < kPieces / kThreadsV3; ++i) {
-      const int idx = tid + i * kThreadsV3;
-      const int r = idx / (D / 8), cc = idx % (D / 8);
-      const bool ok = r < nv;
-      const int64_t go = ok ? static_cast<int64_t>(r) * a.row_stride + cc * 8 : 0;
-      cp_async16(dst + swz<D>(r, cc * 8), base + go, ok);
-    }
+    load_swizzled_tile<D, C, kThreadsV3>(dst, base, nv, a.row_stride, tid);
   };
   auto load_kv = [&](int c, int buf) {
     load_tile(sbase + static_cast<uint32_t>(T::off_k + buf * T::tile), a.k, c);
@@ -496,26 +473,8 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
   const int srow = (warp & 7) * 16, sr0 = srow + g;
   const int scol = W == 8 ? 0 : (warp >> 3) * 64;
   float s[NT][4];
-  {
-    const float* sin = a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, 0, a.heads, D) : nullptr;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = scol + nt * 8 + 2 * t;
-      float2 x = make_float2(0.0f, 0.0f), y = make_float2(0.0f, 0.0f);
-      if (sin) {
-        x = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0) * D + col);
-        y = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0 + 8) * D + col);
-      }
-      s[nt][0] = x.x;
-      s[nt][1] = x.y;
-      s[nt][2] = y.x;
-      s[nt][3] = y.y;
-      if constexpr (!kStateOnly) {
-        *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0, col)) = pack_bf16(x.x, x.y);
-        *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0 + 8, col)) = pack_bf16(y.x, y.y);
-      }
-    }
-  }
+  load_state_block<D, NT, !kStateOnly>(
+      s, a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, 0, a.heads, D) : nullptr, pS, sr0, scol, t);
 
   // output row block and first output column
   const int rb = W == 8 ? (warp < 4 ? (warp >> 1) : 3 - ((warp - 4) >> 1)) : (((warp >> 2) + (warp & 3)) & 3);
@@ -578,34 +537,7 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
             mma_bf16(acc[0], a0, a1, a2, a3, b0, b1);
             mma_bf16(acc[1], a0, a1, a2, a3, b2, b3);
           }
-          if (kb < rb) {
-            // every key j <= m = 16 kb + 15 < i: exp(G_i - G_j) = exp(G_i - G_m) exp(G_m - G_j)
-            const float Gm = __shfl_sync(0xffffffffu, g1, 8 * kb + 7);
-            const float r0 = decay(Gi0 - Gm), r1 = decay(Gi1 - Gm);
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const int nt = 2 * kb + half;
-              const float Gj0 = __shfl_sync(0xffffffffu, g0, 4 * nt + t);
-              const float Gj1 = __shfl_sync(0xffffffffu, g1, 4 * nt + t);
-              const float c0 = decay(Gm - Gj0), c1 = decay(Gm - Gj1);
-              af[kb][2 * half] = pack_bf16(acc[half][0] * (r0 * c0), acc[half][1] * (r0 * c1));
-              af[kb][2 * half + 1] = pack_bf16(acc[half][2] * (r1 * c0), acc[half][3] * (r1 * c1));
-            }
-          } else {
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-              const int nt = 2 * kb + half;
-              const int j0 = nt * 8 + 2 * t, j1 = j0 + 1;
-              const float Gj0 = __shfl_sync(0xffffffffu, g0, 4 * nt + t);
-              const float Gj1 = __shfl_sync(0xffffffffu, g1, 4 * nt + t);
-              const float p00 = j0 <= i0 ? acc[half][0] * decay(Gi0 - Gj0) : 0.0f;
-              const float p01 = j1 <= i0 ? acc[half][1] * decay(Gi0 - Gj1) : 0.0f;
-              const float p10 = j0 <= i1 ? acc[half][2] * decay(Gi1 - Gj0) : 0.0f;
-              const float p11 = j1 <= i1 ? acc[half][3] * decay(Gi1 - Gj1) : 0.0f;
-              af[kb][2 * half] = pack_bf16(p00, p01);
-              af[kb][2 * half + 1] = pack_bf16(p10, p11);
-            }
-          }
+          masked_decayed_fragment(af[kb], acc, !(kb < rb), Gi0, Gi1, g0, g1, kb, kb, i0, i1, t);
         }
       }
       // ---- O = exp(G_i) (Q S^) + A V, in kOutPasses passes of kOutCols columns
@@ -652,16 +584,9 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
             }
           }
         }
-        {
-          const int64_t t0 = gret_chunk_begin(c, C);
-          __nv_bfloat16* o0 = a.o + gret_out_offset(b, t0 + i0, h, cb + 2 * t, a.seq_len, a.heads, D);
-          __nv_bfloat16* o1 = o0 + 8 * a.heads * D;  // row i1 = i0 + 8
-#pragma unroll
-          for (int nt = 0; nt < kOutNT; ++nt) {
-            if (i0 < nv) *reinterpret_cast<uint32_t*>(o0 + nt * 8) = pack_bf16(out[nt][0], out[nt][1]);
-            if (i1 < nv) *reinterpret_cast<uint32_t*>(o1 + nt * 8) = pack_bf16(out[nt][2], out[nt][3]);
-          }
-        }
+        store_output_rows(out,
+                          a.o + gret_out_offset(b, gret_chunk_begin(c, C) + i0, h, cb + 2 * t, a.seq_len, a.heads, D),
+                          8 * a.heads * D, i0 < nv, i1 < nv);
       }
       if constexpr (!kDbl) {
         __syncthreads();  // B2: every warp is done with Q and S^ of chunk c
@@ -685,33 +610,14 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
         const float f1 = __shfl_sync(0xffffffffu, F1, 8 * kk + t);
         const float f2 = __shfl_sync(0xffffffffu, F0, 8 * kk + 4 + t);
         const float f3 = __shfl_sync(0xffffffffu, F1, 8 * kk + 4 + t);
-        uint32_t a0, a1, a2, a3;
-        // A = K^T (m = state row, k = token): transposed 8x8 loads from K's rows
-        ldsm_x4_t(cK + swz<D>(kk * 16 + (lane & 7) + (lane >> 4) * 8, srow + ((lane >> 3) & 1) * 8), a0, a1, a2, a3);
-        a0 = scale_bf16x2(a0, f0, f1);
-        a1 = scale_bf16x2(a1, f0, f1);
-        a2 = scale_bf16x2(a2, f2, f3);
-        a3 = scale_bf16x2(a3, f2, f3);
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4_t(cV + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, scol + np * 16 + (lane >> 4) * 8), b0, b1,
-                    b2, b3);
-          mma_bf16(s[2 * np], a0, a1, a2, a3, b0, b1);
-          mma_bf16(s[2 * np + 1], a0, a1, a2, a3, b2, b3);
-        }
+        state_update_step<D, NT>(s, cK, cV, kk, srow, scol, lane, f0, f1, f2, f3);
       }
       if constexpr (!kStateOnly) {
         // S^ for the next chunk. W 8: the same buffer; B2 ordered every read
         // of the old S^ before these stores. W 16: the other buffer, last read
         // in chunk c-1 (before this chunk's B1). The next B1 orders the stores
         // before the next chunk's reads.
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int col = scol + nt * 8 + 2 * t;
-          *reinterpret_cast<uint32_t*>(pS_next + swz_elem<D>(sr0, col)) = pack_bf16(s[nt][0], s[nt][1]);
-          *reinterpret_cast<uint32_t*>(pS_next + swz_elem<D>(sr0 + 8, col)) = pack_bf16(s[nt][2], s[nt][3]);
-        }
+        store_state_bf16<D, NT>(s, pS_next, sr0, scol, t);
       }
     }
   }
@@ -720,12 +626,7 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
   if (a.gamma && tid == 0) a.gamma[(static_cast<int64_t>(b) * a.heads + h) * a.segments + seg] = gamma_sum;
   if (a.s_out && seg >= a.write_from) {
     float* so = a.s_out + seg * a.s_out_seg + gret_state_offset(b, h, 0, 0, a.heads, D);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = scol + nt * 8 + 2 * t;
-      *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0) * D + col) = make_float2(s[nt][0], s[nt][1]);
-      *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0 + 8) * D + col) = make_float2(s[nt][2], s[nt][3]);
-    }
+    store_state_block<D, NT>(s, so, sr0, scol, t);
   }
 }
 

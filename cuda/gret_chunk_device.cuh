@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "gret_plan.hpp"
+
 namespace yoco::cuda::gret_detail {
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -109,6 +111,168 @@ __device__ __forceinline__ void chunk_scan(const float* lg, int lane, float& g0,
   GC = __shfl_sync(0xffffffffu, sc, 31);
   g0 = ex + x0;
   g1 = sc;
+}
+
+// ---- pieces of the full-width kernels (v3, v5): D bf16 columns a tile row,
+// a warp's state block in mma accumulator layout (rows sr0 and sr0 + 8,
+// columns scol + 8 nt + 2t and + 1).
+
+// A full-width CTA's (batch, head, segment) and its chunks [c_begin, c_end)
+// of C tokens. 32-bit: B*H*P and the chunk count stay far below 2^31; every
+// address is formed in int64 where it is used.
+struct FullWidthCta {
+  int b, h, seg, c_begin, c_end;
+};
+template <int C>
+__device__ __forceinline__ FullWidthCta full_width_cta(const GretPass& a) {
+  const GretSegCta cta = gret_seg_cta(blockIdx.x, a.heads, a.grid_segments, 1);
+  FullWidthCta r;
+  r.b = static_cast<int>(cta.batch);
+  r.h = static_cast<int>(cta.head);
+  r.seg = static_cast<int>(cta.segment);
+  const int64_t nchunks = gret_num_chunks(a.seq_len, C);
+  r.c_begin = static_cast<int>(gret_segment_begin(r.seg, nchunks, a.segments));
+  r.c_end = static_cast<int>(gret_segment_begin(r.seg + 1, nchunks, a.segments));
+  return r;
+}
+
+// cp.async of one C x D swizzled tile from `base` (the tile's first row, rows
+// `row_stride` elements apart) by kThreads threads, thread index `tid`; rows
+// >= nv are zero-filled and nothing past them is read.
+template <int D, int C, int kThreads>
+__device__ __forceinline__ void load_swizzled_tile(uint32_t dst, const __nv_bfloat16* base, int64_t nv,
+                                                   int64_t row_stride, int tid) {
+  constexpr int kPieces = C * D / 8;
+  static_assert(kPieces % kThreads == 0, "whole pieces a thread");
+#pragma unroll
+  for (int i = 0; i < kPieces / kThreads; ++i) {
+    const int idx = tid + i * kThreads;
+    const int r = idx / (D / 8), cc = idx % (D / 8);
+    const bool ok = r < nv;
+    const int64_t go = ok ? static_cast<int64_t>(r) * row_stride + cc * 8 : 0;
+    cp_async16(dst + swz<D>(r, cc * 8), base + go, ok);
+  }
+}
+
+// The state block from `sin` ([D, D] fp32; nullptr: zero); with kWriteS its
+// bf16 copy S^ into the swizzled tile at pS too.
+template <int D, int NT, bool kWriteS>
+__device__ __forceinline__ void load_state_block(float (&s)[NT][4], const float* sin, unsigned char* pS, int sr0,
+                                                 int scol, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int col = scol + nt * 8 + 2 * t;
+    float2 x = make_float2(0.0f, 0.0f), y = make_float2(0.0f, 0.0f);
+    if (sin) {
+      x = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0) * D + col);
+      y = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0 + 8) * D + col);
+    }
+    s[nt][0] = x.x;
+    s[nt][1] = x.y;
+    s[nt][2] = y.x;
+    s[nt][3] = y.y;
+    if constexpr (kWriteS) {
+      *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0, col)) = pack_bf16(x.x, x.y);
+      *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0 + 8, col)) = pack_bf16(y.x, y.y);
+    }
+  }
+}
+
+// S^ <- bf16(state block).
+template <int D, int NT>
+__device__ __forceinline__ void store_state_bf16(const float (&s)[NT][4], unsigned char* pS, int sr0, int scol, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int col = scol + nt * 8 + 2 * t;
+    *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0, col)) = pack_bf16(s[nt][0], s[nt][1]);
+    *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0 + 8, col)) = pack_bf16(s[nt][2], s[nt][3]);
+  }
+}
+
+// The state block (fp32) to `so` ([D, D]).
+template <int D, int NT>
+__device__ __forceinline__ void store_state_block(const float (&s)[NT][4], float* so, int sr0, int scol, int t) {
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int col = scol + nt * 8 + 2 * t;
+    *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0) * D + col) = make_float2(s[nt][0], s[nt][1]);
+    *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0 + 8) * D + col) = make_float2(s[nt][2], s[nt][3]);
+  }
+}
+
+// The bf16 A fragment of one 16 x 16 block of (Q K^T) .* E from its fp32
+// accumulators: rows i0, i1 = i0 + 8 (log-decays Gi0, Gi1), keys of key block
+// kb (chunk-local first key 16 kb); kl = kb's block inside its 64-token
+// sub-tile, whose G the lanes hold as pairs (g0: G[2l], g1: G[2l+1]).
+// Off the diagonal every key j <= m = 16 kb + 15 < i, so
+// exp(G_i - G_j) = exp(G_i - G_m) exp(G_m - G_j), both exponents <= 0: 6
+// exponentials instead of 16. On it, a select on j <= i (never a product with
+// an overflowed factor). Every lane of the warp must call it (shuffles).
+__device__ __forceinline__ void masked_decayed_fragment(uint32_t (&af)[4], const float (&acc)[2][4], bool diagonal,
+                                                        float Gi0, float Gi1, float g0, float g1, int kb, int kl,
+                                                        int i0, int i1, int t) {
+  if (!diagonal) {
+    const float Gm = __shfl_sync(0xffffffffu, g1, 8 * kl + 7);
+    const float r0 = decay(Gi0 - Gm), r1 = decay(Gi1 - Gm);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float Gj0 = __shfl_sync(0xffffffffu, g0, 8 * kl + 4 * half + t);
+      const float Gj1 = __shfl_sync(0xffffffffu, g1, 8 * kl + 4 * half + t);
+      const float c0 = decay(Gm - Gj0), c1 = decay(Gm - Gj1);
+      af[2 * half] = pack_bf16(acc[half][0] * (r0 * c0), acc[half][1] * (r0 * c1));
+      af[2 * half + 1] = pack_bf16(acc[half][2] * (r1 * c0), acc[half][3] * (r1 * c1));
+    }
+  } else {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int j0 = kb * 16 + half * 8 + 2 * t, j1 = j0 + 1;
+      const float Gj0 = __shfl_sync(0xffffffffu, g0, 8 * kl + 4 * half + t);
+      const float Gj1 = __shfl_sync(0xffffffffu, g1, 8 * kl + 4 * half + t);
+      const float p00 = j0 <= i0 ? acc[half][0] * decay(Gi0 - Gj0) : 0.0f;
+      const float p01 = j1 <= i0 ? acc[half][1] * decay(Gi0 - Gj1) : 0.0f;
+      const float p10 = j0 <= i1 ? acc[half][2] * decay(Gi1 - Gj0) : 0.0f;
+      const float p11 = j1 <= i1 ? acc[half][3] * decay(Gi1 - Gj1) : 0.0f;
+      af[2 * half] = pack_bf16(p00, p01);
+      af[2 * half + 1] = pack_bf16(p10, p11);
+    }
+  }
+}
+
+// One 16-token step of the state update S += K'^T V: the K^T fragment of
+// tokens 16 kk .. 16 kk + 15 (state rows srow ..) scaled by the decays
+// f0, f1 (tokens 16 kk + 2t, +1) and f2, f3 (+8, +9), times V's columns
+// scol .. scol + 8 NT.
+template <int D, int NT>
+__device__ __forceinline__ void state_update_step(float (&s)[NT][4], uint32_t cK, uint32_t cV, int kk, int srow,
+                                                  int scol, int lane, float f0, float f1, float f2, float f3) {
+  uint32_t a0, a1, a2, a3;
+  // A = K^T (m = state row, k = token): transposed 8x8 loads from K's rows
+  ldsm_x4_t(cK + swz<D>(kk * 16 + (lane & 7) + (lane >> 4) * 8, srow + ((lane >> 3) & 1) * 8), a0, a1, a2, a3);
+  a0 = scale_bf16x2(a0, f0, f1);
+  a1 = scale_bf16x2(a1, f0, f1);
+  a2 = scale_bf16x2(a2, f2, f3);
+  a3 = scale_bf16x2(a3, f2, f3);
+#pragma unroll
+  for (int np = 0; np < NT / 2; ++np) {
+    uint32_t b0, b1, b2, b3;
+    ldsm_x4_t(cV + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, scol + np * 16 + (lane >> 4) * 8), b0, b1, b2,
+              b3);
+    mma_bf16(s[2 * np], a0, a1, a2, a3, b0, b1);
+    mma_bf16(s[2 * np + 1], a0, a1, a2, a3, b2, b3);
+  }
+}
+
+// Output rows i0 (at o0) and i1 = i0 + 8 (at o0 + row8) as bf16 pairs, NTO
+// n-tiles of 8 columns; a row past the end (ok0 / ok1 false) is not written.
+template <int NTO>
+__device__ __forceinline__ void store_output_rows(const float (&out)[NTO][4], __nv_bfloat16* o0, int64_t row8, bool ok0,
+                                                  bool ok1) {
+  __nv_bfloat16* o1 = o0 + row8;
+#pragma unroll
+  for (int nt = 0; nt < NTO; ++nt) {
+    if (ok0) *reinterpret_cast<uint32_t*>(o0 + nt * 8) = pack_bf16(out[nt][0], out[nt][1]);
+    if (ok1) *reinterpret_cast<uint32_t*>(o1 + nt * 8) = pack_bf16(out[nt][2], out[nt][3]);
+  }
 }
 
 // One pass of the long-chunk kernel (cuda/gret_chunk_v5.cu, plan kernel 5:

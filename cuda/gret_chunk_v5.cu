@@ -28,9 +28,11 @@
 #include "gret_chunk_device.cuh"
 #include "gret_plan.hpp"
 
-namespace yoco::cuda::gret_detail {
+namespace yoco::cuda {
 
 namespace {
+
+using namespace gret_detail;
 
 constexpr int kThreadsV5 = 256;
 constexpr unsigned kFull = 0xffffffffu;
@@ -76,18 +78,11 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
 
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int g = lane >> 2, t = lane & 3;
-  // 32-bit CTA and chunk indices (B*H*P and the chunk count stay far below
-  // 2^31); every address is formed in int64 where it is used.
-  const GretSegCta cta = gret_seg_cta(blockIdx.x, a.heads, a.grid_segments, 1);
-  const int b = static_cast<int>(cta.batch), h = static_cast<int>(cta.head), seg = static_cast<int>(cta.segment);
-  const int64_t nchunks = gret_num_chunks(a.seq_len, C);
-  const int c_begin = static_cast<int>(gret_segment_begin(seg, nchunks, a.segments));
-  const int c_end = static_cast<int>(gret_segment_begin(seg + 1, nchunks, a.segments));
+  const FullWidthCta cta = full_width_cta<C>(a);
+  const int b = cta.b, h = cta.h, seg = cta.seg, c_begin = cta.c_begin, c_end = cta.c_end;
 
-  constexpr int kPieces = C * D / 8;  // 16-byte pieces of a tile: 8 (C 128) or 16 (C 256) a thread
-  static_assert(kPieces % kThreadsV5 == 0, "whole pieces a thread");
-  // cp.async of one C x D tile of chunk c (src: q, k or v); rows past the end
-  // are zero-filled, nothing past the end is read.
+  // cp.async of one C x D tile of chunk c (src: q, k or v; 8 or 16 pieces a
+  // thread); rows past the end are zero-filled, nothing past the end is read.
   auto load_tile = [&](uint32_t dst, const __nv_bfloat16* src, int c) {
     const int64_t t0 = gret_chunk_begin(c, C);
     const int64_t nv = gret_chunk_valid(c, C, a.seq_len);
@@ -95,14 +90,7 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
     // an opaque thread index: the per-piece offsets are loop-invariant, and
     // hoisted out of the chunk loop they held 2 x 16 x 2 registers at C 256
     const int tq = static_cast<int>(opaque_u32(static_cast<uint32_t>(tid)));
-#pragma unroll
-    for (int i = 0; i < kPieces / kThreadsV5; ++i) {
-      const int idx = tq + i * kThreadsV5;
-      const int r = idx / (D / 8), cc = idx % (D / 8);
-      const bool ok = r < nv;
-      const int64_t go = ok ? static_cast<int64_t>(r) * a.row_stride + cc * 8 : 0;
-      cp_async16(dst + swz<D>(r, cc * 8), base + go, ok);
-    }
+    load_swizzled_tile<D, C, kThreadsV5>(dst, base, nv, a.row_stride, tq);
   };
   auto load_kv = [&](int c, int buf) {
     load_tile(sbase + static_cast<uint32_t>(T::off_k + buf * T::tile), a.k, c);
@@ -126,26 +114,8 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
   constexpr int NT = D / 8;
   const int srow = warp * 16, sr0 = srow + g;
   float s[NT][4];
-  {
-    const float* sin = a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, 0, a.heads, D) : nullptr;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      float2 x = make_float2(0.0f, 0.0f), y = make_float2(0.0f, 0.0f);
-      if (sin) {
-        x = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0) * D + col);
-        y = *reinterpret_cast<const float2*>(sin + static_cast<int64_t>(sr0 + 8) * D + col);
-      }
-      s[nt][0] = x.x;
-      s[nt][1] = x.y;
-      s[nt][2] = y.x;
-      s[nt][3] = y.y;
-      if constexpr (!kStateOnly) {
-        *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0, col)) = pack_bf16(x.x, x.y);
-        *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0 + 8, col)) = pack_bf16(y.x, y.y);
-      }
-    }
-  }
+  load_state_block<D, NT, !kStateOnly>(
+      s, a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, 0, a.heads, D) : nullptr, pS, sr0, 0, t);
 
   const int cb = (warp & 1) * 64;  // first output column of this warp
   float gamma_sum = 0.0f;
@@ -242,33 +212,7 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
               mma_bf16(acc[1], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b2, b3);
             }
             uint32_t af[4];
-            if (kb < rb) {
-              // every key j <= m = 16 kb + 15 < i: exp(G_i - G_j) = exp(G_i - G_m) exp(G_m - G_j)
-              const float Gm = __shfl_sync(kFull, gk1, 8 * kl + 7);
-              const float r0 = decay(Gi0 - Gm), r1 = decay(Gi1 - Gm);
-#pragma unroll
-              for (int half = 0; half < 2; ++half) {
-                const float Gj0 = __shfl_sync(kFull, gk0, 8 * kl + 4 * half + t);
-                const float Gj1 = __shfl_sync(kFull, gk1, 8 * kl + 4 * half + t);
-                const float c0 = decay(Gm - Gj0), c1 = decay(Gm - Gj1);
-                af[2 * half] = pack_bf16(acc[half][0] * (r0 * c0), acc[half][1] * (r0 * c1));
-                af[2 * half + 1] = pack_bf16(acc[half][2] * (r1 * c0), acc[half][3] * (r1 * c1));
-              }
-            } else {
-#pragma unroll
-              for (int half = 0; half < 2; ++half) {
-                const int j0 = kb * 16 + half * 8 + 2 * t, j1 = j0 + 1;
-                const float Gj0 = __shfl_sync(kFull, gk0, 8 * kl + 4 * half + t);
-                const float Gj1 = __shfl_sync(kFull, gk1, 8 * kl + 4 * half + t);
-                // a select, never a product with an overflowed factor
-                const float p00 = j0 <= i0 ? acc[half][0] * decay(Gi0 - Gj0) : 0.0f;
-                const float p01 = j1 <= i0 ? acc[half][1] * decay(Gi0 - Gj1) : 0.0f;
-                const float p10 = j0 <= i1 ? acc[half][2] * decay(Gi1 - Gj0) : 0.0f;
-                const float p11 = j1 <= i1 ? acc[half][3] * decay(Gi1 - Gj1) : 0.0f;
-                af[2 * half] = pack_bf16(p00, p01);
-                af[2 * half + 1] = pack_bf16(p10, p11);
-              }
-            }
+            masked_decayed_fragment(af, acc, !(kb < rb), Gi0, Gi1, gk0, gk1, kb, kl, i0, i1, t);
 #pragma unroll
             for (int np = 0; np < 4; ++np) {
               uint32_t b0, b1, b2, b3;
@@ -280,15 +224,8 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
           }
         }
         // store o (rows past the end are not written)
-        {
-          __nv_bfloat16* o0 = a.o + gret_out_offset(b, t0 + i0, h, cb + 2 * t, a.seq_len, a.heads, D);
-          __nv_bfloat16* o1 = o0 + 8 * a.heads * D;  // row i1 = i0 + 8
-#pragma unroll
-          for (int nt = 0; nt < 8; ++nt) {
-            if (i0 < nv) *reinterpret_cast<uint32_t*>(o0 + nt * 8) = pack_bf16(out[nt][0], out[nt][1]);
-            if (i1 < nv) *reinterpret_cast<uint32_t*>(o1 + nt * 8) = pack_bf16(out[nt][2], out[nt][3]);
-          }
-        }
+        store_output_rows(out, a.o + gret_out_offset(b, t0 + i0, h, cb + 2 * t, a.seq_len, a.heads, D),
+                          8 * a.heads * D, i0 < nv, i1 < nv);
       }
       __syncthreads();  // B2: every warp is done with Q and S^ of chunk c
       if (c + 1 < c_end) load_tile(sQ, a.q, c + 1);
@@ -317,31 +254,12 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
         const float f1 = __shfl_sync(kFull, fb, 8 * kl + t);
         const float f2 = __shfl_sync(kFull, fa, 8 * kl + 4 + t);
         const float f3 = __shfl_sync(kFull, fb, 8 * kl + 4 + t);
-        uint32_t a0, a1, a2, a3;
-        // A = K^T (m = state row, k = token): transposed 8x8 loads from K's rows
-        ldsm_x4_t(cK + swz<D>(kk * 16 + (lane & 7) + (lane >> 4) * 8, srow + ((lane >> 3) & 1) * 8), a0, a1, a2, a3);
-        a0 = scale_bf16x2(a0, f0, f1);
-        a1 = scale_bf16x2(a1, f0, f1);
-        a2 = scale_bf16x2(a2, f2, f3);
-        a3 = scale_bf16x2(a3, f2, f3);
-#pragma unroll
-        for (int np = 0; np < NT / 2; ++np) {
-          uint32_t b0, b1, b2, b3;
-          ldsm_x4_t(cV + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, np * 16 + (lane >> 4) * 8), b0, b1, b2,
-                    b3);
-          mma_bf16(s[2 * np], a0, a1, a2, a3, b0, b1);
-          mma_bf16(s[2 * np + 1], a0, a1, a2, a3, b2, b3);
-        }
+        state_update_step<D, NT>(s, cK, cV, kk, srow, 0, lane, f0, f1, f2, f3);
       }
       if constexpr (!kStateOnly) {
         // S^ of chunk c+1: B2 ordered every read of the old S^ before these
         // stores; the next B1 orders them before the next chunk's reads.
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          const int col = nt * 8 + 2 * t;
-          *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0, col)) = pack_bf16(s[nt][0], s[nt][1]);
-          *reinterpret_cast<uint32_t*>(pS + swz_elem<D>(sr0 + 8, col)) = pack_bf16(s[nt][2], s[nt][3]);
-        }
+        store_state_bf16<D, NT>(s, pS, sr0, 0, t);
       }
     }
     if constexpr (kBuf == 1) {
@@ -355,12 +273,7 @@ __global__ void __launch_bounds__(kThreadsV5, 1) gret_chunk_v5_kernel(const Gret
   if (a.gamma && tid == 0) a.gamma[(static_cast<int64_t>(b) * a.heads + h) * a.segments + seg] = gamma_sum;
   if (a.s_out && seg >= a.write_from) {
     float* so = a.s_out + seg * a.s_out_seg + gret_state_offset(b, h, 0, 0, a.heads, D);
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-      const int col = nt * 8 + 2 * t;
-      *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0) * D + col) = make_float2(s[nt][0], s[nt][1]);
-      *reinterpret_cast<float2*>(so + static_cast<int64_t>(sr0 + 8) * D + col) = make_float2(s[nt][2], s[nt][3]);
-    }
+    store_state_block<D, NT>(s, so, sr0, 0, t);
   }
 }
 
@@ -378,8 +291,8 @@ cudaError_t launch_pass_v5(const GretPass& a, int64_t batch, cudaStream_t stream
 
 }  // namespace
 
-cudaError_t launch_gret_chunk_v5_pass(const GretPass& a, int64_t batch, int chunk, bool state_only,
-                                      cudaStream_t stream) {
+cudaError_t gret_detail::launch_gret_chunk_v5_pass(const GretPass& a, int64_t batch, int chunk, bool state_only,
+                                                   cudaStream_t stream) {
   if (chunk == 128) return state_only ? launch_pass_v5<128, 128, true>(a, batch, stream)
                                       : launch_pass_v5<128, 128, false>(a, batch, stream);
   if (chunk == 256) return state_only ? launch_pass_v5<128, 256, true>(a, batch, stream)
@@ -387,4 +300,4 @@ cudaError_t launch_gret_chunk_v5_pass(const GretPass& a, int64_t batch, int chun
   return cudaErrorInvalidValue;
 }
 
-}  // namespace yoco::cuda::gret_detail
+}  // namespace yoco::cuda
