@@ -47,7 +47,6 @@ struct GretTile {
   static_assert(bytes <= 227 * 1024, "shared memory per block");
 };
 
-
 // kStateOnly (phase 1): reads k, v and log-gamma only, starts from s_in (or
 // zero), writes no output; its end state and Gamma go to s_out and gamma.
 // Otherwise (phase 3, or the whole launch when P = 1): the fused pass.
@@ -418,7 +417,6 @@ struct GretTileV3 {
   static_assert(bytes == static_cast<size_t>(gret_v3_smem_bytes(D, C, W)), "gret_plan.hpp mirrors the layout");
   static_assert(V3Cfg<W>::kMinBlocks * (bytes + 1024) <= 228 * 1024, "CTAs an SM");
 };
-
 
 template <int D, int C, int W, bool kStateOnly>
 __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret_chunk_v3_kernel(const GretPass a) {
