@@ -10,6 +10,8 @@ try:
     import matplotlib
 
     matplotlib.use("Agg")
+    # Fixed ids inside SVGs: a re-run with the same rows rewrites the same bytes, so git shows only real changes.
+    matplotlib.rcParams["svg.hashsalt"] = "yoco-report"
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
