@@ -166,11 +166,11 @@ const std::vector<Own>& own_kernels() {
       {"embedding_kernel", "norms",
        "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d16embedding_kernelEPKlPK13__nv_bfloat16lfPf"},
       {"rms_norm_kernel", "norms",
-       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d15rms_norm_kernelEPfPK13__nv_bfloat16S5_lfPS3_"},
+       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d15rms_norm_kernelILi4EEEvPfPK13__nv_bfloat16S6_lfPS4_"},
       {"swiglu_kernel", "norms",
-       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d13swiglu_kernelEPK13__nv_bfloat16llPS2_"},
+       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d13swiglu_kernelILi8EEEvPK13__nv_bfloat16llPS3_"},
       {"rope_kernel", "norms",
-       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d11rope_kernelEP13__nv_bfloat16llllllPKdbd"},
+       "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d11rope_kernelIjEEvP13__nv_bfloat16T_llS5_llPKdbd"},
       // cache_ops.cu
       {"rope_at_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__7252a07a_12_cache_ops_cu_bf255f1914rope_at_kernelEP13__nv_bfloat16llllPKllPKdbd"},
@@ -378,7 +378,7 @@ const char* kSplit128 =
 const char* kSplit256 =
     "_ZN4yoco4cuda48_GLOBAL__N__74fb7e9e_15_flash_decode_cu_6cc1c9cd12split_kernelILi256EEEvNS1_11SplitParamsE";
 const char* kNorm =
-    "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d15rms_norm_kernelEPfPK13__nv_bfloat16S5_lfPS3_";
+    "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d15rms_norm_kernelILi4EEEvPfPK13__nv_bfloat16S6_lfPS4_";
 const char* kGemm = "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
 
 TEST(KernelAggregation, PerUnitTimesFamiliesAndMerging) {

@@ -16,6 +16,7 @@ KERNEL_METRICS = ("kernel_time_s", "achieved_gbs", "achieved_tflops", "fraction_
 FAMILIES = OrderedDict([
     ("attn_prefill", "TFLOP/s"), ("attn_decode", "GB/s"), ("attn_decode_ring", "GB/s"),
     ("gret_chunk", "GB/s"), ("gret_decode", "GB/s"), ("gret_norm_gate", "GB/s"), ("gret_log_decay", "GB/s"),
+    ("add_rms_norm", "GB/s"), ("swiglu", "GB/s"), ("rope", "GB/s"),
 ])
 _PEER = re.compile(r"^(?P<base>.+?)_(?:torch_(?P<backend>[a-z0-9]+)|(?P<fla>fla))$")
 _HEAD_DIM = re.compile(r"\bD(\d+)\b")

@@ -182,10 +182,11 @@ TEST(CudaCacheOps, RingGatherUnrollsPositionsInOrder) {
 }
 
 // launch_rope_at over all rows at once vs launch_rope once per sequence at that
-// sequence's position: the same bits. And both vs the fp64 reference.
+// sequence's position: the same bits. And both vs the fp64 reference. Five
+// heads: launch_rope rotates four heads at a time, then one.
 TEST(CudaCacheOps, RopeAtEqualsRopeAtTheSamePositions) {
   YOCO_REQUIRE_GPU();
-  const int64_t heads = 3, D = 128, stride = heads * D + 40;
+  const int64_t heads = 5, D = 128, stride = heads * D + 40;
   const std::vector<int64_t> seq_pos = {(int64_t{1} << 20) - 7, 3, 1000};
   uint64_t seed = 1300;
   for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half_split})

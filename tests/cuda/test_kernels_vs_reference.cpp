@@ -65,10 +65,16 @@ TEST(CudaKernels, RmsNormAndTheFusedAddMatchTheReference) {
   }
 }
 
+// F 1000: 16-byte pieces; F 1001: the scalar path; 70,000 rows of 8: more rows
+// than the grid's 65,535 (rows are grid-strided).
 TEST(CudaKernels, SwigluMatchesSiluTimesGate) {
   YOCO_REQUIRE_GPU();
-  for (int64_t rows : {1, 63, 64, 65}) {
-    const int64_t F = 1000;
+  struct Case {
+    int64_t rows, F;
+  };
+  for (const Case cs : {Case{1, 1000}, Case{63, 1000}, Case{64, 1000}, Case{65, 1000}, Case{3, 1001}, Case{65, 1001},
+                        Case{70000, 8}}) {
+    const int64_t rows = cs.rows, F = cs.F;
     const auto h = random_bf16_values(rows * 2 * F, 5, 2.0f);
     DeviceArray<bf16> dh(rows * 2 * F), out(rows * F);
     upload_bf16(dh, h);
@@ -76,7 +82,7 @@ TEST(CudaKernels, SwigluMatchesSiluTimesGate) {
     std::vector<double> want(rows * F);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < F; ++c) want[r * F + c] = silu<double>(h[r * 2 * F + c]) * h[r * 2 * F + F + c];
-    EXPECT_LE(rms_error(download_bf16(out), want), bf16_output_bound(want)) << rows;
+    EXPECT_LE(rms_error(download_bf16(out), want), bf16_output_bound(want)) << rows << " x " << F;
   }
 }
 
@@ -88,11 +94,13 @@ TEST(CudaKernels, RopeMatchesTheReferenceIncludingFarPositions) {
   struct Case {
     RopeLayout layout;
     bool linspace;
-    int64_t pos0;
+    int64_t pos0, heads;
   };
-  for (const Case& cs : {Case{RopeLayout::interleaved, true, 0}, Case{RopeLayout::half_split, false, 0},
-                         Case{RopeLayout::interleaved, true, (1 << 20) - 7}}) {
-    const int64_t heads = 3, D = 128, per_seq = 5, batch = 2, rows = batch * per_seq, stride = heads * D + 40;
+  // Heads 3: the one-at-a-time loop alone; 6: a group of four, then two.
+  for (const Case& cs : {Case{RopeLayout::interleaved, true, 0, 3}, Case{RopeLayout::half_split, false, 0, 3},
+                         Case{RopeLayout::interleaved, true, (1 << 20) - 7, 3}, Case{RopeLayout::half_split, true, 9, 6},
+                         Case{RopeLayout::interleaved, false, (1 << 20) - 7, 6}}) {
+    const int64_t heads = cs.heads, D = 128, per_seq = 5, batch = 2, rows = batch * per_seq, stride = heads * D + 40;
     const auto x = random_bf16_values(rows * stride, 6);
     const auto inv = cs.linspace ? rope_inv_freq_linspace(D, 10000.0) : rope_inv_freq_pow(D, 10000.0);
     DeviceArray<bf16> dx(rows * stride);
@@ -113,7 +121,7 @@ TEST(CudaKernels, RopeMatchesTheReferenceIncludingFarPositions) {
       }
       for (int64_t c = heads * D; c < stride; ++c) ASSERT_EQ(got[r * stride + c], x[r * stride + c]) << "untouched";
     }
-    EXPECT_LE(rms_error(have, want), bf16_output_bound(want)) << "pos0 " << cs.pos0;
+    EXPECT_LE(rms_error(have, want), bf16_output_bound(want)) << "pos0 " << cs.pos0 << ", heads " << heads;
   }
 }
 

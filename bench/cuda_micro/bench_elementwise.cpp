@@ -1,0 +1,74 @@
+// The shared memory-bound kernels of both runners (cuda/elementwise.cu) over one
+// 32K-token prefill chunk of yoco-3b (d 3072, F 8192, 24 heads x 128): the
+// fused add + RMSNorm, SwiGLU and RoPE of q inside the fused q|k|v|g rows. In
+// the H100 sweep's CUPTI breakdown these three took 24% of yoco-3b's prefill;
+// each row here is against the copy ceiling of the same run.
+// Bytes (each tensor once): add + RMSNorm reads the fp32 residual and the bf16
+// delta and writes both back (12 B per element); SwiGLU reads 2F and writes F
+// bf16 (6 B per output); RoPE reads and writes q in place (4 B per element).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "bench_buffers.hpp"
+#include "elementwise.hpp"
+#include "kernel_bench.hpp"
+#include "ops.hpp"
+
+namespace yoco::cuda_bench {
+namespace {
+
+constexpr int64_t kRows = 32768, kD = 3072, kF = 8192, kHeads = 24, kHeadDim = 128;
+
+YOCO_KERNEL_BENCH(elementwise) {
+  ScopedStream scoped;
+  const cudaStream_t stream = scoped.s;
+  {
+    DeviceBuffer<float> residual(kRows * kD);
+    DeviceBuffer<bf16> delta(kRows * kD), w(kD), out(kRows * kD);
+    fill_uniform_f32(residual.p, residual.n, 31, 0.0f, 2.0f);
+    fill_normal_bf16(delta.p, delta.n, 32, 1.0f);
+    fill_normal_bf16(w.p, w.n, 33, 0.25f);
+    KernelResult r{"add_rms_norm", "rows 32768 d 3072", "yoco-3b", kRows, 1, 12.0 * kRows * kD, 0, {}, ""};
+    r.time = time_launches(
+        [&](cudaStream_t st) {
+          check(cuda::launch_add_rms_norm(residual.p, delta.p, w.p, kRows, kD, 1e-5f, out.p, st), "add_rms_norm");
+        },
+        stream);
+    r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+    report.add(r);
+  }
+  {
+    DeviceBuffer<bf16> h13(kRows * 2 * kF), out(kRows * kF);
+    fill_normal_bf16(h13.p, h13.n, 34, 2.0f);
+    KernelResult r{"swiglu", "rows 32768 F 8192", "yoco-3b", kRows, 1, 6.0 * kRows * kF, 0, {}, ""};
+    r.time = time_launches(
+        [&](cudaStream_t st) { check(cuda::launch_swiglu(h13.p, kRows, kF, out.p, st), "swiglu"); }, stream);
+    r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+    report.add(r);
+  }
+  {
+    const int64_t HD = kHeads * kHeadDim, stride = 4 * HD;  // a row of the fused projection: q | k | v | g
+    DeviceBuffer<bf16> qkvg(kRows * stride);
+    fill_normal_bf16(qkvg.p, qkvg.n, 35, 1.0f);
+    const std::vector<double> inv = rope_inv_freq_linspace(kHeadDim, 10000.0);
+    DeviceBuffer<double> dinv(inv.size());
+    check(cudaMemcpy(dinv.p, inv.data(), inv.size() * sizeof(double), cudaMemcpyHostToDevice), "inv_freq");
+    KernelResult r{"rope", "q of q|k|v|g rows 32768 H24 D128 interleaved", "yoco-3b", kRows, 1, 4.0 * kRows * HD, 0,
+                   {}, ""};
+    r.time = time_launches(
+        [&](cudaStream_t st) {
+          check(cuda::launch_rope(qkvg.p, kRows, stride, kHeads, kHeadDim, 0, kRows, dinv.p,
+                                  RopeLayout::interleaved, st),
+                "rope");
+        },
+        stream);
+    r.notes = all_finite_bf16(qkvg.p, qkvg.n) ? "q finite" : "q NOT FINITE";
+    report.add(r);
+  }
+}
+
+}  // namespace
+}  // namespace yoco::cuda_bench
