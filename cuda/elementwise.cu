@@ -223,7 +223,12 @@ cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* 
 cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                         int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream,
                         double scale) {
-  if (head_dim % 2 != 0 || rows_per_seq < 1 || rows < 0 || n_heads < 0) return cudaErrorInvalidValue;
+  // launch_rope_at's checks: a negative even head_dim would wrap the 32-bit indices.
+  if (rows < 0 || n_heads < 0 || head_dim < 0 || head_dim % 2 != 0 || rows_per_seq < 1 ||
+      row_stride < n_heads * head_dim)
+    return cudaErrorInvalidValue;
+  if (rows == 0 || n_heads == 0 || head_dim == 0) return cudaSuccess;
+  if (!x || !inv_freq) return cudaErrorInvalidValue;
   const int64_t half = head_dim / 2, pairs = rows * half;
   const unsigned grid = grid_for(pairs);
   const bool interleaved = layout == RopeLayout::interleaved;

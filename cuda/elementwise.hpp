@@ -2,7 +2,8 @@
 // The small memory-bound kernels both CUDA runners share, each paired with the
 // reference op it must equal (reference/ops.hpp). Storage: bf16 activations
 // and weights, fp32 residual stream, fp32 arithmetic. Sizes are int64_t and
-// every index inside the kernels is 64-bit.
+// every index inside the kernels is 64-bit, but RoPE's, which are 32-bit when
+// they provably fit.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
