@@ -824,6 +824,28 @@ TEST(SweepProtocol, LongThroughputPrefillIsSampledOnOneSequence) {
   EXPECT_EQ(dev.log.step_positions.front(), 768) << "the first step at the prompt's length";
 }
 
+// The latency runs and the throughput each fit the budget, not together: the
+// throughput runs under a budget of its own (the Transformer's 512K point on an
+// H100 lost its throughput to the sum), and the latency repeats are not cut.
+TEST(SweepProtocol, ThroughputThatFitsOnlyAloneGetsABudgetOfItsOwn) {
+  FakeBackend dev;
+  SweepSettings s = settings();
+  s.metrics = {"prefill", "throughput"};
+  s.max_batch = 1;
+  const double pre = predicted_prefill_s(s, dev);
+  s.budget_s = 4.2 * pre;  // 1 + 3 prefills fit; with the throughput's 0.75 x pre they do not
+  const auto rows = sweep(s, dev);
+  const ResultRow& p = row(rows, "prefill", "prefill_latency_s");
+  EXPECT_EQ(p.method, "measured");
+  EXPECT_EQ(p.repeats, 3);
+  EXPECT_EQ(p.notes.find("repeats cut"), std::string::npos) << p.notes;
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.method, "sampled");  // its decode: 32 of the 256 steps
+  ASSERT_TRUE(t.value.has_value());
+  EXPECT_NE(t.notes.find("timed under a --budget-s of its own"), std::string::npos) << t.notes;
+  EXPECT_EQ(dev.log.prefills, 4 + 1) << "the latency's warm-up and repeats, then the throughput's one sequence";
+}
+
 TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {
   FakeBackend dev;
   dev.profiler = true;

@@ -43,7 +43,7 @@ CommandSpec bench_spec() {
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768); the CUDA runners share it across the batch (chunk / batch tokens of each sequence per step)"},
       {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners: bf16 weights and caches, fp32 accumulation (default cpu)"},
       {"--dtype", "f32|f64", "CPU reference precision (default f32; --device cpu only)"},
-      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first (default 120)"},
+      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first; a throughput run that fits only on its own gets one of its own (default 120)"},
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
       {"--device-name", "LABEL", "device_name of the rows instead of the CPU's or GPU's name (CI baselines that must join across runners)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
@@ -89,7 +89,8 @@ CommandSpec bench_spec() {
       "The default job (no arguments). On a GPU (cuda preset): yoco-3b and transformer-3b at 32K, 64K, 128K,\n"
       "256K, 512K and 1M (--quick: 32K and 128K), 3 repeats after 1 warm-up, 64 decode steps, throughput at\n"
       "the largest batch up to 1024, --cupti, budget 120 s per point for its timed runs (24 minutes for the 12\n"
-      "points; weight initialisation, layer probes and profiling on top), into reports/results/<gpu>/sweep.csv\n"
+      "points; throughput runs under a budget of their own, weight initialisation, layer probes and profiling\n"
+      "on top), into reports/results/<gpu>/sweep.csv\n"
       "(sweep-quick.csv); --device cpu runs the CPU job there.\n"
       "Without a GPU: yoco-tiny and transformer-tiny on the CPU at 2K-32K (the Transformer's quadratic\n"
       "prefill shows; a few minutes on 2 cores) into reports/results/cpu-<cpu>/bench.csv. Then both: the\n"

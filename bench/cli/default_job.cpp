@@ -120,7 +120,8 @@ int run_default_job(const ParsedArgs& a) {
     }
     std::cout << "\n[1/3] " << (device == "cuda" ? "GPU" : "CPU") << " sweep: " << s.models.size() << " models x "
               << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point for its timed runs (at most "
-              << strf("%.0f", std::ceil(points * s.budget_s / 60.0)) << " min; weight initialisation, layer probes"
+              << strf("%.0f", std::ceil(points * s.budget_s / 60.0))
+              << " min; throughput runs under a budget of their own, weight initialisation, layer probes"
               << (s.cupti ? ", the CUPTI breakdown" : "") << " come on top); progress on stderr\n";
     std::cout.flush();
     for (const auto& f : {sweep_csv, an_dir + "/model.csv"}) prepare_output_path(f);  // before measuring

@@ -82,9 +82,10 @@ struct SweepIo {
 //    one sequence's prefill is timed and multiplied by Bt (method sampled),
 //    and the decode runs on caches moved to the prompt's length by skipping;
 //  - a point's time is predicted (the last measured point of the model scaled
-//    by the cost model, else the roofline): over the budget, the warm-up goes
-//    and repeats are cut, then throughput is dropped, then the point is an
-//    over_budget row; a point that needs more than the usable memory, or whose
+//    by the cost model, else the roofline): a throughput that fits the budget
+//    alone but not beside the latency runs gets a budget of its own; otherwise,
+//    over the budget, the warm-up goes and repeats are cut, then throughput is
+//    dropped, then the point is an over_budget row; a point that needs more than the usable memory, or whose
 //    run throws std::bad_alloc, is out_of_memory rows;
 //  - such a point's prefill and decode are extrapolated from the model cut to
 //    1 and 2 layer units when those fit (settings.extrapolate), its memory and
