@@ -54,6 +54,13 @@ YOCO_HD constexpr bool key_block_needs_mask(int64_t block, int64_t block_keys, i
   return !(all_causal && all_in_window);
 }
 
+// Whether every key of block `block` lies in [lo, hi), the rows a kernel may read as they are:
+// a block that is not wholly inside holds rows that may be unwritten cache (NaN), which a TMA
+// load copies verbatim and P = 0 does not cancel (0 * NaN = NaN), so V must be zero-filled there.
+YOCO_HD constexpr bool key_block_inside(int64_t block, int64_t block_keys, int64_t lo, int64_t hi) {
+  return block * block_keys >= lo && (block + 1) * block_keys <= hi;
+}
+
 // GQA: query head h reads KV head h / (H / Hkv) (= floor(h * Hkv / H)), never h % Hkv.
 YOCO_HD constexpr int64_t kv_head_of(int64_t h, int64_t n_heads, int64_t n_kv_heads) {
   return h / (n_heads / n_kv_heads);

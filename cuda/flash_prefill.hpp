@@ -6,7 +6,8 @@
 // never loaded, the mask applied only on blocks cut by the diagonal or the
 // window edge. ↔ reference attention() (reference/ops.hpp).
 // v2 (cuda/flash_prefill_sm90.cu, head dim 128, sm_90a): the same contract on wgmma, taken by
-// launch_flash_prefill on compute capability 9.0; see cuda/NOTES-flash_prefill.md.
+// launch_flash_prefill on compute capability 9.0; v3 (cuda/flash_prefill_sm90_ws.cu): v2's maths
+// fed by a TMA producer warp through mbarriers; see cuda/NOTES-flash_prefill.md.
 //
 // Queries are bottom-right aligned (chunked prefill): query row i of sequence b
 // sits at absolute position q_start[b] + i and sees key j iff j <= q_start[b] + i
@@ -54,7 +55,13 @@ cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16*
 cudaError_t launch_flash_prefill_v2(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                     const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                     __nv_bfloat16* o, float* lse, cudaStream_t stream);
-// Head dims v2 runs (128 today).
+// v3: warp-specialised (TMA producer warp, mbarrier rings, no CTA barrier in the loop). Same head
+// dims as v2; also returns cudaErrorInvalidValue where TMA cannot address a buffer (a row index
+// of 2^31 or more) and cudaErrorNotSupported where the driver lacks cuTensorMapEncodeTiled.
+cudaError_t launch_flash_prefill_v3(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+// Head dims v2 and v3 run (128 today).
 bool flash_prefill_v2_supported(int64_t head_dim);
 
 // Query rows per CTA for this head dim (the tile height, for callers that plan work; 128 for
@@ -74,6 +81,12 @@ cudaError_t launch_flash_prefill_v2_schedule(bool pingpong, const __nv_bfloat16*
                                              const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
                                              const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
                                              cudaStream_t stream);
+// v3 with an explicit K/V ring depth: 2 (the default of launch_flash_prefill_v3, 160 KiB of shared
+// memory) or 3 (224 KiB); anything else is cudaErrorInvalidValue. For tests and benches.
+cudaError_t launch_flash_prefill_v3_stages(int stages, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                           const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
+                                           const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
+                                           cudaStream_t stream);
 }  // namespace detail
 
 }  // namespace yoco::cuda

@@ -97,6 +97,37 @@ TEST(AttentionTiles, BlockRangeAtKernelTileSizes) {
   }
 }
 
+// key_block_inside against brute force, and the property v3 (cuda/flash_prefill_sm90_ws.cu)
+// relies on to TMA-load K verbatim: a block the kernel does not mask lies wholly inside the
+// readable rows [kv_lo, kv_hi), so an unwritten (NaN) row is always either masked to -inf (K) or
+// in a block that is zero-filled (V).
+TEST(AttentionTiles, UnmaskedBlocksHoldOnlyReadableRows) {
+  for (int64_t bc : {1, 4, 8})
+    for (int64_t lo = 0; lo < 12; ++lo)
+      for (int64_t hi = lo; hi < 30; ++hi)
+        for (int64_t blk = 0; blk < 8; ++blk) {
+          bool all = true;
+          for (int64_t j = blk * bc; j < (blk + 1) * bc; ++j) all = all && j >= lo && j < hi;
+          EXPECT_EQ(key_block_inside(blk, bc, lo, hi), all) << bc << " " << lo << " " << hi << " " << blk;
+        }
+  for (int64_t bc : {4, 8})
+    for (int64_t w : {0, 1, 3, 7, 64})
+      for (int64_t p_first = 0; p_first < 40; ++p_first)
+        for (int64_t rows = 1; rows <= 10; ++rows)
+          for (int64_t cap_extra : {0, 1, 5}) {
+            const int64_t p_last = p_first + rows - 1, capacity = p_last + 1 + cap_extra;
+            // As the kernels compute them.
+            const int64_t kv_lo = w > 0 && p_first - w + 1 > 0 ? p_first - w + 1 : 0;
+            const int64_t kv_hi = p_last + 1 < capacity ? p_last + 1 : capacity;
+            const KeyBlockRange r = key_block_range(p_first, p_last, w, bc);
+            for (int64_t blk = r.first; blk < r.last; ++blk) {
+              if (!key_block_needs_mask(blk, bc, p_first, p_last, w)) {
+                EXPECT_TRUE(key_block_inside(blk, bc, kv_lo, kv_hi)) << bc << " " << w << " " << p_first << " " << rows;
+              }
+            }
+          }
+}
+
 TEST(AttentionTiles, GqaHeadMap) {
   for (int64_t H : {4, 8, 24, 32})
     for (int64_t Hkv = 1; Hkv <= H; ++Hkv) {

@@ -1,10 +1,11 @@
 // Prefill attention ("attn_prefill", the phase name) at the KERNELS.md
 // §1 shapes: transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal,
-// one-shot S = 4K, 16K, 64K, 128K for v2 (wgmma, cuda/flash_prefill_sm90.cu)
-// and v1 (mma.sync, cuda/flash_prefill.cu) side by side, plus 8K and 32K for
-// v2; one chunked point (a 32K chunk at q0 = 96K, capacity 128K); D 64 and
-// D 256 at 16K (H 24 / Hkv 8; v1, as the dispatcher runs them); SWA (H = Hkv =
-// 24, W 1024) at 32K on v2.
+// one-shot S = 4K, 8K, 16K, 32K, 64K, 128K for v3 (warp-specialised TMA,
+// cuda/flash_prefill_sm90_ws.cu; 2- and 3-stage rings), v2 (wgmma,
+// cuda/flash_prefill_sm90.cu) and v1 (mma.sync, cuda/flash_prefill.cu; the
+// issue's four lengths) side by side; one chunked point (a 32K chunk at q0 =
+// 96K, capacity 128K) and SWA (H = Hkv = 24, W 1024) at 32K on v2 and v3; D 64
+// and D 256 at 16K (H 24 / Hkv 8; v1, as the dispatcher runs them).
 // FLOPs by the FlashAttention convention: 4 * B * H * D * (visible (query, key)
 // pairs), which is 1/2 * 4 * S^2 * H * D for one-shot causal prefill. Bytes: q,
 // k, v (the keys the chunk can see) and o, each once. Device memory < 1.2 GB.
@@ -38,7 +39,18 @@ double visible_pairs(int64_t q0, int64_t q_len, int64_t window) {
   return pairs;
 }
 
-enum class Ver { kV1, kV2, kV2Lockstep };  // kV2: the default (ping-pong) schedule
+// kV2: the default (ping-pong) schedule; kV3: the default (2-stage) ring.
+enum class Ver { kV1, kV2, kV2Lockstep, kV3, kV3Stages3 };
+
+const char* ver_notes(Ver v) {
+  switch (v) {
+    case Ver::kV1: return "mma.sync v1";
+    case Ver::kV2: return "wgmma v2 ping-pong";
+    case Ver::kV2Lockstep: return "wgmma v2 lockstep";
+    case Ver::kV3: return "wgmma v3 TMA producer, 2 stages";
+    default: return "wgmma v3 TMA producer, 3 stages";
+  }
+}
 
 struct Point {
   int64_t H, Hkv, D, window, q0, q_len;
@@ -89,6 +101,9 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
           if (pt.ver == Ver::kV2) e = yoco::cuda::launch_flash_prefill_v2(q, k, v, meta, meta + 1, s, o, nullptr, st);
           else if (pt.ver == Ver::kV2Lockstep)
             e = yoco::cuda::detail::launch_flash_prefill_v2_schedule(false, q, k, v, meta, meta + 1, s, o, nullptr, st);
+          else if (pt.ver == Ver::kV3) e = yoco::cuda::launch_flash_prefill_v3(q, k, v, meta, meta + 1, s, o, nullptr, st);
+          else if (pt.ver == Ver::kV3Stages3)
+            e = yoco::cuda::detail::launch_flash_prefill_v3_stages(3, q, k, v, meta, meta + 1, s, o, nullptr, st);
           else e = yoco::cuda::launch_flash_prefill_v1(q, k, v, meta, meta + 1, s, o, nullptr, st);
           check(e, "launch");
         },
@@ -107,7 +122,7 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
   r.batch = 1;
   r.flops = 4.0 * static_cast<double>(pt.H * pt.D) * visible_pairs(pt.q0, pt.q_len, pt.window);
   r.bytes = 2.0 * (2.0 * static_cast<double>(q_elems) + 2.0 * static_cast<double>((cap - key_lo) * pt.Hkv * pt.D));
-  r.notes = std::string(pt.ver == Ver::kV2 ? "wgmma v2 ping-pong" : (pt.ver == Ver::kV1 ? "mma.sync v1" : "wgmma v2 lockstep")) + "; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
+  r.notes = std::string(ver_notes(pt.ver)) + "; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
             std::to_string(pt.H) + "/" + std::to_string(pt.Hkv) + ", D " + std::to_string(pt.D) +
             (pt.window > 0 ? ", window " + std::to_string(pt.window) : std::string(", causal"));
   report.add(r);
@@ -118,20 +133,26 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
 }  // namespace
 
 YOCO_KERNEL_BENCH(flash_prefill) {
-  const Ver v1 = Ver::kV1, v2 = Ver::kV2;
-  const bool has_v2 = yoco::cuda::flash_prefill_v2_supported(128);
+  const Ver v1 = Ver::kV1, v2 = Ver::kV2, v3 = Ver::kV3, v3s3 = Ver::kV3Stages3;
+  const bool has_v2 = yoco::cuda::flash_prefill_v2_supported(128);  // v3 runs the same head dims
   std::vector<Point> points;
-  for (int64_t S : {4096, 16384, 65536, 131072}) {
-    if (has_v2) points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2", v2});
-    points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v1", v1});
+  for (int64_t S : {4096, 8192, 16384, 32768, 65536, 131072}) {
+    if (has_v2) {
+      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v3", v3});
+      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v3 3 stages", v3s3});
+      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2", v2});
+    }
+    if (S == 4096 || S == 16384 || S == 65536 || S == 131072)
+      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v1", v1});
   }
   if (has_v2) {
     for (int64_t S : {4096, 16384, 65536})
       points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2 lockstep", Ver::kV2Lockstep});
-    points.push_back({24, 8, 128, 0, 0, 8192, "transformer-3b", "D128 v2", v2});
-    points.push_back({24, 8, 128, 0, 0, 32768, "transformer-3b", "D128 v2", v2});
-    points.push_back({24, 8, 128, 0, 98304, 32768, "transformer-3b", "D128 v2 chunk q0 96K", v2});
-    points.push_back({24, 24, 128, 1024, 0, 32768, "yoco-swa-3b", "D128 v2 window 1024", v2});
+    for (Ver ver : {v3, v2}) {
+      const bool is3 = ver == v3;
+      points.push_back({24, 8, 128, 0, 98304, 32768, "transformer-3b", is3 ? "D128 v3 chunk q0 96K" : "D128 v2 chunk q0 96K", ver});
+      points.push_back({24, 24, 128, 1024, 0, 32768, "yoco-swa-3b", is3 ? "D128 v3 window 1024" : "D128 v2 window 1024", ver});
+    }
   }
   points.push_back({24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 v1", v1});
   points.push_back({24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 v1", v1});

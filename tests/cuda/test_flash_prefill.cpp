@@ -1,8 +1,9 @@
-// Prefill attention, v1 (cuda/flash_prefill.cu, mma.sync) and v2
-// (cuda/flash_prefill_sm90.cu, wgmma; D 128 only), and the GPU oracle
+// Prefill attention, v1 (cuda/flash_prefill.cu, mma.sync), v2
+// (cuda/flash_prefill_sm90.cu, wgmma; D 128 only), v3 (cuda/flash_prefill_sm90_ws.cu, v2's
+// maths fed by a TMA producer warp; 2 and 3 stages), and the GPU oracle
 // (cuda/attention_oracle.cu) against the fp64 CPU reference attention<double>.
-// Every reference case runs v1, v2 (where it supports the head dim) and the
-// dispatching launch_flash_prefill, each against the reference, plus v2 vs v1
+// Every reference case runs v1, v2 and v3 (where they support the head dim) and the
+// dispatching launch_flash_prefill, each against the reference, plus each vs v1
 // (RMS ratio <= 2x the bound: each is within one bound of the exact output):
 //  - short lengths: head dims 64/128/256; GQA groups 1, 2, 3, 8 with distinct
 //    K/V per head; q0 = 0 and q0 not tile-aligned (chunked prefill); windows
@@ -12,8 +13,10 @@
 //  - the oracle equals the CPU reference (<= 4K keys);
 //  - kernel vs oracle at 32K and at 128K (sampled rows: first/last rows of
 //    tiles, the last row, random rows), each version;
-//  - v2 only: windows 1, 64, 1024; lengths 1 .. 4K including non-multiples
-//    of every tile (64, 128); GQA groups 1, 3, 8; v2 == v1 on whole outputs.
+//  - v2/v3 only: windows 1, 64, 1024; lengths 1 .. 4K including non-multiples
+//    of every tile (64, 128); GQA groups 1, 3, 8; each == v1 on whole outputs;
+//  - unwritten cache rows (NaN) past the queries, and NaN query padding rows,
+//    never reach an output (v3 loads K/V rows verbatim with TMA).
 // Bound (DESIGN §6): RMS ratio <= 2x the error of rounding the exact output to bf16.
 #include <gtest/gtest.h>
 
@@ -38,6 +41,8 @@ struct Case {
   int64_t H, Hkv, D, window;
   std::vector<int64_t> q_start, q_len;
   int64_t q_pad = 0, kv_pad = 0;  // extra elements per row beyond dense (multiples of 8)
+  // NaN in every K/V row past q_start + q_len (unwritten cache) and every query padding row.
+  bool nan_unwritten = false;
 };
 
 struct Inputs {
@@ -57,6 +62,16 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
   in.q = random_bf16_values(static_cast<size_t>(in.B * in.q_rows * in.q_stride), seed);
   in.k = random_bf16_values(static_cast<size_t>(in.B * in.capacity * in.kv_stride), seed + 1);
   in.v = random_bf16_values(static_cast<size_t>(in.B * in.capacity * in.kv_stride), seed + 2);
+  if (c.nan_unwritten)
+    for (int64_t b = 0; b < in.B; ++b) {
+      for (int64_t r = c.q_start[b] + c.q_len[b]; r < in.capacity; ++r)
+        for (int64_t x = 0; x < in.kv_stride; ++x) {
+          in.k[static_cast<size_t>((b * in.capacity + r) * in.kv_stride + x)] = NAN;
+          in.v[static_cast<size_t>((b * in.capacity + r) * in.kv_stride + x)] = NAN;
+        }
+      for (int64_t i = c.q_len[b]; i < in.q_rows; ++i)
+        for (int64_t x = 0; x < in.q_stride; ++x) in.q[static_cast<size_t>((b * in.q_rows + i) * in.q_stride + x)] = NAN;
+    }
   return in;
 }
 
@@ -79,9 +94,17 @@ struct KernelOut {
   std::vector<float> o, lse;
 };
 
-enum class Ver { kAuto, kV1, kV2, kV2Lockstep };  // kV2: the default (ping-pong) schedule
+// kV2: the default (ping-pong) schedule; kV3: the default ring depth (2 stages).
+enum class Ver { kAuto, kV1, kV2, kV2Lockstep, kV3, kV3Stages3 };
 const char* ver_name(Ver v) {
-  return v == Ver::kV1 ? "v1" : (v == Ver::kV2 ? "v2" : (v == Ver::kV2Lockstep ? "v2 lockstep" : "auto"));
+  switch (v) {
+    case Ver::kV1: return "v1";
+    case Ver::kV2: return "v2";
+    case Ver::kV2Lockstep: return "v2 lockstep";
+    case Ver::kV3: return "v3";
+    case Ver::kV3Stages3: return "v3 3 stages";
+    default: return "auto";
+  }
 }
 
 cudaError_t launch(Ver ver, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
@@ -92,16 +115,22 @@ cudaError_t launch(Ver ver, const __nv_bfloat16* q, const __nv_bfloat16* k, cons
     case Ver::kV2: return launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, nullptr);
     case Ver::kV2Lockstep:
       return detail::launch_flash_prefill_v2_schedule(false, q, k, v, q_start, q_len, s, o, lse, nullptr);
+    case Ver::kV3: return launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, nullptr);
+    case Ver::kV3Stages3:
+      return detail::launch_flash_prefill_v3_stages(3, q, k, v, q_start, q_len, s, o, lse, nullptr);
     default: return launch_flash_prefill(q, k, v, q_start, q_len, s, o, lse, nullptr);
   }
 }
 
-// The versions that run head dim D: v1, v2 (both schedules) where supported, and the dispatcher.
+// The versions that run head dim D: v1, v2 (both schedules) and v3 (both ring depths) where
+// supported, and the dispatcher.
 std::vector<Ver> versions_for(int64_t D) {
   std::vector<Ver> v{Ver::kV1};
   if (flash_prefill_v2_supported(D)) {
     v.push_back(Ver::kV2);
     v.push_back(Ver::kV2Lockstep);
+    v.push_back(Ver::kV3);
+    v.push_back(Ver::kV3Stages3);
   }
   v.push_back(Ver::kAuto);
   return v;
@@ -152,7 +181,7 @@ double lse_reference(const Inputs& in, const Case& c, int64_t b, int64_t i, int6
 }
 
 // Checks a case against the CPU reference, for every version that runs its head dim (or only
-// `only` when given), and v2 against v1; returns the last version's output.
+// `only` when given), and each against v1; returns the last version's output.
 KernelOut check_against_reference(const Case& c, uint64_t seed, const std::vector<Ver>& only = {}) {
   const Inputs in = make_inputs(c, seed);
   const int64_t W = c.H * c.D;
@@ -206,7 +235,7 @@ KernelOut check_against_reference(const Case& c, uint64_t seed, const std::vecto
     EXPECT_LE(lse_err, 2e-3) << ver_name(ver) << ": LSE, D " << c.D << " W " << c.window;
     EXPECT_EQ(untouched_bad, 0) << ver_name(ver) << ": rows past q_len were written";
     if (ver == Ver::kV1) out_v1 = have;
-    if ((ver == Ver::kV2 || ver == Ver::kV2Lockstep) && !out_v1.empty()) {  // v1 runs first
+    if (ver != Ver::kV1 && ver != Ver::kAuto && !out_v1.empty()) {  // v1 runs first
       const std::vector<double> v1d(out_v1.begin(), out_v1.end());
       EXPECT_LE(rms_error(have, v1d), 2.0 * bound) << ver_name(ver) << " vs v1: H " << c.H << " Hkv " << c.Hkv
                                                    << " D " << c.D << " W " << c.window << " q_len[0] " << c.q_len[0];
@@ -249,6 +278,18 @@ TEST(FlashPrefill, BatchOfDifferentLengthsAndWideStrides) {
   check_against_reference({8, 2, 64, 0, {0, 50, 130}, {257, 1, 128}, 16, 24}, 601);
   check_against_reference({24, 8, 128, 0, {0, 700, 3}, {300, 129, 1}, 8 * 128 * 2, 16}, 602);  // q in a fused QKV row
   check_against_reference({8, 1, 256, 64, {10, 0, 500}, {90, 200, 33}, 256, 8}, 603);
+}
+
+// Rows a kernel must never let through: unwritten cache rows past each sequence's last query
+// (NaN, as a fresh arena may hold) inside the last key block, and NaN query padding rows. v1/v2
+// zero-fill them on load; v3's TMA copies them, so it masks K and zero-fills those V blocks.
+TEST(FlashPrefill, UnwrittenCacheRowsNeverReachAnOutput) {
+  YOCO_REQUIRE_GPU();
+  check_against_reference({8, 2, 128, 0, {0, 0}, {130, 300}, 0, 0, true}, 1601);      // 170 NaN rows in seq 0
+  check_against_reference({24, 8, 128, 0, {200, 5}, {77, 1}, 0, 0, true}, 1602);      // chunks, not tile-aligned
+  check_against_reference({8, 1, 128, 64, {0, 100}, {250, 129}, 0, 0, true}, 1603);   // window 64
+  check_against_reference({4, 2, 64, 7, {0, 3}, {60, 1}, 0, 0, true}, 1604);          // v1-only head dim
+  check_against_reference({8, 8, 256, 0, {10, 0}, {90, 33}, 0, 0, true}, 1605);
 }
 
 TEST(FlashPrefill, ChunkedEqualsOneShot) {
@@ -316,6 +357,12 @@ TEST(FlashPrefill, RejectsBadShapes) {
   bad = s;
   bad.scale = 0;
   EXPECT_EQ(launch_flash_prefill_v2(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_flash_prefill_v3(p + 1, p, p, i, i, s, p, nullptr, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_flash_prefill_v3(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue);
+  for (int stages : {0, 1, 4})  // v3 runs rings of 2 or 3 stages only
+    EXPECT_EQ(detail::launch_flash_prefill_v3_stages(stages, p, p, p, i, i, s, p, nullptr, nullptr),
+              cudaErrorInvalidValue)
+        << stages;
   EXPECT_TRUE(flash_prefill_v2_supported(128));
   for (int64_t d : {64, 256}) {
     bad = s;
@@ -324,6 +371,7 @@ TEST(FlashPrefill, RejectsBadShapes) {
     bad.kv_stride = 8 * d;
     if (!flash_prefill_v2_supported(d)) {
       EXPECT_EQ(launch_flash_prefill_v2(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue) << d;
+      EXPECT_EQ(launch_flash_prefill_v3(p, p, p, i, i, bad, p, nullptr, nullptr), cudaErrorInvalidValue) << d;
     }
   }
 }
@@ -372,7 +420,7 @@ TEST(AttentionOracle, EqualsTheCpuReference) {
 }
 
 // Kernel vs oracle on device-generated inputs, sampled rows, for every version that runs D;
-// v2 vs v1 on the whole output.
+// v2/v3 vs v1 on the whole output.
 void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_start, int64_t q_len, uint64_t seed) {
   const int64_t cap = q_start + q_len, q_stride = H * D, kv_stride = Hkv * D;
   DeviceArray<__nv_bfloat16> dq(static_cast<size_t>(q_len * q_stride)), dk(static_cast<size_t>(cap * kv_stride)),
@@ -438,7 +486,7 @@ void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_sta
     EXPECT_LE(lse_err, 5e-3) << ver_name(ver) << ": LSE at q_len " << q_len;
     if (ver == Ver::kV1) {
       ASSERT_EQ(cudaMemcpy(dout_v1.ptr, dout.ptr, dout.n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
-    } else {  // a v2 schedule: whole outputs vs v1 (v1 ran first)
+    } else {  // a v2 schedule or a v3 ring depth: whole outputs vs v1 (v1 ran first)
       const std::vector<float> a = download_bf16(dout), b1 = download_bf16(dout_v1);
       const std::vector<double> b(b1.begin(), b1.end());
       EXPECT_LE(rms_error(a, b), 2.0 * bound) << ver_name(ver) << " vs v1 at q_len " << q_len;
@@ -462,13 +510,13 @@ TEST(FlashPrefill, MatchesTheOracleAt128K) {
   check_long(24, 8, 128, 0, 0, 131072, 1000);
 }
 
-// v2 (D 128) specifics: windows 1, 64, 1024 with GQA 1, 3, 8; lengths 1 .. 4K including
+// v2 / v3 (D 128) specifics: windows 1, 64, 1024 with GQA 1, 3, 8; lengths 1 .. 4K including
 // non-multiples of 64 and 128 (the CPU reference below 1.1K rows, the oracle on sampled rows
-// plus v2 == v1 on whole outputs above).
+// plus v2 == v1 and v3 == v1 on whole outputs above).
 TEST(FlashPrefillV2, Windows) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep};
+  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3};
   for (int64_t w : {1, 64, 1024}) {
     check_against_reference({8, 8, 128, w, {0}, {1100}}, 1100 + w, both);    // GQA 1
     check_against_reference({24, 8, 128, w, {300}, {333}}, 1200 + w, both);  // GQA 3, q0 not tile-aligned
@@ -481,7 +529,7 @@ TEST(FlashPrefillV2, Windows) {
 TEST(FlashPrefillV2, Lengths) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep};
+  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3};
   uint64_t seed = 1500;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 255, 256, 257, 383, 640, 1000})
     check_against_reference({8, 1, 128, 0, {0}, {n}}, seed++, both);
