@@ -1,6 +1,8 @@
 // FlashDecoding split-KV decode (issue 13; KERNELS.md §2):
 // - yoco-3b cross-attention shape (24 heads, 8 KV heads, D 128) at (N, B) in
-//   {(32K,1), (128K,1), (512K,1), (1M,1), (128K,8)} with the chosen split count;
+//   {32K, 128K, 512K, 1M} x batch {1, 8} with the chosen split count (batch 8
+//   at 512K and 1M in a cache of its own, 2 x 16 GiB, skipped with a note where
+//   the card cannot hold it);
 //   floor bytes = B·N·2·Hkv·D·2 (+ q and o), FLOPs = 4·B·H·N·D; L2 flushed first;
 // - a split-count sweep at 128K x 1 (8, 16, 33, 66), beside the chosen count;
 // - yoco-swa ring decode (24 heads, no GQA, W 1024, batch 1, ring full): one
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,7 +49,8 @@ YOCO_KERNEL_BENCH(flash_decode) {
     fill_normal_bf16(v.p, v.n, 2);
     fill_normal_bf16(q.p, q.n, 3);
 
-    auto run_shape = [&](int64_t N, int64_t B, int splits, const std::string& variant, const std::string& note) {
+    auto run_shape_on = [&](const bf16* kp, const bf16* vp, int64_t N, int64_t B, int splits,
+                            const std::string& variant, const std::string& note) {
       const cuda::DecodeAttentionShape s{B, H, Hkv, D, N, 0, scale};
       const std::vector<int64_t> lens(static_cast<size_t>(B), N);
       check(cudaMemcpy(lengths.p, lens.data(), lens.size() * sizeof(int64_t), cudaMemcpyHostToDevice), "lengths");
@@ -56,7 +60,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       KernelResult r{"attn_decode", variant, "transformer-3b", N, B, bytes, flops, {}, ""};  // the heads (24/8/128) YOCO-3B's cross-decoder shares
       r.time = time_launches(
           [&](cudaStream_t st) {
-            check(cuda::launch_flash_decode(q.p, k.p, v.p, lengths.p, s, splits, ws.p, out.p, st), "flash_decode");
+            check(cuda::launch_flash_decode(q.p, kp, vp, lengths.p, s, splits, ws.p, out.p, st), "flash_decode");
           },
           stream);
       check(cudaStreamSynchronize(stream), "sync");
@@ -65,15 +69,37 @@ YOCO_KERNEL_BENCH(flash_decode) {
                 "; " + (all_finite_bf16(out.p, static_cast<size_t>(B * H * D)) ? "out finite" : "out NOT FINITE");
       report.add(r);
     };
+    auto run_shape = [&](int64_t N, int64_t B, int splits, const std::string& variant, const std::string& note) {
+      run_shape_on(k.p, v.p, N, B, splits, variant, note);
+    };
+    auto run_chosen = [&](const bf16* kp, const bf16* vp, int64_t N, int64_t B) {
+      const cuda::DecodeAttentionShape s{B, H, Hkv, D, N, 0, scale};
+      const int splits = cuda::choose_decode_splits(s, N, sms);
+      run_shape_on(kp, vp, N, B, splits,
+                   "N " + tokens(N) + " B " + std::to_string(B) + " splits " + std::to_string(splits), "chosen");
+    };
 
     const std::vector<std::pair<int64_t, int64_t>> shapes = {
         {int64_t{32} << 10, 1}, {int64_t{128} << 10, 1}, {int64_t{512} << 10, 1}, {int64_t{1} << 20, 1},
-        {int64_t{128} << 10, 8}};
-    for (const auto& [N, B] : shapes) {
-      const cuda::DecodeAttentionShape s{B, H, Hkv, D, N, 0, scale};
-      const int splits = cuda::choose_decode_splits(s, N, sms);
-      run_shape(N, B, splits, "N " + tokens(N) + " B " + std::to_string(B) + " splits " + std::to_string(splits),
-                "chosen");
+        {int64_t{32} << 10, 8}, {int64_t{128} << 10, 8}};
+    for (const auto& [N, B] : shapes) run_chosen(k.p, v.p, N, B);
+    // Batch 8 at 512K and 1M: 8M rows per buffer. A card that cannot hold them says so and goes on.
+    {
+      const size_t big = static_cast<size_t>(maxB * rows * Hkv * D);
+      bf16 *bk = nullptr, *bv = nullptr;
+      const cudaError_t ek = cudaMalloc(&bk, big * sizeof(bf16));
+      const cudaError_t ev = ek == cudaSuccess ? cudaMalloc(&bv, big * sizeof(bf16)) : ek;
+      if (ev == cudaSuccess) {
+        fill_normal_bf16(bk, big, 4);
+        fill_normal_bf16(bv, big, 5);
+        for (int64_t N : {int64_t{512} << 10, int64_t{1} << 20}) run_chosen(bk, bv, N, maxB);
+      } else {
+        cudaGetLastError();  // clear the allocation error
+        std::fprintf(stderr, "flash_decode: batch 8 at 512K and 1M skipped: 2 x %.1f GiB do not fit (%s)\n",
+                     static_cast<double>(big * sizeof(bf16)) / (1u << 30), cudaGetErrorString(ev));
+      }
+      cudaFree(bk);
+      cudaFree(bv);
     }
     for (int splits : {8, 16, 33, 66})
       run_shape(int64_t{128} << 10, 1, splits, "N 128K B 1 splits " + std::to_string(splits) + " sweep", "sweep");
