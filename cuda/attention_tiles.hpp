@@ -54,6 +54,30 @@ YOCO_HD constexpr bool key_block_needs_mask(int64_t block, int64_t block_keys, i
   return !(all_causal && all_in_window);
 }
 
+// The query tile a prefill CTA owns (rows [i0, i0 + rows_per_tile) of a sequence whose q_len
+// queries sit at absolute positions q_start ..) and the keys it reads. rows_valid <= 0: the tile
+// lies past the sequence's queries and the CTA has nothing to do.
+struct QueryTile {
+  int64_t i0 = 0, rows_valid = 0;   // first query row of the tile; rows of it below q_len
+  int64_t p_first = 0, p_last = 0;  // absolute positions of its first and last valid rows
+  int64_t kv_lo = 0, kv_hi = 0;     // readable key rows: visible to some valid row and inside the cache
+  KeyBlockRange blocks;             // the key blocks of block_keys keys to visit
+};
+
+YOCO_HD constexpr QueryTile query_tile(int64_t tile, int64_t rows_per_tile, int64_t q_start, int64_t q_len,
+                                       int64_t window, int64_t capacity, int64_t block_keys) {
+  QueryTile t;
+  t.i0 = tile * rows_per_tile;
+  t.rows_valid = q_len - t.i0 < rows_per_tile ? q_len - t.i0 : rows_per_tile;
+  if (t.rows_valid <= 0) return t;
+  t.p_first = q_start + t.i0;
+  t.p_last = t.p_first + t.rows_valid - 1;
+  t.kv_lo = window > 0 && t.p_first - window + 1 > 0 ? t.p_first - window + 1 : 0;
+  t.kv_hi = t.p_last + 1 < capacity ? t.p_last + 1 : capacity;
+  t.blocks = key_block_range(t.p_first, t.p_last, window, block_keys);
+  return t;
+}
+
 // Whether every key of block `block` lies in [lo, hi), the rows a kernel may read as they are:
 // a block that is not wholly inside holds rows that may be unwritten cache (NaN), which a TMA
 // load copies verbatim and P = 0 does not cancel (0 * NaN = NaN), so V must be zero-filled there.

@@ -18,6 +18,7 @@
 #include <cmath>
 
 #include "decode_plan.hpp"
+#include "device_math.cuh"
 #include "flash_decode.hpp"
 
 namespace yoco::cuda {
@@ -92,11 +93,7 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Two floats as a bf16 pair: lo in the low half (the lower-indexed element of a fragment).
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
+using dev::pack_bf16;
 
 // Byte offset of 16-byte chunk `ch` of tile row `r` (rows of D bf16): chunks are
 // XOR-swizzled by r mod 8, so the 8 row addresses of an ldmatrix hit 8 distinct

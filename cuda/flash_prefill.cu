@@ -20,6 +20,7 @@
 #include <cmath>
 
 #include "attention_tiles.hpp"
+#include "device_math.cuh"
 #include "flash_prefill.hpp"
 
 namespace yoco::cuda {
@@ -101,16 +102,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2(-inf) = +0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
+using dev::fast_exp2;
+using dev::pack_bf16;
 
 // Issues cp.async for a [ROWS][D] tile whose row r is global row row0 + r at
 // g + r * stride (g points at row row0's head columns, never dereferenced for
@@ -143,6 +136,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) flash_prefill_kern
   // side by side (their K/V tiles come from L2).
   const int64_t tile = static_cast<int64_t>(gridDim.y) - 1 - blockIdx.y;  // longest tiles first
   const int64_t h = blockIdx.x, b = blockIdx.z;
+  // The tile geometry of attn::query_tile, spelt out: at v1's 255-register cap, calling it costs
+  // 8-12 bytes of spills (ptxas, CUDA 13.0).
   const int64_t len = p.q_len[b];
   const int64_t i0 = tile * Br;
   if (i0 >= len) return;  // uniform over the CTA: before any barrier

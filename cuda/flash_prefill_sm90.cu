@@ -74,16 +74,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_kernel(const P
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   const int64_t tile = static_cast<int64_t>(gridDim.y) - 1 - blockIdx.y;  // longest tiles first
   const int64_t h = blockIdx.x, b = blockIdx.z;
-  const int64_t len = p.q_len[b];
-  const int64_t i0 = tile * kBr;
-  if (i0 >= len) return;  // uniform over the CTA: before any barrier
-  const int64_t qs = p.q_start[b];
-  const int64_t rows_valid = len - i0 < kBr ? len - i0 : kBr;
-  const int64_t p_first = qs + i0, p_last = qs + i0 + rows_valid - 1;
-  const int64_t window = p.window;
-  const attn::KeyBlockRange range = attn::key_block_range(p_first, p_last, window, kBc);
-  const int64_t kv_lo = window > 0 && p_first - window + 1 > 0 ? p_first - window + 1 : 0;
-  const int64_t kv_hi = p_last + 1 < p.capacity ? p_last + 1 : p.capacity;
+  // Keys outside [kv_lo, kv_hi) are invisible to every valid row of the tile.
+  const attn::QueryTile qt = attn::query_tile(tile, kBr, p.q_start[b], p.q_len[b], p.window, p.capacity, kBc);
+  if (qt.rows_valid <= 0) return;  // uniform over the CTA: before any barrier
+  const int64_t i0 = qt.i0, rows_valid = qt.rows_valid, p_first = qt.p_first, p_last = qt.p_last;
+  const int64_t window = p.window, kv_lo = qt.kv_lo, kv_hi = qt.kv_hi;
+  const attn::KeyBlockRange range = qt.blocks;
   const int64_t kvh = h / p.group;
   const bf16* qg = p.q + (b * p.q_rows + i0) * p.q_stride + h * kD;
   const bf16* kg = p.k + b * p.capacity * p.kv_stride + kvh * kD;

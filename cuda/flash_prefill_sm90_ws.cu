@@ -16,11 +16,11 @@
 // of cuda/wgmma_sm90.cuh), Q once, then K_0, and for t >= 1 K_t then V_{t-1}, into rings of
 // kStages stages (K and V apart), each stage with a full barrier (1 arrival + the TMA bytes) and
 // an empty barrier (one arrival per consumer warp, after its wgmma reading the stage is waited
-// for). A V block not wholly inside the visible key rows [kv_lo, kv_hi) may hold unwritten cache
-// rows (NaN; P = 0 does not cancel them): that block is loaded by the warp's cp.async with
-// zero-fill instead, then fenced to the async proxy before the full barrier's arrival. K needs no
-// such care: every key outside [kv_lo, kv_hi) is masked to -inf in S, whatever its value, and
-// rows past the tensor's end are zero-filled by the TMA.
+// for). A V block reaching past the sequence's written rows [0, q_start + q_len) may hold
+// unwritten cache rows (NaN; P = 0 does not cancel them): that block is loaded by the warp's
+// cp.async with zero-fill instead, then fenced to the async proxy before the full barrier's
+// arrival. K needs no such care: every key outside [kv_lo, kv_hi) is masked to -inf in S,
+// whatever its value, and rows past the tensor's end are zero-filled by the TMA.
 //
 // Consumers (per warpgroup, as v2): iteration t waits for K_t (and V_{t-1}), issues S_t = Q K_t^T
 // and O += P_{t-1} V_{t-1}, waits for S_t only, releases K_t, runs the softmax under the P V GEMM,
@@ -128,16 +128,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   const int64_t tile = static_cast<int64_t>(gridDim.y) - 1 - blockIdx.y;  // longest tiles first
   const int64_t h = blockIdx.x, b = blockIdx.z;
-  const int64_t len = p.q_len[b];
-  const int64_t i0 = tile * kBr;
-  if (i0 >= len) return;  // uniform over the CTA: before any barrier
-  const int64_t qs = p.q_start[b];
-  const int64_t rows_valid = len - i0 < kBr ? len - i0 : kBr;
-  const int64_t p_first = qs + i0, p_last = qs + i0 + rows_valid - 1;
-  const int64_t window = p.window;
-  const attn::KeyBlockRange range = attn::key_block_range(p_first, p_last, window, kBc);
-  const int64_t kv_lo = window > 0 && p_first - window + 1 > 0 ? p_first - window + 1 : 0;
-  const int64_t kv_hi = p_last + 1 < p.capacity ? p_last + 1 : p.capacity;
+  // Keys outside [kv_lo, kv_hi) are invisible to every valid row of the tile.
+  const attn::QueryTile qt = attn::query_tile(tile, kBr, p.q_start[b], p.q_len[b], p.window, p.capacity, kBc);
+  if (qt.rows_valid <= 0) return;  // uniform over the CTA: before any barrier
+  const int64_t i0 = qt.i0, rows_valid = qt.rows_valid, p_first = qt.p_first, p_last = qt.p_last;
+  const int64_t window = p.window, kv_lo = qt.kv_lo, kv_hi = qt.kv_hi;
+  const attn::KeyBlockRange range = qt.blocks;
   const int64_t kvh = h / p.group;
   const int64_t nb = range.last - range.first;  // >= 1
 
@@ -166,6 +162,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
     // Coordinates are int32 (the launcher checks every row index fits).
     const int32_t qcol = static_cast<int32_t>(h * kD), kcol = static_cast<int32_t>(kvh * kD);
     const int32_t bb = static_cast<int32_t>(b);
+    // Q rows past q_len are loaded as they are (v2 zero-filled them): each S / P / O row is its own
+    // query's, those rows are never stored, and the row-max shuffles stay inside a row's quad.
     if (lane == 0) {
       tma_prefetch_map(&p.tq);
       tma_prefetch_map(&p.tk);
@@ -176,31 +174,40 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
       tma_load_3d(sQ + kHalfBytes, &p.tq, bar, qcol + 64, static_cast<int32_t>(i0), bb);
     }
     const bf16* vg = p.v + b * p.capacity * p.kv_stride + kvh * kD;
+    // Rows [0, kv_written) hold written cache (the contract: row p holds position p for every
+    // p < q_start + q_len); only a block reaching past it can hold NaN. Masked rows below it are
+    // finite and meet P = 0 exactly, so only the sequence's final partial block takes the slow path.
+    const int64_t kv_written = p.q_start[b] + p.q_len[b] < p.capacity ? p.q_start[b] + p.q_len[b] : p.capacity;
+    // The whole warp waits on each barrier and reconverges after lane 0's issue, so the lanes never
+    // sit in two different waits at once.
     auto load_k = [&](int64_t t) {
-      if (lane != 0) return;
       const int s = tma::ring_stage(t, kStages);
       mbar_wait(L::k_empty(base, s), tma::empty_parity(t, kStages));
-      const uint32_t dst = sK + static_cast<uint32_t>(s * kTileBytes), bar = L::k_full(base, s);
-      const int32_t row = static_cast<int32_t>((range.first + t) * kBc);
-      mbar_arrive_expect_tx(bar, kTileBytes);
-      tma_load_3d(dst, &p.tk, bar, kcol, row, bb);
-      tma_load_3d(dst + kHalfBytes, &p.tk, bar, kcol + 64, row, bb);
+      if (lane == 0) {
+        const uint32_t dst = sK + static_cast<uint32_t>(s * kTileBytes), bar = L::k_full(base, s);
+        const int32_t row = static_cast<int32_t>((range.first + t) * kBc);
+        mbar_arrive_expect_tx(bar, kTileBytes);
+        tma_load_3d(dst, &p.tk, bar, kcol, row, bb);
+        tma_load_3d(dst + kHalfBytes, &p.tk, bar, kcol + 64, row, bb);
+      }
+      __syncwarp();
     };
     auto load_v = [&](int64_t t) {
       const int s = tma::ring_stage(t, kStages);
       const int64_t n = range.first + t;
       mbar_wait(L::v_empty(base, s), tma::empty_parity(t, kStages));  // every lane: all may write
       const uint32_t dst = sV + static_cast<uint32_t>(s * kTileBytes), bar = L::v_full(base, s);
-      if (attn::key_block_inside(n, kBc, kv_lo, kv_hi)) {
+      if (attn::key_block_inside(n, kBc, 0, kv_written)) {
         if (lane == 0) {
           const int32_t row = static_cast<int32_t>(n * kBc);
           mbar_arrive_expect_tx(bar, kTileBytes);
           tma_load_3d(dst, &p.tv, bar, kcol, row, bb);
           tma_load_3d(dst + kHalfBytes, &p.tv, bar, kcol + 64, row, bb);
         }
+        __syncwarp();
       } else {
         const int64_t j0 = n * kBc;
-        load_tile_sw128<kBc, kD, 32>(dst, vg + j0 * p.kv_stride, vg, p.kv_stride, j0, kv_lo, kv_hi, lane);
+        load_tile_sw128<kBc, kD, 32>(dst, vg + j0 * p.kv_stride, vg, p.kv_stride, j0, 0, kv_written, lane);
         cp_async_commit();
         cp_async_wait_all();
         fence_proxy_async();  // this lane's rows, visible to wgmma (async proxy)
@@ -259,6 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
   const int vs = tma::ring_stage(nb - 1, kStages);
   mbar_wait(L::v_full(base, vs), tma::full_parity(nb - 1, kStages));
   rows.last_pv(sV + static_cast<uint32_t>(vs * kTileBytes));
+  mbar_arrive_if(L::v_empty(base, vs), lane == 0);  // every use released: the rings end balanced
 
   // Epilogue through this warp's own 16 rows of the Q tile (its S GEMMs are complete).
   rows.store(smem + L::kOffQ, p.o + (b * p.q_rows + i0) * (p.H * kD) + h * kD, p.H * kD, rows_valid, p.lse,

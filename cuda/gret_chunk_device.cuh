@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "device_math.cuh"
 #include "gret_plan.hpp"
 
 namespace yoco::cuda::gret_detail {
@@ -49,10 +50,7 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x = lo (lower address / lower column)
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
+using dev::pack_bf16;
 // Multiplies both halves of a bf16x2 by fp32 factors and rounds back once.
 __device__ __forceinline__ uint32_t scale_bf16x2(uint32_t x, float f_lo, float f_hi) {
   __nv_bfloat162 h = *reinterpret_cast<const __nv_bfloat162*>(&x);

@@ -22,7 +22,8 @@ constexpr int64_t kBoxColumns = 64;
 
 // Fills *out and returns nullptr when TMA can address the buffer, else the rule it breaks (CUDA
 // 13.0 cuda.h: base 16-byte aligned, strides multiples of 16 B and < 2^40, dims in [1, 2^32],
-// box dims in [1, 256]; and PTX: box coordinates are signed 32-bit, so every dim < 2^31).
+// box dims in [1, 256]; and PTX: box coordinates are signed 32-bit, so every dim < 2^31; a box
+// may overhang a dim by box_rows - 1, which the callers' own limits keep far from 2^31).
 inline const char* bf16_rows_view(uint64_t base_address, int64_t batch, int64_t rows, int64_t stride,
                                   int64_t box_rows, Bf16RowsView* out) {
   constexpr uint64_t kDimMax = (uint64_t{1} << 31) - 1, kStrideMax = uint64_t{1} << 40;

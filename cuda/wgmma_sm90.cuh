@@ -12,6 +12,8 @@
 
 #include <cstdint>
 
+#include "device_math.cuh"
+
 namespace yoco::cuda::sm90 {
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const __nv_bfloat16* gmem, bool valid) {
@@ -80,16 +82,8 @@ __device__ __forceinline__ void wgmma_rs_m64n128k16_tb(float (&d)[64], uint32_t 
       : "memory");
 }
 
-__device__ __forceinline__ float fast_exp2(float x) {  // ex2(-inf) = +0
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
+using dev::fast_exp2;
+using dev::pack_bf16;
 
 // Byte offset of (row, col) in a [cols/64][ROWS][64] 128B-swizzled bf16 tile.
 template <int ROWS>

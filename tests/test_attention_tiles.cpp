@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "attention_tiles.hpp"
 
@@ -95,6 +96,40 @@ TEST(AttentionTiles, BlockRangeAtKernelTileSizes) {
     const KeyBlockRange rw = key_block_range(q0 + 128, q0 + 255, 1024, bc);
     EXPECT_EQ(rw.first, (q0 + 128 - 1023) / bc);
   }
+}
+
+// query_tile against brute force: the tile's valid rows, their positions, and [kv_lo, kv_hi) =
+// exactly the keys visible to some valid row (within the cache).
+TEST(AttentionTiles, QueryTileAgainstBruteForce) {
+  for (int64_t br : {1, 4, 8})
+    for (int64_t q_start : {0, 3, 17})
+      for (int64_t q_len : {1, 5, 8, 13})
+        for (int64_t w : {0, 1, 3, 64})
+          for (int64_t tile = 0; tile < 5; ++tile) {
+            const int64_t capacity = q_start + q_len + 2;
+            const QueryTile t = query_tile(tile, br, q_start, q_len, w, capacity, 4);
+            int64_t rows = 0, lo = -1, hi = -1;
+            for (int64_t i = tile * br; i < (tile + 1) * br && i < q_len; ++i) {
+              ++rows;
+              for (int64_t j = 0; j < capacity; ++j)
+                if (visible_brute(j, q_start + i, w)) {
+                  lo = lo < 0 || j < lo ? j : lo;
+                  hi = j + 1 > hi ? j + 1 : hi;
+                }
+            }
+            const std::string at = std::to_string(br) + " " + std::to_string(q_start) + " " + std::to_string(q_len) +
+                                   " " + std::to_string(w) + " " + std::to_string(tile);
+            EXPECT_EQ(t.rows_valid > 0 ? t.rows_valid : 0, rows) << at;
+            if (rows == 0) continue;
+            EXPECT_EQ(t.i0, tile * br) << at;
+            EXPECT_EQ(t.p_first, q_start + tile * br) << at;
+            EXPECT_EQ(t.p_last, q_start + tile * br + rows - 1) << at;
+            EXPECT_EQ(t.kv_lo, lo) << at;
+            EXPECT_EQ(t.kv_hi, hi) << at;
+            const KeyBlockRange r = key_block_range(t.p_first, t.p_last, w, 4);
+            EXPECT_EQ(t.blocks.first, r.first) << at;
+            EXPECT_EQ(t.blocks.last, r.last) << at;
+          }
 }
 
 // key_block_inside against brute force, and the property v3 (cuda/flash_prefill_sm90_ws.cu)
