@@ -22,6 +22,7 @@
 #include "attention_tiles.hpp"
 #include "device_math.cuh"
 #include "flash_prefill.hpp"
+#include "flash_prefill_params.hpp"
 
 namespace yoco::cuda {
 
@@ -51,17 +52,7 @@ using Traits64 = Traits<64, 128, 4, 2>;
 using Traits128 = Traits<128, 64, 4, 2>;
 using Traits256 = Traits<256, 64, 8, 1>;
 
-struct Params {
-  const bf16* q;
-  const bf16* k;
-  const bf16* v;
-  const int64_t* q_start;
-  const int64_t* q_len;
-  bf16* o;
-  float* lse;
-  int64_t H, group, q_rows, capacity, q_stride, kv_stride, window;
-  float scale_log2;
-};
+using Params = detail::PrefillParams;
 
 // Element offset of (row, col) in a [rows][D] swizzled tile.
 template <int D>
@@ -395,22 +386,7 @@ cudaError_t launch_flash_prefill_v1(const bf16* q, const bf16* k, const bf16* v,
                                     cudaStream_t stream) {
   if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o)) return cudaErrorInvalidValue;
   const int64_t D = s.head_dim;
-  Params p{};
-  p.q = q;
-  p.k = k;
-  p.v = v;
-  p.q_start = q_start;
-  p.q_len = q_len;
-  p.o = o;
-  p.lse = lse;
-  p.H = s.n_heads;
-  p.group = s.n_heads / s.n_kv_heads;
-  p.q_rows = s.q_rows;
-  p.capacity = s.capacity;
-  p.q_stride = s.q_stride;
-  p.kv_stride = s.kv_stride;
-  p.window = s.window < s.capacity ? s.window : 0;  // a window covering the whole cache is no window
-  p.scale_log2 = static_cast<float>(static_cast<double>(s.scale) * 1.4426950408889634);
+  const Params p = detail::prefill_params(q, k, v, q_start, q_len, s, o, lse);
   switch (D) {
     case 64: return launch_impl<Traits64>(p, s.batch, s.q_rows, stream);
     case 128: return launch_impl<Traits128>(p, s.batch, s.q_rows, stream);

@@ -29,6 +29,7 @@
 
 #include "attention_tiles.hpp"
 #include "flash_prefill.hpp"
+#include "flash_prefill_params.hpp"
 #include "flash_prefill_sm90_rows.cuh"
 #include "wgmma_sm90.cuh"
 
@@ -47,17 +48,7 @@ constexpr int kSmemBytes = kSmemUsed + 1024;  // + slack to align the base to 10
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per block");
 static_assert(kBr == 2 * 64 && kThreads == 2 * 128, "one warpgroup per 64 query rows");
 
-struct Params {
-  const bf16* q;
-  const bf16* k;
-  const bf16* v;
-  const int64_t* q_start;
-  const int64_t* q_len;
-  bf16* o;
-  float* lse;
-  int64_t H, group, q_rows, capacity, q_stride, kv_stride, window;
-  float scale_log2;
-};
+using Params = detail::PrefillParams;
 
 // Named barrier 1 over both warpgroups, predicated (no branch near the wgmmas): threads with
 // `wait` true sync on it (and count), the others only arrive (count).
@@ -169,22 +160,7 @@ cudaError_t detail::launch_flash_prefill_v2_schedule(bool pingpong, const bf16* 
                                                      const PrefillAttentionShape& s, bf16* o, float* lse,
                                                      cudaStream_t stream) {
   if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o) || s.head_dim != kD) return cudaErrorInvalidValue;
-  Params p{};
-  p.q = q;
-  p.k = k;
-  p.v = v;
-  p.q_start = q_start;
-  p.q_len = q_len;
-  p.o = o;
-  p.lse = lse;
-  p.H = s.n_heads;
-  p.group = s.n_heads / s.n_kv_heads;
-  p.q_rows = s.q_rows;
-  p.capacity = s.capacity;
-  p.q_stride = s.q_stride;
-  p.kv_stride = s.kv_stride;
-  p.window = s.window < s.capacity ? s.window : 0;  // a window covering the whole cache is no window
-  p.scale_log2 = static_cast<float>(static_cast<double>(s.scale) * 1.4426950408889634);
+  const Params p = detail::prefill_params(q, k, v, q_start, q_len, s, o, lse);
   const int64_t tiles = attn::query_tiles(s.q_rows, kBr);
   if (tiles > 65535) return cudaErrorInvalidValue;
   const auto kernel = pingpong ? flash_prefill_sm90_kernel<true> : flash_prefill_sm90_kernel<false>;

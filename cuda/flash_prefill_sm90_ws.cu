@@ -38,6 +38,7 @@
 
 #include "attention_tiles.hpp"
 #include "flash_prefill.hpp"
+#include "flash_prefill_params.hpp"
 #include "flash_prefill_sm90_rows.cuh"
 #include "tma_plan.hpp"
 #include "tma_sm90.cuh"
@@ -86,15 +87,9 @@ struct Smem {
   }
 };
 
-struct Params {
+// v1/v2's parameters (p.v for the zero-filled boundary V blocks) and the tensor maps.
+struct Params : detail::PrefillParams {
   CUtensorMap tq, tk, tv;  // 64-byte aligned opaque maps, by value (__grid_constant__)
-  const bf16* v;           // for the zero-filled boundary V blocks
-  const int64_t* q_start;
-  const int64_t* q_len;
-  bf16* o;
-  float* lse;
-  int64_t H, group, q_rows, capacity, kv_stride, window;
-  float scale_log2;
 };
 
 // Predicated named-barrier operations over the two consumer warpgroups (256 threads): every
@@ -330,22 +325,11 @@ cudaError_t detail::launch_flash_prefill_v3_stages(int stages, const bf16* q, co
   const int64_t tiles = attn::query_tiles(s.q_rows, kBr);
   if (tiles > 65535) return cudaErrorInvalidValue;
   Params p{};
+  static_cast<detail::PrefillParams&>(p) = detail::prefill_params(q, k, v, q_start, q_len, s, o, lse);
   cudaError_t err = encode_rows(&p.tq, q, s.batch, s.q_rows, s.q_stride);
   if (err == cudaSuccess) err = encode_rows(&p.tk, k, s.batch, s.capacity, s.kv_stride);
   if (err == cudaSuccess) err = encode_rows(&p.tv, v, s.batch, s.capacity, s.kv_stride);
   if (err != cudaSuccess) return err;
-  p.v = v;
-  p.q_start = q_start;
-  p.q_len = q_len;
-  p.o = o;
-  p.lse = lse;
-  p.H = s.n_heads;
-  p.group = s.n_heads / s.n_kv_heads;
-  p.q_rows = s.q_rows;
-  p.capacity = s.capacity;
-  p.kv_stride = s.kv_stride;
-  p.window = s.window < s.capacity ? s.window : 0;  // a window covering the whole cache is no window
-  p.scale_log2 = static_cast<float>(static_cast<double>(s.scale) * 1.4426950408889634);
   return stages == 3 ? launch_stages<3>(p, s, tiles, stream) : launch_stages<2>(p, s, tiles, stream);
 }
 
