@@ -10,7 +10,8 @@
 # prefill at 512K and 1M). Every step runs under `timeout`, so a hung kernel
 # costs one step, not the call. The default steps fit one device call: about
 # 9 minutes on the lent H100 by the step times of its 2026-11-23 runs (tests
-# 2.5, sanitizers 2.5, peers 2.7, the rest under 1).
+# 2.5, sanitizers 2.5, peers 2.7, the rest under 1), plus about 1 for prefill
+# v3's tests and racecheck (written since, not yet timed).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
 # 4K: README's profiling commands, checked. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
