@@ -149,13 +149,16 @@ const std::vector<Own>& own_kernels() {
       {"norm_gate_generic_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f24norm_gate_generic_kernelEPK13__nv_bfloat16S4_"
        "llllfPS2_"},
-      // flash_prefill.cu, flash_prefill_sm90.cu
+      // flash_prefill.cu, flash_prefill_sm90.cu, flash_prefill_sm90_ws.cu
       {"flash_prefill_kernel", "attention_prefill",
        "_ZN4yoco4cuda49_GLOBAL__N__b4f42720_16_flash_prefill_cu_f8ed323720flash_prefill_kernelINS1_6TraitsILi128ELi64E"
-       "Li4ELi2ELi1EEEEEvNS1_6ParamsE"},
+       "Li4ELi2ELi1EEEEEvNS0_6detail13PrefillParamsE"},
       {"flash_prefill_sm90_kernel", "attention_prefill",
-       "_ZN4yoco4cuda54_GLOBAL__N__e0b58673_21_flash_prefill_sm90_cu_d8fc4fda25flash_prefill_sm90_kernelILb1EEEvNS1_"
-       "6ParamsE"},
+       "_ZN4yoco4cuda54_GLOBAL__N__e0b58673_21_flash_prefill_sm90_cu_d8fc4fda25flash_prefill_sm90_kernelILb1EEEvNS0_"
+       "6detail13PrefillParamsE"},
+      {"flash_prefill_sm90_ws_kernel", "attention_prefill",
+       "_ZN4yoco4cuda57_GLOBAL__N__533d11f2_24_flash_prefill_sm90_ws_cu_0151b06228flash_prefill_sm90_ws_kernelILi2EEEvN"
+       "S1_6ParamsE"},
       // flash_decode.cu
       {"split_kernel", "attention_decode",
        "_ZN4yoco4cuda48_GLOBAL__N__74fb7e9e_15_flash_decode_cu_6cc1c9cd12split_kernelILi128EEEvNS1_11SplitParamsE"},

@@ -33,9 +33,10 @@ constexpr OwnKernel kOwnKernels[] = {
     {"gret_step_generic_kernel", "gret"},
     {"gret_step_sliced_kernel", "gret"},
     {"log_decay_kernel", "gret"},  // the decay's log-gammas: the cost model counts their bytes under gret
-    // flash_prefill.cu, flash_prefill_sm90.cu
+    // flash_prefill.cu, flash_prefill_sm90.cu, flash_prefill_sm90_ws.cu
     {"flash_prefill_kernel", "attention_prefill"},
     {"flash_prefill_sm90_kernel", "attention_prefill"},
+    {"flash_prefill_sm90_ws_kernel", "attention_prefill"},
     // flash_decode.cu: split-KV partials and their combine.
     {"split_kernel", "attention_decode"},
     {"combine_kernel", "attention_decode"},
