@@ -45,8 +45,9 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                  const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                  __nv_bfloat16* o, float* lse, cudaStream_t stream);
 
-// Version dispatch: launch_flash_prefill runs v2 (wgmma, cuda/flash_prefill_sm90.cu) where
-// flash_prefill_v2_supported(head_dim) and the current device is compute capability 9.0, else v1.
+// Version dispatch: launch_flash_prefill runs v2 (wgmma, cuda/flash_prefill_sm90.cu; v3 once it is
+// verified, one constant in cuda/flash_prefill.cu) where flash_prefill_v2_supported(head_dim) and the
+// current device is compute capability 9.0, else v1.
 // The two entry points below run one version explicitly (same contract, same errors; v2 also
 // returns cudaErrorInvalidValue for a head dim it does not support).
 cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
