@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One call on a GPU machine runs every GPU check of the suite and brings back
 # every log (KERNELS.md §7): device facts, all GPU tests (YOCO_EXPECT_GPU=1, so
-# nothing passes by skipping), compute-sanitizer memcheck/racecheck on the
+# nothing passes by skipping; prefill v3's smoke test first, under a short
+# timeout, and v3 left out of the rest if it fails), compute-sanitizer memcheck/racecheck on the
 # small cases, the kernel benchmarks against the ceilings measured in the same
 # run, a SASS census (HGMMA/HMMA per kernel), and the model runners through
 # `yoco bench --device cuda` (step `models`: the small presets at 4K, and an
@@ -128,6 +129,15 @@ for src in tests/cuda/test_*.cpp; do
   if [ -x "$BIN/$t" ]; then GPU_TESTS+=("$t"); else note "$(printf '%-48s %s' "$t" "MISSING (not built)")"; fi
 done
 
+# Prefill v3 (TMA + mbarriers, not yet verified on a GPU when this was written) alone first, under
+# a short timeout: a wrong mbarrier phase hangs, and one hung kernel must not stall every other
+# test, sanitizer and bench row. If it fails, YOCO_PREFILL_SKIP_V3=1 leaves v3 out of the rest.
+if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_flash_prefill" ]; then
+  if ! run_step smoke.flash_prefill_v3 60 "$BIN/test_flash_prefill" --gtest_color=no --gtest_filter='FlashPrefillV3.Smoke'; then
+    export YOCO_PREFILL_SKIP_V3=1
+    note "prefill v3 failed its smoke test: YOCO_PREFILL_SKIP_V3=1 leaves it out of the other tests, the sanitizers and the bench"
+  fi
+fi
 if has_step tests; then
   for t in "${GPU_TESTS[@]}"; do
     run_step "test.$t" 200 "$BIN/$t" --gtest_color=no

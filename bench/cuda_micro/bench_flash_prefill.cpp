@@ -13,6 +13,8 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -156,5 +158,10 @@ YOCO_KERNEL_BENCH(flash_prefill) {
   }
   points.push_back({24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 v1", v1});
   points.push_back({24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 v1", v1});
-  for (const Point& pt : points) run_point(report, pt);
+  // scripts/gpu-suite.sh sets YOCO_PREFILL_SKIP_V3 when v3 failed or hung in its smoke test.
+  const char* skip = std::getenv("YOCO_PREFILL_SKIP_V3");
+  const bool skip_v3 = skip != nullptr && *skip != '\0' && std::string(skip) != "0";
+  if (skip_v3) std::fprintf(stderr, "flash_prefill: YOCO_PREFILL_SKIP_V3 is set: v3 rows left out\n");
+  for (const Point& pt : points)
+    if (!skip_v3 || (pt.ver != Ver::kV3 && pt.ver != Ver::kV3Stages3)) run_point(report, pt);
 }

@@ -23,7 +23,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "attention_oracle.hpp"
@@ -122,6 +125,19 @@ cudaError_t launch(Ver ver, const __nv_bfloat16* q, const __nv_bfloat16* k, cons
   }
 }
 
+// YOCO_PREFILL_SKIP_V3=1 leaves v3 out of every test but FlashPrefillV3.Smoke: scripts/gpu-suite.sh
+// sets it when that smoke test fails or hangs, so that one broken kernel (a wrong mbarrier phase
+// hangs) does not stall every other version's tests, the sanitizers and the bench.
+std::vector<Ver> unless_v3_skipped(std::vector<Ver> vers) {
+  const char* e = std::getenv("YOCO_PREFILL_SKIP_V3");
+  if (e == nullptr || *e == '\0' || std::string(e) == "0") return vers;
+  static bool said = false;
+  if (!said) std::printf("NOTE: YOCO_PREFILL_SKIP_V3 is set: prefill v3 is left out of these tests\n");
+  said = true;
+  std::erase_if(vers, [](Ver v) { return v == Ver::kV3 || v == Ver::kV3Stages3; });
+  return vers;
+}
+
 // The versions that run head dim D: v1, v2 (both schedules) and v3 (both ring depths) where
 // supported, and the dispatcher.
 std::vector<Ver> versions_for(int64_t D) {
@@ -133,7 +149,7 @@ std::vector<Ver> versions_for(int64_t D) {
     v.push_back(Ver::kV3Stages3);
   }
   v.push_back(Ver::kAuto);
-  return v;
+  return unless_v3_skipped(v);
 }
 
 KernelOut run_kernel(const Case& c, const Inputs& in, Ver ver = Ver::kAuto) {
@@ -516,7 +532,7 @@ TEST(FlashPrefill, MatchesTheOracleAt128K) {
 TEST(FlashPrefillV2, Windows) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3};
+  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3});
   for (int64_t w : {1, 64, 1024}) {
     check_against_reference({8, 8, 128, w, {0}, {1100}}, 1100 + w, both);    // GQA 1
     check_against_reference({24, 8, 128, w, {300}, {333}}, 1200 + w, both);  // GQA 3, q0 not tile-aligned
@@ -526,10 +542,22 @@ TEST(FlashPrefillV2, Windows) {
   check_long(8, 1, 128, 64, 777, 4096, 1401);
 }
 
+// v3 alone on a few short cases (GQA 3, a later chunk with a window, NaN in unwritten rows, a
+// batch): scripts/gpu-suite.sh runs it first, under a short timeout, and leaves v3 out of the rest
+// of the suite if it fails or hangs.
+TEST(FlashPrefillV3, Smoke) {
+  YOCO_REQUIRE_GPU();
+  if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v3 for D 128";
+  const std::vector<Ver> v3{Ver::kV1, Ver::kV3, Ver::kV3Stages3};  // v1 first: the "vs v1" check
+  check_against_reference({24, 8, 128, 0, {0}, {517}}, 1701, v3);
+  check_against_reference({8, 1, 128, 64, {1029}, {257}}, 1702, v3);
+  check_against_reference({8, 2, 128, 0, {0, 0}, {130, 300}, 0, 0, true}, 1703, v3);
+}
+
 TEST(FlashPrefillV2, Lengths) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both{Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3};
+  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3});
   uint64_t seed = 1500;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 255, 256, 257, 383, 640, 1000})
     check_against_reference({8, 1, 128, 0, {0}, {n}}, seed++, both);
