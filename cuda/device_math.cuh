@@ -1,6 +1,7 @@
 #pragma once
-// Small device helpers every kernel file shares (one definition each): the exp2 the online
-// softmaxes use and the fp32 pair -> bf16x2 packing of mma/wgmma fragments.
+// Small device helpers the kernel files share (one definition each): the exp2 the online
+// softmaxes use, the fp32 pair -> bf16x2 packing of mma/wgmma fragments, and the m16n8k16 bf16
+// mma of the decode and gRet kernels (v1 prefill keeps its own non-volatile form).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -18,6 +19,16 @@ __device__ __forceinline__ float fast_exp2(float x) {  // ex2(-inf) = +0
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// c += A·B, mma.sync m16n8k16: A row-major bf16 (a0..a3), B column-major bf16 (b0, b1), fp32 c.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 }  // namespace yoco::cuda::dev
