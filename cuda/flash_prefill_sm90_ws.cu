@@ -123,11 +123,12 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   const int64_t tile = static_cast<int64_t>(gridDim.y) - 1 - blockIdx.y;  // longest tiles first
   const int64_t h = blockIdx.x, b = blockIdx.z;
-  // Keys outside [kv_lo, kv_hi) are invisible to every valid row of the tile.
-  const attn::QueryTile qt = attn::query_tile(tile, kBr, p.q_start[b], p.q_len[b], p.window, p.capacity, kBc);
+  const int64_t qs = p.q_start[b], len = p.q_len[b];
+  const attn::QueryTile qt = attn::query_tile(tile, kBr, qs, len, p.window, p.capacity, kBc);
   if (qt.rows_valid <= 0) return;  // uniform over the CTA: before any barrier
+  // (No [kv_lo, kv_hi) here: K is masked in S and V's slow path goes by the written rows.)
   const int64_t i0 = qt.i0, rows_valid = qt.rows_valid, p_first = qt.p_first, p_last = qt.p_last;
-  const int64_t window = p.window, kv_lo = qt.kv_lo, kv_hi = qt.kv_hi;
+  const int64_t window = p.window;
   const attn::KeyBlockRange range = qt.blocks;
   const int64_t kvh = h / p.group;
   const int64_t nb = range.last - range.first;  // >= 1
@@ -172,7 +173,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_sm90_ws_kernel(cons
     // Rows [0, kv_written) hold written cache (the contract: row p holds position p for every
     // p < q_start + q_len); only a block reaching past it can hold NaN. Masked rows below it are
     // finite and meet P = 0 exactly, so only the sequence's final partial block takes the slow path.
-    const int64_t kv_written = p.q_start[b] + p.q_len[b] < p.capacity ? p.q_start[b] + p.q_len[b] : p.capacity;
+    const int64_t kv_written = qs + len < p.capacity ? qs + len : p.capacity;
     // The whole warp waits on each barrier and reconverges after lane 0's issue, so the lanes never
     // sit in two different waits at once.
     auto load_k = [&](int64_t t) {
