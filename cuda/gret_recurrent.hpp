@@ -17,6 +17,8 @@
 
 #include <cstdint>
 
+#include "gret_pending.hpp"
+
 namespace yoco::cuda {
 
 // q, k, v: rows of `row_stride` elements per sequence (q/k/v may sit inside a
@@ -65,5 +67,44 @@ cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const _
                                                  float* state, const __nv_bfloat16* g, int64_t g_stride, float eps,
                                                  __nv_bfloat16* out, int64_t batch, int64_t heads, int64_t head_dim,
                                                  cudaStream_t stream);
+
+// ---- The deferred step (gret_pending.hpp says why) ----
+// The same step, with the state kept one step behind: `state` holds S_{t−1}
+// after step t, and `pending` (gret_pending_bytes(batch, heads, head_dim)
+// bytes, 16-byte aligned, zeroed before the first step: all-zero is "no
+// update") holds step t's (k, v, log γ). Each step first applies the pending
+// update to the state, before it waits for the previous kernel, then reads
+// q, k, v and log γ and writes o (or out) exactly as the eager step does: the
+// outputs are bit-identical to launch_gret_recurrent_step's and
+// launch_gret_recurrent_step_norm_gate's, and after launch_gret_pending_flush
+// so is the state. Only the order of the state traffic differs: it leaves the
+// path that waits for the previous kernel.
+// Supported where gret_fused_step_supported(head_dim) (same CTAs as the fused
+// step); otherwise cudaErrorInvalidValue, as for a misaligned state or pending.
+// overlap_previous: as for launch_gret_recurrent_step, and the contract is
+// wider since the state is written before the wait: the kernel just before
+// this one in the stream must neither read nor write `state` or `pending`
+// (so one layer's steps back to back must not overlap).
+// Anything else that reads the state (a chunked prefill continuing from it,
+// a test) must call launch_gret_pending_flush first.
+cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                      int64_t row_stride, const float* log_gamma, float* state, void* pending,
+                                      __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
+                                      cudaStream_t stream, bool overlap_previous = false);
+
+// The deferred step with the per-head RMSNorm and gate (a cluster per head,
+// as launch_gret_recurrent_step_norm_gate), optionally a programmatic
+// dependent launch as well.
+cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                                const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
+                                                float* state, void* pending, const __nv_bfloat16* g,
+                                                int64_t g_stride, float eps, __nv_bfloat16* out, int64_t batch,
+                                                int64_t heads, int64_t head_dim, cudaStream_t stream,
+                                                bool overlap_previous = false);
+
+// Applies the pending updates to the state and zeroes `pending`: afterwards
+// the state is what the eager steps would have left, bit for bit.
+cudaError_t launch_gret_pending_flush(float* state, void* pending, int64_t batch, int64_t heads, int64_t head_dim,
+                                      cudaStream_t stream);
 
 }  // namespace yoco::cuda
