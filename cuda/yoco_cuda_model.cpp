@@ -10,6 +10,7 @@
 #include <functional>
 #include <climits>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +57,28 @@ std::vector<std::vector<std::string>> fused_groups(const ModelConfig& c) {
 }
 
 constexpr int64_t kCublasWorkspace = 32LL << 20;
+
+// The decode step's gRet kernel. The deferred step (gret_pending.hpp) takes the
+// state traffic off the path that waits for the kernel before it; it is the
+// default once measured on a GPU (one line: kDeferredGretDecode), and
+// YOCO_GRET_DECODE=deferred|eager chooses for a run, so that one build tests
+// and times both. Outputs are bit-identical either way.
+constexpr bool kDeferredGretDecode = false;
+
+bool deferred_gret_decode(const ModelConfig& c) {
+  if (c.self_decoder() != SelfDecoderKind::gret || !gret_fused_step_supported(c.self_head_dim())) return false;
+  const char* e = std::getenv("YOCO_GRET_DECODE");
+  if (e == nullptr || *e == '\0') return kDeferredGretDecode;
+  const std::string v(e);
+  if (v == "deferred") return true;
+  if (v == "eager") return false;
+  throw InputError("YOCO_GRET_DECODE is '" + v + "': it must be 'deferred' or 'eager' (or unset)");
+}
+
+// Pending updates of the deferred step: one buffer per gRet layer, after the states.
+int64_t gret_pending_bytes_per_layer(bool deferred, const ModelConfig& c, int64_t batch) {
+  return deferred ? gret_pending_bytes(batch, c.n_self_heads, c.self_head_dim()) : 0;
+}
 
 PrefillAttentionShape attention_shape(int64_t batch, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t q_rows,
                                       int64_t capacity, int64_t q_stride, int64_t kv_stride, int64_t window) {
@@ -154,6 +177,10 @@ class YocoCudaModel final : public CudaModel {
   float* gret_state(int64_t l) const {
     return state_.as<float>() + l * batch_ * Hs_ * D_ * D_;
   }
+  void* gret_pending(int64_t l) const {
+    return state_.as<unsigned char>() + Ls_ * batch_ * Hs_ * D_ * D_ * 4 +
+           l * gret_pending_bytes_per_layer(deferred_decode_, cfg_, batch_);
+  }
   bf16* swa_ring(int64_t l) const { return state_.as<bf16>() + l * batch_ * W_ * 2 * d_; }
   DecodeAttentionShape cross_decode_shape(int64_t batch) const;
   DecodeAttentionShape swa_decode_shape(int64_t batch) const;
@@ -162,6 +189,7 @@ class YocoCudaModel final : public CudaModel {
   ModelConfig cfg_;
   int64_t d_, Ls_, Lc_, Hs_, D_, H_, Hkv_, Da_, qw_, kvw_, F_, V_, W_;
   float eps_;
+  bool deferred_decode_ = false;  // deferred_gret_decode(cfg_), read once
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -170,7 +198,9 @@ class YocoCudaModel final : public CudaModel {
   DeviceBuffer gemm_workspace_, self_freq_, cross_freq_;
   Scratch scratch_;
   DeviceBuffer kv_;     // [batch, capacity, 2 kvw] bf16: K-hat | V-hat (kv_cache)
-  DeviceBuffer state_;  // gRet [Ls, batch, Hs, D, D] fp32 | SWA rings [Ls, batch, W, 2d] bf16 (state)
+  // gRet [Ls, batch, Hs, D, D] fp32, then [Ls] pending updates of the deferred step (if on)
+  // | SWA rings [Ls, batch, W, 2d] bf16 (category state)
+  DeviceBuffer state_;
   DeviceBuffer positions_, lengths_;  // [batch] int64: the next token's position, and position + 1
   int cross_splits_ = 1, swa_splits_ = 1;
   uint64_t generation_ = 0;
@@ -197,6 +227,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   V_ = cfg_.vocab_size;
   W_ = cfg_.window();
   eps_ = static_cast<float>(cfg_.norm_eps);
+  deferred_decode_ = deferred_gret_decode(cfg_);
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -289,7 +320,9 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity) {
   // Zeroed: a key tile cut by the causal edge loads rows not written yet, and a
   // masked key's P = 0 times a NaN left in reused memory would still be NaN.
   check_cuda(cudaMemsetAsync(kv_.get(), 0, static_cast<size_t>(kv_bytes), stream_), "zero the global K/V");
-  const int64_t state_bytes = gret() ? Ls_ * batch * Hs_ * D_ * D_ * 4 : Ls_ * batch * W_ * 2 * d_ * 2;
+  const int64_t gret_layer_bytes =
+      batch * Hs_ * D_ * D_ * 4 + gret_pending_bytes_per_layer(deferred_decode_, cfg_, batch);
+  const int64_t state_bytes = gret() ? Ls_ * gret_layer_bytes : Ls_ * batch * W_ * 2 * d_ * 2;
   state_ = arena_.require(MemCategory::state, state_bytes,
                           std::string("state: ") + (gret() ? "gRet states" : "SWA rings") + " of " +
                               std::to_string(batch) + " sequences");
@@ -552,7 +585,13 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
                  "self-decoder RoPE k");
       check_cuda(launch_gret_log_decay(z, Hs_, batch, Hs_, static_cast<float>(cfg_.gate_logit_normalizer), lg, stream_),
                  "self-decoder log decay");
-      if (gret_fused_step_supported(D_))
+      if (deferred_decode_)
+        // A programmatic dependent of the log-decay kernel, which touches neither the state nor the pending updates.
+        check_cuda(launch_gret_deferred_step_norm_gate(proj, proj + d_, proj + 2 * d_, SW, lg, gret_state(l),
+                                                       gret_pending(l), proj + 3 * d_, SW, eps_, o, batch, Hs_, D_,
+                                                       stream_, /*overlap_previous=*/true),
+                   "self-decoder gRet deferred step + norm + gate");
+      else if (gret_fused_step_supported(D_))
         check_cuda(launch_gret_recurrent_step_norm_gate(proj, proj + d_, proj + 2 * d_, SW, lg, gret_state(l),
                                                         proj + 3 * d_, SW, eps_, o, batch, Hs_, D_, stream_),
                    "self-decoder gRet step + norm + gate");
@@ -718,7 +757,10 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
       batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +
       4 * batch * 128 * (std::max(qw, d) + 2 * std::max(static_cast<double>(c.n_attn_heads), Hs));
   const double kv = batch * (prompt + gen) * 2 * kvw * 2;
-  const double state = gret ? Ls * batch * Hs * D * D * 4 : Ls * batch * W * 2 * d * 2;
+  const double pending = gret ? static_cast<double>(gret_pending_bytes_per_layer(
+                                    deferred_gret_decode(c), c, static_cast<int64_t>(std::min(batch, 1e9))))
+                              : 0.0;
+  const double state = gret ? Ls * (batch * Hs * D * D * 4 + pending) : Ls * batch * W * 2 * d * 2;
   return 2.0 * static_cast<double>(param_count(c)) + kv + state + 16 * batch + rows * per_row + extra + step +
          static_cast<double>(kCublasWorkspace);
 }

@@ -48,6 +48,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <map>
@@ -460,6 +461,56 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   std::printf("[ model    ] %s: graph and eager decode %s over %ld steps x batch 2\n", c.name.c_str(),
               bitwise_equal(dec_g, dec_e) && bitwise_equal(dec_g, dec_g2) ? "bit-identical" : "DIFFER",
               static_cast<long>(steps));
+}
+
+// The yoco runner's two gRet decode steps (YOCO_GRET_DECODE, read when a
+// model is made): the deferred step keeps the state one step behind but its
+// outputs are the eager step's bits, so the whole model's decode logits are
+// too, from a graph (programmatic dependent launches inside) and eagerly.
+TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
+  YOCO_REQUIRE_GPU();
+  const Case& c = case_named("yoco-small");
+  const ModelConfig cfg = config_of(c.name);
+  const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
+  const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + steps, V, kTokenSeed + 5),
+                                                  random_tokens(N + steps, V, kTokenSeed + 6)};
+  const char* before = std::getenv("YOCO_GRET_DECODE");
+  const std::string saved = before ? before : "";
+  auto logits_with = [&](const char* mode, bool graphs) {
+    setenv("YOCO_GRET_DECODE", mode, 1);
+    auto model = make_model(cfg);
+    model->set_decode_graphs(graphs);
+    const auto out = prefill_and_decode(*model, seqs, N, steps, kOneChunk);
+    std::vector<float> flat;
+    for (const auto& m : out)
+      for (int64_t i = 0; i < m.size(); ++i) flat.push_back(static_cast<float>(m.data()[i]));
+    return flat;
+  };
+  const auto eager = logits_with("eager", true);
+  const auto deferred_graph = logits_with("deferred", true);
+  const auto deferred_eager = logits_with("deferred", false);
+  if (before) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
+  else unsetenv("YOCO_GRET_DECODE");
+  bool finite = true;
+  for (float x : eager) finite = finite && std::isfinite(x);
+  EXPECT_TRUE(finite) << "NaN or Inf in the logits";
+  EXPECT_TRUE(bitwise_equal(eager, deferred_graph)) << "deferred (graph) and eager gRet decode differ";
+  EXPECT_TRUE(bitwise_equal(eager, deferred_eager)) << "deferred (eager launches) and eager gRet decode differ";
+}
+
+TEST(CudaModelGretDecode, AnUnknownStepChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  const char* before = std::getenv("YOCO_GRET_DECODE");
+  const std::string saved = before ? before : "";
+  setenv("YOCO_GRET_DECODE", "lazy", 1);
+  try {
+    auto model = make_model(config_of("yoco-small"));
+    ADD_FAILURE() << "YOCO_GRET_DECODE=lazy was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("YOCO_GRET_DECODE"), std::string::npos) << e.what();
+  }
+  if (before) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
+  else unsetenv("YOCO_GRET_DECODE");
 }
 
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {

@@ -10,12 +10,17 @@
 // - the log-decay kernel vs logsigmoid(z)/16 elementwise, |z| up to 80: no NaN
 //   or Inf, every value ≤ 0;
 // - 13 layers' steps launched as programmatic dependents (overlap_previous),
-//   eagerly and from a CUDA graph, equal the plain launches bit for bit.
+//   eagerly and from a CUDA graph, equal the plain launches bit for bit;
+// - the deferred step (gret_pending.hpp), plain and fused, alone and as
+//   programmatic dependents, eager and from a graph: every output equal to the
+//   eager step's bit for bit, the state one step behind, and after the flush
+//   the eager state bit for bit (also over the 4096-step decode).
 // Every output buffer starts poisoned (NaN), so an unwritten element fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,6 +39,19 @@ using namespace yoco::cuda_test;
 using bf16 = __nv_bfloat16;
 
 constexpr float kEps = 1e-5f;
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// A zeroed pending buffer for the deferred step (the allocation is poisoned first).
+struct Pending {
+  DeviceArray<unsigned char> bytes;
+  explicit Pending(int64_t batch, int64_t heads, int64_t D)
+      : bytes(static_cast<size_t>(std::max<int64_t>(16, gret_pending_bytes(batch, heads, D)))) {
+    EXPECT_EQ(cudaMemset(bytes.ptr, 0, bytes.n), cudaSuccess);
+  }
+};
 
 // fp64: per head of a [rows, heads·D] matrix, RMSNorm (no weight) then silu(g) ⊙ o.
 Mat<double> norm_gate_reference(Mat<double> o, const Mat<double>& g, int64_t D) {
@@ -78,26 +96,65 @@ void check_steps(const StepCase& c, uint64_t seed) {
   upload(state, s0);
   upload(state_f, s0);
   const bool fused_ok = gret_fused_step_supported(D);
+  // The deferred step (plain and fused) beside the eager ones: same outputs,
+  // bit for bit, every step; the state one step behind until the flush.
+  DeviceArray<bf16> o_d(B * HD), fused_d(B * HD);
+  DeviceArray<float> state_d(s0.size()), state_fd(s0.size());
+  upload(state_d, s0);
+  upload(state_fd, s0);
+  Pending pend(B, H, D), pend_f(B, H, D);
+  std::vector<float> eager_before_last;
   std::vector<std::vector<float>> got_o(T), got_f(T);
   for (int64_t t = 0; t < T; ++t) {
     const bf16* row = din.ptr + t * B * stride;
+    if (t == T - 1) eager_before_last = download(state);
     ASSERT_EQ(launch_gret_recurrent_step(row + q_off, row + k_off, row + v_off, stride, dlg.ptr + t * B * H,
                                          state.ptr, o.ptr, B, H, D, nullptr),
               cudaSuccess);
     const cudaError_t ef = launch_gret_recurrent_step_norm_gate(row + q_off, row + k_off, row + v_off, stride,
                                                                 dlg.ptr + t * B * H, state_f.ptr, row + g_off, stride,
                                                                 kEps, fused.ptr, B, H, D, nullptr);
+    const cudaError_t ed = launch_gret_deferred_step(row + q_off, row + k_off, row + v_off, stride,
+                                                     dlg.ptr + t * B * H, state_d.ptr, pend.bytes.ptr, o_d.ptr, B, H,
+                                                     D, nullptr);
+    const cudaError_t efd = launch_gret_deferred_step_norm_gate(
+        row + q_off, row + k_off, row + v_off, stride, dlg.ptr + t * B * H, state_fd.ptr, pend_f.bytes.ptr,
+        row + g_off, stride, kEps, fused_d.ptr, B, H, D, nullptr);
     if (fused_ok) {
       ASSERT_EQ(ef, cudaSuccess) << cudaGetErrorString(ef);
+      ASSERT_EQ(ed, cudaSuccess) << cudaGetErrorString(ed);
+      ASSERT_EQ(efd, cudaSuccess) << cudaGetErrorString(efd);
     } else {
       ASSERT_EQ(ef, cudaErrorInvalidValue);
+      ASSERT_EQ(ed, cudaErrorInvalidValue);
+      ASSERT_EQ(efd, cudaErrorInvalidValue);
     }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     got_o[t] = download_bf16(o);
-    if (fused_ok) got_f[t] = download_bf16(fused);
+    if (fused_ok) {
+      got_f[t] = download_bf16(fused);
+      EXPECT_TRUE(same_bits(download_bf16(o_d), got_o[t])) << "deferred o, step " << t;
+      EXPECT_TRUE(same_bits(download_bf16(fused_d), got_f[t])) << "deferred fused out, step " << t;
+    }
   }
   const auto got_s = download(state);
   const auto got_sf = download(state_f);
+  if (fused_ok) {
+    EXPECT_TRUE(same_bits(download(state_d), eager_before_last)) << "deferred state is not one step behind";
+    ASSERT_EQ(launch_gret_pending_flush(state_d.ptr, pend.bytes.ptr, B, H, D, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_gret_pending_flush(state_fd.ptr, pend_f.bytes.ptr, B, H, D, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(same_bits(download(state_d), got_s)) << "deferred state after the flush";
+    EXPECT_TRUE(same_bits(download(state_fd), got_sf)) << "deferred fused state after the flush";
+    const auto zeros = [](const std::vector<unsigned char>& v) {
+      return std::all_of(v.begin(), v.end(), [](unsigned char c) { return c == 0; });
+    };
+    std::vector<unsigned char> bytes(pend.bytes.n);
+    ASSERT_EQ(cudaMemcpy(bytes.data(), pend.bytes.ptr, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(zeros(bytes)) << "the flush leaves no update pending";
+  } else {
+    EXPECT_EQ(launch_gret_pending_flush(state_d.ptr, pend.bytes.ptr, B, H, D, nullptr), cudaErrorInvalidValue);
+  }
 
   for (int64_t b = 0; b < B; ++b) {
     Mat<double> o_all(T, HD), g_all(T, HD);
@@ -199,15 +256,26 @@ TEST(GretDecode, LongDecodeDoesNotDrift) {
   upload_bf16(din, in);
   upload(dlg, lg);
   ASSERT_EQ(cudaMemset(state.ptr, 0, state.n * sizeof(float)), cudaSuccess);
+  // The deferred step beside it, one layer's steps back to back (not overlapped: the contract).
+  DeviceArray<bf16> o_d(T * HD);
+  DeviceArray<float> state_d(H * D * D);
+  ASSERT_EQ(cudaMemset(state_d.ptr, 0, state_d.n * sizeof(float)), cudaSuccess);
+  Pending pend(1, H, D);
   for (int64_t t = 0; t < T; ++t) {
     const bf16* row = din.ptr + t * stride;
     ASSERT_EQ(launch_gret_recurrent_step(row, row + HD, row + 2 * HD, stride, dlg.ptr + t * H, state.ptr,
                                          o.ptr + t * HD, 1, H, D, nullptr),
               cudaSuccess);
+    ASSERT_EQ(launch_gret_deferred_step(row, row + HD, row + 2 * HD, stride, dlg.ptr + t * H, state_d.ptr,
+                                        pend.bytes.ptr, o_d.ptr + t * HD, 1, H, D, nullptr),
+              cudaSuccess);
   }
+  ASSERT_EQ(launch_gret_pending_flush(state_d.ptr, pend.bytes.ptr, 1, H, D, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto got_o = download_bf16(o);
   const auto got_s = download(state);
+  EXPECT_TRUE(same_bits(download_bf16(o_d), got_o)) << "deferred outputs over 4096 steps";
+  EXPECT_TRUE(same_bits(download(state_d), got_s)) << "deferred state after 4096 steps and the flush";
   for (int64_t h = 0; h < H; ++h) {
     Mat<double> Q(T, D), K(T, D), V(T, D);
     Vec<double> G(T);
@@ -357,7 +425,103 @@ TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
     EXPECT_TRUE(got.first == plain.first) << "states differ, mode " << mode;
     EXPECT_TRUE(got.second == plain.second) << "outputs differ, mode " << mode;
   }
+
+  // The deferred step, plain and fused, in the same chains: each layer has its
+  // own state and pending buffer, so overlapping the layer before is allowed.
+  // Outputs equal the eager plain (and eager fused) chain's bit for bit; the
+  // states after one flush per layer too.
+  const size_t pend_bytes = static_cast<size_t>(gret_pending_bytes(B, H, D));
+  DeviceArray<unsigned char> pend(layers * pend_bytes);
+  DeviceArray<bf16> out(static_cast<size_t>(layers * B * HD));
+  auto chain_deferred = [&](bool overlap, bool fused) {
+    for (int64_t l = 0; l < layers; ++l) {
+      const bf16* base = drow.ptr + l * B * stride;
+      const float* lgl = dlg.ptr + l * B * H;
+      float* s = st.ptr + l * state_elems;
+      void* p = pend.ptr + l * pend_bytes;
+      const cudaError_t e =
+          fused ? launch_gret_deferred_step_norm_gate(base, base + HD, base + 2 * HD, stride, lgl, s, p,
+                                                      base + 2 * HD, stride, kEps, out.ptr + l * B * HD, B, H, D,
+                                                      stream, overlap)
+                : launch_gret_deferred_step(base, base + HD, base + 2 * HD, stride, lgl, s, p, o.ptr + l * B * HD, B,
+                                            H, D, stream, overlap);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  };
+  auto chain_fused_eager = [&]() {
+    for (int64_t l = 0; l < layers; ++l) {
+      const bf16* base = drow.ptr + l * B * stride;
+      const cudaError_t e = launch_gret_recurrent_step_norm_gate(
+          base, base + HD, base + 2 * HD, stride, dlg.ptr + l * B * H, st.ptr + l * state_elems, base + 2 * HD, stride,
+          kEps, out.ptr + l * B * HD, B, H, D, stream);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
+  };
+  // mode 0: not overlapped, 1: overlapped eager, 2: overlapped from a graph; fused: out (g = v here).
+  auto run_deferred = [&](int mode, bool fused) {
+    upload(st, s0);
+    EXPECT_EQ(cudaMemset(pend.ptr, 0, pend.n), cudaSuccess);
+    EXPECT_EQ(cudaMemset(o.ptr, 0xff, o.n * sizeof(bf16)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(out.ptr, 0xff, out.n * sizeof(bf16)), cudaSuccess);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    if (mode == 2) {
+      EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      EXPECT_EQ(chain_deferred(true, fused), cudaSuccess);
+      EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+      EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    }
+    for (int t = 0; t < steps; ++t) {
+      if (mode == 2) EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      else EXPECT_EQ(chain_deferred(mode == 1, fused), cudaSuccess);
+    }
+    for (int64_t l = 0; l < layers; ++l)
+      EXPECT_EQ(launch_gret_pending_flush(st.ptr + l * state_elems, pend.ptr + l * pend_bytes, B, H, D, stream),
+                cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    return std::make_pair(download(st), download_bf16(fused ? out : o));
+  };
+  for (int mode : {0, 1, 2}) {
+    const auto got = run_deferred(mode, false);
+    EXPECT_TRUE(same_bits(got.first, plain.first)) << "deferred states differ, mode " << mode;
+    EXPECT_TRUE(same_bits(got.second, plain.second)) << "deferred outputs differ, mode " << mode;
+  }
+  upload(st, s0);
+  EXPECT_EQ(cudaMemset(out.ptr, 0xff, out.n * sizeof(bf16)), cudaSuccess);
+  for (int t = 0; t < steps; ++t) EXPECT_EQ(chain_fused_eager(), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto fused_plain = std::make_pair(download(st), download_bf16(out));
+  for (float x : fused_plain.second) ASSERT_TRUE(std::isfinite(x));
+  for (int mode : {0, 1, 2}) {
+    const auto got = run_deferred(mode, true);
+    EXPECT_TRUE(same_bits(got.first, fused_plain.first)) << "deferred fused states differ, mode " << mode;
+    EXPECT_TRUE(same_bits(got.second, fused_plain.second)) << "deferred fused outputs differ, mode " << mode;
+  }
   cudaStreamDestroy(stream);
+}
+
+TEST(GretDecode, DeferredStepRejectsWhatItCannotServe) {
+  YOCO_REQUIRE_GPU();
+  const int64_t H = 2, D = 128, HD = H * D;
+  DeviceArray<bf16> row(3 * HD), o(HD);
+  DeviceArray<float> lg(H), st(H * D * D + 4);
+  Pending pend(1, H, D);
+  DeviceArray<unsigned char> pend_big(static_cast<size_t>(gret_pending_bytes(1, H, D)) + 16);
+  const bf16 *q = row.ptr, *k = row.ptr + HD, *v = row.ptr + 2 * HD;
+  EXPECT_EQ(launch_gret_deferred_step(q, k, v, 3 * HD, lg.ptr, st.ptr, pend_big.ptr + 8, o.ptr, 1, H, D, nullptr),
+            cudaErrorInvalidValue);  // pending not 16-byte aligned
+  EXPECT_EQ(launch_gret_deferred_step(q, k, v, 3 * HD, lg.ptr, st.ptr + 1, pend.bytes.ptr, o.ptr, 1, H, D, nullptr),
+            cudaErrorInvalidValue);  // state not 16-byte aligned
+  EXPECT_EQ(launch_gret_deferred_step(q, k, v, 3 * HD, lg.ptr, st.ptr, pend.bytes.ptr, o.ptr, 1, H, 96 + 8, nullptr),
+            cudaErrorInvalidValue);  // head dim not a multiple of 16
+  EXPECT_EQ(launch_gret_deferred_step(q, k, v, 3 * HD, lg.ptr, st.ptr, pend.bytes.ptr, o.ptr, 0, H, D, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_pending_flush(st.ptr, pend.bytes.ptr, 1, H, 512, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refused launch leaves no error behind";
 }
 
 TEST(GretDecode, LogDecayMatchesTheReferenceAndIsNeverPositive) {
