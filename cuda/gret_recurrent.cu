@@ -329,6 +329,12 @@ cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat
     if (D <= 128)
       return launch_sliced<128, 16, 4, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f,
                                               batch, heads, D, stream, overlap_previous);
+    // One CTA configuration per head dim for the eager, fused and deferred
+    // steps (gret_deferred_slice_width): the reduction order of o, and so its
+    // bits, is the same in all of them.
+    if (gret_deferred_slice_width(D) == 32)
+      return launch_sliced<256, 32, 8, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f,
+                                              batch, heads, D, stream, overlap_previous);
     return launch_sliced<128, 16, 8, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
                                             heads, D, stream, overlap_previous);
   }

@@ -6,7 +6,9 @@
 // tiny (KERNELS.md §3 "Decode step").
 //
 // Layout of the work: one CTA per (sequence, head, V-slice of W columns), so a
-// batch of one still spreads over many SMs (192 CTAs at H 24, D 128, W 16).
+// batch of one still spreads over many SMs (192 CTAs at H 24, D 128, W 16;
+// W 32 and 256 threads at head dims 160-256 that are multiples of 32, the
+// fused and deferred steps' width, so that all of them sum o in one order).
 // Each thread owns a 4-column quad of the slice on D/32 (W 16) rows: it loads
 // its whole part of the tile with 16-byte loads before any store, updates it,
 // stores it, and o = q S is reduced across the rows by warp shuffles and one
@@ -82,9 +84,12 @@ cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const _
 // Supported where gret_fused_step_supported(head_dim) (same CTAs as the fused
 // step); otherwise cudaErrorInvalidValue, as for a misaligned state or pending.
 // overlap_previous: as for launch_gret_recurrent_step, and the contract is
-// wider since the state is written before the wait: the kernel just before
-// this one in the stream must neither read nor write `state` or `pending`
-// (so one layer's steps back to back must not overlap).
+// wider since the state is written before the wait: no kernel that may still
+// be running when this one starts may read or write `state` or `pending`.
+// That is the kernel just before it in the stream, and the one before that
+// too if the one just before releases its dependents before its own wait
+// (the gRet steps release after theirs). So one layer's steps back to back
+// must not overlap.
 // Anything else that reads the state (a chunked prefill continuing from it,
 // a test) must call launch_gret_pending_flush first.
 cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,

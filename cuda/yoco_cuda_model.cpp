@@ -62,7 +62,9 @@ constexpr int64_t kCublasWorkspace = 32LL << 20;
 // state traffic off the path that waits for the kernel before it; it is the
 // default once measured on a GPU (one line: kDeferredGretDecode), and
 // YOCO_GRET_DECODE=deferred|eager chooses for a run, so that one build tests
-// and times both. Outputs are bit-identical either way.
+// and times both. Outputs are bit-identical either way. A model reads the
+// variable once, when it is made; yoco_generation_device_bytes when called
+// (set it before either, and leave it).
 constexpr bool kDeferredGretDecode = false;
 
 bool deferred_gret_decode(const ModelConfig& c) {

@@ -32,6 +32,7 @@ constexpr OwnKernel kOwnKernels[] = {
     {"gret_segment_scan_kernel", "gret"},
     {"gret_step_generic_kernel", "gret"},
     {"gret_step_sliced_kernel", "gret"},
+    {"gret_pending_flush_kernel", "gret"},
     {"log_decay_kernel", "gret"},  // the decay's log-gammas: the cost model counts their bytes under gret
     // flash_prefill.cu, flash_prefill_sm90.cu, flash_prefill_sm90_ws.cu
     {"flash_prefill_kernel", "attention_prefill"},

@@ -66,6 +66,7 @@
 #include "device_test_data.hpp"
 #include "errors.hpp"
 #include "gpu_test_support.hpp"
+#include "gret_pending.hpp"
 #include "transformer_cuda_model.hpp"
 #include "transformer_model.hpp"
 #include "weights.hpp"
@@ -476,19 +477,27 @@ TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
                                                   random_tokens(N + steps, V, kTokenSeed + 6)};
   const char* before = std::getenv("YOCO_GRET_DECODE");
   const std::string saved = before ? before : "";
-  auto logits_with = [&](const char* mode, bool graphs) {
+  // Logits, and the state category's bytes (the deferred step's pending
+  // records show there: proof that it ran).
+  auto logits_with = [&](const char* mode, bool graphs, int64_t* state_bytes) {
     setenv("YOCO_GRET_DECODE", mode, 1);
     auto model = make_model(cfg);
     model->set_decode_graphs(graphs);
     const auto out = prefill_and_decode(*model, seqs, N, steps, kOneChunk);
+    *state_bytes = model->arena().report().at(MemCategory::state);
     std::vector<float> flat;
     for (const auto& m : out)
       for (int64_t i = 0; i < m.size(); ++i) flat.push_back(static_cast<float>(m.data()[i]));
     return flat;
   };
-  const auto eager = logits_with("eager", true);
-  const auto deferred_graph = logits_with("deferred", true);
-  const auto deferred_eager = logits_with("deferred", false);
+  int64_t st_eager = 0, st_graph = 0, st_launches = 0;
+  const auto eager = logits_with("eager", true, &st_eager);
+  const auto deferred_graph = logits_with("deferred", true, &st_graph);
+  const auto deferred_eager = logits_with("deferred", false, &st_launches);
+  const int64_t records = cfg.n_self_layers() * gret_pending_bytes(2, cfg.n_self_heads, cfg.self_head_dim());
+  EXPECT_GT(records, 0);
+  EXPECT_EQ(st_graph - st_eager, records) << "the deferred runs must hold one pending buffer per gRet layer";
+  EXPECT_EQ(st_launches - st_eager, records);
   if (before) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
   else unsetenv("YOCO_GRET_DECODE");
   bool finite = true;

@@ -152,6 +152,35 @@ void check_steps(const StepCase& c, uint64_t seed) {
     std::vector<unsigned char> bytes(pend.bytes.n);
     ASSERT_EQ(cudaMemcpy(bytes.data(), pend.bytes.ptr, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_TRUE(zeros(bytes)) << "the flush leaves no update pending";
+    ASSERT_EQ(cudaMemcpy(bytes.data(), pend_f.bytes.ptr, bytes.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_TRUE(zeros(bytes)) << "the flush leaves no fused update pending";
+    // Decoding goes on after a flush (the first rows again): still the eager bits,
+    // and the states after a second flush too.
+    for (int64_t t = 0; t < std::min<int64_t>(T, 2); ++t) {
+      const bf16* row = din.ptr + t * B * stride;
+      const float* lgt = dlg.ptr + t * B * H;
+      ASSERT_EQ(launch_gret_recurrent_step(row + q_off, row + k_off, row + v_off, stride, lgt, state.ptr, o.ptr, B, H,
+                                           D, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(launch_gret_recurrent_step_norm_gate(row + q_off, row + k_off, row + v_off, stride, lgt, state_f.ptr,
+                                                     row + g_off, stride, kEps, fused.ptr, B, H, D, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(launch_gret_deferred_step(row + q_off, row + k_off, row + v_off, stride, lgt, state_d.ptr,
+                                          pend.bytes.ptr, o_d.ptr, B, H, D, nullptr),
+                cudaSuccess);
+      ASSERT_EQ(launch_gret_deferred_step_norm_gate(row + q_off, row + k_off, row + v_off, stride, lgt, state_fd.ptr,
+                                                    pend_f.bytes.ptr, row + g_off, stride, kEps, fused_d.ptr, B, H, D,
+                                                    nullptr),
+                cudaSuccess);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_TRUE(same_bits(download_bf16(o_d), download_bf16(o))) << "deferred o after a flush, step " << t;
+      EXPECT_TRUE(same_bits(download_bf16(fused_d), download_bf16(fused))) << "deferred fused out after a flush";
+    }
+    ASSERT_EQ(launch_gret_pending_flush(state_d.ptr, pend.bytes.ptr, B, H, D, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_gret_pending_flush(state_fd.ptr, pend_f.bytes.ptr, B, H, D, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_TRUE(same_bits(download(state_d), download(state))) << "deferred state after steps past a flush";
+    EXPECT_TRUE(same_bits(download(state_fd), download(state_f))) << "deferred fused state after steps past a flush";
   } else {
     EXPECT_EQ(launch_gret_pending_flush(state_d.ptr, pend.bytes.ptr, B, H, D, nullptr), cudaErrorInvalidValue);
   }
@@ -401,6 +430,8 @@ TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
   auto run = [&](int mode) {  // 0 plain, 1 overlapped eager, 2 overlapped from a graph
     upload(st, s0);
     EXPECT_EQ(cudaMemset(o.ptr, 0xff, o.n * sizeof(bf16)), cudaSuccess);
+    // The resets run on the legacy stream, which does not order the non-blocking one.
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     if (mode == 2) {
@@ -465,6 +496,7 @@ TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
     EXPECT_EQ(cudaMemset(pend.ptr, 0, pend.n), cudaSuccess);
     EXPECT_EQ(cudaMemset(o.ptr, 0xff, o.n * sizeof(bf16)), cudaSuccess);
     EXPECT_EQ(cudaMemset(out.ptr, 0xff, out.n * sizeof(bf16)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the resets before the non-blocking stream's chain
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     if (mode == 2) {
@@ -492,6 +524,7 @@ TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
   }
   upload(st, s0);
   EXPECT_EQ(cudaMemset(out.ptr, 0xff, out.n * sizeof(bf16)), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (int t = 0; t < steps; ++t) EXPECT_EQ(chain_fused_eager(), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   const auto fused_plain = std::make_pair(download(st), download_bf16(out));
