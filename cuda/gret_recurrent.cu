@@ -281,36 +281,51 @@ cudaError_t launch_ex(Kernel kernel, int64_t blocks, int threads, int cluster, b
   return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
-template <int kThreads, int kW, int kNR, bool kFused, bool kDeferred = false>
+template <int T, int W, int NR>
+struct SliceShape {
+  static constexpr int kThreads = T, kW = W, kNR = NR;
+};
+
+// The CTA shape per head dim of the fused and deferred steps, and of the
+// eager step wherever they run (gret_deferred_slice_width(D) columns): one
+// shape, so all of them sum o in one order. f(SliceShape<...>{}).
+template <class F>
+cudaError_t with_slice_shape(int D, F&& f) {
+  if (D <= 64) return f(SliceShape<128, 16, 2>{});
+  if (D <= 128) return f(SliceShape<128, 16, 4>{});
+  return f(SliceShape<256, 32, 8>{});
+}
+
+template <class Shape, bool kFused, bool kDeferred = false>
 cudaError_t launch_sliced(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
                           float* state, unsigned char* pending, bf16* out, const bf16* g, int64_t g_stride, float eps,
                           int64_t batch, int64_t heads, int D, cudaStream_t stream, bool overlap_previous = false) {
-  const int slices = D / kW;
-  return launch_ex(gret_step_sliced_kernel<kThreads, kW, kNR, kFused, kDeferred>, batch * heads * slices, kThreads,
-                   kFused ? slices : 1, overlap_previous, stream, q, k, v, row_stride, log_gamma, state, pending, out, g,
-                   g_stride, eps, heads, D);
+  const int slices = D / Shape::kW;
+  return launch_ex(gret_step_sliced_kernel<Shape::kThreads, Shape::kW, Shape::kNR, kFused, kDeferred>,
+                   batch * heads * slices, Shape::kThreads, kFused ? slices : 1, overlap_previous, stream, q, k, v,
+                   row_stride, log_gamma, state, pending, out, g, g_stride, eps, heads, D);
 }
 
-// The deferred step at the slice width gret_deferred_slice_width(D) (the
-// fused step's configuration, so one pending layout serves both).
-template <bool kFused>
-cudaError_t launch_deferred(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
-                            float* state, void* pending, bf16* out, const bf16* g, int64_t g_stride, float eps,
-                            int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream,
-                            bool overlap_previous) {
-  if (batch < 1 || heads < 1 || gret_deferred_slice_width(head_dim) == 0 || batch * heads > 0x7fffffff ||
-      !aligned16(state) || !aligned16(pending))
-    return cudaErrorInvalidValue;
+// What every step at the shared shape needs: a supported head dim, a
+// 16-byte-aligned state (and pending buffer, when there is one).
+bool shape_args_ok(int64_t batch, int64_t heads, int64_t head_dim, const void* state, const void* pending) {
+  return batch >= 1 && heads >= 1 && gret_deferred_slice_width(head_dim) != 0 && batch * heads <= 0x7fffffff &&
+         aligned16(state) && aligned16(pending);
+}
+
+// The step at the shared shape: eager or deferred, plain or fused.
+template <bool kFused, bool kDeferred>
+cudaError_t launch_shaped(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
+                          float* state, void* pending, bf16* out, const bf16* g, int64_t g_stride, float eps,
+                          int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream,
+                          bool overlap_previous) {
+  if (!shape_args_ok(batch, heads, head_dim, state, pending)) return cudaErrorInvalidValue;
   auto* p = static_cast<unsigned char*>(pending);
   const int D = static_cast<int>(head_dim);
-  if (D <= 64)
-    return launch_sliced<128, 16, 2, kFused, true>(q, k, v, row_stride, log_gamma, state, p, out, g, g_stride, eps,
-                                                   batch, heads, D, stream, overlap_previous);
-  if (D <= 128)
-    return launch_sliced<128, 16, 4, kFused, true>(q, k, v, row_stride, log_gamma, state, p, out, g, g_stride, eps,
-                                                   batch, heads, D, stream, overlap_previous);
-  return launch_sliced<256, 32, 8, kFused, true>(q, k, v, row_stride, log_gamma, state, p, out, g, g_stride, eps,
-                                                 batch, heads, D, stream, overlap_previous);
+  return with_slice_shape(D, [&](auto shape) {
+    return launch_sliced<decltype(shape), kFused, kDeferred>(q, k, v, row_stride, log_gamma, state, p, out, g,
+                                                            g_stride, eps, batch, heads, D, stream, overlap_previous);
+  });
 }
 
 }  // namespace
@@ -323,20 +338,12 @@ cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat
     return cudaErrorInvalidValue;
   const int D = static_cast<int>(head_dim);
   if (D % 16 == 0 && D <= 256 && aligned16(state)) {
-    if (D <= 64)
-      return launch_sliced<128, 16, 2, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f,
-                                              batch, heads, D, stream, overlap_previous);
-    if (D <= 128)
-      return launch_sliced<128, 16, 4, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f,
-                                              batch, heads, D, stream, overlap_previous);
-    // One CTA configuration per head dim for the eager, fused and deferred
-    // steps (gret_deferred_slice_width): the reduction order of o, and so its
-    // bits, is the same in all of them.
-    if (gret_deferred_slice_width(D) == 32)
-      return launch_sliced<256, 32, 8, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f,
-                                              batch, heads, D, stream, overlap_previous);
-    return launch_sliced<128, 16, 8, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
-                                            heads, D, stream, overlap_previous);
+    if (gret_deferred_slice_width(D) != 0)
+      return launch_shaped<false, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
+                                         heads, head_dim, stream, overlap_previous);
+    // 144, 176, 208, 240: 16 columns a CTA (no fused or deferred step there).
+    return launch_sliced<SliceShape<128, 16, 8>, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0,
+                                                        0.0f, batch, heads, D, stream, overlap_previous);
   }
   const int threads = head_dim >= 128 ? 128 : static_cast<int>((head_dim + 31) / 32 * 32);
   const size_t smem = 2 * static_cast<size_t>(head_dim) * sizeof(float);
@@ -352,26 +359,17 @@ cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const _
                                                  float* state, const __nv_bfloat16* g, int64_t g_stride, float eps,
                                                  __nv_bfloat16* out, int64_t batch, int64_t heads, int64_t head_dim,
                                                  cudaStream_t stream) {
-  if (batch < 1 || heads < 1 || !gret_fused_step_supported(head_dim) || batch * heads > 0x7fffffff ||
-      !aligned16(state))
-    return cudaErrorInvalidValue;
-  const int D = static_cast<int>(head_dim);
-  if (D <= 64)
-    return launch_sliced<128, 16, 2, true>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch, heads,
-                                           D, stream);
-  if (D <= 128)
-    return launch_sliced<128, 16, 4, true>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch, heads,
-                                           D, stream);
-  return launch_sliced<256, 32, 8, true>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch, heads,
-                                         D, stream);
+  return launch_shaped<true, false>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch,
+                                    heads, head_dim, stream, false);
 }
 
 cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                       int64_t row_stride, const float* log_gamma, float* state, void* pending,
                                       __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
                                       cudaStream_t stream, bool overlap_previous) {
-  return launch_deferred<false>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f, batch, heads,
-                                head_dim, stream, overlap_previous);
+  if (pending == nullptr) return cudaErrorInvalidValue;
+  return launch_shaped<false, true>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f, batch, heads,
+                                    head_dim, stream, overlap_previous);
 }
 
 cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
@@ -380,21 +378,21 @@ cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __
                                                 int64_t g_stride, float eps, __nv_bfloat16* out, int64_t batch,
                                                 int64_t heads, int64_t head_dim, cudaStream_t stream,
                                                 bool overlap_previous) {
-  return launch_deferred<true>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride, eps, batch, heads,
-                               head_dim, stream, overlap_previous);
+  if (pending == nullptr) return cudaErrorInvalidValue;
+  return launch_shaped<true, true>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride, eps, batch,
+                                   heads, head_dim, stream, overlap_previous);
 }
 
 cudaError_t launch_gret_pending_flush(float* state, void* pending, int64_t batch, int64_t heads, int64_t head_dim,
                                       cudaStream_t stream) {
-  if (batch < 1 || heads < 1 || gret_deferred_slice_width(head_dim) == 0 || batch * heads > 0x7fffffff ||
-      !aligned16(state) || !aligned16(pending))
-    return cudaErrorInvalidValue;
+  if (pending == nullptr || !shape_args_ok(batch, heads, head_dim, state, pending)) return cudaErrorInvalidValue;
   auto* p = static_cast<unsigned char*>(pending);
   const int D = static_cast<int>(head_dim);
-  const int64_t blocks = batch * heads * (D / gret_deferred_slice_width(D));
-  if (D <= 64) return launch_ex(gret_pending_flush_kernel<128, 16, 2>, blocks, 128, 1, false, stream, state, p, D);
-  if (D <= 128) return launch_ex(gret_pending_flush_kernel<128, 16, 4>, blocks, 128, 1, false, stream, state, p, D);
-  return launch_ex(gret_pending_flush_kernel<256, 32, 8>, blocks, 256, 1, false, stream, state, p, D);
+  return with_slice_shape(D, [&](auto shape) {
+    using S = decltype(shape);
+    return launch_ex(gret_pending_flush_kernel<S::kThreads, S::kW, S::kNR>, batch * heads * (D / S::kW), S::kThreads,
+                     1, false, stream, state, p, D);
+  });
 }
 
 }  // namespace yoco::cuda
