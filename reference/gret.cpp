@@ -1,6 +1,7 @@
 #include "gret.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,18 @@ void check_shapes(const Eigen::Ref<const Mat<T>>& q, const Eigen::Ref<const Mat<
                   const Eigen::Ref<const Mat<T>>& v, const Eigen::Ref<const Vec<T>>& g) {
   if (k.rows() != q.rows() || v.rows() != q.rows() || g.size() != q.rows() || k.cols() != q.cols())
     throw std::logic_error("gret: q, k, v, log_gamma disagree in shape");
+}
+
+// Decays and decayed scores below the smallest normal float are set to zero.
+// They are below every normal term they are added to, and left subnormal they
+// make each multiply that reads them take a microcode assist: on Intel cores
+// that made the tiny presets' chunkwise prefill 6x slower (0.22 s against
+// 0.036 s at 1K) and failed CI's timing gate. Hardware flush-to-zero gives the
+// same values; doing it here keeps the reference's result independent of the
+// thread's floating-point mode.
+template <class T>
+T flush_subnormal(T x) {
+  return std::abs(x) < std::numeric_limits<T>::min() ? T(0) : x;
 }
 
 }  // namespace
@@ -126,13 +139,14 @@ GretResult<T> gret_chunkwise(const Eigen::Ref<const Mat<T>>& q, const Eigen::Ref
     Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> e =
         b.replicate(1, c) - b.transpose().replicate(c, 1);
     for (int64_t i = 0; i < c; ++i) e.row(i).tail(c - i - 1).setConstant(neg_inf);
-    const Mat<T> inner_decay = e.exp().matrix();
+    const Mat<T> inner_decay = e.exp().unaryExpr(&flush_subnormal<T>).matrix();
+    const Mat<T> scores = (qc * kc.transpose()).cwiseProduct(inner_decay).unaryExpr(&flush_subnormal<T>);
     auto oc = r.o.middleRows(s, c);
-    oc.noalias() = (qc * kc.transpose()).cwiseProduct(inner_decay) * vc;
-    oc.noalias() += b.exp().matrix().asDiagonal() * (qc * r.state);
+    oc.noalias() = scores * vc;
+    oc.noalias() += b.exp().unaryExpr(&flush_subnormal<T>).matrix().asDiagonal() * (qc * r.state);
     const T b_last = b(c - 1);
-    const Vec<T> to_end = (b_last - b).exp().matrix();
-    r.state *= std::exp(b_last);
+    const Vec<T> to_end = (b_last - b).exp().unaryExpr(&flush_subnormal<T>).matrix();
+    r.state *= flush_subnormal(std::exp(b_last));
     r.state.noalias() += kc.transpose() * to_end.asDiagonal() * vc;
   }
   return r;

@@ -3,6 +3,7 @@
 // 1e-10 and in float to 1e-5 (RMS of the difference over RMS of the reference).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <tuple>
 
@@ -163,6 +164,22 @@ TEST(Gret, StrongDecayStaysFinite) {
   EXPECT_TRUE(r.o.allFinite());
   EXPECT_TRUE(r.state.allFinite());
   EXPECT_LT(c.g.sum(), -5000.0f);
+}
+
+// A decay below the smallest normal float contributes exactly zero (as the
+// GPU kernels' flush-to-zero arithmetic gives), so no output or state value is
+// subnormal. Only key 0 is non-zero and every step decays by e^-90 (8e-40, a
+// subnormal): row 1 would otherwise hold (q1.k0) e^-90 v0.
+TEST(Gret, SubnormalDecaysContributeZero) {
+  auto c = make_case<float>(8, 1.0, 9);
+  c.k.bottomRows(7).setZero();
+  c.g.setConstant(-90.0f);
+  const auto r = gret_chunkwise<float>(c.q, c.k, c.v, c.g, &c.s0, 8);
+  const auto normal_or_zero = [](float x) { return x == 0.0f || std::fpclassify(x) == FP_NORMAL; };
+  for (int64_t i = 0; i < r.o.size(); ++i) EXPECT_TRUE(normal_or_zero(r.o.data()[i])) << "o[" << i << "] = " << r.o.data()[i];
+  for (int64_t i = 0; i < r.state.size(); ++i) EXPECT_TRUE(normal_or_zero(r.state.data()[i]));
+  EXPECT_TRUE(r.o.bottomRows(7).isZero(0.0f));
+  EXPECT_NE(r.o.row(0).squaredNorm(), 0.0f);
 }
 
 }  // namespace
