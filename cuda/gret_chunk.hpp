@@ -16,6 +16,9 @@
 // Q/K loads happen once per head-chunk (cuda/NOTES-gret_chunk.md, v3).
 // 5 (plan_gret_chunk_v5, cuda/gret_chunk_v5.cu, head_dim 128): chunks of 128
 // or 256 tokens, one CTA of 8 warps an SM.
+// 6 (plan_gret_chunk_v6, cuda/gret_chunk_v6.cu, head_dim 128, chunk 64):
+// Hopper wgmma, one CTA of 3 warpgroups an SM (outputs | two state halves);
+// phase 1 of a segmented launch runs v3's state-only pass.
 // plan_gret_chunk, the planner to use, picks v3 with 8 warps for head_dim 128
 // (measured fastest on the H100) and v2 otherwise; asked for a chunk of 128
 // or 256 it picks v5 where that is compiled (the result does not depend on
@@ -36,7 +39,7 @@ namespace yoco::cuda {
 //   every exponent is clamped to <= 0 anyway).
 // state: [batch, heads, D, D] fp32: the incoming state is read, the final state
 //   written in place (carried across prefill launches, handed to decode).
-// o: [batch, seq_len, heads*D] bf16.
+// o: [batch, seq_len, heads*D] bf16, 4-byte aligned (16-byte for kernel 6).
 // workspace: gret_chunk_workspace_bytes(shape, plan) bytes of device memory,
 //   16-byte aligned (fp32 states of the segments); may be nullptr only when
 //   plan.segments == 1. Work is enqueued on `stream` (up to 3 kernels).
@@ -50,8 +53,22 @@ cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, co
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
                               const GretChunkPlan& plan, cudaStream_t stream);
 
+// One or more of the three phases of a launch, for timing them apart (bench
+// rows "phase 1 / 2 / 3"): kGretPhaseStateOnly (phase 1: the state-only pass
+// of segments 0..P-2), kGretPhaseScan (phase 2: the fp32 scan over segments),
+// kGretPhaseFused (phase 3, or the only pass when P = 1). Only the full set
+// (what launch_gret_chunk runs) computes the operator; a phase alone reads
+// what an earlier full launch left in the workspace. Same checks and errors as
+// launch_gret_chunk; an empty or unknown set is cudaErrorInvalidValue.
+constexpr unsigned kGretPhaseStateOnly = 1u, kGretPhaseScan = 2u, kGretPhaseFused = 4u;
+constexpr unsigned kGretAllPhases = kGretPhaseStateOnly | kGretPhaseScan | kGretPhaseFused;
+cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                     const __nv_bfloat16* v, const float* log_gamma, float* state, __nv_bfloat16* o,
+                                     const GretChunkShape& shape, const GretChunkPlan& plan, void* workspace,
+                                     size_t workspace_bytes, cudaStream_t stream);
+
 // Bytes of workspace the plan needs: 0 for one segment, else
-// 4 * (P*B*H*D*D + B*H*P).
+// 4 * (S*B*H*D*D + B*H*S), S = gret_ws_slots(P, phase1_split).
 size_t gret_chunk_workspace_bytes(const GretChunkShape& shape, const GretChunkPlan& plan);
 
 // Dynamic shared memory the kernel uses for (head_dim, slice_cols); 0 if unsupported.

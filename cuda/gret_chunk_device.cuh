@@ -1,6 +1,6 @@
 #pragma once
 // Device helpers shared by the gRet chunk kernels (cuda/gret_chunk.cu: v2,
-// v3; cuda/gret_chunk_v5.cu: chunks of 128 and 256): cp.async, ldmatrix,
+// v3; cuda/gret_chunk_v5.cu: chunks of 128 and 256; cuda/gret_chunk_v6.cu: wgmma): cp.async, ldmatrix,
 // mma.sync m16n8k16, bf16 packing, the clamped decay, the swizzled tile
 // addressing, the 64-token chunk scan, and GretPass, the arguments of one
 // pass of the three-phase launch (gret_plan.hpp).
@@ -269,5 +269,10 @@ __device__ __forceinline__ void store_output_rows(const float (&out)[NTO][4], __
 // grid_segments CTAs; the state-only instantiation when state_only.
 cudaError_t launch_gret_chunk_v5_pass(const GretPass& a, int64_t batch, int chunk, bool state_only,
                                       cudaStream_t stream);
+
+// The fused pass of the wgmma kernel (cuda/gret_chunk_v6.cu, plan kernel 6:
+// head_dim 128, chunk 64) over a's grid of batch x heads x grid_segments CTAs.
+// It has no state-only form: launch_gret_chunk runs phase 1 on v3's.
+cudaError_t launch_gret_chunk_v6_pass(const GretPass& a, int64_t batch, cudaStream_t stream);
 
 }  // namespace yoco::cuda::gret_detail

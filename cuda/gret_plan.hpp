@@ -39,10 +39,13 @@ struct GretChunkPlan {
   int slice_cols = 32;   // V columns per CTA: 16, 32 or 64 (head_dim 256: 16 or 32)
   int slices = 4;        // head_dim / slice_cols
   int segments = 1;      // sequence segments per head, 1..kGretMaxSegments (> 1 needs a workspace)
+  int phase1_split = 1;  // phase 1 cuts each of segments 0..P-2 into this many (more CTAs for the state-only
+                         //    pass than the fused pass has; gret_ws_slots); segments * phase1_split <= kGretMaxSegments
   int kernel = 2;        // 2: V-sliced CTAs of 4 warps (v2); 3: full-width CTAs of 8 warps (v3, head_dim 128,
                          //    slice_cols = head_dim, slices = 1); 4: the same with 16 warps ("v3w16"),
                          //    see plan_gret_chunk_v3; 5: chunks of 128 or 256 tokens, full-width CTAs of
-                         //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5
+                         //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5; 6: wgmma, three
+                         //    warpgroups, one CTA an SM (head_dim 128, chunk 64), see plan_gret_chunk_v6
 };
 constexpr int kGretMaxSegments = 64;
 
@@ -108,7 +111,11 @@ YOCO_HD constexpr GretSegCta gret_seg_cta(int64_t cta, int64_t heads, int64_t gr
 }
 // Workspace (segments > 1): P fp32 states per (b, h), [P][batch][heads][D][D]
 // (slot 0: the carried state, slot p: S_loc(p-1), then S_in(p) after the
-// scan), then Gamma [batch][heads][P] fp32.
+// scan), then Gamma [batch][heads][P] fp32. With phase1_split Q > 1, phase 1
+// and the scan work on the Q P finer segments (their boundaries include every
+// one of the P: floor(Q p n / (Q P)) = floor(p n / P)), so the workspace holds
+// Q P slots and phase 3's segment p starts from slot Q p.
+YOCO_HD constexpr int64_t gret_ws_slots(int64_t segments, int64_t phase1_split) { return segments * phase1_split; }
 YOCO_HD constexpr int64_t gret_ws_state_elems(int64_t batch, int64_t heads, int64_t head_dim) {
   return batch * heads * head_dim * head_dim;
 }
@@ -177,8 +184,39 @@ YOCO_HD constexpr int gret_v5_row_block(int warp, int unit) {
   return 8 * (unit >> 1) + ((unit & 1) ? 7 - p : p);
 }
 
+// ---- v6: wgmma (Hopper warpgroup MMA), head_dim 128, chunk 64. One CTA of 3
+// warpgroups per (batch, head, segment), one CTA an SM: warpgroup 0 forms the
+// outputs (Q K^T and Q S^ from shared memory, A V with A in registers),
+// warpgroups 1 and 2 hold state rows [0, 64) / [64, 128) x all 128 columns
+// (64 fp32 accumulators a thread) and run the state update K'^T V (K' from
+// registers). Tiles are 128-byte swizzled [2 halves][rows][64 bf16], every
+// tile 1024-byte aligned: S^ (two buffers: warpgroup 0 reads the chunk's, the
+// state warpgroups write the next one's), then kGretV6Stages stages of
+// Q, K, V (64 x 128 each), then the stages' log-gammas (64 fp32 each).
+constexpr int kGretV6Stages = 3;  // chunks c+1 and c+2 load while c is computed
+YOCO_HD constexpr bool gret_v6_supported(int64_t head_dim) { return head_dim == 128; }
+YOCO_HD constexpr int64_t gret_v6_tile_bytes() { return 64 * 128 * 2; }          // one Q, K or V tile
+YOCO_HD constexpr int64_t gret_v6_s_tile_bytes() { return 128 * 128 * 2; }       // one S^ buffer
+YOCO_HD constexpr int64_t gret_v6_off_s(int buffer) { return buffer * gret_v6_s_tile_bytes(); }
+YOCO_HD constexpr int64_t gret_v6_off_stage(int stage) {
+  return 2 * gret_v6_s_tile_bytes() + stage * 3 * gret_v6_tile_bytes();
+}
+YOCO_HD constexpr int64_t gret_v6_off_q(int stage) { return gret_v6_off_stage(stage); }
+YOCO_HD constexpr int64_t gret_v6_off_k(int stage) { return gret_v6_off_stage(stage) + gret_v6_tile_bytes(); }
+YOCO_HD constexpr int64_t gret_v6_off_v(int stage) { return gret_v6_off_stage(stage) + 2 * gret_v6_tile_bytes(); }
+YOCO_HD constexpr int64_t gret_v6_off_lg(int stage) { return gret_v6_off_stage(kGretV6Stages) + stage * 64 * 4; }
+// Bytes the layout uses, and the dynamic shared memory a CTA asks for (+ 1 KB
+// to align the base to the 1024-byte swizzle atom): 213,760 / 214,784 B.
+YOCO_HD constexpr int64_t gret_v6_smem_used() { return gret_v6_off_lg(kGretV6Stages); }
+YOCO_HD constexpr int64_t gret_v6_smem_bytes() { return gret_v6_smem_used() + 1024; }
+// The stage of the i-th chunk of a CTA's segment (the ring the loads walk).
+YOCO_HD constexpr int gret_v6_stage(int64_t i) { return static_cast<int>(i % kGretV6Stages); }
+
 inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
-  const bool seg_ok = p.segments >= 1 && p.segments <= kGretMaxSegments;
+  const bool seg_ok = p.segments >= 1 && p.phase1_split >= 1 &&
+                      gret_ws_slots(p.segments, p.phase1_split) <= kGretMaxSegments;
+  if (p.kernel == 6)
+    return p.chunk == 64 && seg_ok && gret_v6_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1;
   if (p.kernel == 5)
     return seg_ok && gret_v5_supported(s.head_dim, p.chunk) && p.slice_cols == s.head_dim && p.slices == 1;
   if (p.kernel == 3 || p.kernel == 4)
@@ -247,6 +285,15 @@ inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, i
 // >= 8 chunks a segment, <= 64.
 inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, int chunk);
 
+// v6 planner (wgmma, head_dim 128; anything else returns plan_gret_chunk's
+// plan): one CTA an SM, so P = floor(SMs / (B x H)) segments (5 at batch 1 x
+// 24 heads on 132 SMs, 120 CTAs), >= 8 chunks a segment, <= 64. Phase 1 (the
+// state-only pass of segments 0..P-2) runs v3's state-only kernel (2 CTAs an
+// SM): phase1_split Q = floor(2 SMs / (B H (P-1))) finer segments each, so it
+// fills one wave (Q 2 at batch 1 x 24 heads: 192 CTAs instead of 96), each
+// >= 4 chunks, Q P <= 64.
+inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count);
+
 // The planner the library uses: v3 (8 warps, full-width CTAs) where it exists
 // (head_dim 128), v2 elsewhere. Chosen by measurement (H100, the same call as
 // fla, reports/results/nvidia-h100/logs/run-04): at batch 1 x 24 heads x 128,
@@ -259,6 +306,31 @@ inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, i
 inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count, int chunk = 64) {
   if (chunk != 64 && gret_v5_supported(s.head_dim, chunk)) return plan_gret_chunk_v5(s, sm_count, chunk);
   return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count, 8) : plan_gret_chunk_v2(s, sm_count);
+}
+
+inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count) {
+  if (!gret_v6_supported(s.head_dim)) return plan_gret_chunk(s, sm_count);
+  GretChunkPlan p;
+  p.chunk = 64;
+  p.kernel = 6;
+  p.slice_cols = static_cast<int>(s.head_dim);
+  p.slices = 1;
+  const int64_t bh = s.batch * s.heads;
+  int64_t P = (bh > 0 && sm_count > 0) ? static_cast<int64_t>(sm_count) / bh : 1;
+  const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
+  if (P > by_len) P = by_len;
+  if (P > kGretMaxSegments) P = kGretMaxSegments;
+  if (P < 1) P = 1;
+  p.segments = static_cast<int>(P);
+  if (P > 1) {
+    int64_t Q = (2 * static_cast<int64_t>(sm_count)) / (bh * (P - 1));
+    const int64_t by_len_q = gret_num_chunks(s.seq_len, 64) / (4 * P);
+    if (Q > by_len_q) Q = by_len_q;
+    if (Q > kGretMaxSegments / P) Q = kGretMaxSegments / P;
+    if (Q < 1) Q = 1;
+    p.phase1_split = static_cast<int>(Q);
+  }
+  return p;
 }
 
 inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, int chunk) {

@@ -77,6 +77,31 @@ bool deferred_gret_decode(const ModelConfig& c) {
   throw InputError("YOCO_GRET_DECODE is '" + v + "': it must be 'deferred' or 'eager' (or unset)");
 }
 
+// The prefill's gRet chunk kernel: the library's planner (plan_gret_chunk, v3
+// at head dim 128) unless YOCO_GRET_CHUNK=v3|v6 picks one for a run, so that
+// one build times the wgmma kernel (v6, not yet the default: it becomes the
+// library's choice in plan_gret_chunk once measured) end to end. Head dims a
+// kernel lacks fall back to the library's plan. A model reads the variable
+// once, when it is made; yoco_generation_device_bytes when called.
+enum class GretChunkChoice { library, v3, v6 };
+
+GretChunkChoice gret_chunk_choice() {
+  const char* e = std::getenv("YOCO_GRET_CHUNK");
+  if (e == nullptr || *e == '\0') return GretChunkChoice::library;
+  const std::string v(e);
+  if (v == "v3") return GretChunkChoice::v3;
+  if (v == "v6") return GretChunkChoice::v6;
+  throw InputError("YOCO_GRET_CHUNK is '" + v + "': it must be 'v3' or 'v6' (or unset)");
+}
+
+GretChunkPlan gret_chunk_plan(GretChunkChoice choice, const GretChunkShape& shape) {
+  switch (choice) {
+    case GretChunkChoice::v3: return plan_gret_chunk_v3(shape, device_sm_count(), 8);
+    case GretChunkChoice::v6: return plan_gret_chunk_v6(shape, device_sm_count());
+    default: return plan_gret_chunk(shape, device_sm_count());
+  }
+}
+
 // Pending updates of the deferred step: one buffer per gRet layer, after the states.
 int64_t gret_pending_bytes_per_layer(bool deferred, const ModelConfig& c, int64_t batch) {
   return deferred ? gret_pending_bytes(batch, c.n_self_heads, c.self_head_dim()) : 0;
@@ -192,6 +217,7 @@ class YocoCudaModel final : public CudaModel {
   int64_t d_, Ls_, Lc_, Hs_, D_, H_, Hkv_, Da_, qw_, kvw_, F_, V_, W_;
   float eps_;
   bool deferred_decode_ = false;  // deferred_gret_decode(cfg_), read once
+  GretChunkChoice chunk_choice_ = GretChunkChoice::library;  // gret_chunk_choice(), read once
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -230,6 +256,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   W_ = cfg_.window();
   eps_ = static_cast<float>(cfg_.norm_eps);
   deferred_decode_ = deferred_gret_decode(cfg_);
+  chunk_choice_ = gret_chunk_choice();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -375,7 +402,7 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
   shape.head_dim = D_;
   shape.seq_len = n;
   shape.row_stride = SW;
-  const GretChunkPlan plan = plan_gret_chunk(shape, device_sm_count());
+  const GretChunkPlan plan = gret_chunk_plan(chunk_choice_, shape);
   const size_t ws_bytes = gret_chunk_workspace_bytes(shape, plan);
   void* ws = ws_bytes ? scratch_.get("gret chunk workspace", static_cast<int64_t>(ws_bytes)) : nullptr;
   check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes, stream_),
@@ -750,7 +777,7 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
     shape.head_dim = c.self_head_dim();
     shape.seq_len = static_cast<int64_t>(std::min(n, 1e12));
     shape.row_stride = static_cast<int64_t>(SW);
-    extra += static_cast<double>(gret_chunk_workspace_bytes(shape, plan_gret_chunk(shape, device_sm_count())));
+    extra += static_cast<double>(gret_chunk_workspace_bytes(shape, gret_chunk_plan(gret_chunk_choice(), shape)));
   } else {
     extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
   }

@@ -268,6 +268,120 @@ TEST(GretPlan, V5PlanRunsOneCtaAnSmAtChunks128And256) {
   EXPECT_EQ(plan_gret_chunk({1, 24, 128, 32768, 3072}, 132, 512).chunk, 64);  // not compiled: chunk 64
 }
 
+// v6 (wgmma, head_dim 128, chunk 64): the shared-memory layout the kernel and
+// the host agree on, the ring of stages, and the planner (one CTA an SM).
+TEST(GretPlan, V6LayoutTilesAreAlignedDisjointAndFitOneCtaAnSm) {
+  struct Region {
+    int64_t begin, bytes;
+  };
+  std::vector<Region> regions = {{gret_v6_off_s(0), gret_v6_s_tile_bytes()}, {gret_v6_off_s(1), gret_v6_s_tile_bytes()}};
+  for (int st = 0; st < kGretV6Stages; ++st) {
+    for (int64_t off : {gret_v6_off_q(st), gret_v6_off_k(st), gret_v6_off_v(st)}) {
+      EXPECT_EQ(off % 1024, 0) << "stage " << st;  // 128-byte swizzle atoms (and wgmma descriptors) need it
+      regions.push_back({off, gret_v6_tile_bytes()});
+    }
+    EXPECT_EQ(gret_v6_off_lg(st) % 16, 0);
+    regions.push_back({gret_v6_off_lg(st), 64 * 4});
+  }
+  EXPECT_EQ(gret_v6_off_s(0) % 1024, 0);
+  EXPECT_EQ(gret_v6_off_s(1) % 1024, 0);
+  std::sort(regions.begin(), regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
+  for (size_t i = 0; i + 1 < regions.size(); ++i)
+    EXPECT_LE(regions[i].begin + regions[i].bytes, regions[i + 1].begin) << "regions " << i << " and " << i + 1;
+  EXPECT_EQ(regions.back().begin + regions.back().bytes, gret_v6_smem_used());
+  EXPECT_EQ(gret_v6_smem_used(), 213760);
+  EXPECT_EQ(gret_v6_smem_bytes(), gret_v6_smem_used() + 1024);  // the base is rounded up to 1024 B
+  EXPECT_LE(gret_v6_smem_bytes(), 227 * 1024);                   // a block's limit
+  EXPECT_GT(2 * (gret_v6_smem_bytes() + 1024), 228 * 1024);      // so one CTA an SM
+}
+
+// The kernel's ring: at the i-th chunk the loads go to the stage of chunk
+// i + kGretV6Stages - 1, which must be the stage chunk i-1 used (every reader
+// passed the barrier) and never the one chunk i reads; the outputs read S^
+// buffer i & 1 while the state warpgroups write the other, which chunk i+1 reads.
+TEST(GretPlan, V6StageRingNeverLoadsIntoAStageInUse) {
+  for (int64_t i = 0; i < 1000; ++i) {
+    const int reading = gret_v6_stage(i), loading = gret_v6_stage(i + kGretV6Stages - 1);
+    EXPECT_NE(loading, reading) << i;
+    if (i > 0) {
+      EXPECT_EQ(loading, gret_v6_stage(i - 1)) << i;
+    }
+    for (int64_t j = i + 1; j < i + kGretV6Stages; ++j) EXPECT_NE(gret_v6_stage(j), reading) << i << " " << j;
+    EXPECT_NE(i & 1, (i & 1) ^ 1);
+    EXPECT_EQ((i + 1) & 1, (i & 1) ^ 1);
+  }
+}
+
+TEST(GretPlan, V6PlanRunsOneCtaAnSm) {
+  for (int64_t N : {32768, 131072, 1048576}) {
+    const GretChunkShape s{1, 24, 128, N, 3072};
+    const GretChunkPlan p = plan_gret_chunk_v6(s, 132);
+    EXPECT_EQ(p.kernel, 6);
+    EXPECT_EQ(p.chunk, 64);
+    EXPECT_EQ(p.slices, 1);
+    EXPECT_EQ(p.slice_cols, 128);
+    EXPECT_EQ(p.segments, 5) << N;  // 120 CTAs on 132 SMs
+    EXPECT_TRUE(gret_plan_valid(s, p));
+  }
+  EXPECT_EQ(plan_gret_chunk_v6({1, 24, 128, 900, 3072}, 132).segments, 1);    // too short to cut
+  EXPECT_EQ(plan_gret_chunk_v6({8, 24, 128, 32768, 3072}, 132).segments, 1);  // 192 CTAs already
+  EXPECT_EQ(plan_gret_chunk_v6({2, 16, 128, 16384, 2048}, 132).segments, 4);
+  for (int64_t B : {1, 2, 3, 8})
+    for (int64_t N : {1, 64, 4096, 1 << 20})
+      for (int sms : {1, 16, 132}) {
+        const GretChunkPlan q = plan_gret_chunk_v6({B, 24, 128, N, 3072}, sms);
+        EXPECT_TRUE(gret_plan_valid({B, 24, 128, N, 3072}, q));
+        EXPECT_LE(static_cast<int64_t>(q.segments) * 8, std::max<int64_t>(8, gret_num_chunks(N, 64)));
+      }
+  // phase 1 on v3's state-only kernel (2 CTAs an SM) over finer segments: one wave
+  for (int64_t N : {32768, 1048576}) {
+    const GretChunkPlan p = plan_gret_chunk_v6({1, 24, 128, N, 3072}, 132);
+    EXPECT_EQ(p.phase1_split, 2) << N;  // 24 x 4 x 2 = 192 CTAs <= 264 slots (96 without the split)
+    EXPECT_LE(24 * (p.segments - 1) * p.phase1_split, 2 * 132);
+    EXPECT_GT(24 * (p.segments - 1) * (p.phase1_split + 1), 2 * 132);
+  }
+  EXPECT_EQ(plan_gret_chunk_v6({1, 24, 128, 900, 3072}, 132).phase1_split, 1);   // one segment: no phase 1
+  EXPECT_EQ(plan_gret_chunk_v6({1, 24, 128, 2560, 3072}, 132).phase1_split, 2);   // 40 chunks, P 5: 4 a segment
+  EXPECT_EQ(plan_gret_chunk_v6({8, 24, 128, 32768, 3072}, 132).phase1_split, 1);  // one segment: no phase 1
+  for (int64_t B : {1, 2, 3, 8})
+    for (int64_t N : {64, 4096, 65536, 1 << 20})
+      for (int sms : {16, 132, 264}) {
+        const GretChunkPlan q = plan_gret_chunk_v6({B, 24, 128, N, 3072}, sms);
+        EXPECT_GE(q.phase1_split, 1);
+        EXPECT_LE(gret_ws_slots(q.segments, q.phase1_split), kGretMaxSegments);
+        if (q.phase1_split > 1) {
+          EXPECT_GE(gret_num_chunks(N, 64), 4 * q.segments * q.phase1_split) << B << " " << N;
+        }
+      }
+  GretChunkPlan over = plan_gret_chunk_v6({1, 24, 128, 32768, 3072}, 132);
+  over.phase1_split = kGretMaxSegments;  // Q P > 64 slots
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, over));
+  over.phase1_split = 0;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, over));
+  // other head dims: the library's plan (v2)
+  EXPECT_EQ(plan_gret_chunk_v6({1, 24, 64, 32768, 1536}, 132).kernel, 2);
+  GretChunkPlan bad = plan_gret_chunk_v6({1, 24, 128, 32768, 3072}, 132);
+  EXPECT_FALSE(gret_plan_valid({1, 24, 64, 32768, 1536}, bad));  // v6 is head_dim 128
+  bad.chunk = 128;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // and chunk 64
+  bad.chunk = 64;
+  bad.slices = 4;
+  bad.slice_cols = 32;
+  EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // and full width
+}
+
+// Phase 1 on Q P finer segments: every boundary of the P segments is one of
+// the Q P (segment p of P starts where segment Q p of Q P does), so phase 3's
+// segment p can start from the scan's slot Q p.
+TEST(GretPlan, FinerPhaseOneSegmentsShareEveryBoundary) {
+  for (int64_t n : {0, 1, 7, 63, 64, 65, 511, 512, 513, 16384, 16385, 1 << 20})
+    for (int64_t P = 1; P <= 16; ++P)
+      for (int64_t Q = 1; Q * P <= kGretMaxSegments; ++Q)
+        for (int64_t p = 0; p <= P; ++p)
+          ASSERT_EQ(gret_segment_begin(Q * p, n, Q * P), gret_segment_begin(p, n, P))
+              << "n " << n << " P " << P << " Q " << Q << " p " << p;
+}
+
 // The v5 output map: for each column half, the C/64 row blocks of the four
 // warps of that half cover the C/16 row blocks once, with equal causal work.
 TEST(GretPlan, V5RowBlocksCoverTheChunkWithEqualWork) {

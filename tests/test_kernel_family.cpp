@@ -131,6 +131,9 @@ const std::vector<Own>& own_kernels() {
       {"gret_chunk_v5_kernel", "gret",
        "_ZN4yoco4cuda49_GLOBAL__N__b7404460_16_gret_chunk_v5_cu_4c8d3f0620gret_chunk_v5_kernelILi128ELi256ELb0EEEvNS0_11"
        "gret_detail8GretPassE"},
+      // gret_chunk_v6.cu (the name ptxas printed for it)
+      {"gret_chunk_v6_kernel", "gret",
+       "_ZN4yoco4cuda49_GLOBAL__N__a5f5eb8e_16_gret_chunk_v6_cu_b40500cb20gret_chunk_v6_kernelENS0_11gret_detail8GretPassE"},
       {"gret_segment_scan_kernel", "gret",
        "_ZN4yoco4cuda46_GLOBAL__N__80a0ad38_13_gret_chunk_cu_96323d2b24gret_segment_scan_kernelEPKfPfS3_lll"},
       // gret_recurrent.cu

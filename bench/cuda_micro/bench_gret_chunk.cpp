@@ -10,6 +10,11 @@
 //   is the v3 plan at head dim 128);
 // - v5 (chunks of 128 and 256 tokens, one CTA of 8 warps an SM): its planner's
 //   segments "(v5 plan)" and, at 32K / 128K, P 11 (two waves);
+// - v6 (wgmma, three warpgroups, one CTA an SM): its planner's segments
+//   "(v6 plan)" and a few other P;
+// - the three phases of the v3 and v6 plans timed apart at 32K and 128K
+//   ("phase 1" state-only pass, "phase 2" scan, "phase 3" fused pass), each
+//   with the bytes that phase moves (stated in the row's notes);
 // - the fp32 recurrent GPU oracle at 32K, for scale.
 // Floors: bytes = B*N*H*(3*D*2 + 4 + D*2) (q, k, v, log-gamma in, o out; the
 // state never leaves the chip; the segmented phase 1 re-reads k, v of P-1
@@ -22,6 +27,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <stdexcept>
 #include <set>
@@ -41,6 +48,12 @@ namespace yoco::cuda_bench {
 namespace {
 
 
+// scripts/gpu-suite.sh sets YOCO_GRET_SKIP_V6 when v6 failed or hung in its smoke test.
+bool v6_skipped() {
+  const char* e = std::getenv("YOCO_GRET_SKIP_V6");
+  return e != nullptr && *e != '\0' && std::string(e) != "0";
+}
+
 struct Shape {
   const char* model;
   int64_t batch, heads, D, N;
@@ -49,10 +62,13 @@ struct Shape {
 // One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's;
 // `v3_runs` lists v3 (full-width CTA) runs as (warps 8 or 16, segments), 0
 // segments meaning that v3 planner's; `v5_runs` v5 runs as (chunk 128 or 256,
-// segments), 0 meaning the v5 planner's.
+// segments), 0 meaning the v5 planner's; `v6_runs` v6 runs as (segments,
+// phase1_split), 0 segments meaning the v6 planner's, 0 split the planner's at
+// its own P and 1 at another.
 void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<int, int>>& variants,
                  cudaStream_t stream, int sm_count, const std::vector<std::pair<int, int>>& v3_runs = {},
-                 const std::vector<std::pair<int, int>>& v5_runs = {}) {
+                 const std::vector<std::pair<int, int>>& v5_runs = {},
+                 const std::vector<std::pair<int, int>>& v6_runs = {}) {
   const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
   const double token_heads = static_cast<double>(B) * N * H;
   const double bytes = token_heads * (3.0 * D * 2 + 4 + D * 2);
@@ -65,16 +81,20 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk_v2(s, sm_count);
   const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count, 8);
   const cuda::GretChunkPlan plan4 = cuda::plan_gret_chunk_v3(s, sm_count, 16);
-  // (kernel, slice_cols or v5's chunk, segments) runs: the v2 variants, then v3, then v5
+  // (kernel, slice_cols or v5's chunk or v6's phase1_split, segments) runs: the v2
+  // variants, then v3, v5, v6
   std::vector<std::tuple<int, int, int>> runs;
   for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
   if (cuda::gret_v3_supported(D))
     for (const auto& [warps, segs_in] : v3_runs) runs.emplace_back(warps == 16 ? 4 : 3, 0, segs_in);
   for (const auto& [chunk, segs_in] : v5_runs)
     if (cuda::gret_v5_supported(D, chunk)) runs.emplace_back(5, chunk, segs_in);
+  if (cuda::gret_v6_supported(D) && !v6_skipped())
+    for (const auto& [segs_in, split_in] : v6_runs) runs.emplace_back(6, split_in, segs_in);
   std::set<std::tuple<int, int, int>> done;  // a variant equal to the plan runs once (one row per key)
   for (const auto& [kernel, cols_in, segs_in] : runs) {
-    const cuda::GretChunkPlan base = kernel == 5 ? cuda::plan_gret_chunk_v5(s, sm_count, cols_in)
+    const cuda::GretChunkPlan base = kernel == 6   ? cuda::plan_gret_chunk_v6(s, sm_count)
+                                     : kernel == 5 ? cuda::plan_gret_chunk_v5(s, sm_count, cols_in)
                                      : kernel == 4 ? plan4
                                      : kernel == 3 ? plan3
                                                    : plan;
@@ -85,11 +105,16 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
       p.slices = static_cast<int>(D / cols_in);
     }
     if (segs_in > 0) p.segments = segs_in;
-    if (!done.insert({kernel, kernel == 5 ? p.chunk : p.slice_cols, p.segments}).second) continue;
-    const bool is_plan = p.slice_cols == base.slice_cols && p.segments == base.segments;
+    if (kernel == 6) p.phase1_split = cols_in > 0 ? cols_in : (p.segments == base.segments ? base.phase1_split : 1);
+    const int key2 = kernel == 5 ? p.chunk : (kernel == 6 ? p.phase1_split : p.slice_cols);
+    if (!done.insert({kernel, key2, p.segments}).second) continue;
+    const bool is_plan =
+        p.slice_cols == base.slice_cols && p.segments == base.segments && p.phase1_split == base.phase1_split;
     const double flops = token_heads * (4.0 * p.chunk * D + 4.0 * D * D);
     const std::string variant =
-        kernel == 5   ? "C" + std::to_string(p.chunk) + " v5 P" + std::to_string(p.segments) + (is_plan ? " (v5 plan)" : "")
+        kernel == 6   ? "C64 v6 P" + std::to_string(p.segments) +
+                          (p.phase1_split > 1 ? " x" + std::to_string(p.phase1_split) : "") + (is_plan ? " (v6 plan)" : "")
+        : kernel == 5 ? "C" + std::to_string(p.chunk) + " v5 P" + std::to_string(p.segments) + (is_plan ? " (v5 plan)" : "")
         : kernel == 4 ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
                       : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
@@ -104,7 +129,8 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
         stream, 2, N >= 524288 ? 5 : 10);
     r.notes = "H" + std::to_string(H) + " D" + std::to_string(D) + "; " +
               std::to_string(B * H * p.slices * p.segments) +
-              (kernel == 5   ? " CTAs of 8 warps, full width, 1 an SM (v5)"
+              (kernel == 6   ? " CTAs of 3 warpgroups (wgmma), 1 an SM (v6; phase 1 on v3, segments split xN)"
+               : kernel == 5 ? " CTAs of 8 warps, full width, 1 an SM (v5)"
                : kernel == 4 ? " CTAs of 16 warps, full width (v3w16)"
                : kernel == 3 ? " CTAs of 8 warps, full width (v3)"
                              : " CTAs of 4 warps (v2)") +
@@ -116,9 +142,70 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   }
 }
 
+// The three phases of a segmented launch timed apart (launch_gret_chunk_phases),
+// after one full launch has filled the workspace. Bytes are what each phase
+// moves: phase 1 k, v, log-gamma of segments 0..P-2 (+ their fp32 local states
+// and Gamma out); phase 2 the P fp32 state slots read and written (+ the
+// carried state read); phase 3 the essential bytes (+ the P-1 incoming states
+// read, the final state written). The full launch's row beside them shows the
+// cost of the three launch boundaries.
+void bench_phases(Report& report, const Shape& sh, const cuda::GretChunkPlan& p, const std::string& name,
+                  cudaStream_t stream) {
+  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
+  if (p.segments < 2) return;
+  DeviceBuffer<bf16> qkv(static_cast<size_t>(B * N * stride)), o(static_cast<size_t>(B * N * W));
+  DeviceBuffer<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D));
+  fill_normal_bf16(qkv.p, qkv.n, 3 + N, 0.3f);
+  fill_uniform_f32(lg.p, lg.n, 5, -0.03f, 0.02f);
+  fill_uniform_f32(state.p, state.n, 6, 0.0f, 0.1f);
+  const cuda::GretChunkShape s{B, H, D, N, stride};
+  const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
+  DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
+  auto launch = [&](unsigned phases, cudaStream_t st) {
+    check(cuda::launch_gret_chunk_phases(phases, qkv.p, qkv.p + W, qkv.p + 2 * W, lg.p, state.p, o.p, s, p, ws.p, wsb,
+                                         st),
+          "gret_chunk phases");
+  };
+  launch(cuda::kGretAllPhases, stream);
+  check(cudaStreamSynchronize(stream), "gret_chunk phases");
+  const int64_t nchunks = cuda::gret_num_chunks(N, p.chunk);
+  const double tokens_p1 = static_cast<double>(std::min<int64_t>(
+      N, cuda::gret_segment_begin(p.segments - 1, nchunks, p.segments) * p.chunk));  // segments 0..P-2
+  const double state_bytes = static_cast<double>(B * H * D * D) * 4.0;
+  const double bh = static_cast<double>(B * H);
+  const double sub = static_cast<double>(p.phase1_split) * (p.segments - 1);  // phase-1 segments
+  struct Phase {
+    unsigned bits;
+    const char* label;
+    double bytes;
+    const char* what;
+  };
+  const Phase phases[] = {
+      {cuda::kGretPhaseStateOnly, "phase 1 (state-only)",
+       bh * tokens_p1 * (2.0 * D * 2 + 4) + sub * (state_bytes + bh * 4),
+       "bytes = k, v, log-gamma of segments 0..P-2 + their fp32 states out"},
+      {cuda::kGretPhaseScan, "phase 2 (scan)", (2.0 * sub + 2.0) * state_bytes,
+       "bytes = the phase-1 fp32 state slots read and written + the carried state in and out"},
+      {cuda::kGretPhaseFused, "phase 3 (fused)",
+       bh * static_cast<double>(N) * (3.0 * D * 2 + 4 + D * 2) + (p.segments + 1.0) * state_bytes,
+       "bytes = q, k, v, log-gamma in, o out + P incoming states, the final state"},
+  };
+  for (const Phase& ph : phases) {
+    KernelResult r{"gret_chunk", name + " " + ph.label, sh.model, N, B, ph.bytes, 0.0, {}, ""};
+    r.time = time_launches([&](cudaStream_t st) { launch(ph.bits, st); }, stream, 2, N >= 524288 ? 5 : 10);
+    std::string notes("H");
+    notes.append(std::to_string(H)).append(" D").append(std::to_string(D));
+    notes.append("; this phase alone, after a full launch; ").append(ph.what);
+    notes.append(" (actual bytes of the phase, not the operator floor)");
+    r.notes = notes;
+    report.add(r);
+  }
+}
+
 YOCO_KERNEL_BENCH(gret_chunk) {
   ScopedStream scoped;
   const cudaStream_t stream = scoped.s;
+  if (v6_skipped()) std::fprintf(stderr, "gret_chunk: YOCO_GRET_SKIP_V6 is set: v6 rows left out\n");
   int dev = 0, sms = 132;
   check(cudaGetDevice(&dev), "device");
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
@@ -126,15 +213,33 @@ YOCO_KERNEL_BENCH(gret_chunk) {
     const std::vector<std::pair<int, int>> plan_only = {{0, 0}};
     const std::vector<std::pair<int, int>> v5_plans = {{128, 0}, {256, 0}};
     const std::vector<std::pair<int, int>> v5_more = {{128, 0}, {128, 11}, {256, 0}, {256, 11}};
+    // v6: its plan (P 5 at 24 heads: 120 CTAs, one wave), P 11 (two waves), P 4 / 6 / 8
+    // and the plan's P with phase 1 unsplit (x1); variant "P5 x2": phase 1 on 2 x 4 finer segments
+    const std::vector<std::pair<int, int>> v6_plan = {{0, 0}}, v6_more = {{0, 0}, {0, 1}, {4, 0}, {6, 0}, {8, 0}, {11, 0}};
     bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 4}, {16, 0}},
-                v5_plans);
+                v5_plans, {{0, 0}, {8, 0}});
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms,
-                {{8, 0}, {8, 5}, {8, 8}, {8, 16}, {16, 0}, {16, 6}, {16, 11}}, v5_more);
+                {{8, 0}, {8, 5}, {8, 8}, {8, 16}, {16, 0}, {16, 6}, {16, 11}}, v5_more, v6_more);
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 131072}, {{0, 0}, {32, 1}, {32, 2}, {32, 4}, {32, 8}, {64, 4}},
-                stream, sms, {{8, 0}, {8, 6}, {8, 16}, {16, 0}, {16, 11}}, v5_more);
+                stream, sms, {{8, 0}, {8, 6}, {8, 16}, {16, 0}, {16, 11}}, v5_more, v6_more);
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms, {{8, 0}, {8, 16}, {16, 0}},
-                v5_plans);
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {{8, 0}, {16, 0}}, v5_plans);
+                v5_plans, {{0, 0}, {0, 1}, {11, 0}});
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {{8, 0}, {16, 0}}, v5_plans,
+                v6_plan);
+    // Where a plan's time goes: its three phases alone (v3: the library's plan; v6).
+    for (int64_t N : {int64_t{32768}, int64_t{131072}}) {
+      const Shape sh{"yoco-3b", 1, 24, 128, N};
+      const cuda::GretChunkShape gs{1, 24, 128, N, 3 * 24 * 128};
+      const cuda::GretChunkPlan p3 = cuda::plan_gret_chunk_v3(gs, sms, 8), p6 = cuda::plan_gret_chunk_v6(gs, sms);
+      bench_phases(report, sh, p3, "C64 v3 P" + std::to_string(p3.segments), stream);
+      if (!v6_skipped()) {
+        cuda::GretChunkPlan p6x1 = p6;
+        p6x1.phase1_split = 1;
+        bench_phases(report, sh, p6, "C64 v6 P" + std::to_string(p6.segments) + " x" + std::to_string(p6.phase1_split),
+                     stream);
+        bench_phases(report, sh, p6x1, "C64 v6 P" + std::to_string(p6.segments) + " x1", stream);
+      }
+    }
     // The fp32 recurrent oracle (correctness tool, not a kernel to tune), at 32K.
     {
       const int64_t B = 1, H = 24, D = 128, N = 32768, W = H * D, stride = 3 * W;

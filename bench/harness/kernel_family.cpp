@@ -25,10 +25,11 @@ struct OwnKernel {
   const char* family;
 };
 constexpr OwnKernel kOwnKernels[] = {
-    // gret_chunk.cu, gret_chunk_v5.cu, gret_recurrent.cu, gret_gate.cu: gRet's maths.
+    // gret_chunk.cu, gret_chunk_v5.cu, gret_chunk_v6.cu, gret_recurrent.cu, gret_gate.cu: gRet's maths.
     {"gret_chunk_kernel", "gret"},
     {"gret_chunk_v3_kernel", "gret"},
     {"gret_chunk_v5_kernel", "gret"},
+    {"gret_chunk_v6_kernel", "gret"},
     {"gret_segment_scan_kernel", "gret"},
     {"gret_step_generic_kernel", "gret"},
     {"gret_step_sliced_kernel", "gret"},

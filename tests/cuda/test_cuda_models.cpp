@@ -89,7 +89,9 @@ constexpr double kBoundFloor = 1e-3;       // the bound's floor, relative
 // The small shapes, written out here (not read from preset_config) so that
 // this file does not depend on when the presets land: d 256, L 4, 4 heads of
 // 64 (YOCO: 4 gRet / SWA heads of 64 and 4 cross heads of 64), 2 KV heads,
-// FFN 768, vocab 4096; yoco-swa-small has a window of 128.
+// FFN 768, vocab 4096; yoco-swa-small has a window of 128. yoco-small-hd128
+// (test only) has 2 gRet heads of 128, the head dim of yoco-3b's gRet, which
+// the head-dim-128 chunk kernels (v3, v6) serve.
 ModelConfig small_config(const std::string& name) {
   ModelConfig c;
   c.name = name;
@@ -104,7 +106,7 @@ ModelConfig small_config(const std::string& name) {
     c.head_dim = 64;
   } else {
     c.model_type = ModelType::yoco;
-    c.n_self_heads = 4;
+    c.n_self_heads = name == "yoco-small-hd128" ? 2 : 4;
     if (name == "yoco-swa-small") c.sliding_window = 128;
   }
   c.validate();
@@ -113,6 +115,7 @@ ModelConfig small_config(const std::string& name) {
 
 ModelConfig config_of(const std::string& name) {
   if (name.size() > 6 && name.compare(name.size() - 6, 6, "-small") == 0) return small_config(name);
+  if (name == "yoco-small-hd128") return small_config(name);
   return preset_config(name);  // the 160m presets
 }
 
@@ -125,7 +128,8 @@ struct Case {
 const Case& case_named(const std::string& name) {
   static const std::vector<Case> cases = {
       {"yoco-small", 1200, {64, 100, 333}},     {"yoco-swa-small", 1200, {64, 100, 333}},
-      {"transformer-small", 1200, {64, 100, 333}}, {"yoco-160m", 96, {64, 37}},
+      {"transformer-small", 1200, {64, 100, 333}}, {"yoco-small-hd128", 1200, {64, 100, 333}},
+      {"yoco-160m", 96, {64, 37}},
       {"yoco-swa-160m", 96, {64, 37}},          {"transformer-160m", 96, {64, 37}}};
   for (const auto& c : cases)
     if (c.name == name) return c;
@@ -468,6 +472,41 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
 // model is made): the deferred step keeps the state one step behind but its
 // outputs are the eager step's bits, so the whole model's decode logits are
 // too, from a graph (programmatic dependent launches inside) and eagerly.
+// Sets an environment variable for a scope and puts back what was there (the
+// runners read their kernel switches when a model is made).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name) : name_(name) {
+    const char* v = std::getenv(name);
+    had_ = v != nullptr;
+    if (had_) saved_ = v;
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) const { setenv(name_, value, 1); }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, saved_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string saved_;
+};
+
+// Making a model with `name`=`value` is a clear error that names the variable.
+void expect_unknown_choice_refused(const char* name, const char* value) {
+  const ScopedEnv env(name);
+  env.set(value);
+  try {
+    auto model = make_model(config_of("yoco-small"));
+    ADD_FAILURE() << name << "=" << value << " was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+}
+
 TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
   YOCO_REQUIRE_GPU();
   const Case& c = case_named("yoco-small");
@@ -475,12 +514,11 @@ TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
   const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
   const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + steps, V, kTokenSeed + 5),
                                                   random_tokens(N + steps, V, kTokenSeed + 6)};
-  const char* before = std::getenv("YOCO_GRET_DECODE");
-  const std::string saved = before ? before : "";
+  const ScopedEnv env("YOCO_GRET_DECODE");
   // Logits, and the state category's bytes (the deferred step's pending
   // records show there: proof that it ran).
   auto logits_with = [&](const char* mode, bool graphs, int64_t* state_bytes) {
-    setenv("YOCO_GRET_DECODE", mode, 1);
+    env.set(mode);
     auto model = make_model(cfg);
     model->set_decode_graphs(graphs);
     const auto out = prefill_and_decode(*model, seqs, N, steps, kOneChunk);
@@ -498,8 +536,6 @@ TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
   EXPECT_GT(records, 0);
   EXPECT_EQ(st_graph - st_eager, records) << "the deferred runs must hold one pending buffer per gRet layer";
   EXPECT_EQ(st_launches - st_eager, records);
-  if (before) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
-  else unsetenv("YOCO_GRET_DECODE");
   bool finite = true;
   for (float x : eager) finite = finite && std::isfinite(x);
   EXPECT_TRUE(finite) << "NaN or Inf in the logits";
@@ -509,17 +545,36 @@ TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
 
 TEST(CudaModelGretDecode, AnUnknownStepChoiceIsAClearError) {
   YOCO_REQUIRE_GPU();
-  const char* before = std::getenv("YOCO_GRET_DECODE");
-  const std::string saved = before ? before : "";
-  setenv("YOCO_GRET_DECODE", "lazy", 1);
-  try {
-    auto model = make_model(config_of("yoco-small"));
-    ADD_FAILURE() << "YOCO_GRET_DECODE=lazy was accepted";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("YOCO_GRET_DECODE"), std::string::npos) << e.what();
+  expect_unknown_choice_refused("YOCO_GRET_DECODE", "lazy");
+}
+
+// The prefill's gRet chunk kernel chosen per run (YOCO_GRET_CHUNK): the
+// library's plan, v3 and v6 (wgmma) each against the fp64 reference, in one
+// chunk and in prefill chunks of 333 tokens (the state carried across
+// launches), at gRet head dim 128 (1,200 tokens, 2 heads: 2 segments, phase 1
+// split in 2 for v6).
+TEST(CudaModelGretChunk, EveryChunkKernelMatchesTheReference) {
+  YOCO_REQUIRE_GPU();
+  const Case& c = case_named("yoco-small-hd128");
+  const ModelConfig cfg = config_of(c.name);
+  ASSERT_EQ(cfg.self_head_dim(), 128);
+  const RefData& r = reference_data(c);
+  const int64_t N = c.prompt, steps = 16;
+  const ScopedEnv env("YOCO_GRET_CHUNK");
+  for (const char* choice : {"", "v3", "v6"}) {
+    env.set(choice);
+    auto model = make_model(cfg);
+    const std::string tag = c.name + " YOCO_GRET_CHUNK='" + choice + "'";
+    for (int64_t chunk : {kOneChunk, int64_t{333}}) {
+      const Mat<double> dec = prefill_and_decode(*model, {r.seq}, N, steps, chunk)[0];
+      expect_within_bound(tag + " prefill chunk " + std::to_string(chunk) + " + decode", dec, r, N - 1);
+    }
   }
-  if (before) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
-  else unsetenv("YOCO_GRET_DECODE");
+}
+
+TEST(CudaModelGretChunk, AnUnknownChunkChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_GRET_CHUNK", "v9");
 }
 
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {

@@ -8,8 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "device_test_data.hpp"
@@ -83,9 +87,11 @@ struct DeviceRun {
 // Runs the chunk kernel over the whole problem in launches of the given token
 // counts, with the given slice width and segments (a workspace when P > 1).
 // kernel 3 / 4: the full-width v3 path with 8 / 16 warps (slice_cols is ignored;
-// head_dim 128 only); kernel 5: chunks of `chunk` (128 or 256) tokens.
+// head_dim 128 only); kernel 5: chunks of `chunk` (128 or 256) tokens; kernel 6:
+// the wgmma kernel (head_dim 128, chunk 64).
+// phase1_split: 0 keeps the plan's (lowered until the plan's slots fit), else forced.
 DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>& launches, int segments = 1,
-                    int kernel = 2, int chunk = 64) {
+                    int kernel = 2, int chunk = 64, int phase1_split = 0) {
   DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(p.B * p.N * p.H * p.D));
   DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
   upload_bf16(qkv, p.qkv);
@@ -100,6 +106,9 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
       plan = plan_gret_chunk_v5(s, 132, chunk);
       EXPECT_EQ(plan.kernel, 5);
       EXPECT_EQ(plan.chunk, chunk);
+    } else if (kernel == 6) {
+      plan = plan_gret_chunk_v6(s, 132);
+      EXPECT_EQ(plan.kernel, 6);
     } else if (kernel >= 3) {
       plan = plan_gret_chunk_v3(s, 132, kernel == 4 ? 16 : 8);
       EXPECT_EQ(plan.kernel, kernel);
@@ -108,6 +117,9 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
       plan.slices = static_cast<int>(p.D / slice_cols);
     }
     plan.segments = segments;
+    if (phase1_split > 0) plan.phase1_split = phase1_split;
+    while (plan.phase1_split > 1 && gret_ws_slots(plan.segments, plan.phase1_split) > kGretMaxSegments)
+      --plan.phase1_split;
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
     DeviceArray<float> ws(std::max<size_t>(wsb / sizeof(float), 1));
     const __nv_bfloat16* base = qkv.ptr + t0 * p.stride;
@@ -120,11 +132,32 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
   return {download_bf16(o), download(st)};
 }
 
-// The plan of a test variant: 2, 3, 4 the kernels of that number at chunk
-// 64; 5 and 6 kernel 5 at chunk 128 and 256.
+// Test variants: 2, 3, 4 the kernels of that number at chunk 64; 5 and 6
+// kernel 5 at chunk 128 and 256; 7 kernel 6 (wgmma) at chunk 64.
+constexpr int variant_kernel(int variant) { return variant == 7 ? 6 : (variant < 5 ? variant : 5); }
+constexpr int variant_chunk(int variant) { return variant == 5 ? 128 : (variant == 6 ? 256 : 64); }
 GretChunkPlan variant_plan(const GretChunkShape& s, int variant) {
-  if (variant == 5 || variant == 6) return plan_gret_chunk_v5(s, 132, variant == 5 ? 128 : 256);
+  if (variant == 7) return plan_gret_chunk_v6(s, 132);
+  if (variant == 5 || variant == 6) return plan_gret_chunk_v5(s, 132, variant_chunk(variant));
   return variant >= 3 ? plan_gret_chunk_v3(s, 132, variant == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
+}
+
+// YOCO_GRET_SKIP_V6=1 leaves v6 out of every test but GretChunkV6.Smoke:
+// scripts/gpu-suite.sh sets it when that smoke test fails or hangs (v6's two
+// role loops share a named barrier; a mismatch there hangs), so one broken
+// kernel does not stall every other version's tests, the sanitizers and the bench.
+bool v6_skipped() {
+  const char* e = std::getenv("YOCO_GRET_SKIP_V6");
+  const bool skip = e != nullptr && *e != '\0' && std::string(e) != "0";
+  static bool said = false;
+  if (skip && !said) std::printf("NOTE: YOCO_GRET_SKIP_V6 is set: chunk kernel v6 is left out of these tests\n");
+  said = said || skip;
+  return skip;
+}
+// `ids` without v6's id (kernel 6, or test variant 7) when v6 is skipped.
+std::vector<int> unless_v6_skipped(std::vector<int> ids, int v6_id = 6) {
+  if (v6_skipped()) std::erase(ids, v6_id);
+  return ids;
 }
 
 struct Expected {
@@ -181,7 +214,7 @@ TEST(GretChunk, ShortLengthsMatchTheReference) {
         const Expected e = expected(p);
         const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
         const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
-        for (int kernel : {2, 3, 4}) {
+        for (int kernel : unless_v6_skipped({2, 3, 4, 6})) {
           if (kernel >= 3 && !gret_v3_supported(D)) continue;
           const DeviceRun got = run_chunk(p, slice, {N}, segs, kernel);
           const double err_o = rms_error(got.o, e.o), err_s = rms_error(got.state, e.state);
@@ -214,8 +247,9 @@ TEST(GretChunk, EverySliceWidthGivesTheSameBits) {
 // v2's bit for bit. (If only this test fails while every bound holds, the
 // compilers contracted something differently: a finding, not a wrong result.)
 // v3 and v3w16 compute the same function as v2 by another algorithm (the
-// state update scales K, not V; other tile splits), so they are compared
-// within the DESIGN §6 bound, not bit for bit.
+// state update scales K, not V; other tile splits), and v6 by wgmma (another
+// summation order, unfactored decays), so they are compared within the
+// DESIGN §6 bound, not bit for bit.
 TEST(GretChunk, V3EqualsV2WithinTheBound) {
   YOCO_REQUIRE_GPU();
   for (int P : {1, 3}) {
@@ -224,7 +258,7 @@ TEST(GretChunk, V3EqualsV2WithinTheBound) {
     const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
     const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
     const DeviceRun v2 = run_chunk(p, 32, {p.N}, P, 2);
-    for (int kernel : {3, 4}) {
+    for (int kernel : unless_v6_skipped({3, 4, 6})) {
       const DeviceRun v3 = run_chunk(p, 128, {p.N}, P, kernel);
       const auto tag = ::testing::Message() << "v" << kernel << " P " << P;
       EXPECT_LE(rms_error(v3.o, std::vector<double>(v2.o.begin(), v2.o.end())), bound_o) << tag;
@@ -249,11 +283,12 @@ TEST(GretChunk, SegmentsEqualOneSegment) {
       const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
       const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
       const DeviceRun one = run_chunk(p, 32, {N}, 1);
-      for (int kernel : {2, 3, 4}) {
+      for (int kernel : unless_v6_skipped({2, 3, 4, 6})) {
         if (kernel >= 3 && !gret_v3_supported(D)) continue;
         for (int P : {1, 2, 3, 7}) {
           if (kernel == 2 && P == 1) continue;  // `one`
-          const DeviceRun seg = run_chunk(p, 32, {N}, P, kernel);
+          // v6 with the plan's split, v3 with a forced one (the split is launch logic, any kernel)
+          const DeviceRun seg = run_chunk(p, 32, {N}, P, kernel, 64, kernel == 3 ? 2 : 0);
           const auto tag = ::testing::Message() << "v" << kernel << " B " << B << " N " << N << " D " << D << " P " << P;
           EXPECT_LE(rms_error(seg.o, e.o), bound_o) << tag;
           EXPECT_LE(rms_error(seg.o, one.o), bound_o) << tag;
@@ -305,8 +340,8 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
   YOCO_REQUIRE_GPU();
   const int64_t B = 1, H = 3, D = 128, N0 = 1000, M = 48, N = N0 + M, HD = H * D;
   const Problem p = make_problem(B, H, D, N, 16.0, true, 77);
-  for (int variant : {2, 3, 4, 5, 6}) {  // 5, 6: v5 at chunk 128, 256
-    const int kernel = std::min(variant, 5), chunk = variant == 5 ? 128 : (variant == 6 ? 256 : 64);
+  for (int variant : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // 5, 6: v5 at chunk 128, 256; 7: v6
+    const int kernel = variant_kernel(variant), chunk = variant_chunk(variant);
     const Expected e = expected(p, chunk);
     const DeviceRun whole = run_chunk(p, kernel >= 3 ? 128 : 32, {N}, 3, kernel, chunk);
     DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(N * HD));
@@ -358,10 +393,14 @@ TEST(GretChunk, SplitPrefillEqualsOneLaunch) {
   const DeviceRun one4 = run_chunk(p, 128, {4097}, 1, 4);
   const DeviceRun split4 = run_chunk(p, 128, {1000, 3097}, 5, 4);
   const DeviceRun odd4 = run_chunk(p, 128, {1, 63, 65, 3968}, 3, 4);
+  const int k6 = v6_skipped() ? 3 : 6;  // v3 stands in when v6 is left out
+  const DeviceRun one6 = run_chunk(p, 128, {4097}, 1, k6);
+  const DeviceRun split6 = run_chunk(p, 128, {1000, 3097}, 4, k6);
+  const DeviceRun odd6 = run_chunk(p, 128, {1, 63, 65, 3968}, 2, k6);
   const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
   const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
   int idx = 0;
-  for (const DeviceRun* r : {&one, &split, &odd, &one3, &split3, &odd3, &one4, &split4, &odd4}) {
+  for (const DeviceRun* r : {&one, &split, &odd, &one3, &split3, &odd3, &one4, &split4, &odd4, &one6, &split6, &odd6}) {
     EXPECT_LE(rms_error(r->o, e.o), bound_o) << "run " << idx;
     EXPECT_LE(rms_error(r->state, e.state), bound_s) << "run " << idx;
     ++idx;
@@ -369,6 +408,7 @@ TEST(GretChunk, SplitPrefillEqualsOneLaunch) {
   EXPECT_LE(rms_error(split.o, one.o), bound_o);
   EXPECT_LE(rms_error(split3.o, one3.o), bound_o);
   EXPECT_LE(rms_error(split4.o, one4.o), bound_o);
+  EXPECT_LE(rms_error(split6.o, one6.o), bound_o);
   // v5: launches that cut chunks of 128 / 256 anywhere (the bound of its own emulation)
   for (int C : {128, 256}) {
     const Expected e5 = expected(p, C);
@@ -383,6 +423,26 @@ TEST(GretChunk, SplitPrefillEqualsOneLaunch) {
     }
     EXPECT_LE(rms_error(split5.o, one5.o), b5o) << "C " << C;
   }
+}
+
+// v6 first, under a short timeout in scripts/gpu-suite.sh: one and three
+// segments (phase 1 on 1, 2 and 3 finer segments each), a ragged last chunk,
+// an incoming state, batch 1 and 2, against the fp64 reference with the
+// DESIGN §6 bound.
+TEST(GretChunkV6, Smoke) {
+  YOCO_REQUIRE_GPU();
+  int id = 0;
+  for (int64_t B : {1, 2})
+    for (auto [P, Q] : {std::pair{1, 1}, std::pair{3, 1}, std::pair{3, 2}, std::pair{3, 3}}) {
+      const Problem p = make_problem(B, 2, 128, 1000, id % 2 ? 1.0 : 16.0, true, 2100 + id);
+      ++id;
+      const Expected e = expected(p);
+      const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
+      const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
+      const DeviceRun got = run_chunk(p, 128, {p.N}, P, 6, 64, Q);
+      EXPECT_LE(rms_error(got.o, e.o), bound_o) << "B " << B << " P " << P << " Q " << Q;
+      EXPECT_LE(rms_error(got.state, e.state), bound_s) << "B " << B << " P " << P << " Q " << Q;
+    }
 }
 
 TEST(GretChunk, RejectsBadArguments) {
@@ -425,6 +485,17 @@ TEST(GretChunk, RejectsBadArguments) {
   v5p.chunk = 512;
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, GretChunkShape{1, 1, 128, 8, 128}, v5p, nullptr),
             cudaErrorInvalidValue);  // chunks of 128 and 256 only
+  GretChunkPlan v6p = plan_gret_chunk_v6(GretChunkShape{1, 1, 128, 8, 128}, 132);
+  EXPECT_EQ(v6p.kernel, 6);
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, v6p, nullptr),
+            cudaErrorInvalidValue);  // v6 needs head_dim 128 (s has 64)
+  v6p.chunk = 128;
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, GretChunkShape{1, 1, 128, 8, 128}, v6p, nullptr),
+            cudaErrorInvalidValue);  // chunk 64 only
+  v6p.chunk = 64;
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr + 2, GretChunkShape{1, 1, 128, 8, 128}, v6p,
+                              nullptr),
+            cudaErrorInvalidValue);  // o 4-byte but not 16-byte aligned: v6 stores 16-byte pieces
   s.seq_len = 0;  // nothing to do, state untouched
   EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr, x.ptr, f.ptr, f.ptr, x.ptr, s, ok, nullptr), cudaSuccess);
 }
@@ -494,9 +565,9 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     // The emulation's output error is consistently ~1.4x the output rounding
     // (test_gret_plan); 2x that is 2.8x: use 3x the output rounding.
     const double bound_o = 1.5 * bf16_output_bound(want);
-    for (int kernel : {2, 3, 4, 5, 6}) {  // the same inputs and oracle for every kernel (5, 6: v5 at 128, 256)
+    for (int kernel : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // the same inputs and oracle for every variant
       const GretChunkPlan plan = variant_plan(s, kernel);
-      EXPECT_EQ(plan.kernel, std::min(kernel, 5));
+      EXPECT_EQ(plan.kernel, variant_kernel(kernel));
       EXPECT_GT(plan.segments, 1);
       const size_t wsb = gret_chunk_workspace_bytes(s, plan);
       DeviceArray<float> ws(wsb / sizeof(float));
@@ -562,9 +633,9 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     for (int64_t i = 0; i < W; ++i) want.push_back(rf[static_cast<size_t>(i)]);
   }
   const std::vector<float> want_s = download(st_o);
-  for (int kernel : {2, 3, 4, 5, 6}) {  // the same inputs and oracle for every kernel (5, 6: v5 at 128, 256)
+  for (int kernel : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // the same inputs and oracle for every variant
     const GretChunkPlan plan = variant_plan(s, kernel);
-    EXPECT_EQ(plan.kernel, std::min(kernel, 5));
+    EXPECT_EQ(plan.kernel, variant_kernel(kernel));
     EXPECT_GT(plan.segments, 1);
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
     DeviceArray<float> ws(wsb / sizeof(float));
