@@ -25,12 +25,18 @@
 # into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
 #
 #   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,models-3b,profile,sweep]
-#                        [--tests REGEX] [--bench-filter NAMES] [--timeout-scale X]
+#                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla]
+#                        [--bench-filter NAMES] [--timeout-scale X]
 #                        [--sweep-results DIR] [--quick] [--sweep-seconds S]
 #
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
+# --tests: the GPU test binaries to run (regex on test_*; default all);
+# --sanitize-tests: of those, the ones run under compute-sanitizer (default all:
+#        a call short of device time leaves out binaries whose kernels the
+#        sanitizers already passed at this code). --peers: which peer scripts
+#        (default sdpa,fla; fla takes ~2 minutes, mostly Triton compiling).
 # peers: PyTorch SDPA (and FlexAttention) for attention, flash-linear-attention
 #        for gRet, installed from wheels in .whl/ when carried (never committed).
 # The git revision in the rows comes from YOCO_GIT_SHA when set: pass it from
@@ -46,6 +52,8 @@ BIN=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
 STEPS="info,tests,sanitize,bench,peers,sass,models"
 TEST_REGEX="."
+SANITIZE_REGEX="."
+PEERS="sdpa,fla"
 BENCH_FILTER=""
 SCALE=1
 SWEEP_RESULTS=reports/results
@@ -60,9 +68,11 @@ while [ $# -gt 0 ]; do
     --out) OUTDIR="$2"; shift 2 ;;
     --steps|--only) STEPS="$2"; shift 2 ;;
     --tests) TEST_REGEX="$2"; shift 2 ;;
+    --sanitize-tests) SANITIZE_REGEX="$2"; shift 2 ;;
+    --peers) PEERS="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -171,14 +181,16 @@ sanitize_filter() {
     *) echo '-*Long*:*128K*:*32K*:*1M*:*Oracle*:*ImpossibleAllocation*' ;;
   esac
 }
+SANITIZE_TESTS=()
+for t in "${GPU_TESTS[@]}"; do [[ "$t" =~ $SANITIZE_REGEX ]] && SANITIZE_TESTS+=("$t"); done
 if has_step sanitize && command -v compute-sanitizer >/dev/null; then
-  for t in "${GPU_TESTS[@]}"; do
+  for t in "${SANITIZE_TESTS[@]}"; do
     # (CUPTI and the sanitizer both attach to the profiling interface: not together.)
     case "$t" in test_device_ceilings|test_cuda_counter_init|test_cupti_collector) continue ;; esac
     run_step "memcheck.$t" 180 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")"
   done
-  for t in "${GPU_TESTS[@]}"; do
+  for t in "${SANITIZE_TESTS[@]}"; do
     case "$t" in test_flash_prefill|test_gret_chunk|test_flash_decode|test_gret_decode)
       run_step "racecheck.$t" 300 compute-sanitizer --tool racecheck --racecheck-report hazard --error-exitcode 9 \
         --print-limit 20 "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")"
@@ -200,8 +212,10 @@ if has_step peers && command -v python3 >/dev/null; then
       .whl/*.whl >"$LOGS/peers-install.log" 2>&1 && export PYTHONPATH=/tmp/yoco-peers${PYTHONPATH:+:$PYTHONPATH}
   fi
   export PYTHONUNBUFFERED=1
-  run_step peers.torch_sdpa 300 python3 bench/peers/torch_sdpa_attention.py --out "$OUTDIR/peers_sdpa.csv"
-  run_step peers.fla_gret 240 python3 bench/peers/fla_gret.py --out "$OUTDIR/peers_fla.csv"
+  [[ ",$PEERS," == *",sdpa,"* ]] &&
+    run_step peers.torch_sdpa 300 python3 bench/peers/torch_sdpa_attention.py --out "$OUTDIR/peers_sdpa.csv"
+  [[ ",$PEERS," == *",fla,"* ]] &&
+    run_step peers.fla_gret 240 python3 bench/peers/fla_gret.py --out "$OUTDIR/peers_fla.csv"
 fi
 
 if has_step sass && command -v cuobjdump >/dev/null; then
