@@ -140,7 +140,7 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
   auto chunk_top = [&](int c, int i) {
     cp_async_wait_group<kNS - 2>();
     sm90::fence_proxy_async();
-    asm volatile("bar.sync 1, %0;\n" ::"n"(kThreadsV6) : "memory");
+    asm volatile("barrier.sync 1, %0;\n" ::"n"(kThreadsV6) : "memory");
     if (c + kNS - 1 < c_end) load_chunk(c + kNS - 1, gret_v6_stage(i + kNS - 1));
     gret_detail::cp_async_commit();
   };

@@ -294,17 +294,19 @@ inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, i
 // >= 4 chunks, Q P <= 64.
 inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count);
 
-// The planner the library uses: v3 (8 warps, full-width CTAs) where it exists
-// (head_dim 128), v2 elsewhere. Chosen by measurement (H100, the same call as
-// fla, reports/results/nvidia-h100/logs/run-04): at batch 1 x 24 heads x 128,
-// v3 P 11 took 0.60 / 2.21 / 8.76 / 17.9 ms at 32K / 128K / 512K / 1M against
-// v2 P 4's 1.00 / 3.85 / 15.4 / 30.9 ms, and v3w16 P 5's 0.72 / 2.73 / 10.9 /
-// 21.6 ms. A chunk of 128 or 256 tokens (the authors' training value; the
+// The planner the library uses: v6 (wgmma, head_dim 128, chunk 64), v2
+// elsewhere; a chunk of 128 or 256 tokens (the authors' training value; the
 // function does not depend on it, DESIGN §3) asks for kernel 5 where it is
-// compiled (head_dim 128); elsewhere the plan keeps chunk 64 (plan.chunk
-// says which ran).
+// compiled (head_dim 128); elsewhere the plan keeps chunk 64 (plan.chunk says
+// which ran). Chosen by measurement at batch 1 x 24 heads x 128 on the H100
+// (reports/results/nvidia-h100/logs/run-12, the same call as fla): v6 P 5 x2
+// took 0.477 / 1.74 / 6.91 / 13.8 ms at 32K / 128K / 512K / 1M (57-63 % of
+// copy) against v3 P 11's 0.595 / 2.22 / 8.80 / 18.3 ms (45-49 %) and fla's
+// chunk_simple_gla 1.19 / 3.71 / 13.7 ms; earlier (run-04) v3 had beaten v2 P 4
+// (1.00 / 3.85 / 15.4 / 30.9 ms) and v3w16 P 5.
 inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count, int chunk = 64) {
   if (chunk != 64 && gret_v5_supported(s.head_dim, chunk)) return plan_gret_chunk_v5(s, sm_count, chunk);
+  if (gret_v6_supported(s.head_dim)) return plan_gret_chunk_v6(s, sm_count);
   return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count, 8) : plan_gret_chunk_v2(s, sm_count);
 }
 

@@ -60,7 +60,9 @@ constexpr int64_t kCublasWorkspace = 32LL << 20;
 
 // The decode step's gRet kernel. The deferred step (gret_pending.hpp) takes the
 // state traffic off the path that waits for the kernel before it; it is the
-// default once measured on a GPU (one line: kDeferredGretDecode), and
+// default only if it wins on a GPU (one line: kDeferredGretDecode; on the H100,
+// run-12, it lost: 13 layers at B1 24x128 took 45.0 us against the overlapped
+// eager step's 29.8), and
 // YOCO_GRET_DECODE=deferred|eager chooses for a run, so that one build tests
 // and times both. Outputs are bit-identical either way. A model reads the
 // variable once, when it is made; yoco_generation_device_bytes when called
@@ -77,10 +79,9 @@ bool deferred_gret_decode(const ModelConfig& c) {
   throw InputError("YOCO_GRET_DECODE is '" + v + "': it must be 'deferred' or 'eager' (or unset)");
 }
 
-// The prefill's gRet chunk kernel: the library's planner (plan_gret_chunk, v3
-// at head dim 128) unless YOCO_GRET_CHUNK=v3|v6 picks one for a run, so that
-// one build times the wgmma kernel (v6, not yet the default: it becomes the
-// library's choice in plan_gret_chunk once measured) end to end. Head dims a
+// The prefill's gRet chunk kernel: the library's planner (plan_gret_chunk, v6
+// at head dim 128 since its H100 run) unless YOCO_GRET_CHUNK=v3|v6 picks one for
+// a run, so that one build times both end to end. Head dims a
 // kernel lacks fall back to the library's plan. A model reads the variable
 // once, when it is made; yoco_generation_device_bytes when called.
 enum class GretChunkChoice { library, v3, v6 };

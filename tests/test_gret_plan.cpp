@@ -586,11 +586,12 @@ TEST(GretChunkEmulation, LongChunkScanIsSubTileScansPlusACarry) {
   }
 }
 
-TEST(GretPlan, TheLibraryPlannerPicksV3AtHeadDim128AndV2Elsewhere) {
+TEST(GretPlan, TheLibraryPlannerPicksV6AtHeadDim128AndV2Elsewhere) {
   const GretChunkShape d128{1, 24, 128, 32768, 3072}, d64{1, 24, 64, 32768, 1536}, d256{1, 16, 256, 32768, 4096};
-  const GretChunkPlan a = plan_gret_chunk(d128, 132), a3 = plan_gret_chunk_v3(d128, 132, 8);
-  EXPECT_EQ(a.kernel, 3);
-  EXPECT_EQ(a.segments, a3.segments);
+  const GretChunkPlan a = plan_gret_chunk(d128, 132), a6 = plan_gret_chunk_v6(d128, 132);
+  EXPECT_EQ(a.kernel, 6);
+  EXPECT_EQ(a.segments, a6.segments);
+  EXPECT_EQ(a.phase1_split, a6.phase1_split);
   EXPECT_EQ(a.slice_cols, 128);
   for (const GretChunkShape& s : {d64, d256}) {
     const GretChunkPlan b = plan_gret_chunk(s, 132), b2 = plan_gret_chunk_v2(s, 132);
