@@ -173,6 +173,9 @@ const ResultRow& row(const std::vector<ResultRow>& rows, const std::string& phas
   return *found;
 }
 
+// A row of a temporary would dangle: name the rows first.
+const ResultRow& row(std::vector<ResultRow>&& rows, const std::string& phase, const std::string& metric) = delete;
+
 int analytic_rows_of(const std::vector<ResultRow>& rows, int64_t n) {
   int count = 0;
   for (const auto& r : rows) count += r.method == "analytic" && r.seq_len == n && r.prov.device_name == "fake roofline";
@@ -717,7 +720,8 @@ TEST(SweepProtocol, ThroughputOutOfMemoryKeepsTheLatencyRows) {
   dev2.log.oom_above_batch = 1;
   s.batch = 4;
   s.metrics = {"throughput"};
-  const ResultRow& t2 = row(sweep(s, dev2), "throughput", "throughput_tokens_per_s");
+  const std::vector<ResultRow> rows2 = sweep(s, dev2);
+  const ResultRow& t2 = row(rows2, "throughput", "throughput_tokens_per_s");
   EXPECT_EQ(t2.method, "out_of_memory");
   EXPECT_NE(t2.notes.find("9.000 GB of activations did not fit (throughput at batch 4)"), std::string::npos)
       << t2.notes;
@@ -769,7 +773,8 @@ TEST(SweepProtocol, ProbesThatDoNotSeparateOrAreRefusedLeaveTheSkipRows) {
     FakeBackend dev;  // per_layer 0: depth costs nothing, the probes take the same time
     dev.bytes_per_layer = true;
     dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token * 10;
-    const ResultRow& p = row(sweep(s, dev), "prefill", "prefill_latency_s");
+    const std::vector<ResultRow> probe_rows = sweep(s, dev);
+    const ResultRow& p = row(probe_rows, "prefill", "prefill_latency_s");
     EXPECT_EQ(p.method, "out_of_memory");
     EXPECT_FALSE(p.value.has_value());
     EXPECT_NE(p.notes.find("the probes do not separate"), std::string::npos) << p.notes;
@@ -779,7 +784,8 @@ TEST(SweepProtocol, ProbesThatDoNotSeparateOrAreRefusedLeaveTheSkipRows) {
     dev.log.per_layer = 0.5;
     dev.bytes_per_layer = true;
     dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token;
-    const ResultRow& p = row(sweep(s, dev), "prefill", "prefill_latency_s");
+    const std::vector<ResultRow> probe_rows = sweep(s, dev);
+    const ResultRow& p = row(probe_rows, "prefill", "prefill_latency_s");
     EXPECT_EQ(p.method, "out_of_memory");
     EXPECT_NE(p.notes.find("not extrapolated: the 2-unit probe needs about"), std::string::npos) << p.notes;
     EXPECT_EQ(dev.log.creates, 0);
@@ -791,7 +797,8 @@ TEST(SweepProtocol, ProbesThatDoNotSeparateOrAreRefusedLeaveTheSkipRows) {
     dev.usable = 1.0 * (1024 + 1) * dev.bytes_per_token * 10;
     SweepSettings off = s;
     off.extrapolate = false;
-    const ResultRow& p = row(sweep(off, dev), "prefill", "prefill_latency_s");
+    const std::vector<ResultRow> probe_rows = sweep(off, dev);
+    const ResultRow& p = row(probe_rows, "prefill", "prefill_latency_s");
     EXPECT_EQ(p.method, "out_of_memory");
     EXPECT_EQ(p.notes.find("extrapolat"), std::string::npos) << p.notes;
     EXPECT_EQ(dev.log.creates, 0);
