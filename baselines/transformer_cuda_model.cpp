@@ -27,18 +27,18 @@
 #include <string>
 #include <vector>
 
-#include "cache_ops.hpp"
-#include "cache_plan.hpp"
+#include "attention/cache_ops.hpp"
+#include "attention/cache_plan.hpp"
 #include "config.hpp"
-#include "elementwise.hpp"
+#include "ops/elementwise.hpp"
 #include "errors.hpp"
-#include "flash_decode.hpp"
-#include "flash_prefill.hpp"
-#include "gemm.hpp"
+#include "attention/flash_decode.hpp"
+#include "attention/flash_prefill.hpp"
+#include "ops/gemm.hpp"
 #include "inference_checks.hpp"
 #include "ops.hpp"
 #include "param_layout.hpp"
-#include "runner_support.hpp"
+#include "runner/runner_support.hpp"
 #include "token_batch.hpp"
 
 namespace yoco::cuda {
@@ -331,7 +331,7 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
 
 void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
                                    int64_t max_new_tokens, int64_t prefill_chunk) {
-  // Messages and their order as the YOCO runner's (cuda/yoco_cuda_model.cpp).
+  // Messages and their order as the YOCO runner's (cuda/runner/yoco_cuda_model.cpp).
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
   if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
     throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +

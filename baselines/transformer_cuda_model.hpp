@@ -6,7 +6,7 @@
 // generation), flash prefill with each chunk's queries at their absolute
 // positions over the cache rows [0, s + n), FlashDecoding at decode; fused
 // add + RMSNorm, [W1; W3] as one GEMM; the LM head on the last positions only.
-// The interface, errors and graph behaviour are cuda/cuda_model.hpp's.
+// The interface, errors and graph behaviour are cuda/runner/cuda_model.hpp's.
 //
 // Memory: per layer one kv_cache buffer [B, prompt + generation, 2 Hkv Da]
 // (K | V in one row, so the fused projection's k|v columns go in with one
@@ -16,7 +16,7 @@
 // re-captured after each prefill (new caches) and whenever a buffer moved.
 #include <memory>
 
-#include "cuda_model.hpp"
+#include "runner/cuda_model.hpp"
 
 namespace yoco::cuda {
 

@@ -1,4 +1,4 @@
-// The prefill attention kernel's index maths (cuda/attention_tiles.hpp)
+// The prefill attention kernel's index maths (cuda/attention/attention_tiles.hpp)
 // against brute force: for every small (Sq, q0, W, Bc, Br), the key-block range
 // of each query tile holds exactly the blocks with a visible key, every visible
 // key lies in it, and "needs mask" is true exactly for blocks with a hidden
@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "attention_tiles.hpp"
+#include "attention/attention_tiles.hpp"
 
 namespace yoco::cuda::attn {
 namespace {
@@ -132,7 +132,7 @@ TEST(AttentionTiles, QueryTileAgainstBruteForce) {
           }
 }
 
-// key_block_inside against brute force, and the property v3 (cuda/flash_prefill_sm90_ws.cu)
+// key_block_inside against brute force, and the property v3 (cuda/attention/flash_prefill_v3.cu)
 // relies on to TMA-load K verbatim: a block the kernel does not mask lies wholly inside the
 // readable rows [kv_lo, kv_hi), so an unwritten (NaN) row is always either masked to -inf (K) or
 // in a block that is zero-filled (V).

@@ -1,4 +1,4 @@
-// The cache kernels' index maths (cuda/cache_plan.hpp) on the CPU, before any
+// The cache kernels' index maths (cuda/attention/cache_plan.hpp) on the CPU, before any
 // GPU runs it (KERNELS.md §6):
 // - a ring write of n rows at pos0 (only the last min(n, W) rows written, in
 //   parallel) leaves exactly the state of writing the n rows one by one, and no
@@ -21,7 +21,7 @@
 #include <set>
 #include <vector>
 
-#include "cache_plan.hpp"
+#include "attention/cache_plan.hpp"
 
 namespace yoco::cuda::cache_plan {
 namespace {

@@ -1,4 +1,4 @@
-// The split-KV decode plan (cuda/decode_plan.hpp) on the CPU, before any GPU
+// The split-KV decode plan (cuda/attention/decode_plan.hpp) on the CPU, before any GPU
 // runs it (KERNELS.md §2 (e), §6):
 // - visible keys: whole cache, trailing window, ring buffer (vs brute force);
 // - ring slots: after any number of writes, slots [0, min(len, W)) hold exactly
@@ -22,7 +22,7 @@
 #include <random>
 #include <vector>
 
-#include "decode_plan.hpp"
+#include "attention/decode_plan.hpp"
 
 namespace yoco::cuda::decode_plan {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "device_arena.hpp"
+#include "device/device_arena.hpp"
 
 namespace yoco::cuda {
 namespace {

@@ -1,5 +1,5 @@
-// The deferred gRet decode step on the CPU (cuda/gret_pending.hpp,
-// cuda/gret_decay.hpp): the pending records tile their buffer without overlap
+// The deferred gRet decode step on the CPU (cuda/gret/gret_pending.hpp,
+// cuda/gret/gret_decay.hpp): the pending records tile their buffer without overlap
 // at every head dim the step serves, and a model of the protocol — each
 // V-slice applies its own record, then forms the step in registers and writes
 // the new record through the same byte offsets the kernel uses — gives the
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "dtype.hpp"
-#include "gret_decay.hpp"
-#include "gret_pending.hpp"
+#include "gret/gret_decay.hpp"
+#include "gret/gret_pending.hpp"
 
 namespace yoco::cuda {
 namespace {

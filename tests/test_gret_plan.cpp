@@ -1,4 +1,4 @@
-// The gRet chunk kernel's plan and index maths (cuda/gret_plan.hpp), and a
+// The gRet chunk kernel's plan and index maths (cuda/gret/gret_plan.hpp), and a
 // host emulation of the kernel's exact arithmetic (chunk 64/128/256, bf16 rounding at
 // the kernel's points, the kernel's fp32 scan) against the fp64 reference
 // paradigms: the algorithm is right before a GPU sees it, and its error is the
@@ -16,7 +16,7 @@
 
 #include "dtype.hpp"
 #include "gret.hpp"
-#include "gret_plan.hpp"
+#include "gret/gret_plan.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {

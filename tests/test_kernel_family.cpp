@@ -1,7 +1,7 @@
 // Kernel families, short names and the aggregation behind --cupti
 // (bench/harness/kernel_family.hpp): real cuBLAS / cuBLASLt / CUTLASS kernel
 // names as profilers show them, each of our __global__ kernels by its real
-// mangled name (nvcc 13.0, taken from the registration of each cuda/*.cu),
+// mangled name (nvcc 13.0, taken from the registration of each cuda/**/*.cu),
 // a check that the list below covers every __global__ in cuda/ and
 // baselines/, and the per-unit grouping with its 99.9% cut.
 #include <gtest/gtest.h>
@@ -115,18 +115,18 @@ struct Own {
   const char* mangled;  // one real instantiation, as nvcc 13.0 names it (CUPTI reports this)
 };
 
-// Every __global__ of cuda/*.cu (baselines/ has none). Files hash their
+// Every __global__ of cuda/**/*.cu (baselines/ has none). Files hash their
 // anonymous namespace (_GLOBAL__N__<hash>_<file>), so a rebuild may rename
 // them; the short name and the family do not depend on it.
 const std::vector<Own>& own_kernels() {
   static const std::vector<Own> k = {
-      // gret_chunk.cu
-      {"gret_chunk_kernel", "gret",
-       "_ZN4yoco4cuda46_GLOBAL__N__80a0ad38_13_gret_chunk_cu_96323d2b17gret_chunk_kernelILi128ELi16ELi64ELb0EEEvNS1_"
-       "8GretPassE"},
+      // gret_chunk_v2.cu, gret_chunk_v3.cu, gret_chunk.cu (the segment scan)
+      {"gret_chunk_v2_kernel", "gret",
+       "_ZN4yoco4cuda49_GLOBAL__N__454c6829_16_gret_chunk_v2_cu_f465202c20gret_chunk_v2_kernelILi128ELi16ELi64ELb0EEEvNS0_"
+       "11gret_detail8GretPassE"},
       {"gret_chunk_v3_kernel", "gret",
-       "_ZN4yoco4cuda46_GLOBAL__N__80a0ad38_13_gret_chunk_cu_96323d2b20gret_chunk_v3_kernelILi128ELi64ELi16ELb1EEEvNS1_"
-       "8GretPassE"},
+       "_ZN4yoco4cuda49_GLOBAL__N__fdf00f4c_16_gret_chunk_v3_cu_19f45e1620gret_chunk_v3_kernelILi128ELi64ELi8ELb1EEEvNS0_"
+       "11gret_detail8GretPassE"},
       // gret_chunk_v5.cu
       {"gret_chunk_v5_kernel", "gret",
        "_ZN4yoco4cuda49_GLOBAL__N__b7404460_16_gret_chunk_v5_cu_4c8d3f0620gret_chunk_v5_kernelILi128ELi256ELb0EEEvNS0_11"
@@ -135,7 +135,7 @@ const std::vector<Own>& own_kernels() {
       {"gret_chunk_v6_kernel", "gret",
        "_ZN4yoco4cuda49_GLOBAL__N__a5f5eb8e_16_gret_chunk_v6_cu_b40500cb20gret_chunk_v6_kernelENS0_11gret_detail8GretPassE"},
       {"gret_segment_scan_kernel", "gret",
-       "_ZN4yoco4cuda46_GLOBAL__N__80a0ad38_13_gret_chunk_cu_96323d2b24gret_segment_scan_kernelEPKfPfS3_lll"},
+       "_ZN4yoco4cuda46_GLOBAL__N__adbfd075_13_gret_chunk_cu_96323d2b24gret_segment_scan_kernelEPKfPfS3_llll"},
       // gret_recurrent.cu
       {"gret_step_generic_kernel", "gret",
        "_ZN4yoco4cuda50_GLOBAL__N__20113284_17_gret_recurrent_cu_55b6e83724gret_step_generic_kernelEPK13__nv_"
@@ -155,16 +155,15 @@ const std::vector<Own>& own_kernels() {
       {"norm_gate_generic_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f24norm_gate_generic_kernelEPK13__nv_bfloat16S4_"
        "llllfPS2_"},
-      // flash_prefill.cu, flash_prefill_sm90.cu, flash_prefill_sm90_ws.cu
-      {"flash_prefill_kernel", "attention_prefill",
-       "_ZN4yoco4cuda49_GLOBAL__N__b4f42720_16_flash_prefill_cu_f8ed323720flash_prefill_kernelINS1_6TraitsILi128ELi64E"
+      // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
+      {"flash_prefill_v1_kernel", "attention_prefill",
+       "_ZN4yoco4cuda52_GLOBAL__N__94e5aeb8_19_flash_prefill_v1_cu_f8ed323723flash_prefill_v1_kernelINS1_6TraitsILi128ELi64E"
        "Li4ELi2ELi1EEEEEvNS0_6detail13PrefillParamsE"},
-      {"flash_prefill_sm90_kernel", "attention_prefill",
-       "_ZN4yoco4cuda54_GLOBAL__N__e0b58673_21_flash_prefill_sm90_cu_d8fc4fda25flash_prefill_sm90_kernelILb1EEEvNS0_"
-       "6detail13PrefillParamsE"},
-      {"flash_prefill_sm90_ws_kernel", "attention_prefill",
-       "_ZN4yoco4cuda57_GLOBAL__N__533d11f2_24_flash_prefill_sm90_ws_cu_0151b06228flash_prefill_sm90_ws_kernelILi2EEEvN"
-       "S1_6ParamsE"},
+      {"flash_prefill_v2_kernel", "attention_prefill",
+       "_ZN4yoco4cuda52_GLOBAL__N__86500156_19_flash_prefill_v2_cu_d8fc4fda23flash_prefill_v2_kernelILb1EEEvNS0_6detail13"
+       "PrefillParamsE"},
+      {"flash_prefill_v3_kernel", "attention_prefill",
+       "_ZN4yoco4cuda52_GLOBAL__N__3eec6633_19_flash_prefill_v3_cu_0151b06223flash_prefill_v3_kernelILi2EEEvNS1_6ParamsE"},
       // flash_decode.cu
       {"split_kernel", "attention_decode",
        "_ZN4yoco4cuda48_GLOBAL__N__74fb7e9e_15_flash_decode_cu_6cc1c9cd12split_kernelILi128EEEvNS1_11SplitParamsE"},
@@ -259,7 +258,7 @@ TEST(KernelFamily, UnknownKernelsByName) {
   EXPECT_EQ(kernel_family("memcpy HtoD"), "other");
 }
 
-// Every __global__ function in cuda/*.cu, cuda/*.cuh and baselines/*.cu (read
+// Every __global__ function in cuda/**/*.cu, cuda/**/*.cuh and baselines/*.cu (read
 // from the sources): the list above names each, and names nothing else.
 std::filesystem::path source_root() {
 #if defined(YOCO_TEST_DATA_DIR)
@@ -314,7 +313,7 @@ TEST(KernelFamily, EveryGlobalInTheSourcesIsListed) {
   int files = 0;
   for (const char* dir : {"cuda", "baselines"}) {
     if (!std::filesystem::is_directory(root / dir)) continue;
-    for (const auto& e : std::filesystem::directory_iterator(root / dir)) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / dir)) {
       const std::string ext = e.path().extension().string();
       if (ext != ".cu" && ext != ".cuh") continue;
       std::ifstream in(e.path());

@@ -1,4 +1,4 @@
-// The TMA arithmetic of cuda/tma_plan.hpp on the CPU: the tensor-map view of a [batch, rows,
+// The TMA arithmetic of cuda/arch/tma_plan.hpp on the CPU: the tensor-map view of a [batch, rows,
 // stride] bf16 buffer accepts exactly what cuTensorMapEncodeTiled and int32 box coordinates
 // allow, and the stage / parity arithmetic of a full/empty mbarrier ring, run against a model of
 // mbarrier phases, lets a producer fill use t exactly when use t - stages has been released and
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tma_plan.hpp"
+#include "arch/tma_plan.hpp"
 
 namespace yoco::cuda::tma {
 namespace {

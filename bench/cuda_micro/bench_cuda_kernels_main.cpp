@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "atomic_file.hpp"
-#include "device_ceilings.hpp"
-#include "device_query.hpp"
+#include "device/device_ceilings.hpp"
+#include "device/device_query.hpp"
 #include "kernel_registry.hpp"
 #include "result_row.hpp"
 

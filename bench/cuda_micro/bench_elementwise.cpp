@@ -1,4 +1,4 @@
-// The shared memory-bound kernels of both runners (cuda/elementwise.cu) over one
+// The shared memory-bound kernels of both runners (cuda/ops/elementwise.cu) over one
 // 32K-token prefill chunk of yoco-3b (d 3072, F 8192, 24 heads x 128): the
 // fused add + RMSNorm, SwiGLU and RoPE of q inside the fused q|k|v|g rows. In
 // the H100 sweep's CUPTI breakdown these three took 24% of yoco-3b's prefill;
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "bench_buffers.hpp"
-#include "elementwise.hpp"
+#include "ops/elementwise.hpp"
 #include "kernel_bench.hpp"
 #include "ops.hpp"
 

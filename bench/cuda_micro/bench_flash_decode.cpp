@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "dtype.hpp"
-#include "flash_decode.hpp"
+#include "attention/flash_decode.hpp"
 #include "bench_buffers.hpp"
 #include "kernel_bench.hpp"
 

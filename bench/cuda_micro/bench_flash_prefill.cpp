@@ -1,8 +1,8 @@
 // Prefill attention ("attn_prefill", the phase name) at the KERNELS.md
 // §1 shapes: transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal,
 // one-shot S = 4K, 8K, 16K, 32K, 64K, 128K for v3 (warp-specialised TMA,
-// cuda/flash_prefill_sm90_ws.cu; 2- and 3-stage rings), v2 (wgmma,
-// cuda/flash_prefill_sm90.cu) and v1 (mma.sync, cuda/flash_prefill.cu; the
+// cuda/attention/flash_prefill_v3.cu; 2- and 3-stage rings), v2 (wgmma,
+// cuda/attention/flash_prefill_v2.cu) and v1 (mma.sync, cuda/attention/flash_prefill.cu; the
 // issue's four lengths) side by side; one chunked point (a 32K chunk at q0 =
 // 96K, capacity 128K) and SWA (H = Hkv = 24, W 1024) at 32K on v2 and v3; D 64
 // and D 256 at 16K (H 24 / Hkv 8; v1, as the dispatcher runs them).
@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "attention_oracle.hpp"
-#include "flash_prefill.hpp"
+#include "attention/attention_oracle.hpp"
+#include "attention/flash_prefill.hpp"
 #include "kernel_bench.hpp"
 
 namespace {

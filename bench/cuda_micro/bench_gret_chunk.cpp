@@ -4,7 +4,7 @@
 // - segments P = 1, 2, 4, 8 at 128K (V-slices of 32 columns);
 // - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms,
 //   fla chunk_simple_gla 0.72 ms on the lent H100), plan and P = 1;
-// - v3 (full-width CTAs of 8 warps, cuda/NOTES-gret_chunk.md) and v3w16 (16 warps)
+// - v3 (full-width CTAs of 8 warps, cuda/gret/NOTES-gret_chunk.md) and v3w16 (16 warps)
 //   beside v2 at every shape: the v3 planners' segments "(v3 plan)" /
 //   "(v3w16 plan)" and a few other P (plan_gret_chunk, the library's choice,
 //   is the v3 plan at head dim 128);
@@ -36,12 +36,12 @@
 #include <tuple>
 #include <vector>
 
-#include "attention_oracle.hpp"
-#include "counter_init.hpp"
+#include "attention/attention_oracle.hpp"
+#include "device/counter_init.hpp"
 #include "dtype.hpp"
-#include "gret_chunk.hpp"
+#include "gret/gret_chunk.hpp"
 #include "bench_buffers.hpp"
-#include "gret_oracle.hpp"
+#include "gret/gret_oracle.hpp"
 #include "kernel_bench.hpp"
 
 namespace yoco::cuda_bench {
@@ -117,7 +117,7 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
         : kernel == 5 ? "C" + std::to_string(p.chunk) + " v5 P" + std::to_string(p.segments) + (is_plan ? " (v5 plan)" : "")
         : kernel == 4 ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
-                      : "C64 v" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
+                      : "C64 v2 S" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
     DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "counter_init.hpp"
+#include "device/counter_init.hpp"
 #include "dtype.hpp"
-#include "gret_gate.hpp"
-#include "gret_recurrent.hpp"
+#include "gret/gret_gate.hpp"
+#include "gret/gret_recurrent.hpp"
 #include "bench_buffers.hpp"
 #include "kernel_bench.hpp"
 

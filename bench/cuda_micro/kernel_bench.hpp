@@ -32,7 +32,7 @@ Timing time_launches(const std::function<void(cudaStream_t)>& launch, cudaStream
 
 struct KernelResult {
   std::string kernel;   // e.g. "gret_chunk"
-  std::string variant;  // e.g. "C64 v4" or "splits 33"
+  std::string variant;  // e.g. "C64 v2 S4 P4" (gRet chunk v2, 4 V-slices, 4 segments) or "splits 33"
   std::string model;    // shape family, e.g. "yoco-3b"
   int64_t seq_len = 0, batch = 1;
   double bytes = 0;     // fewest bytes the kernel must move (each tensor once)

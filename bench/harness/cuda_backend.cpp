@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cuda_model.hpp"
+#include "runner/cuda_model.hpp"
 #include "cuda_runner.hpp"
 #include "transformer_cuda_model.hpp"
-#include "device_ceilings.hpp"
-#include "device_query.hpp"
+#include "device/device_ceilings.hpp"
+#include "device/device_query.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "stats.hpp"

@@ -4,7 +4,7 @@
 // with CUDA events on the model's own stream, memory from the model's device
 // arena (weights, kv_cache, state, the activations peak) with `other` from
 // cudaMemGetInfo, the run's ceilings from a bf16 cuBLAS GEMM and a
-// device-to-device copy (cuda/device_ceilings.hpp), the analytic projection in
+// device-to-device copy (cuda/device/device_ceilings.hpp), the analytic projection in
 // bf16 (fp32 gRet state) on those ceilings. Decode steps replay the step's
 // CUDA graph (one untimed warm-up step captures it); after a latency point's
 // timed steps a few eager steps are timed too (phase decode_eager), and the

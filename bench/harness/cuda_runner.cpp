@@ -6,7 +6,7 @@
 
 #include <stdexcept>
 
-#include "device_query.hpp"
+#include "device/device_query.hpp"
 #include "errors.hpp"
 #include "transformer_cuda_model.hpp"
 

@@ -1,5 +1,5 @@
 #pragma once
-// A ModelRunner over a CUDA model (cuda/cuda_model.hpp): the YOCO runner
+// A ModelRunner over a CUDA model (cuda/runner/cuda_model.hpp): the YOCO runner
 // (cuda/) or the Transformer runner (baselines/), so that the command line and
 // the sweep drive the GPU through the same handle as the CPU reference.
 //
@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda_model.hpp"
+#include "runner/cuda_model.hpp"
 #include "model_runner.hpp"
 
 namespace yoco {

@@ -1,7 +1,7 @@
 #include "cuda_status.hpp"
 
 #ifdef YOCO_HAVE_CUDA
-#include "device_query.hpp"
+#include "device/device_query.hpp"
 #endif
 
 namespace yoco::cli {

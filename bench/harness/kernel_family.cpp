@@ -25,8 +25,8 @@ struct OwnKernel {
   const char* family;
 };
 constexpr OwnKernel kOwnKernels[] = {
-    // gret_chunk.cu, gret_chunk_v5.cu, gret_chunk_v6.cu, gret_recurrent.cu, gret_gate.cu: gRet's maths.
-    {"gret_chunk_kernel", "gret"},
+    // gret_chunk.cu and gret_chunk_v2/v3/v5/v6.cu, gret_recurrent.cu, gret_gate.cu: gRet's maths.
+    {"gret_chunk_v2_kernel", "gret"},
     {"gret_chunk_v3_kernel", "gret"},
     {"gret_chunk_v5_kernel", "gret"},
     {"gret_chunk_v6_kernel", "gret"},
@@ -35,10 +35,10 @@ constexpr OwnKernel kOwnKernels[] = {
     {"gret_step_sliced_kernel", "gret"},
     {"gret_pending_flush_kernel", "gret"},
     {"log_decay_kernel", "gret"},  // the decay's log-gammas: the cost model counts their bytes under gret
-    // flash_prefill.cu, flash_prefill_sm90.cu, flash_prefill_sm90_ws.cu
-    {"flash_prefill_kernel", "attention_prefill"},
-    {"flash_prefill_sm90_kernel", "attention_prefill"},
-    {"flash_prefill_sm90_ws_kernel", "attention_prefill"},
+    // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
+    {"flash_prefill_v1_kernel", "attention_prefill"},
+    {"flash_prefill_v2_kernel", "attention_prefill"},
+    {"flash_prefill_v3_kernel", "attention_prefill"},
     // flash_decode.cu: split-KV partials and their combine.
     {"split_kernel", "attention_decode"},
     {"combine_kernel", "attention_decode"},

@@ -2,7 +2,7 @@
 // The DESIGN.md §6 yardstick for the model-level GPU tests: the forward of
 // YOCO (gRet or SWA self-decoder) and of the GQA Transformer in fp64
 // arithmetic, rounding to bf16 exactly the tensors the CUDA runners store in
-// bf16 (cuda/cuda_model.hpp: bf16 weights, activations at GEMM inputs and
+// bf16 (cuda/runner/cuda_model.hpp: bf16 weights, activations at GEMM inputs and
 // outputs, and caches; fp32 residual stream, gRet state and logits). Its
 // distance to the fp64 reference on the same bf16 weights is "the error of a
 // CPU computation that rounds the same tensors to bf16"; a GPU result must
@@ -22,7 +22,7 @@
 //    values, the Transformer's per-layer K (after RoPE) and V.
 // Kept in fp64 (the GPU's fp32): the residual stream (embedding included),
 // gRet's gate logits z = Wgt x and log-decays (the runner computes them in
-// fp32, cuda/gret_gate.hpp), the gRet state, softmax and all accumulation,
+// fp32, cuda/gret/gret_gate.hpp), the gRet state, softmax and all accumulation,
 // and the logits.
 // Not emulated: roundings inside a kernel (flash attention's bf16 P, the gRet
 // chunk kernel's bf16 score block, bf16 state copy and decay-scaled V). They

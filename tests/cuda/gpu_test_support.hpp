@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "device_query.hpp"
+#include "device/device_query.hpp"
 
 namespace yoco::cuda_test {
 inline bool gpu_expected() {

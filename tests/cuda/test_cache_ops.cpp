@@ -1,4 +1,4 @@
-// The cache and position kernels (cuda/cache_ops.hpp) against host
+// The cache and position kernels (cuda/attention/cache_ops.hpp) against host
 // computations on random data, every output bit compared:
 // - cache writes, linear and ring, batch 1 and 3, several rows per call (ring:
 //   n < W, n = W, n > W, positions crossing wraps, capacity > W), widths,
@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "cache_ops.hpp"
+#include "attention/cache_ops.hpp"
 #include "device_test_data.hpp"
 #include "dtype.hpp"
-#include "elementwise.hpp"
+#include "ops/elementwise.hpp"
 #include "gpu_test_support.hpp"
 #include "ops.hpp"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config.hpp"
-#include "counter_init.hpp"
+#include "device/counter_init.hpp"
 #include "gpu_test_support.hpp"
 #include "param_layout.hpp"
 #include "weights.hpp"

@@ -1,4 +1,4 @@
-// Model-level checks of the CUDA runners (cuda/cuda_model.hpp) for YOCO-gRet,
+// Model-level checks of the CUDA runners (cuda/runner/cuda_model.hpp) for YOCO-gRet,
 // YOCO-SWA and the GQA Transformer (DESIGN.md §4, §6), on small shapes with
 // long prompts (1200 tokens: past the SWA window of 128, many gRet chunks of
 // 64, no multiple of 64) and on the 160m presets with short ones (96 tokens:
@@ -61,12 +61,12 @@
 
 #include "bf16_model_emulation.hpp"
 #include "config.hpp"
-#include "cuda_model.hpp"
-#include "device_arena.hpp"
+#include "runner/cuda_model.hpp"
+#include "device/device_arena.hpp"
 #include "device_test_data.hpp"
 #include "errors.hpp"
 #include "gpu_test_support.hpp"
-#include "gret_pending.hpp"
+#include "gret/gret_pending.hpp"
 #include "transformer_cuda_model.hpp"
 #include "transformer_model.hpp"
 #include "weights.hpp"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cupti_collector.hpp"
-#include "device_weights.hpp"
+#include "device/device_weights.hpp"
 #include "gpu_test_support.hpp"
 #include "kernel_family.hpp"
 

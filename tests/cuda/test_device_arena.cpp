@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "device_arena.hpp"
+#include "device/device_arena.hpp"
 #include "gpu_test_support.hpp"
 
 namespace yoco::cuda {

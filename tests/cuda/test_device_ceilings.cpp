@@ -4,7 +4,7 @@
 // a timer that measured nothing, not a slow card).
 #include <gtest/gtest.h>
 
-#include "device_ceilings.hpp"
+#include "device/device_ceilings.hpp"
 #include "gpu_test_support.hpp"
 
 namespace yoco::cuda {

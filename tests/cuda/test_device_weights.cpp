@@ -2,7 +2,7 @@
 // bf16(Weights<float>), fused groups sit back to back in the order given, a
 // bad file fails with the CPU loader's very message (and takes no device
 // memory), and the arena counts exactly the weights.
-#include "device_weights.hpp"
+#include "device/device_weights.hpp"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>

@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "attention_oracle.hpp"
+#include "attention/attention_oracle.hpp"
 #include "device_test_data.hpp"
 #include "dtype.hpp"
-#include "flash_decode.hpp"
+#include "attention/flash_decode.hpp"
 #include "gpu_test_support.hpp"
 #include "ops.hpp"
 

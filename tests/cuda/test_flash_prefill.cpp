@@ -1,7 +1,7 @@
-// Prefill attention, v1 (cuda/flash_prefill.cu, mma.sync), v2
-// (cuda/flash_prefill_sm90.cu, wgmma; D 128 only), v3 (cuda/flash_prefill_sm90_ws.cu, v2's
+// Prefill attention, v1 (cuda/attention/flash_prefill.cu, mma.sync), v2
+// (cuda/attention/flash_prefill_v2.cu, wgmma; D 128 only), v3 (cuda/attention/flash_prefill_v3.cu, v2's
 // maths fed by a TMA producer warp; 2 and 3 stages), and the GPU oracle
-// (cuda/attention_oracle.cu) against the fp64 CPU reference attention<double>.
+// (cuda/attention/attention_oracle.cu) against the fp64 CPU reference attention<double>.
 // Every reference case runs v1, v2 and v3 (where they support the head dim) and the
 // dispatching launch_flash_prefill, each against the reference, plus each vs v1
 // (RMS ratio <= 2x the bound: each is within one bound of the exact output):
@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "attention_oracle.hpp"
+#include "attention/attention_oracle.hpp"
 #include "device_test_data.hpp"
-#include "flash_prefill.hpp"
+#include "attention/flash_prefill.hpp"
 #include "gpu_test_support.hpp"
 #include "ops.hpp"
 

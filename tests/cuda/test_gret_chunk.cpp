@@ -1,6 +1,6 @@
-// The gRet chunkwise prefill kernel (cuda/gret_chunk.cu) against the fp64 CPU
+// The gRet chunkwise prefill kernel (cuda/gret/gret_chunk.cu) against the fp64 CPU
 // reference (gret_recurrent<double>, head by head) at short lengths, and
-// against the GPU recurrent oracle (cuda/gret_oracle.cu) at 128K tokens.
+// against the GPU recurrent oracle (cuda/gret/gret_oracle.cu) at 128K tokens.
 // Bound (DESIGN §6): 2x the error of the host emulation of the same
 // algorithm with the same bf16 roundings (gret_plan.hpp, YOCO_GRET_EMULATION),
 // never below bf16_output_bound; NaN never passes (outputs are poisoned).
@@ -19,11 +19,12 @@
 #include "device_test_data.hpp"
 #include "gpu_test_support.hpp"
 #include "gret.hpp"
-#include "gret_chunk.hpp"
-#include "gret_oracle.hpp"
-#include "attention_oracle.hpp"
-#include "gret_plan.hpp"
-#include "gret_recurrent.hpp"
+#include "gret/gret_chunk.hpp"
+#include "gret/gret_oracle.hpp"
+#include "attention/attention_oracle.hpp"
+#include "gret/gret_plan.hpp"
+#include "gret/gret_select.hpp"
+#include "gret/gret_recurrent.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {
@@ -132,14 +133,8 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
   return {download_bf16(o), download(st)};
 }
 
-// Test variants: 2, 3, 4 the kernels of that number at chunk 64; 5 and 6
-// kernel 5 at chunk 128 and 256; 7 kernel 6 (wgmma) at chunk 64.
-constexpr int variant_kernel(int variant) { return variant == 7 ? 6 : (variant < 5 ? variant : 5); }
-constexpr int variant_chunk(int variant) { return variant == 5 ? 128 : (variant == 6 ? 256 : 64); }
-GretChunkPlan variant_plan(const GretChunkShape& s, int variant) {
-  if (variant == 7) return plan_gret_chunk_v6(s, 132);
-  if (variant == 5 || variant == 6) return plan_gret_chunk_v5(s, 132, variant_chunk(variant));
-  return variant >= 3 ? plan_gret_chunk_v3(s, 132, variant == 4 ? 16 : 8) : plan_gret_chunk_v2(s, 132);
+GretChunkPlan variant_plan(const GretChunkShape& s, const GretChunkVariantRow& v) {
+  return select_gret_chunk(s, 132, v.variant, v.chunk);
 }
 
 // YOCO_GRET_SKIP_V6=1 leaves v6 out of every test but GretChunkV6.Smoke:
@@ -154,10 +149,13 @@ bool v6_skipped() {
   said = said || skip;
   return skip;
 }
-// `ids` without v6's id (kernel 6, or test variant 7) when v6 is skipped.
-std::vector<int> unless_v6_skipped(std::vector<int> ids, int v6_id = 6) {
-  if (v6_skipped()) std::erase(ids, v6_id);
-  return ids;
+// The variants every test iterates: the library's table (gret/gret_select.hpp),
+// v6 left out when it is skipped; chunk64_only: those at chunk 64.
+std::vector<GretChunkVariantRow> test_variants(bool chunk64_only = false) {
+  std::vector<GretChunkVariantRow> out;
+  for (const GretChunkVariantRow& v : kGretChunkVariants)
+    if (!(v.variant == GretChunkVariant::v6 && v6_skipped()) && !(chunk64_only && v.chunk != 64)) out.push_back(v);
+  return out;
 }
 
 struct Expected {
@@ -214,7 +212,8 @@ TEST(GretChunk, ShortLengthsMatchTheReference) {
         const Expected e = expected(p);
         const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
         const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
-        for (int kernel : unless_v6_skipped({2, 3, 4, 6})) {
+        for (const GretChunkVariantRow& variant : test_variants(true)) {
+          const int kernel = variant.plan_kernel;
           if (kernel >= 3 && !gret_v3_supported(D)) continue;
           const DeviceRun got = run_chunk(p, slice, {N}, segs, kernel);
           const double err_o = rms_error(got.o, e.o), err_s = rms_error(got.state, e.state);
@@ -258,7 +257,9 @@ TEST(GretChunk, V3EqualsV2WithinTheBound) {
     const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
     const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
     const DeviceRun v2 = run_chunk(p, 32, {p.N}, P, 2);
-    for (int kernel : unless_v6_skipped({3, 4, 6})) {
+    for (const GretChunkVariantRow& variant : test_variants(true)) {
+      const int kernel = variant.plan_kernel;
+      if (kernel == 2) continue;  // the baseline
       const DeviceRun v3 = run_chunk(p, 128, {p.N}, P, kernel);
       const auto tag = ::testing::Message() << "v" << kernel << " P " << P;
       EXPECT_LE(rms_error(v3.o, std::vector<double>(v2.o.begin(), v2.o.end())), bound_o) << tag;
@@ -283,7 +284,8 @@ TEST(GretChunk, SegmentsEqualOneSegment) {
       const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
       const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
       const DeviceRun one = run_chunk(p, 32, {N}, 1);
-      for (int kernel : unless_v6_skipped({2, 3, 4, 6})) {
+      for (const GretChunkVariantRow& variant : test_variants(true)) {
+        const int kernel = variant.plan_kernel;
         if (kernel >= 3 && !gret_v3_supported(D)) continue;
         for (int P : {1, 2, 3, 7}) {
           if (kernel == 2 && P == 1) continue;  // `one`
@@ -340,8 +342,8 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
   YOCO_REQUIRE_GPU();
   const int64_t B = 1, H = 3, D = 128, N0 = 1000, M = 48, N = N0 + M, HD = H * D;
   const Problem p = make_problem(B, H, D, N, 16.0, true, 77);
-  for (int variant : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // 5, 6: v5 at chunk 128, 256; 7: v6
-    const int kernel = variant_kernel(variant), chunk = variant_chunk(variant);
+  for (const GretChunkVariantRow& variant : test_variants()) {
+    const int kernel = variant.plan_kernel, chunk = variant.chunk;
     const Expected e = expected(p, chunk);
     const DeviceRun whole = run_chunk(p, kernel >= 3 ? 128 : 32, {N}, 3, kernel, chunk);
     DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(N * HD));
@@ -368,15 +370,15 @@ TEST(GretChunk, PrefillThenDecodeEqualsOnePass) {
     const std::vector<float> got_o = download_bf16(o), got_s = download(st);
     const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
     const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
-    EXPECT_LE(rms_error(got_o, e.o), bound_o) << "v" << kernel << " C " << chunk;
-    EXPECT_LE(rms_error(got_s, e.state), bound_s) << "v" << kernel << " C " << chunk;
-    EXPECT_LE(rms_error(got_o, whole.o), bound_o) << "v" << kernel << " C " << chunk;
-    EXPECT_LE(rms_error(got_s, whole.state), bound_s) << "v" << kernel << " C " << chunk;
+    EXPECT_LE(rms_error(got_o, e.o), bound_o) << variant.name;
+    EXPECT_LE(rms_error(got_s, e.state), bound_s) << variant.name;
+    EXPECT_LE(rms_error(got_o, whole.o), bound_o) << variant.name;
+    EXPECT_LE(rms_error(got_s, whole.state), bound_s) << variant.name;
     // the decoded rows alone
     std::vector<double> dec_want(e.o.begin() + N0 * HD, e.o.end());
     std::vector<float> dec_got(got_o.begin() + N0 * HD, got_o.end());
     EXPECT_LE(rms_error(dec_got, dec_want), std::max(bound_o, bf16_output_bound(dec_want)))
-        << "v" << kernel << " C " << chunk;
+        << variant.name;
   }
 }
 
@@ -565,9 +567,10 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     // The emulation's output error is consistently ~1.4x the output rounding
     // (test_gret_plan); 2x that is 2.8x: use 3x the output rounding.
     const double bound_o = 1.5 * bf16_output_bound(want);
-    for (int kernel : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // the same inputs and oracle for every variant
-      const GretChunkPlan plan = variant_plan(s, kernel);
-      EXPECT_EQ(plan.kernel, variant_kernel(kernel));
+    for (const GretChunkVariantRow& variant : test_variants()) {  // the same inputs and oracle for every variant
+      const GretChunkPlan plan = variant_plan(s, variant);
+      EXPECT_EQ(plan.kernel, variant.plan_kernel);
+      const int kernel = variant.plan_kernel;
       EXPECT_GT(plan.segments, 1);
       const size_t wsb = gret_chunk_workspace_bytes(s, plan);
       DeviceArray<float> ws(wsb / sizeof(float));
@@ -580,8 +583,8 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
                 cudaSuccess);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> got = download_bf16(o);
-      EXPECT_LE(rms_error(got, want), bound_o) << "v" << kernel << " tau " << tau;
-      EXPECT_LE(rms_error(download(st_c), want_s), 5e-3) << "v" << kernel << " tau " << tau;
+      EXPECT_LE(rms_error(got, want), bound_o) << variant.name << " tau " << tau;
+      EXPECT_LE(rms_error(download(st_c), want_s), 5e-3) << variant.name << " tau " << tau;
     }
   }
 }
@@ -633,9 +636,10 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     for (int64_t i = 0; i < W; ++i) want.push_back(rf[static_cast<size_t>(i)]);
   }
   const std::vector<float> want_s = download(st_o);
-  for (int kernel : unless_v6_skipped({2, 3, 4, 5, 6, 7}, 7)) {  // the same inputs and oracle for every variant
-    const GretChunkPlan plan = variant_plan(s, kernel);
-    EXPECT_EQ(plan.kernel, variant_kernel(kernel));
+  for (const GretChunkVariantRow& variant : test_variants()) {  // the same inputs and oracle for every variant
+    const GretChunkPlan plan = variant_plan(s, variant);
+    EXPECT_EQ(plan.kernel, variant.plan_kernel);
+    const int kernel = variant.plan_kernel;
     EXPECT_GT(plan.segments, 1);
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
     DeviceArray<float> ws(wsb / sizeof(float));
@@ -652,13 +656,13 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
       ASSERT_EQ(cudaMemcpy(rb.data(), o.ptr + r * W, W * 2, cudaMemcpyDeviceToHost), cudaSuccess);
       for (int64_t i = 0; i < W; ++i) got.push_back(bf16_bits_to_float(rb[static_cast<size_t>(i)]));
     }
-    EXPECT_LE(rms_error(got, want), 1.5 * bf16_output_bound(want)) << "v" << kernel;
+    EXPECT_LE(rms_error(got, want), 1.5 * bf16_output_bound(want)) << variant.name;
     // rows past the wrap point alone
     const size_t wrap_from = 10 * static_cast<size_t>(W);  // rows[10] = 699,049 onwards (then the rest)
     std::vector<double> want_hi(want.begin() + static_cast<std::ptrdiff_t>(wrap_from), want.begin() + 21 * W);
     std::vector<float> got_hi(got.begin() + static_cast<std::ptrdiff_t>(wrap_from), got.begin() + 21 * W);
-    EXPECT_LE(rms_error(got_hi, want_hi), 1.5 * bf16_output_bound(want_hi)) << "v" << kernel;
-    EXPECT_LE(rms_error(download(st_c), want_s), 5e-3) << "v" << kernel;
+    EXPECT_LE(rms_error(got_hi, want_hi), 1.5 * bf16_output_bound(want_hi)) << variant.name;
+    EXPECT_LE(rms_error(download(st_c), want_s), 5e-3) << variant.name;
   }
 }
 

@@ -28,8 +28,8 @@
 #include "device_test_data.hpp"
 #include "gpu_test_support.hpp"
 #include "gret.hpp"
-#include "gret_gate.hpp"
-#include "gret_recurrent.hpp"
+#include "gret/gret_gate.hpp"
+#include "gret/gret_recurrent.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {

@@ -8,11 +8,11 @@
 #include <random>
 
 #include "device_test_data.hpp"
-#include "elementwise.hpp"
-#include "gemm.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/gemm.hpp"
 #include "gpu_test_support.hpp"
 #include "gret.hpp"
-#include "gret_recurrent.hpp"
+#include "gret/gret_recurrent.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {

@@ -1,0 +1,36 @@
+#pragma once
+// The XOR swizzle of a [rows][D] bf16 shared-memory tile that the mma.sync
+// kernels (prefill v1, flash decode, gRet chunk v2-v5) use: the 16-byte chunk
+// ch of row r sits at chunk ch ^ (r % 8) of that row, so the 8 row addresses
+// of an ldmatrix fall in 8 distinct bank groups (rows 128, 256 or 512 B apart
+// would otherwise all collide). One definition, in the three units the kernels
+// index by; __host__ __device__ so the CPU tests check them. (The wgmma
+// kernels' 128-byte-swizzle layout of 64-column halves is sm90::sw128_offset.)
+#include <cstdint>
+
+#include "arch/hd.hpp"
+
+namespace yoco::cuda::dev {
+
+// Byte offset of 16-byte chunk ch (columns [8 ch, 8 ch + 8)) of row r.
+template <int D>
+YOCO_HD constexpr uint32_t swz_chunk(int r, int ch) {
+  return static_cast<uint32_t>(r * (D * 2) + ((ch ^ (r & 7)) << 4));
+}
+// Byte offset of the chunk that holds column c (a multiple of 8) of row r.
+template <int D>
+YOCO_HD constexpr uint32_t swz(int r, int c) {
+  return static_cast<uint32_t>(r * (D * 2) + ((((c >> 3) ^ (r & 7))) << 4));
+}
+// Byte offset of column c of row r (c even: a bf16 pair).
+template <int D>
+YOCO_HD constexpr uint32_t swz_elem(int r, int c) {
+  return swz<D>(r, c) + static_cast<uint32_t>((c & 7) * 2);
+}
+// Element index of column c of row r.
+template <int D>
+YOCO_HD constexpr int swz_index(int r, int c) {
+  return r * D + ((((c >> 3) ^ (r & 7))) << 3) + (c & 7);
+}
+
+}  // namespace yoco::cuda::dev

@@ -1,0 +1,64 @@
+#pragma once
+// Hopper (sm_90a) mbarrier and TMA primitives, one PTX instruction each (PTX ISA 8.x "mbarrier",
+// "cp.async.bulk.tensor"). Stage and parity arithmetic: cuda/arch/tma_plan.hpp; the tensor maps are
+// encoded on the host (cuTensorMapEncodeTiled) and passed as __grid_constant__ parameters.
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace yoco::cuda::sm90 {
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
+}
+// Makes the initialised barriers visible to the async proxy (TMA's complete_tx) and to other threads
+// once a CTA barrier follows.
+__device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// One arrival, and `bytes` more transaction bytes that the phase waits for (TMA completes them).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Waits until the phase of parity `parity` has completed (mbarrier.try_wait suspends the thread for a
+// system-defined time before it fails, so this is not a hot spin; labels are local to the {}
+// block, so inlined copies do not clash). The loop lives inside the asm: a C++ loop on a per-thread predicate is a divergent path to the compiler, and a wgmma
+// after one gets serialised (ptxas advisory C7520).
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred p;\nLAB_WAIT:\n"
+      "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra LAB_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// Register reallocation between warpgroups (FA3's producer / consumer split): every warp of the
+// warpgroup executes it; counts are multiples of 8 in [24, 256].
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+// TMA load of the box at coordinates {c0, c1, c2} (innermost first) into shared memory at dst
+// (aligned to the swizzle atom: 1024 B for the 128-byte swizzle); completes `bar`'s transaction
+// bytes. Out-of-bounds elements are zero-filled (CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE).
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t c0, int32_t c1,
+                                            int32_t c2) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
+}
+
+}  // namespace yoco::cuda::sm90

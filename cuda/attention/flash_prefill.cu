@@ -1,0 +1,59 @@
+// Prefill attention: the argument check every variant shares and the
+// dispatcher. Variants: v1 (flash_prefill_v1.cu, mma.sync, any head dim and
+// architecture), v2 (flash_prefill_v2.cu, wgmma ping-pong, Hopper, head dim
+// 128) and v3 (flash_prefill_v3.cu, v2's maths fed by a TMA producer warp);
+// cuda/attention/NOTES-flash_prefill.md has their measurements.
+#include <cmath>
+#include <cstdint>
+
+#include "attention/flash_prefill.hpp"
+
+namespace yoco::cuda {
+
+namespace {
+using bf16 = __nv_bfloat16;
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+}  // namespace
+
+namespace detail {
+bool prefill_args_valid(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start, const int64_t* q_len,
+                        const PrefillAttentionShape& s, const bf16* o) {
+  const int64_t D = s.head_dim;
+  if (s.batch < 1 || s.batch > 65535 || s.n_heads < 1 || s.n_heads > 65535 || s.n_kv_heads < 1 ||
+      s.n_heads % s.n_kv_heads != 0 || !flash_prefill_supported(D) || s.q_rows < 1 || s.capacity < 1 ||
+      s.q_stride < s.n_heads * D || s.kv_stride < s.n_kv_heads * D || s.q_stride % 8 != 0 ||
+      s.kv_stride % 8 != 0 || s.window < 0 || s.capacity >= (int64_t{1} << 30) || !std::isfinite(s.scale) ||
+      !(s.scale > 0.0f))
+    return false;
+  return q != nullptr && k != nullptr && v != nullptr && o != nullptr && q_start != nullptr && q_len != nullptr &&
+         aligned16(q) && aligned16(k) && aligned16(v) && aligned16(o);
+}
+}  // namespace detail
+
+bool flash_prefill_supported(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
+
+// The wgmma version launch_flash_prefill runs on compute capability 9.0: 3. On the H100
+// (reports/results/nvidia-h100/logs/run-11, -12) v3 passed every test and the sanitizers and
+// ran causal hd 128, 24/8 heads at 588 / 634 / 586 / 612 TFLOP/s at 4K / 16K / 64K / 128K
+// against v2's 459 / 473 / 489 / 475 and cuDNN's 497 / 620 / 609 / 567 in the same call
+// (cuda/attention/NOTES-flash_prefill.md). 2 selects v2 again.
+constexpr int kHopperPrefillVersion = 3;
+
+cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
+                                 const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
+                                 cudaStream_t stream) {
+  if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o)) return cudaErrorInvalidValue;  // before any CUDA call
+  if (flash_prefill_v2_supported(s.head_dim)) {
+    int dev = 0, major = 0, minor = 0;
+    cudaError_t err = cudaGetDevice(&dev);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    if (err != cudaSuccess) return err;
+    if (major == 9 && minor == 0)
+      return kHopperPrefillVersion == 3 ? launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, stream)
+                                        : launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, stream);
+  }
+  return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, stream);
+}
+
+}  // namespace yoco::cuda

@@ -1,0 +1,97 @@
+#pragma once
+// Causal (optionally sliding-window) GQA prefill attention, FlashAttention-2
+// style, on tensor cores (issue 13, v1): mma.sync m16n8k16 bf16 with fp32
+// accumulators, K/V tiles double-buffered through cp.async, online softmax in
+// the exp2 domain with the scale folded in, key blocks outside the visible band
+// never loaded, the mask applied only on blocks cut by the diagonal or the
+// window edge. ↔ reference attention() (reference/ops.hpp).
+// v2 (cuda/attention/flash_prefill_v2.cu, head dim 128, sm_90a): the same contract on wgmma, taken by
+// launch_flash_prefill on compute capability 9.0; v3 (cuda/attention/flash_prefill_v3.cu): v2's maths
+// fed by a TMA producer warp through mbarriers; see cuda/attention/NOTES-flash_prefill.md.
+//
+// Queries are bottom-right aligned (chunked prefill): query row i of sequence b
+// sits at absolute position q_start[b] + i and sees key j iff j <= q_start[b] + i
+// and (window == 0 or j > q_start[b] + i - window). Index maths:
+// cuda/attention/attention_tiles.hpp (proved on the CPU by tests/test_attention_tiles.cpp).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace yoco::cuda {
+
+struct PrefillAttentionShape {
+  int64_t batch = 1, n_heads = 0, n_kv_heads = 0, head_dim = 0;  // head_dim 64, 128 or 256; H % Hkv == 0
+  int64_t q_rows = 0;    // query rows per sequence in the q/o buffers
+  int64_t capacity = 0;  // key/value rows per sequence in the k/v buffers
+  // Elements between consecutive rows (>= H*D and >= Hkv*D, multiples of 8), so q, k, v can sit
+  // inside fused projection outputs; o rows are dense H*D.
+  int64_t q_stride = 0, kv_stride = 0;
+  int64_t window = 0;  // 0: causal only; else sliding window W (the query sees itself and W-1 keys back)
+  float scale = 0;     // usually head_dim^-1/2; must be finite and > 0
+};
+
+// q: [batch, q_rows, q_stride] bf16; row i of sequence b is at absolute position
+//    q_start[b] + i and is valid for i < q_len[b] (q_len[b] <= q_rows).
+// k, v: [batch, capacity, kv_stride] bf16; row p holds position p; q_start[b] + q_len[b] <= capacity.
+//    Query head h reads KV head h / (H / Hkv) at columns [kvh*D, kvh*D + D).
+// q_start, q_len: device int64 arrays [batch].
+// o: [batch, q_rows, H*D] bf16 (rows i >= q_len[b] are left untouched).
+// lse: optional fp32 [batch, H, q_rows]: natural-log log-sum-exp of each valid row's scaled scores
+//    (nullptr: not written).
+// q, k, v, o must be 16-byte aligned. Returns cudaErrorInvalidValue on a bad shape or alignment,
+// else the launch's error. Asynchronous on `stream`.
+cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                 const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                 __nv_bfloat16* o, float* lse, cudaStream_t stream);
+
+// Version dispatch: launch_flash_prefill runs v2 (wgmma, cuda/attention/flash_prefill_v2.cu; v3 once it is
+// verified, one constant in cuda/attention/flash_prefill.cu) where flash_prefill_v2_supported(head_dim) and the
+// current device is compute capability 9.0, else v1.
+// The two entry points below run one version explicitly (same contract, same errors; v2 also
+// returns cudaErrorInvalidValue for a head dim it does not support).
+cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+cudaError_t launch_flash_prefill_v2(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+// v3: warp-specialised (TMA producer warp, mbarrier rings, no CTA barrier in the loop). Same head
+// dims as v2; also returns cudaErrorInvalidValue where TMA cannot address a buffer (a row index
+// of 2^31 or more) and cudaErrorNotSupported where the driver lacks cuTensorMapEncodeTiled.
+cudaError_t launch_flash_prefill_v3(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                    __nv_bfloat16* o, float* lse, cudaStream_t stream);
+// Head dims v2 and v3 run (128 today).
+bool flash_prefill_v2_supported(int64_t head_dim);
+
+// Whether launch_flash_prefill serves this head dim (64, 128, 256: v1 serves
+// them all on any architecture).
+bool flash_prefill_supported(int64_t head_dim);
+
+// Query rows per CTA for this head dim (the tile height, for callers that plan work; 128 for
+// D 64/128 in both versions, 64 for D 256 in v1); 0 if unsupported.
+int flash_prefill_tile_rows(int64_t head_dim);
+
+namespace detail {
+// The shape / pointer / alignment checks shared by both versions.
+bool prefill_args_valid(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                        const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                        const __nv_bfloat16* o);
+// v2 with an explicit warpgroup schedule: pingpong = true (the default of launch_flash_prefill_v2:
+// warpgroup 1 runs half an iteration behind, so one's softmax overlaps the other's GEMMs) or false
+// (lockstep: both warpgroups overlap only their own softmax with their own P V GEMM). For tests
+// and benches.
+cudaError_t launch_flash_prefill_v2_schedule(bool pingpong, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                             const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
+                                             const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
+                                             cudaStream_t stream);
+// v3 with an explicit K/V ring depth: 2 (the default of launch_flash_prefill_v3, 160 KiB of shared
+// memory) or 3 (224 KiB); anything else is cudaErrorInvalidValue. For tests and benches.
+cudaError_t launch_flash_prefill_v3_stages(int stages, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                           const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
+                                           const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
+                                           cudaStream_t stream);
+}  // namespace detail
+
+}  // namespace yoco::cuda

@@ -1,0 +1,33 @@
+#include <cuda_runtime.h>
+
+#include "device/device_query.hpp"
+
+namespace yoco::cuda {
+
+DeviceSummary query_devices() {
+  DeviceSummary s;
+  cudaDriverGetVersion(&s.driver_version);
+  cudaRuntimeGetVersion(&s.runtime_version);
+  const cudaError_t e = cudaGetDeviceCount(&s.count);
+  if (e != cudaSuccess) {
+    s.count = 0;
+    s.error = cudaGetErrorString(e);
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+    return s;
+  }
+  if (s.count == 0) {
+    s.error = "no CUDA device present";
+    return s;
+  }
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
+    s.name = p.name;
+    s.sm_major = p.major;
+    s.sm_minor = p.minor;
+    s.sm_count = p.multiProcessorCount;
+    s.total_bytes = static_cast<int64_t>(p.totalGlobalMem);
+  }
+  return s;
+}
+
+}  // namespace yoco::cuda

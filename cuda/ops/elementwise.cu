@@ -1,0 +1,246 @@
+#include "ops/elementwise.hpp"
+#include "ops/rope_pair.cuh"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace yoco::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Sum over the block; every thread gets the result.
+__device__ float block_sum(float v) {
+  __shared__ float warp_sums[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  const int warps = (blockDim.x + 31) / 32;
+  v = threadIdx.x < warps ? warp_sums[threadIdx.x] : 0.0f;
+  if (warp == 0)
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __shared__ float total;
+  if (threadIdx.x == 0) total = v;
+  __syncthreads();
+  return total;
+}
+
+__global__ void embedding_kernel(const int64_t* tokens, const bf16* table, int64_t dim, float scale, float* out) {
+  const int64_t r = blockIdx.x;
+  const bf16* src = table + tokens[r] * dim;
+  float* dst = out + r * dim;
+  for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) dst[c] = scale * __bfloat162float(src[c]);
+}
+
+// Piece g of a row: kVec 4 = one float4 / one 8-byte load of 4 bf16 (the
+// caller checked alignment), kVec 1 = one element. Loaded through registers
+// (never a cast of a local array), stored with the same rounding as a scalar.
+template <int kVec>
+__device__ __forceinline__ void load_f32(const float* base, int64_t g, float (&v)[kVec]) {
+  if constexpr (kVec == 4) {
+    const float4 f = reinterpret_cast<const float4*>(base)[g];
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else {
+    v[0] = base[g];
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void store_f32(float* base, int64_t g, const float (&v)[kVec]) {
+  if constexpr (kVec == 4) reinterpret_cast<float4*>(base)[g] = make_float4(v[0], v[1], v[2], v[3]);
+  else base[g] = v[0];
+}
+
+template <int kVec>
+__device__ __forceinline__ void load_bf16(const bf16* base, int64_t g, float (&v)[kVec]) {
+  if constexpr (kVec == 4) {
+    const uint2 raw = reinterpret_cast<const uint2*>(base)[g];
+    const __nv_bfloat162 lo = *reinterpret_cast<const __nv_bfloat162*>(&raw.x);
+    const __nv_bfloat162 hi = *reinterpret_cast<const __nv_bfloat162*>(&raw.y);
+    v[0] = __low2float(lo), v[1] = __high2float(lo), v[2] = __low2float(hi), v[3] = __high2float(hi);
+  } else {
+    v[0] = __bfloat162float(base[g]);
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void store_bf16(bf16* base, int64_t g, const float (&v)[kVec]) {
+  if constexpr (kVec == 4) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 raw;
+    raw.x = *reinterpret_cast<const unsigned*>(&lo);
+    raw.y = *reinterpret_cast<const unsigned*>(&hi);
+    reinterpret_cast<uint2*>(base)[g] = raw;
+  } else {
+    base[g] = __float2bfloat16(v[0]);
+  }
+}
+
+// One block per row; the row's fp32 values pass through registers twice.
+// kVec 4: pieces of 4 (dim % 4 == 0, aligned rows); 1: scalar. Each thread
+// reads back in the second loop only what it wrote in the first.
+template <int kVec>
+__global__ void rms_norm_kernel(float* residual, const bf16* delta, const bf16* w, int64_t dim, float eps, bf16* out) {
+  const int64_t r = blockIdx.x, groups = dim / kVec;
+  float* x = residual + r * dim;
+  float ss = 0.0f;
+  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
+    float v[kVec];
+    load_f32<kVec>(x, g, v);
+    if (delta) {
+      float d[kVec];
+      load_bf16<kVec>(delta + r * dim, g, d);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) v[k] += d[k];
+      store_f32<kVec>(x, g, v);
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) ss += v[k] * v[k];
+  }
+  const float inv = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
+  for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
+    float v[kVec], wt[kVec];
+    load_f32<kVec>(x, g, v);
+    if (w) {
+      load_bf16<kVec>(w, g, wt);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) wt[k] = 1.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] = v[k] * inv * wt[k];
+    store_bf16<kVec>(out + r * dim, g, v);
+  }
+}
+
+__device__ __forceinline__ bf16 swiglu_one(bf16 a_bits, bf16 b_bits) {
+  const float a = __bfloat162float(a_bits), b = __bfloat162float(b_bits);
+  return __float2bfloat16(a / (1.0f + __expf(-a)) * b);
+}
+
+// x: groups of kVec columns (8: one 16-byte load of each half; 1: scalar), y:
+// rows, grid-strided. No index division: it cost more than the data moved.
+template <int kVec>
+__global__ void swiglu_kernel(const bf16* h13, int64_t rows, int64_t F, bf16* out) {
+  const int64_t g = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (g >= F / kVec) return;
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const bf16* a = h13 + r * 2 * F + g * kVec;
+    bf16* dst = out + r * F + g * kVec;
+    if constexpr (kVec == 8) {
+      const uint4 av = *reinterpret_cast<const uint4*>(a), bv = *reinterpret_cast<const uint4*>(a + F);
+      const bf16* ae = reinterpret_cast<const bf16*>(&av);
+      const bf16* be = reinterpret_cast<const bf16*>(&bv);
+      uint4 ov;
+      bf16* oe = reinterpret_cast<bf16*>(&ov);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) oe[k] = swiglu_one(ae[k], be[k]);
+      *reinterpret_cast<uint4*>(dst) = ov;
+    } else {
+      dst[0] = swiglu_one(a[0], a[F]);
+    }
+  }
+}
+
+// A thread per (row, pair): one angle for all heads of the row. Index is
+// uint32_t when rows * half (plus a grid stride) fits, else int64_t: the
+// division by `half` is the kernel's only index arithmetic.
+template <typename Index>
+__global__ void rope_kernel(bf16* x, Index rows, int64_t row_stride, int64_t n_heads, Index half, int64_t pos0,
+                            int64_t rows_per_seq, const double* inv_freq, bool interleaved, double scale) {
+  const Index pairs = rows * half;
+  for (Index p = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; p < pairs;
+       p += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index r = p / half, i = p - r * half;
+    rope_rotate_row_pair(x + static_cast<int64_t>(r) * row_stride, i, half, n_heads,
+                         pos0 + static_cast<int64_t>(r) % rows_per_seq, inv_freq, interleaved, scale);
+  }
+}
+
+bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+unsigned grid_for(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+bool rows_fit_grid(int64_t rows) { return rows > 0 && rows <= 0x7fffffff; }
+
+}  // namespace
+
+cudaError_t launch_embedding(const int64_t* tokens, int64_t rows, const bf16* table, int64_t dim, float scale,
+                             float* residual, cudaStream_t stream) {
+  if (!rows_fit_grid(rows)) return cudaErrorInvalidValue;
+  embedding_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(tokens, table, dim, scale, residual);
+  return cudaGetLastError();
+}
+
+namespace {
+
+// float4 residual rows and 4 x bf16 (8-byte) delta / weight / output pieces when every row start allows it.
+bool rms_norm_vectorizable(const float* x, const bf16* delta, const bf16* w, int64_t dim, const bf16* out) {
+  return dim % 4 == 0 && aligned(x, 16) && aligned(delta, 8) && aligned(w, 8) && aligned(out, 8);
+}
+
+cudaError_t launch_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim, float eps,
+                        bf16* out, cudaStream_t stream) {
+  if (!rows_fit_grid(rows) || dim < 1) return cudaErrorInvalidValue;
+  if (rms_norm_vectorizable(residual, delta, w, dim, out))
+    rms_norm_kernel<4><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
+  else
+    rms_norm_kernel<1><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_rms_norm(const float* x, const bf16* w, int64_t rows, int64_t dim, float eps, bf16* out,
+                            cudaStream_t stream) {
+  // With no delta the kernel only reads the residual.
+  return launch_norm(const_cast<float*>(x), nullptr, w, rows, dim, eps, out, stream);
+}
+
+cudaError_t launch_add_rms_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim,
+                                float eps, bf16* out, cudaStream_t stream) {
+  return launch_norm(residual, delta, w, rows, dim, eps, out, stream);
+}
+
+cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* out, cudaStream_t stream) {
+  if (rows < 0 || ffn_dim < 0) return cudaErrorInvalidValue;
+  if (rows == 0 || ffn_dim == 0) return cudaSuccess;
+  const bool vec = ffn_dim % 8 == 0 && aligned(h13, 16) && aligned(out, 16);
+  const int64_t groups = vec ? ffn_dim / 8 : ffn_dim;
+  const int64_t gx = (groups + kThreads - 1) / kThreads;
+  if (gx > 0x7fffffff) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(rows < 65535 ? rows : 65535));
+  if (vec) swiglu_kernel<8><<<grid, kThreads, 0, stream>>>(h13, rows, ffn_dim, out);
+  else swiglu_kernel<1><<<grid, kThreads, 0, stream>>>(h13, rows, ffn_dim, out);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
+                        int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream,
+                        double scale) {
+  // launch_rope_at's checks: a negative even head_dim would wrap the 32-bit indices.
+  if (rows < 0 || n_heads < 0 || head_dim < 0 || head_dim % 2 != 0 || rows_per_seq < 1 ||
+      row_stride < n_heads * head_dim)
+    return cudaErrorInvalidValue;
+  if (rows == 0 || n_heads == 0 || head_dim == 0) return cudaSuccess;
+  if (!x || !inv_freq) return cudaErrorInvalidValue;
+  const int64_t half = head_dim / 2, pairs = rows * half;
+  const unsigned grid = grid_for(pairs);
+  const bool interleaved = layout == RopeLayout::interleaved;
+  // 32-bit indices while p + one grid stride stays below 2^32.
+  if (pairs + static_cast<int64_t>(grid) * kThreads <= 0xffffffffLL)
+    rope_kernel<uint32_t><<<grid, kThreads, 0, stream>>>(x, static_cast<uint32_t>(rows), row_stride, n_heads,
+                                                         static_cast<uint32_t>(half), pos0, rows_per_seq, inv_freq,
+                                                         interleaved, scale);
+  else
+    rope_kernel<int64_t><<<grid, kThreads, 0, stream>>>(x, rows, row_stride, n_heads, half, pos0, rows_per_seq,
+                                                        inv_freq, interleaved, scale);
+  return cudaGetLastError();
+}
+
+}  // namespace yoco::cuda

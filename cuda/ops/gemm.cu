@@ -1,0 +1,57 @@
+#include "ops/gemm.hpp"
+
+namespace yoco::cuda {
+
+Gemm::Gemm() {
+  if (cublasCreate(&handle_) != CUBLAS_STATUS_SUCCESS) {
+    handle_ = nullptr;
+    error_ = "cublasCreate failed";
+  }
+}
+
+Gemm::~Gemm() {
+  if (handle_) cublasDestroy(handle_);
+}
+
+std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
+                      cudaStream_t stream) {
+  if (!handle_) return error_;
+  constexpr int64_t kMax = 0x7fffffff;
+  if (m < 1 || n < 1 || k < 1 || m > kMax || n > kMax || k > kMax)
+    return "gemm: shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+           " outside cuBLAS's 32-bit range";
+  cublasSetStream(handle_, stream);
+  // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
+  if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
+    return "cublasSetWorkspace failed";
+  const float alpha = 1.0f, beta = 0.0f;
+  // Column-major view: yᵀ[n, m] = W[n, k] (stored as the column-major k x n,
+  // hence OP_T) · xᵀ[k, m] (the column-major k x m of row-major x).
+  const cublasStatus_t s =
+      cublasGemmEx(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                   &alpha, w, CUDA_R_16BF, static_cast<int>(k), x, CUDA_R_16BF, static_cast<int>(k), &beta, y, out_type,
+                   static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS) return "cublasGemmEx failed with status " + std::to_string(static_cast<int>(s));
+  return "";
+}
+
+std::string Gemm::set_workspace(void* workspace, size_t bytes) {
+  if (!handle_) return error_;
+  const cublasStatus_t s = cublasSetWorkspace(handle_, workspace, bytes);
+  if (s != CUBLAS_STATUS_SUCCESS) return "cublasSetWorkspace failed with status " + std::to_string(static_cast<int>(s));
+  workspace_ = workspace;
+  workspace_bytes_ = bytes;
+  return "";
+}
+
+std::string Gemm::linear(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
+                         __nv_bfloat16* y, cudaStream_t stream) {
+  return run(x, m, k, w, n, y, CUDA_R_16BF, stream);
+}
+
+std::string Gemm::linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
+                             cudaStream_t stream) {
+  return run(x, m, k, w, n, y, CUDA_R_32F, stream);
+}
+
+}  // namespace yoco::cuda

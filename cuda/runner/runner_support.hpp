@@ -1,0 +1,113 @@
+#pragma once
+// What both CUDA runners (cuda/runner/yoco_cuda_model.cpp,
+// baselines/transformer_cuda_model.cpp) need besides kernels: errors as
+// exceptions, NVTX ranges in the `yoco` domain, activation buffers kept in the
+// arena between calls, the decode step's CUDA graph, token upload, and the
+// RoPE frequency tables on the device.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "device/device_arena.hpp"
+
+namespace yoco::cuda {
+
+// std::runtime_error "CUDA error in <what>: <cudaGetErrorString>" unless e is
+// cudaSuccess; cudaErrorMemoryAllocation throws DeviceOutOfMemory instead.
+// Labels are const char* so that a call on the hot path builds no string.
+void check_cuda(cudaError_t e, const char* what);
+inline void check_cuda(cudaError_t e, const std::string& what) { check_cuda(e, what.c_str()); }
+// The same for the Gemm wrapper's error strings (empty = success).
+void check_gemm(const std::string& error, const char* what);
+inline void check_gemm(const std::string& error, const std::string& what) { check_gemm(error, what.c_str()); }
+
+// An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
+// cross-decoder, decode step, per layer), visible in Nsight Systems. The
+// names are copied, so temporaries are fine.
+class NvtxRange {
+ public:
+  explicit NvtxRange(const std::string& name);
+  ~NvtxRange();
+  NvtxRange(const NvtxRange&) = delete;
+  NvtxRange& operator=(const NvtxRange&) = delete;
+};
+
+// Activation buffers by name in the arena's `activations` category: a request
+// returns the existing buffer when it is large enough, else frees it and
+// allocates the new size (DeviceOutOfMemory when that does not fit). version()
+// changes whenever a pointer does, so a captured graph knows it is stale.
+class Scratch {
+ public:
+  explicit Scratch(DeviceArena& arena) : arena_(arena) {}
+  __nv_bfloat16* bf16(const std::string& name, int64_t elems) {
+    return static_cast<__nv_bfloat16*>(get(name, elems * 2));
+  }
+  float* f32(const std::string& name, int64_t elems) { return static_cast<float*>(get(name, elems * 4)); }
+  int64_t* i64(const std::string& name, int64_t elems) { return static_cast<int64_t*>(get(name, elems * 8)); }
+  void* get(const std::string& name, int64_t bytes);
+  void clear();  // frees everything
+  uint64_t version() const { return version_; }
+
+ private:
+  DeviceArena& arena_;
+  std::map<std::string, DeviceBuffer> buffers_;
+  uint64_t version_ = 0;
+};
+
+// The decode step as a CUDA graph: captured from `enqueue` the first time a
+// key is seen (the key must change whenever a pointer or a launch shape the
+// step uses changes: batch, buffer versions), instantiated, then replayed.
+// enqueue must only launch work on `stream` (no allocation, no host sync):
+// prepare buffers before calling run. With use_graph false the work is
+// launched directly (eager mode), the same kernels in the same order.
+class StepGraph {
+ public:
+  StepGraph() = default;
+  ~StepGraph();
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  void run(cudaStream_t stream, uint64_t key, bool use_graph, const std::function<void()>& enqueue);
+  void invalidate();
+  int captures() const { return captures_; }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
+  uint64_t key_ = 0;
+  bool valid_ = false;
+  int captures_ = 0;
+};
+
+// Host ids -> a device int64 buffer, through a pinned staging area so the copy
+// is asynchronous. The staging buffer is reused; `upload` waits for the
+// previous copy to finish before overwriting it.
+class TokenUpload {
+ public:
+  TokenUpload() = default;
+  ~TokenUpload();
+  TokenUpload(const TokenUpload&) = delete;
+  TokenUpload& operator=(const TokenUpload&) = delete;
+  void upload(const int64_t* ids, int64_t n, int64_t* device_dst, cudaStream_t stream);
+
+ private:
+  int64_t* pinned_ = nullptr;
+  int64_t capacity_ = 0;
+  cudaEvent_t done_ = nullptr;
+};
+
+// Uploads a host table of doubles (RoPE inverse frequencies) into the arena
+// (category `weights`: it is a constant of the model).
+DeviceBuffer upload_table(DeviceArena& arena, const std::vector<double>& table, const std::string& what,
+                          cudaStream_t stream);
+
+// Logits [rows, vocab] fp32 on the device -> host (synchronises the stream).
+std::vector<float> download_floats(const float* src, int64_t n, cudaStream_t stream);
+
+// Number of SMs of the current device (cached after the first call).
+int device_sm_count();
+
+}  // namespace yoco::cuda
