@@ -125,8 +125,8 @@ const std::vector<Own>& own_kernels() {
        "_ZN4yoco4cuda49_GLOBAL__N__454c6829_16_gret_chunk_v2_cu_f465202c20gret_chunk_v2_kernelILi128ELi16ELi64ELb0EEEvNS0_"
        "11gret_detail8GretPassE"},
       {"gret_chunk_v3_kernel", "gret",
-       "_ZN4yoco4cuda49_GLOBAL__N__fdf00f4c_16_gret_chunk_v3_cu_19f45e1620gret_chunk_v3_kernelILi128ELi64ELi8ELb1EEEvNS0_"
-       "11gret_detail8GretPassE"},
+       "_ZN4yoco4cuda49_GLOBAL__N__fdf00f4c_16_gret_chunk_v3_cu_e5140bc720gret_chunk_v3_kernelILi128ELi64ELb1EEEvNS0_11"
+       "gret_detail8GretPassE"},
       // gret_chunk_v5.cu
       {"gret_chunk_v5_kernel", "gret",
        "_ZN4yoco4cuda49_GLOBAL__N__b7404460_16_gret_chunk_v5_cu_4c8d3f0620gret_chunk_v5_kernelILi128ELi256ELb0EEEvNS0_11"
@@ -160,7 +160,7 @@ const std::vector<Own>& own_kernels() {
        "_ZN4yoco4cuda52_GLOBAL__N__94e5aeb8_19_flash_prefill_v1_cu_f8ed323723flash_prefill_v1_kernelINS1_6TraitsILi128ELi64E"
        "Li4ELi2ELi1EEEEEvNS0_6detail13PrefillParamsE"},
       {"flash_prefill_v2_kernel", "attention_prefill",
-       "_ZN4yoco4cuda52_GLOBAL__N__86500156_19_flash_prefill_v2_cu_d8fc4fda23flash_prefill_v2_kernelILb1EEEvNS0_6detail13"
+       "_ZN4yoco4cuda52_GLOBAL__N__86500156_19_flash_prefill_v2_cu_d8fc4fda23flash_prefill_v2_kernelENS0_6detail13"
        "PrefillParamsE"},
       {"flash_prefill_v3_kernel", "attention_prefill",
        "_ZN4yoco4cuda52_GLOBAL__N__3eec6633_19_flash_prefill_v3_cu_0151b06223flash_prefill_v3_kernelILi2EEEvNS1_6ParamsE"},

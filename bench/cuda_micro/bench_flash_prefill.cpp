@@ -2,7 +2,7 @@
 // §1 shapes: transformer-3b heads (H 24, Hkv 8, D 128), batch 1, causal,
 // one-shot S = 4K, 8K, 16K, 32K, 64K, 128K for v3 (warp-specialised TMA,
 // cuda/attention/flash_prefill_v3.cu; 2- and 3-stage rings), v2 (wgmma,
-// cuda/attention/flash_prefill_v2.cu) and v1 (mma.sync, cuda/attention/flash_prefill.cu; the
+// cuda/attention/flash_prefill_v2.cu) and v1 (mma.sync, cuda/attention/flash_prefill_v1.cu; the
 // issue's four lengths) side by side; one chunked point (a 32K chunk at q0 =
 // 96K, capacity 128K) and SWA (H = Hkv = 24, W 1024) at 32K on v2 and v3; D 64
 // and D 256 at 16K (H 24 / Hkv 8; v1, as the dispatcher runs them).
@@ -42,13 +42,12 @@ double visible_pairs(int64_t q0, int64_t q_len, int64_t window) {
 }
 
 // kV2: the default (ping-pong) schedule; kV3: the default (2-stage) ring.
-enum class Ver { kV1, kV2, kV2Lockstep, kV3, kV3Stages3 };
+enum class Ver { kV1, kV2, kV3, kV3Stages3 };
 
 const char* ver_notes(Ver v) {
   switch (v) {
     case Ver::kV1: return "mma.sync v1";
     case Ver::kV2: return "wgmma v2 ping-pong";
-    case Ver::kV2Lockstep: return "wgmma v2 lockstep";
     case Ver::kV3: return "wgmma v3 TMA producer, 2 stages";
     default: return "wgmma v3 TMA producer, 3 stages";
   }
@@ -101,8 +100,6 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
         [&](cudaStream_t st) {
           cudaError_t e = cudaSuccess;
           if (pt.ver == Ver::kV2) e = yoco::cuda::launch_flash_prefill_v2(q, k, v, meta, meta + 1, s, o, nullptr, st);
-          else if (pt.ver == Ver::kV2Lockstep)
-            e = yoco::cuda::detail::launch_flash_prefill_v2_schedule(false, q, k, v, meta, meta + 1, s, o, nullptr, st);
           else if (pt.ver == Ver::kV3) e = yoco::cuda::launch_flash_prefill_v3(q, k, v, meta, meta + 1, s, o, nullptr, st);
           else if (pt.ver == Ver::kV3Stages3)
             e = yoco::cuda::detail::launch_flash_prefill_v3_stages(3, q, k, v, meta, meta + 1, s, o, nullptr, st);
@@ -148,8 +145,6 @@ YOCO_KERNEL_BENCH(flash_prefill) {
       points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v1", v1});
   }
   if (has_v2) {
-    for (int64_t S : {4096, 16384, 65536})
-      points.push_back({24, 8, 128, 0, 0, S, "transformer-3b", "D128 v2 lockstep", Ver::kV2Lockstep});
     for (Ver ver : {v3, v2}) {
       const bool is3 = ver == v3;
       points.push_back({24, 8, 128, 0, 98304, 32768, "transformer-3b", is3 ? "D128 v3 chunk q0 96K" : "D128 v2 chunk q0 96K", ver});

@@ -4,14 +4,14 @@
 // - segments P = 1, 2, 4, 8 at 128K (V-slices of 32 columns);
 // - the KERNELS.md anchor shape (2, 16384, 16, 128) (Helion retention 0.466 ms,
 //   fla chunk_simple_gla 0.72 ms on the lent H100), plan and P = 1;
-// - v3 (full-width CTAs of 8 warps, cuda/gret/NOTES-gret_chunk.md) and v3w16 (16 warps)
-//   beside v2 at every shape: the v3 planners' segments "(v3 plan)" /
-//   "(v3w16 plan)" and a few other P (plan_gret_chunk, the library's choice,
-//   is the v3 plan at head dim 128);
+// - v3 (full-width CTAs of 8 warps, cuda/gret/NOTES-gret_chunk.md; the
+//   previous default, the ladder rung beside v6) beside v2 at every shape: the
+//   v3 planner's segments "(v3 plan)" and a few other P;
 // - v5 (chunks of 128 and 256 tokens, one CTA of 8 warps an SM): its planner's
 //   segments "(v5 plan)" and, at 32K / 128K, P 11 (two waves);
-// - v6 (wgmma, three warpgroups, one CTA an SM): its planner's segments
-//   "(v6 plan)" and a few other P;
+// - v6 (wgmma, three warpgroups, one CTA an SM; plan_gret_chunk, the
+//   library's choice at head dim 128): its planner's segments "(v6 plan)" and
+//   a few other P;
 // - the three phases of the v3 and v6 plans timed apart at 32K and 128K
 //   ("phase 1" state-only pass, "phase 2" scan, "phase 3" fused pass), each
 //   with the bytes that phase moves (stated in the row's notes);
@@ -60,13 +60,13 @@ struct Shape {
 };
 
 // One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's;
-// `v3_runs` lists v3 (full-width CTA) runs as (warps 8 or 16, segments), 0
-// segments meaning that v3 planner's; `v5_runs` v5 runs as (chunk 128 or 256,
+// `v3_runs` lists v3 (full-width CTA) runs by segments, 0 meaning the v3
+// planner's; `v5_runs` v5 runs as (chunk 128 or 256,
 // segments), 0 meaning the v5 planner's; `v6_runs` v6 runs as (segments,
 // phase1_split), 0 segments meaning the v6 planner's, 0 split the planner's at
 // its own P and 1 at another.
 void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<int, int>>& variants,
-                 cudaStream_t stream, int sm_count, const std::vector<std::pair<int, int>>& v3_runs = {},
+                 cudaStream_t stream, int sm_count, const std::vector<int>& v3_runs = {},
                  const std::vector<std::pair<int, int>>& v5_runs = {},
                  const std::vector<std::pair<int, int>>& v6_runs = {}) {
   const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
@@ -79,14 +79,13 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   fill_uniform_f32(state.p, state.n, 6, 0.0f, 0.1f);
   cuda::GretChunkShape s{B, H, D, N, stride};
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk_v2(s, sm_count);
-  const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count, 8);
-  const cuda::GretChunkPlan plan4 = cuda::plan_gret_chunk_v3(s, sm_count, 16);
+  const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count);
   // (kernel, slice_cols or v5's chunk or v6's phase1_split, segments) runs: the v2
   // variants, then v3, v5, v6
   std::vector<std::tuple<int, int, int>> runs;
   for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
   if (cuda::gret_v3_supported(D))
-    for (const auto& [warps, segs_in] : v3_runs) runs.emplace_back(warps == 16 ? 4 : 3, 0, segs_in);
+    for (const int segs_in : v3_runs) runs.emplace_back(3, 0, segs_in);
   for (const auto& [chunk, segs_in] : v5_runs)
     if (cuda::gret_v5_supported(D, chunk)) runs.emplace_back(5, chunk, segs_in);
   if (cuda::gret_v6_supported(D) && !v6_skipped())
@@ -95,7 +94,6 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   for (const auto& [kernel, cols_in, segs_in] : runs) {
     const cuda::GretChunkPlan base = kernel == 6   ? cuda::plan_gret_chunk_v6(s, sm_count)
                                      : kernel == 5 ? cuda::plan_gret_chunk_v5(s, sm_count, cols_in)
-                                     : kernel == 4 ? plan4
                                      : kernel == 3 ? plan3
                                                    : plan;
     cuda::GretChunkPlan p = base;
@@ -115,7 +113,6 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
         kernel == 6   ? "C64 v6 P" + std::to_string(p.segments) +
                           (p.phase1_split > 1 ? " x" + std::to_string(p.phase1_split) : "") + (is_plan ? " (v6 plan)" : "")
         : kernel == 5 ? "C" + std::to_string(p.chunk) + " v5 P" + std::to_string(p.segments) + (is_plan ? " (v5 plan)" : "")
-        : kernel == 4 ? "C64 v3w16 P" + std::to_string(p.segments) + (is_plan ? " (v3w16 plan)" : "")
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
                       : "C64 v2 S" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
@@ -131,7 +128,6 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
               std::to_string(B * H * p.slices * p.segments) +
               (kernel == 6   ? " CTAs of 3 warpgroups (wgmma), 1 an SM (v6; phase 1 on v3, segments split xN)"
                : kernel == 5 ? " CTAs of 8 warps, full width, 1 an SM (v5)"
-               : kernel == 4 ? " CTAs of 16 warps, full width (v3w16)"
                : kernel == 3 ? " CTAs of 8 warps, full width (v3)"
                              : " CTAs of 4 warps (v2)") +
               " (3 kernels if P>1); " +
@@ -216,21 +212,21 @@ YOCO_KERNEL_BENCH(gret_chunk) {
     // v6: its plan (P 5 at 24 heads: 120 CTAs, one wave), P 11 (two waves), P 4 / 6 / 8
     // and the plan's P with phase 1 unsplit (x1); variant "P5 x2": phase 1 on 2 x 4 finer segments
     const std::vector<std::pair<int, int>> v6_plan = {{0, 0}}, v6_more = {{0, 0}, {0, 1}, {4, 0}, {6, 0}, {8, 0}, {11, 0}};
-    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {{8, 0}, {8, 4}, {16, 0}},
+    bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {0, 4},
                 v5_plans, {{0, 0}, {8, 0}});
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms,
-                {{8, 0}, {8, 5}, {8, 8}, {8, 16}, {16, 0}, {16, 6}, {16, 11}}, v5_more, v6_more);
+                {0, 5, 8, 16}, v5_more, v6_more);
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 131072}, {{0, 0}, {32, 1}, {32, 2}, {32, 4}, {32, 8}, {64, 4}},
-                stream, sms, {{8, 0}, {8, 6}, {8, 16}, {16, 0}, {16, 11}}, v5_more, v6_more);
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms, {{8, 0}, {8, 16}, {16, 0}},
+                stream, sms, {0, 6, 16}, v5_more, v6_more);
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms, {0, 16},
                 v5_plans, {{0, 0}, {0, 1}, {11, 0}});
-    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {{8, 0}, {16, 0}}, v5_plans,
+    bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {0}, v5_plans,
                 v6_plan);
     // Where a plan's time goes: its three phases alone (v3: the library's plan; v6).
     for (int64_t N : {int64_t{32768}, int64_t{131072}}) {
       const Shape sh{"yoco-3b", 1, 24, 128, N};
       const cuda::GretChunkShape gs{1, 24, 128, N, 3 * 24 * 128};
-      const cuda::GretChunkPlan p3 = cuda::plan_gret_chunk_v3(gs, sms, 8), p6 = cuda::plan_gret_chunk_v6(gs, sms);
+      const cuda::GretChunkPlan p3 = cuda::plan_gret_chunk_v3(gs, sms), p6 = cuda::plan_gret_chunk_v6(gs, sms);
       bench_phases(report, sh, p3, "C64 v3 P" + std::to_string(p3.segments), stream);
       if (!v6_skipped()) {
         cuda::GretChunkPlan p6x1 = p6;

@@ -1,5 +1,5 @@
 #pragma once
-// Index maths of the prefill attention kernel (cuda/attention/flash_prefill.cu), on
+// Index maths of the prefill attention kernel (cuda/attention/flash_prefill_v1.cu, and v2/v3 through it), on
 // int64, callable from host and device so that tests/test_attention_tiles.cpp
 // proves it against brute force on the CPU (KERNELS.md §1(e), §6).
 //

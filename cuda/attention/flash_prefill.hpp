@@ -1,13 +1,11 @@
 #pragma once
-// Causal (optionally sliding-window) GQA prefill attention, FlashAttention-2
-// style, on tensor cores (issue 13, v1): mma.sync m16n8k16 bf16 with fp32
-// accumulators, K/V tiles double-buffered through cp.async, online softmax in
-// the exp2 domain with the scale folded in, key blocks outside the visible band
-// never loaded, the mask applied only on blocks cut by the diagonal or the
-// window edge. ↔ reference attention() (reference/ops.hpp).
-// v2 (cuda/attention/flash_prefill_v2.cu, head dim 128, sm_90a): the same contract on wgmma, taken by
-// launch_flash_prefill on compute capability 9.0; v3 (cuda/attention/flash_prefill_v3.cu): v2's maths
-// fed by a TMA producer warp through mbarriers; see cuda/attention/NOTES-flash_prefill.md.
+// Causal (optionally sliding-window) GQA prefill attention on tensor cores,
+// FlashAttention style: online softmax in the exp2 domain with the scale folded
+// in, key blocks outside the visible band never loaded, the mask applied only
+// on blocks cut by the diagonal or the window edge. ↔ reference attention()
+// (reference/ops.hpp). Variants (cuda/attention/NOTES-flash_prefill.md):
+// v1 mma.sync, any head dim 64/128/256 and architecture; v2 wgmma (head dim
+// 128, sm_90a); v3 v2's maths fed by a TMA producer warp through mbarriers.
 //
 // Queries are bottom-right aligned (chunked prefill): query row i of sequence b
 // sits at absolute position q_start[b] + i and sees key j iff j <= q_start[b] + i
@@ -45,11 +43,11 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                  const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                  __nv_bfloat16* o, float* lse, cudaStream_t stream);
 
-// Version dispatch: launch_flash_prefill runs v2 (wgmma, cuda/attention/flash_prefill_v2.cu; v3 once it is
-// verified, one constant in cuda/attention/flash_prefill.cu) where flash_prefill_v2_supported(head_dim) and the
-// current device is compute capability 9.0, else v1.
-// The two entry points below run one version explicitly (same contract, same errors; v2 also
-// returns cudaErrorInvalidValue for a head dim it does not support).
+// Variant dispatch: launch_flash_prefill runs v3 where flash_prefill_v2_supported(head_dim) (128)
+// and the current device is compute capability 9.0, else v1 (kHopperPrefillVersion in
+// flash_prefill.cu; cuda/README.md's variant table has the evidence).
+// The entry points below run one variant explicitly (same contract, same errors; v2 and v3 also
+// return cudaErrorInvalidValue for a head dim they do not serve).
 cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                     const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                     __nv_bfloat16* o, float* lse, cudaStream_t stream);
@@ -78,14 +76,6 @@ namespace detail {
 bool prefill_args_valid(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                         const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                         const __nv_bfloat16* o);
-// v2 with an explicit warpgroup schedule: pingpong = true (the default of launch_flash_prefill_v2:
-// warpgroup 1 runs half an iteration behind, so one's softmax overlaps the other's GEMMs) or false
-// (lockstep: both warpgroups overlap only their own softmax with their own P V GEMM). For tests
-// and benches.
-cudaError_t launch_flash_prefill_v2_schedule(bool pingpong, const __nv_bfloat16* q, const __nv_bfloat16* k,
-                                             const __nv_bfloat16* v, const int64_t* q_start, const int64_t* q_len,
-                                             const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
-                                             cudaStream_t stream);
 // v3 with an explicit K/V ring depth: 2 (the default of launch_flash_prefill_v3, 160 KiB of shared
 // memory) or 3 (224 KiB); anything else is cudaErrorInvalidValue. For tests and benches.
 cudaError_t launch_flash_prefill_v3_stages(int stages, const __nv_bfloat16* q, const __nv_bfloat16* k,

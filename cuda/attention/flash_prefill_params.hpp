@@ -1,5 +1,5 @@
 #pragma once
-// The parameters every prefill attention kernel reads (v1 cuda/attention/flash_prefill.cu, v2
+// The parameters every prefill attention kernel reads (v1 cuda/attention/flash_prefill_v1.cu, v2
 // cuda/attention/flash_prefill_v2.cu, v3 cuda/attention/flash_prefill_v3.cu, which adds its tensor maps),
 // filled from the launcher's arguments in one place.
 #include <cuda_bf16.h>

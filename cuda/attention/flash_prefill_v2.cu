@@ -17,9 +17,10 @@
 // S_t = Q K_t^T and O += P_{t-1} V_{t-1} back to back, waits for S_t only
 // (wait_group 1), runs the masked online softmax of S_t while the P V GEMM is
 // still on the tensor cores, then waits for it, rescales O and converts P_t to
-// bf16. Ping-pong (default, kPingPong): warpgroup 1 issues its GEMMs only after
-// warpgroup 0's S_t has finished (named barrier 1), so warpgroup 0's softmax runs under
-// warpgroup 1's GEMMs; lockstep (kPingPong false) is kept for comparison. Loads: at the
+// bf16. Ping-pong: warpgroup 1 issues its GEMMs only after warpgroup 0's S_t has
+// finished (named barrier 1), so warpgroup 0's softmax runs under warpgroup 1's GEMMs
+// (the lockstep schedule lost at every length and is retired: tag
+// retired/prefill-v2-lockstep). Loads: at the
 // top of iteration t (after the barrier) K_{t+1} goes into
 // the K stage that held K_{t-1} and V_t into the V stage that held V_{t-2}; both
 // were last read by wgmmas that every thread waited for before the barrier.
@@ -60,7 +61,6 @@ __device__ __forceinline__ void wg_order_arrive_if(bool arrive) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n@p bar.arrive 1, 256;\n}\n" ::"r"(static_cast<unsigned>(arrive))
                : "memory");
 }
-template <bool kPingPong>
 __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Params p) {
   const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
   const int64_t tile = static_cast<int64_t>(gridDim.y) - 1 - blockIdx.y;  // longest tiles first
@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Par
   // warpgroup 1 issues its GEMMs only after warpgroup 0 has issued its own, so the tensor cores
   // run S0, P0 V, S1, P1 V in that order; warpgroup 0's softmax then runs under warpgroup 1's
   // GEMMs instead of both softmaxes running at once. Both warpgroups run the same wgmma code (no
-  // wgmma in a warpgroup-divergent path); only the barrier call differs. Lockstep: no ordering.
+  // wgmma in a warpgroup-divergent path); only the barrier call differs.
   for (int64_t t = 0; t < nb; ++t) {
     const int64_t n = range.first + t;
     cp_async_wait_all();   // this thread's K_t, V_{t-1} (and Q) have landed
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Par
       cp_async_commit();
     }
     static_assert(kThreads == 256, "the order barrier counts both warpgroups");
-    if (kPingPong) wg_order_sync_if(wg == 1);  // warpgroup 1 waits until warpgroup 0 has issued
+    wg_order_sync_if(wg == 1);  // warpgroup 1 waits until warpgroup 0 has issued
     // S_t = Q K_t^T and, for t > 0, O += P_{t-1} V_{t-1}: two commit groups (one when t == 0).
     rows.issue_s(q_desc_base, sK + static_cast<uint32_t>((t & 1) * kTileBytes));
     if (t > 0) rows.issue_pv(sV + static_cast<uint32_t>(((t + 1) & 1) * kTileBytes));  // V_{t-1}
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Par
     reg_fence(rows.s_acc);
     // After the wait (an arrive between issue and wait makes ptxas serialise the wgmmas): warpgroup
     // 1's GEMMs still queue behind warpgroup 0's P V, which is running.
-    if (kPingPong) wg_order_arrive_if(wg == 0);
+    wg_order_arrive_if(wg == 0);
     float corr[2];
     rows.softmax(n, p_first, p_last, window, lane, row_wg0, p.scale_log2, corr);
     wgmma_wait<0>();  // P_{t-1} V_{t-1} done: O and P are ours again
@@ -152,29 +152,19 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Par
 
 bool flash_prefill_v2_supported(int64_t head_dim) { return head_dim == kD; }
 
-// The schedule launch_flash_prefill_v2 runs: warpgroup ping-pong (true) or lockstep (false).
-constexpr bool kV2DefaultPingPong = true;
-
-cudaError_t detail::launch_flash_prefill_v2_schedule(bool pingpong, const bf16* q, const bf16* k, const bf16* v,
-                                                     const int64_t* q_start, const int64_t* q_len,
-                                                     const PrefillAttentionShape& s, bf16* o, float* lse,
-                                                     cudaStream_t stream) {
+cudaError_t launch_flash_prefill_v2(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
+                                    const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
+                                    cudaStream_t stream) {
   if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o) || s.head_dim != kD) return cudaErrorInvalidValue;
   const Params p = detail::prefill_params(q, k, v, q_start, q_len, s, o, lse);
   const int64_t tiles = attn::query_tiles(s.q_rows, kBr);
   if (tiles > 65535) return cudaErrorInvalidValue;
-  const auto kernel = pingpong ? flash_prefill_v2_kernel<true> : flash_prefill_v2_kernel<false>;
+  const auto kernel = flash_prefill_v2_kernel;
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>(s.n_heads), static_cast<unsigned>(tiles), static_cast<unsigned>(s.batch));
   kernel<<<grid, kThreads, kSmemBytes, stream>>>(p);
   return cudaGetLastError();
-}
-
-cudaError_t launch_flash_prefill_v2(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
-                                    const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,
-                                    cudaStream_t stream) {
-  return detail::launch_flash_prefill_v2_schedule(kV2DefaultPingPong, q, k, v, q_start, q_len, s, o, lse, stream);
 }
 
 }  // namespace yoco::cuda

@@ -132,15 +132,14 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
     if (s.head_dim != 128) return cudaErrorInvalidValue;
     return run([=](const GretPass& a, bool state_only) {
       // v6 has no state-only form: phase 1 runs v3's.
-      return state_only ? launch_gret_chunk_v3_pass(a, s.batch, 8, true, stream)
+      return state_only ? launch_gret_chunk_v3_pass(a, s.batch, true, stream)
                         : launch_gret_chunk_v6_pass(a, s.batch, stream);
     });
   }
-  if (p.kernel == 3 || p.kernel == 4) {
+  if (p.kernel == 3) {
     if (s.head_dim != 128) return cudaErrorInvalidValue;
-    const int warps = p.kernel == 3 ? 8 : 16;
     return run([=](const GretPass& a, bool state_only) {
-      return launch_gret_chunk_v3_pass(a, s.batch, warps, state_only, stream);
+      return launch_gret_chunk_v3_pass(a, s.batch, state_only, stream);
     });
   }
   return run([=](const GretPass& a, bool state_only) {

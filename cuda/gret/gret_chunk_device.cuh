@@ -252,10 +252,9 @@ __device__ __forceinline__ void store_output_rows(const float (&out)[NTO][4], __
 cudaError_t launch_gret_chunk_v2_pass(const GretPass& a, int64_t batch, int64_t head_dim, int slice_cols,
                                       bool state_only, cudaStream_t stream);
 
-// One pass of v3 (cuda/gret/gret_chunk_v3.cu, plan kernel 3 with 8 warps, 4
-// with 16; head_dim 128) over a's grid of batch x heads x grid_segments CTAs.
-cudaError_t launch_gret_chunk_v3_pass(const GretPass& a, int64_t batch, int warps, bool state_only,
-                                      cudaStream_t stream);
+// One pass of v3 (cuda/gret/gret_chunk_v3.cu, plan kernel 3, head_dim 128)
+// over a's grid of batch x heads x grid_segments CTAs.
+cudaError_t launch_gret_chunk_v3_pass(const GretPass& a, int64_t batch, bool state_only, cudaStream_t stream);
 
 // One pass of the long-chunk kernel (cuda/gret/gret_chunk_v5.cu, plan kernel 5:
 // head_dim 128, chunk 128 or 256) over a's grid of batch x heads x

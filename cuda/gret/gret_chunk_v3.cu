@@ -1,5 +1,6 @@
-// gRet chunkwise prefill, variant v3 (plan kernel 3; 4 is its 16-warp form
-// v3w16): full-width CTAs of 8 warps, mma.sync, swizzled tiles, head_dim 128.
+// gRet chunkwise prefill, variant v3 (plan kernel 3): full-width CTAs of 8
+// warps, mma.sync, swizzled tiles, head_dim 128. (Its 16-warp form v3w16 lost
+// at every measured shape and is retired: tag retired/gret-chunk-v3w16.)
 // Its state-only instantiation is also phase 1 of v6. The launch around it is
 // gret_chunk.cu's; cuda/gret/NOTES-gret_chunk.md.
 #include "gret/gret_chunk_device.cuh"
@@ -28,47 +29,36 @@ using namespace gret_detail;
 // log-gamma of c+1 -> G scan in registers (shuffles) -> A = Q K^T masked ->
 // O = exp(G) Q S^ + A V (passes of 16 columns) -> barrier B2 (Q and S^ free)
 // -> prefetch Q of c+1 -> state update -> S^ rewrite.
-// W = 16 warps (plan kernel 4, "v3w16"): 512 threads, 1 CTA an SM. Warp w
-// holds state rows [16(w&7), +16) x columns [64(w>>3), +64) (32 registers)
-// and output rows of block rb = ((w>>2) + (w&3)) & 3 x columns [32(w>>2), +32)
-// (each sub-partition w&3 gets the four row blocks once); the four warps of a
-// row block each compute its Q K^T. Q and S^ are double-buffered (164,352 B),
-// so a chunk needs one barrier: Q of c+1 is prefetched with K and V, S^ of
-// c+1 goes to the other buffer.
-template <int W>
 struct V3Cfg {
-  static_assert(W == 8 || W == 16, "8 or 16 warps");
-  static constexpr int kThreads = W * 32;
-  static constexpr int kMinBlocks = W == 8 ? 2 : 1;
-  static constexpr bool kDbl = W == 16;             // Q and S^ double-buffered, one barrier a chunk
-  static constexpr int kStateNT = W == 8 ? 16 : 8;  // 8-column state n-tiles a warp
-  static constexpr int kOutCols = W == 8 ? 16 : 32; // output columns a pass (a warp owns 64 or 32)
-  static constexpr int kOutNT = kOutCols / 8;       // accumulator n-tiles a pass
-  static constexpr int kOutPasses = (W == 8 ? 64 : 32) / kOutCols;
+  static constexpr int kWarps = 8;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kMinBlocks = 2;
+  static constexpr int kStateNT = 16;  // 8-column state n-tiles a warp
+  static constexpr int kOutCols = 16;  // output columns a pass (a warp owns 64)
+  static constexpr int kOutNT = kOutCols / 8;  // accumulator n-tiles a pass
+  static constexpr int kOutPasses = 64 / kOutCols;
 };
 
-template <int D, int C, int W>
+template <int D, int C>
 struct GretTileV3 {
-  static constexpr bool kDbl = V3Cfg<W>::kDbl;
   static constexpr size_t tile = static_cast<size_t>(C) * D * 2;  // one bf16 C x D tile, bytes
   static constexpr size_t s_tile = static_cast<size_t>(D) * D * 2;
   static constexpr size_t off_q = 0;
-  static constexpr size_t off_k = off_q + (kDbl ? 2 : 1) * tile;
+  static constexpr size_t off_k = off_q + tile;
   static constexpr size_t off_v = off_k + 2 * tile;
   static constexpr size_t off_s = off_v + 2 * tile;
-  static constexpr size_t off_lg = off_s + (kDbl ? 2 : 1) * s_tile;
+  static constexpr size_t off_lg = off_s + s_tile;
   static constexpr size_t bytes = off_lg + 2 * C * 4;
   static_assert(D == 128 && C == 64, "v3: 8 x 16 state rows, 4 row blocks of 16");
-  static_assert(bytes == static_cast<size_t>(gret_v3_smem_bytes(D, C, W)), "gret_plan.hpp mirrors the layout");
-  static_assert(V3Cfg<W>::kMinBlocks * (bytes + 1024) <= 228 * 1024, "CTAs an SM");
+  static_assert(bytes == static_cast<size_t>(gret_v3_smem_bytes(D, C)), "gret_plan.hpp mirrors the layout");
+  static_assert(V3Cfg::kMinBlocks * (bytes + 1024) <= 228 * 1024, "CTAs an SM");
 };
 
-template <int D, int C, int W, bool kStateOnly>
-__global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret_chunk_v3_kernel(const GretPass a) {
-  using T = GretTileV3<D, C, W>;
-  using Cfg = V3Cfg<W>;
+template <int D, int C, bool kStateOnly>
+__global__ void __launch_bounds__(V3Cfg::kThreads, V3Cfg::kMinBlocks) gret_chunk_v3_kernel(const GretPass a) {
+  using T = GretTileV3<D, C>;
+  using Cfg = V3Cfg;
   constexpr int kThreadsV3 = Cfg::kThreads;
-  constexpr bool kDbl = Cfg::kDbl;
   constexpr int kOutCols = Cfg::kOutCols, kOutNT = Cfg::kOutNT, kOutPasses = Cfg::kOutPasses;
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t sbase = smem_u32(smem);
@@ -102,11 +92,11 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
       cp_async4(sbase + static_cast<uint32_t>(T::off_lg + (buf * C + tid) * 4), a.log_gamma + go, ok);
     }
   };
-  auto load_q = [&](int c, int qb) { load_tile(sQ + static_cast<uint32_t>(qb * T::tile), a.q, c); };
+  auto load_q = [&](int c) { load_tile(sQ, a.q, c); };
 
   if (c_begin < c_end) {
     load_kv(c_begin, 0);
-    if constexpr (!kStateOnly) load_q(c_begin, 0);
+    if constexpr (!kStateOnly) load_q(c_begin);
   }
   cp_async_commit();
 
@@ -114,14 +104,14 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
   // holds rows sr0 = 16 (warp & 7) + g and sr0 + 8, columns scol + 8 nt + 2t, +1.
   constexpr int NT = Cfg::kStateNT;
   const int srow = (warp & 7) * 16, sr0 = srow + g;
-  const int scol = W == 8 ? 0 : (warp >> 3) * 64;
+  const int scol = 0;
   float s[NT][4];
   load_state_block<D, NT, !kStateOnly>(
       s, a.s_in ? a.s_in + seg * a.s_in_seg + gret_state_offset(b, h, 0, 0, a.heads, D) : nullptr, pS, sr0, scol, t);
 
   // output row block and first output column
-  const int rb = W == 8 ? (warp < 4 ? (warp >> 1) : 3 - ((warp - 4) >> 1)) : (((warp >> 2) + (warp & 3)) & 3);
-  const int cbase = W == 8 ? (warp & 1) * 64 : (warp >> 2) * 32;
+  const int rb = warp < 4 ? (warp >> 1) : 3 - ((warp - 4) >> 1);
+  const int cbase = (warp & 1) * 64;
   const int i0 = rb * 16 + g, i1 = i0 + 8;                          // chunk rows in this thread's accumulators
   float gamma_sum = 0.0f;
 
@@ -132,14 +122,12 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
     __syncthreads();  // B1: chunk c landed (K, V, lg, Q); every warp is done with chunk c-1; S^ written
     if (c + 1 < c_end) {
       load_kv(c + 1, buf ^ 1);
-      if constexpr (kDbl && !kStateOnly) load_q(c + 1, buf ^ 1);  // Q[buf^1] was last read in chunk c-1
     }
     cp_async_commit();
     const uint32_t cK = sbase + static_cast<uint32_t>(T::off_k + buf * T::tile);
     const uint32_t cV = sbase + static_cast<uint32_t>(T::off_v + buf * T::tile);
-    const uint32_t cQ = sQ + static_cast<uint32_t>(kDbl ? buf * T::tile : 0);
-    const uint32_t cS = sS + static_cast<uint32_t>(kDbl ? buf * T::s_tile : 0);  // S^ of chunk c
-    unsigned char* pS_next = pS + (kDbl ? (buf ^ 1) * T::s_tile : 0);           // S^ of chunk c+1
+    const uint32_t cQ = sQ, cS = sS;  // Q and S^ of chunk c (one buffer each)
+    unsigned char* pS_next = pS;       // S^ of chunk c+1, rewritten after B2
 
     // G: inclusive cumsum of the chunk's log-gammas, lane l holding G[2l]
     // (g0) and G[2l+1] (g1). Every warp the same.
@@ -231,11 +219,9 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
                           a.o + gret_out_offset(b, gret_chunk_begin(c, C) + i0, h, cb + 2 * t, a.seq_len, a.heads, D),
                           8 * a.heads * D, i0 < nv, i1 < nv);
       }
-      if constexpr (!kDbl) {
-        __syncthreads();  // B2: every warp is done with Q and S^ of chunk c
-        if (c + 1 < c_end) load_q(c + 1, 0);
-        cp_async_commit();
-      }
+      __syncthreads();  // B2: every warp is done with Q and S^ of chunk c
+      if (c + 1 < c_end) load_q(c + 1);
+      cp_async_commit();
     }
 
     // ---- state: S = exp(G_C) S + K'^T V, K' = bf16(K .* exp(G_C - G_j)) ----
@@ -256,10 +242,9 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
         state_update_step<D, NT>(s, cK, cV, kk, srow, scol, lane, f0, f1, f2, f3);
       }
       if constexpr (!kStateOnly) {
-        // S^ for the next chunk. W 8: the same buffer; B2 ordered every read
-        // of the old S^ before these stores. W 16: the other buffer, last read
-        // in chunk c-1 (before this chunk's B1). The next B1 orders the stores
-        // before the next chunk's reads.
+        // S^ for the next chunk, in the same buffer: B2 ordered every read of
+        // the old S^ before these stores; the next B1 orders the stores before
+        // the next chunk's reads.
         store_state_bf16<D, NT>(s, pS_next, sr0, scol, t);
       }
     }
@@ -273,29 +258,24 @@ __global__ void __launch_bounds__(V3Cfg<W>::kThreads, V3Cfg<W>::kMinBlocks) gret
   }
 }
 
-template <int D, int W, bool kStateOnly>
+template <int D, bool kStateOnly>
 cudaError_t launch_pass_v3(const GretPass& a, int64_t batch, cudaStream_t stream) {
   constexpr int C = 64;
-  using T = GretTileV3<D, C, W>;
-  auto kern = gret_chunk_v3_kernel<D, C, W, kStateOnly>;
+  using T = GretTileV3<D, C>;
+  auto kern = gret_chunk_v3_kernel<D, C, kStateOnly>;
   cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(T::bytes));
   if (e != cudaSuccess) return e;
   const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
   if (ctas <= 0) return cudaSuccess;
-  kern<<<static_cast<unsigned>(ctas), V3Cfg<W>::kThreads, T::bytes, stream>>>(a);
+  kern<<<static_cast<unsigned>(ctas), V3Cfg::kThreads, T::bytes, stream>>>(a);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t gret_detail::launch_gret_chunk_v3_pass(const GretPass& a, int64_t batch, int warps, bool state_only,
+cudaError_t gret_detail::launch_gret_chunk_v3_pass(const GretPass& a, int64_t batch, bool state_only,
                                                    cudaStream_t stream) {
-  if (warps == 8)
-    return state_only ? launch_pass_v3<128, 8, true>(a, batch, stream) : launch_pass_v3<128, 8, false>(a, batch, stream);
-  if (warps == 16)
-    return state_only ? launch_pass_v3<128, 16, true>(a, batch, stream)
-                      : launch_pass_v3<128, 16, false>(a, batch, stream);
-  return cudaErrorInvalidValue;
+  return state_only ? launch_pass_v3<128, true>(a, batch, stream) : launch_pass_v3<128, false>(a, batch, stream);
 }
 
 }  // namespace yoco::cuda

@@ -42,8 +42,8 @@ struct GretChunkPlan {
   int phase1_split = 1;  // phase 1 cuts each of segments 0..P-2 into this many (more CTAs for the state-only
                          //    pass than the fused pass has; gret_ws_slots); segments * phase1_split <= kGretMaxSegments
   int kernel = 2;        // 2: V-sliced CTAs of 4 warps (v2); 3: full-width CTAs of 8 warps (v3, head_dim 128,
-                         //    slice_cols = head_dim, slices = 1); 4: the same with 16 warps ("v3w16"),
-                         //    see plan_gret_chunk_v3; 5: chunks of 128 or 256 tokens, full-width CTAs of
+                         //    slice_cols = head_dim, slices = 1), see plan_gret_chunk_v3 (4 was v3w16,
+                         //    retired); 5: chunks of 128 or 256 tokens, full-width CTAs of
                          //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5; 6: wgmma, three
                          //    warpgroups, one CTA an SM (head_dim 128, chunk 64), see plan_gret_chunk_v6
 };
@@ -153,12 +153,10 @@ YOCO_HD constexpr bool gret_slice_supported(int64_t head_dim, int64_t slice_cols
 // log-gamma (two x C fp32): 115,200 B at D 128, so 2 CTAs an SM
 // (2 x (115,200 + 1,024) <= 228 KB) and __launch_bounds__(256, 2).
 YOCO_HD constexpr bool gret_v3_supported(int64_t head_dim) { return head_dim == 128; }
-// 16 warps (kernel 4): Q and S^ double-buffered too, 164,352 B, 1 CTA an SM.
-YOCO_HD constexpr int64_t gret_v3_smem_bytes(int64_t head_dim, int64_t chunk, int warps = 8) {
-  return warps == 16 ? chunk * head_dim * 2 * 6 + 2 * head_dim * head_dim * 2 + 2 * chunk * 4
-                     : chunk * head_dim * 2 * 5 + head_dim * head_dim * 2 + 2 * chunk * 4;
+YOCO_HD constexpr int64_t gret_v3_smem_bytes(int64_t head_dim, int64_t chunk) {
+  return chunk * head_dim * 2 * 5 + head_dim * head_dim * 2 + 2 * chunk * 4;
 }
-YOCO_HD constexpr int gret_v3_ctas_per_sm(int warps) { return warps == 16 ? 1 : 2; }
+constexpr int kGretV3CtasPerSm = 2;
 
 // ---- v5: chunks of C = 128 or 256 tokens (head_dim 128). One CTA of 8 warps
 // per (batch, head, segment), one CTA an SM (__launch_bounds__(256, 1): up to
@@ -219,7 +217,7 @@ inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
     return p.chunk == 64 && seg_ok && gret_v6_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1;
   if (p.kernel == 5)
     return seg_ok && gret_v5_supported(s.head_dim, p.chunk) && p.slice_cols == s.head_dim && p.slices == 1;
-  if (p.kernel == 3 || p.kernel == 4)
+  if (p.kernel == 3)
     return p.chunk == 64 && seg_ok && gret_v3_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1;
   return p.kernel == 2 && p.chunk == 64 && seg_ok && gret_slice_supported(s.head_dim, p.slice_cols) &&
          p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
@@ -259,18 +257,17 @@ inline GretChunkPlan plan_gret_chunk_v2(const GretChunkShape& s, int sm_count) {
 }
 
 // v3 planner (full-width CTAs; only head_dim 128, else returns the v2 plan):
-// segments P = floor(SMs x CTAs-an-SM / (B x H)) so one wave is busy (8 warps:
-// 2 an SM, P 11 at batch 1 x 24 heads on 132 SMs; 16 warps: 1 an SM, P 5),
-// >= 8 chunks a segment, <= 64.
-inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count, int warps = 8) {
+// segments P = floor(SMs x 2 / (B x H)) so one wave of 2 CTAs an SM is busy
+// (P 11 at batch 1 x 24 heads on 132 SMs), >= 8 chunks a segment, <= 64.
+inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count) {
   if (!gret_v3_supported(s.head_dim)) return plan_gret_chunk_v2(s, sm_count);
   GretChunkPlan p;
   p.chunk = 64;
-  p.kernel = warps == 16 ? 4 : 3;
+  p.kernel = 3;
   p.slice_cols = static_cast<int>(s.head_dim);
   p.slices = 1;
   const int64_t bh = s.batch * s.heads;
-  int64_t P = (bh > 0 && sm_count > 0) ? (static_cast<int64_t>(sm_count) * gret_v3_ctas_per_sm(warps)) / bh : 1;
+  int64_t P = (bh > 0 && sm_count > 0) ? (static_cast<int64_t>(sm_count) * kGretV3CtasPerSm) / bh : 1;
   const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
   if (P > by_len) P = by_len;
   if (P > kGretMaxSegments) P = kGretMaxSegments;
@@ -303,11 +300,11 @@ inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count);
 // took 0.477 / 1.74 / 6.91 / 13.8 ms at 32K / 128K / 512K / 1M (57-63 % of
 // copy) against v3 P 11's 0.595 / 2.22 / 8.80 / 18.3 ms (45-49 %) and fla's
 // chunk_simple_gla 1.19 / 3.71 / 13.7 ms; earlier (run-04) v3 had beaten v2 P 4
-// (1.00 / 3.85 / 15.4 / 30.9 ms) and v3w16 P 5.
+// (1.00 / 3.85 / 15.4 / 30.9 ms) and v3w16 P 5 (since retired).
 inline GretChunkPlan plan_gret_chunk(const GretChunkShape& s, int sm_count, int chunk = 64) {
   if (chunk != 64 && gret_v5_supported(s.head_dim, chunk)) return plan_gret_chunk_v5(s, sm_count, chunk);
   if (gret_v6_supported(s.head_dim)) return plan_gret_chunk_v6(s, sm_count);
-  return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count, 8) : plan_gret_chunk_v2(s, sm_count);
+  return gret_v3_supported(s.head_dim) ? plan_gret_chunk_v3(s, sm_count) : plan_gret_chunk_v2(s, sm_count);
 }
 
 inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count) {

@@ -15,9 +15,19 @@ struct NamedChunk {
   GretChunkVariant variant;
   const char* name;
 };
-constexpr NamedChunk kChunkNames[] = {{GretChunkVariant::automatic, "automatic"}, {GretChunkVariant::v2, "v2"},
-                                      {GretChunkVariant::v3, "v3"},               {GretChunkVariant::v3w16, "v3w16"},
-                                      {GretChunkVariant::v5, "v5"},               {GretChunkVariant::v6, "v6"}};
+constexpr NamedChunk kChunkNames[] = {{GretChunkVariant::automatic, "automatic"},
+                                      {GretChunkVariant::v2, "v2"},
+                                      {GretChunkVariant::v3, "v3"},
+                                      {GretChunkVariant::v5, "v5"},
+                                      {GretChunkVariant::v6, "v6"}};
+
+// Retired variants and what replaced them (their last code: git tag retired/<family>-<name>).
+struct Retired {
+  const char* name;
+  const char* successor;
+  const char* why;
+};
+constexpr Retired kRetiredChunk[] = {{"v3w16", "v3", "it lost to v3 at every measured shape (H100, run-12)"}};
 
 // The measured default of the decode step (H100, run-12: the deferred step
 // took 45.0 us for 13 layers at B1 24x128 against the eager step's 29.8).
@@ -46,7 +56,11 @@ GretChunkVariant gret_chunk_variant_from_env() {
   const std::string v = env("YOCO_GRET_CHUNK");
   if (v.empty()) return GretChunkVariant::automatic;
   if (const auto named = gret_chunk_variant_named(v)) return *named;
-  throw InputError("YOCO_GRET_CHUNK is '" + v + "': it must be one of v2, v3, v3w16, v5, v6, automatic (or unset)");
+  for (const Retired& r : kRetiredChunk)
+    if (v == r.name)
+      throw InputError("YOCO_GRET_CHUNK is '" + v + "': that variant was retired (" + r.why + "): use " +
+                       r.successor);
+  throw InputError("YOCO_GRET_CHUNK is '" + v + "': it must be one of v2, v3, v5, v6, automatic (or unset)");
 }
 
 bool gret_chunk_supported(int64_t head_dim) { return gret_slice_supported(head_dim, 16); }
@@ -54,8 +68,7 @@ bool gret_chunk_supported(int64_t head_dim) { return gret_slice_supported(head_d
 GretChunkPlan select_gret_chunk(const GretChunkShape& s, int sm_count, GretChunkVariant variant, int chunk) {
   switch (variant) {
     case GretChunkVariant::v2: return plan_gret_chunk_v2(s, sm_count);
-    case GretChunkVariant::v3: return plan_gret_chunk_v3(s, sm_count, 8);
-    case GretChunkVariant::v3w16: return plan_gret_chunk_v3(s, sm_count, 16);
+    case GretChunkVariant::v3: return plan_gret_chunk_v3(s, sm_count);
     case GretChunkVariant::v5: return plan_gret_chunk_v5(s, sm_count, chunk == 64 ? 128 : chunk);
     case GretChunkVariant::v6: return plan_gret_chunk_v6(s, sm_count);
     case GretChunkVariant::automatic: break;

@@ -17,7 +17,7 @@
 namespace yoco::cuda {
 
 // ---- chunkwise prefill: every compiled variant, by the name it has everywhere
-enum class GretChunkVariant { automatic, v2, v3, v3w16, v5, v6 };
+enum class GretChunkVariant { automatic, v2, v3, v5, v6 };
 
 // Every compiled variant at every chunk it serves, with its plan number
 // (GretChunkPlan::kernel) and status (cuda/README.md): the GPU tests and the
@@ -30,15 +30,16 @@ struct GretChunkVariantRow {
   const char* status;  // live, ladder (the previous default) or candidate
 };
 inline constexpr GretChunkVariantRow kGretChunkVariants[] = {
-    {GretChunkVariant::v2, 64, 2, "v2", "live"},          {GretChunkVariant::v3, 64, 3, "v3", "ladder"},
-    {GretChunkVariant::v3w16, 64, 4, "v3w16", "candidate"}, {GretChunkVariant::v5, 128, 5, "v5 C128", "live"},
-    {GretChunkVariant::v5, 256, 5, "v5 C256", "live"},    {GretChunkVariant::v6, 64, 6, "v6", "live"},
+    {GretChunkVariant::v2, 64, 2, "v2", "live"},       {GretChunkVariant::v3, 64, 3, "v3", "ladder"},
+    {GretChunkVariant::v5, 128, 5, "v5 C128", "live"}, {GretChunkVariant::v5, 256, 5, "v5 C256", "live"},
+    {GretChunkVariant::v6, 64, 6, "v6", "live"},
 };
 
 const char* gret_chunk_variant_name(GretChunkVariant v);
 std::optional<GretChunkVariant> gret_chunk_variant_named(std::string_view name);
 // YOCO_GRET_CHUNK's variant (automatic when unset or empty); InputError naming
-// the variable and the accepted names for anything else.
+// the variable and the accepted names for anything else, and saying what
+// replaced a retired variant (v3w16: v3).
 GretChunkVariant gret_chunk_variant_from_env();
 
 // A chunkwise prefill exists for this head dim (v2 serves 64, 128, 256; the

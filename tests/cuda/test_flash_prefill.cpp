@@ -1,4 +1,4 @@
-// Prefill attention, v1 (cuda/attention/flash_prefill.cu, mma.sync), v2
+// Prefill attention, v1 (cuda/attention/flash_prefill_v1.cu, mma.sync), v2
 // (cuda/attention/flash_prefill_v2.cu, wgmma; D 128 only), v3 (cuda/attention/flash_prefill_v3.cu, v2's
 // maths fed by a TMA producer warp; 2 and 3 stages), and the GPU oracle
 // (cuda/attention/attention_oracle.cu) against the fp64 CPU reference attention<double>.
@@ -98,12 +98,11 @@ struct KernelOut {
 };
 
 // kV2: the default (ping-pong) schedule; kV3: the default ring depth (2 stages).
-enum class Ver { kAuto, kV1, kV2, kV2Lockstep, kV3, kV3Stages3 };
+enum class Ver { kAuto, kV1, kV2, kV3, kV3Stages3 };
 const char* ver_name(Ver v) {
   switch (v) {
     case Ver::kV1: return "v1";
     case Ver::kV2: return "v2";
-    case Ver::kV2Lockstep: return "v2 lockstep";
     case Ver::kV3: return "v3";
     case Ver::kV3Stages3: return "v3 3 stages";
     default: return "auto";
@@ -116,8 +115,6 @@ cudaError_t launch(Ver ver, const __nv_bfloat16* q, const __nv_bfloat16* k, cons
   switch (ver) {
     case Ver::kV1: return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, nullptr);
     case Ver::kV2: return launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, nullptr);
-    case Ver::kV2Lockstep:
-      return detail::launch_flash_prefill_v2_schedule(false, q, k, v, q_start, q_len, s, o, lse, nullptr);
     case Ver::kV3: return launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, nullptr);
     case Ver::kV3Stages3:
       return detail::launch_flash_prefill_v3_stages(3, q, k, v, q_start, q_len, s, o, lse, nullptr);
@@ -138,13 +135,12 @@ std::vector<Ver> unless_v3_skipped(std::vector<Ver> vers) {
   return vers;
 }
 
-// The versions that run head dim D: v1, v2 (both schedules) and v3 (both ring depths) where
+// The versions that run head dim D: v1, v2 and v3 (both ring depths) where
 // supported, and the dispatcher.
 std::vector<Ver> versions_for(int64_t D) {
   std::vector<Ver> v{Ver::kV1};
   if (flash_prefill_v2_supported(D)) {
     v.push_back(Ver::kV2);
-    v.push_back(Ver::kV2Lockstep);
     v.push_back(Ver::kV3);
     v.push_back(Ver::kV3Stages3);
   }
@@ -532,7 +528,7 @@ TEST(FlashPrefill, MatchesTheOracleAt128K) {
 TEST(FlashPrefillV2, Windows) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3});
+  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV3, Ver::kV3Stages3});
   for (int64_t w : {1, 64, 1024}) {
     check_against_reference({8, 8, 128, w, {0}, {1100}}, 1100 + w, both);    // GQA 1
     check_against_reference({24, 8, 128, w, {300}, {333}}, 1200 + w, both);  // GQA 3, q0 not tile-aligned
@@ -557,7 +553,7 @@ TEST(FlashPrefillV3, Smoke) {
 TEST(FlashPrefillV2, Lengths) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV2Lockstep, Ver::kV3, Ver::kV3Stages3});
+  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV3, Ver::kV3Stages3});
   uint64_t seed = 1500;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 255, 256, 257, 383, 640, 1000})
     check_against_reference({8, 1, 128, 0, {0}, {n}}, seed++, both);
