@@ -146,6 +146,11 @@ int main(int argc, char** argv) {
       all.push_back(r);
       const std::string phase = phase_of(r);
       const std::string model = r.model.empty() ? "-" : r.model;
+      if (!r.skipped.empty()) {
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "kernel_time_s", std::nullopt, "s",
+                                "skipped", 0, r.skipped));
+        continue;
+      }
       const double t = r.time.median_s;
       auto tr = make_row(prov, model, r.seq_len, r.batch, 0, phase, "kernel_time_s", t, "s", "measured",
                          r.time.repeats, r.notes);

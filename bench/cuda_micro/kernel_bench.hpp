@@ -39,6 +39,7 @@ struct KernelResult {
   double flops = 0;     // matmul FLOPs by the FlashAttention convention
   Timing time;
   std::string notes;    // e.g. "error vs oracle 3.1e-3"
+  std::string skipped;  // non-empty: the variant did not run, and why (a row of method `skipped`)
 };
 
 class Report {

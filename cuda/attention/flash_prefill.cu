@@ -56,4 +56,30 @@ cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, co
   return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, stream);
 }
 
+const char* flash_prefill_variant_name(PrefillVariant v) {
+  if (v == PrefillVariant::automatic) return "automatic";
+  for (const PrefillVariantRow& r : kFlashPrefillVariants)
+    if (r.variant == v) return r.name;
+  return "?";
+}
+
+bool flash_prefill_variant_serves(PrefillVariant v, int64_t head_dim) {
+  if (v == PrefillVariant::automatic || v == PrefillVariant::v1) return flash_prefill_supported(head_dim);
+  return flash_prefill_v2_supported(head_dim);
+}
+
+cudaError_t launch_flash_prefill_variant(PrefillVariant variant, const bf16* q, const bf16* k, const bf16* v,
+                                         const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
+                                         bf16* o, float* lse, cudaStream_t stream) {
+  switch (variant) {
+    case PrefillVariant::v1: return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, stream);
+    case PrefillVariant::v2: return launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, stream);
+    case PrefillVariant::v3: return launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, stream);
+    case PrefillVariant::v3_stages3:
+      return detail::launch_flash_prefill_v3_stages(3, q, k, v, q_start, q_len, s, o, lse, stream);
+    case PrefillVariant::automatic: break;
+  }
+  return launch_flash_prefill(q, k, v, q_start, q_len, s, o, lse, stream);
+}
+
 }  // namespace yoco::cuda

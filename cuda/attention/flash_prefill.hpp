@@ -63,6 +63,33 @@ cudaError_t launch_flash_prefill_v3(const __nv_bfloat16* q, const __nv_bfloat16*
 // Head dims v2 and v3 run (128 today).
 bool flash_prefill_v2_supported(int64_t head_dim);
 
+// Every compiled prefill variant, by the name it has everywhere, with its
+// status (cuda/README.md): the GPU tests and the kernel benchmark iterate
+// kFlashPrefillVariants, so a new variant is one row. automatic is the
+// dispatcher (launch_flash_prefill).
+enum class PrefillVariant { automatic, v1, v2, v3, v3_stages3 };
+struct PrefillVariantRow {
+  PrefillVariant variant;
+  const char* name;
+  const char* status;  // live, ladder (the previous default) or candidate
+  const char* what;
+};
+inline constexpr PrefillVariantRow kFlashPrefillVariants[] = {
+    {PrefillVariant::v1, "v1", "live", "mma.sync v1"},
+    {PrefillVariant::v2, "v2", "ladder", "wgmma v2 ping-pong"},
+    {PrefillVariant::v3, "v3", "live", "wgmma v3 TMA producer, 2 stages"},
+    {PrefillVariant::v3_stages3, "v3 3 stages", "candidate", "wgmma v3 TMA producer, 3 stages"},
+};
+const char* flash_prefill_variant_name(PrefillVariant v);
+// Whether `v` serves this head dim on a device of compute capability 9.0
+// (v2 and v3: head dim 128 and sm_90 only; the launch refuses otherwise).
+bool flash_prefill_variant_serves(PrefillVariant v, int64_t head_dim);
+// Runs one variant (automatic: launch_flash_prefill), with its contract.
+cudaError_t launch_flash_prefill_variant(PrefillVariant v, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                         const __nv_bfloat16* v_, const int64_t* q_start, const int64_t* q_len,
+                                         const PrefillAttentionShape& s, __nv_bfloat16* o, float* lse,
+                                         cudaStream_t stream);
+
 // Whether launch_flash_prefill serves this head dim (64, 128, 256: v1 serves
 // them all on any architecture).
 bool flash_prefill_supported(int64_t head_dim);

@@ -2,27 +2,15 @@
 // Gated retention (gRet) chunkwise prefill on the GPU: the device pair of
 // reference/gret.hpp gret_chunkwise (KERNELS.md §3). Per head,
 //   S_t = gamma_t S_{t-1} + k_t^T v_t,  o_t = q_t S_t,
-// computed in chunks of C tokens (64; 128 or 256 with kernel 5) with tensor
-// cores (mma.sync m16n8k16 bf16 -> fp32): intra-chunk ((Q K^T) .* E) V, inter-chunk diag(exp G) Q S^, and the
-// state update S = exp(G_C) S + K'^T V, where K' = K .* exp(G_C - G_j). The
-// fp32 state slice lives in registers for the whole launch; only the state
-// update and its bf16 copy S^ sit on the chunk-to-chunk chain. One CTA per
-// (batch, head, segment, V-slice); with P > 1 sequence segments a launch runs
-// a state-only pass, a small fp32 scan over segments and the fused pass (see
-// gret_plan.hpp for the plan, the phases and the index maths).
-// GretChunkPlan::kernel picks the CTA shape: 2 (plan_gret_chunk_v2): 4 warps
-// per 32/64-column V-slice; 3 / 4 (plan_gret_chunk_v3, head_dim 128 only): one
-// CTA of 8 / 16 warps covering all 128 V columns, so Q K^T, the mask and the
-// Q/K loads happen once per head-chunk (cuda/gret/NOTES-gret_chunk.md, v3).
-// 5 (plan_gret_chunk_v5, cuda/gret/gret_chunk_v5.cu, head_dim 128): chunks of 128
-// or 256 tokens, one CTA of 8 warps an SM.
-// 6 (plan_gret_chunk_v6, cuda/gret/gret_chunk_v6.cu, head_dim 128, chunk 64):
-// Hopper wgmma, one CTA of 3 warpgroups an SM (outputs | two state halves);
-// phase 1 of a segmented launch runs v3's state-only pass.
-// plan_gret_chunk, the planner to use, picks v3 with 8 warps for head_dim 128
-// (measured fastest on the H100) and v2 otherwise; asked for a chunk of 128
-// or 256 it picks v5 where that is compiled (the result does not depend on
-// the chunk, DESIGN §3; only the rounding points move).
+// computed in chunks of C tokens on tensor cores: intra-chunk
+// ((Q K^T) .* E) V, inter-chunk diag(exp G) Q S^, and the state update
+// S = exp(G_C) S + K'^T V with K' = K .* exp(G_C - G_j), every exponent <= 0.
+// A plan (gret_plan.hpp) names the variant (GretChunkPlan::kernel), the chunk
+// and the split: one CTA per (batch, head, segment, V-slice); with P > 1
+// sequence segments a launch runs a state-only pass, a small fp32 scan over
+// segments and the fused pass. Take plans from select_gret_chunk
+// (gret_select.hpp), which knows the measured default; the variants and their
+// evidence are in cuda/README.md and cuda/gret/NOTES-gret_chunk.md.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

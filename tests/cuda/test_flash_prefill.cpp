@@ -97,29 +97,13 @@ struct KernelOut {
   std::vector<float> o, lse;
 };
 
-// kV2: the default (ping-pong) schedule; kV3: the default ring depth (2 stages).
-enum class Ver { kAuto, kV1, kV2, kV3, kV3Stages3 };
-const char* ver_name(Ver v) {
-  switch (v) {
-    case Ver::kV1: return "v1";
-    case Ver::kV2: return "v2";
-    case Ver::kV3: return "v3";
-    case Ver::kV3Stages3: return "v3 3 stages";
-    default: return "auto";
-  }
-}
-
+// The variants are the library's table (kFlashPrefillVariants); automatic is the dispatcher.
+using Ver = PrefillVariant;
+const char* ver_name(Ver v) { return flash_prefill_variant_name(v); }
 cudaError_t launch(Ver ver, const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                    const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s, __nv_bfloat16* o,
                    float* lse) {
-  switch (ver) {
-    case Ver::kV1: return launch_flash_prefill_v1(q, k, v, q_start, q_len, s, o, lse, nullptr);
-    case Ver::kV2: return launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, nullptr);
-    case Ver::kV3: return launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, nullptr);
-    case Ver::kV3Stages3:
-      return detail::launch_flash_prefill_v3_stages(3, q, k, v, q_start, q_len, s, o, lse, nullptr);
-    default: return launch_flash_prefill(q, k, v, q_start, q_len, s, o, lse, nullptr);
-  }
+  return launch_flash_prefill_variant(ver, q, k, v, q_start, q_len, s, o, lse, nullptr);
 }
 
 // YOCO_PREFILL_SKIP_V3=1 leaves v3 out of every test but FlashPrefillV3.Smoke: scripts/gpu-suite.sh
@@ -131,24 +115,20 @@ std::vector<Ver> unless_v3_skipped(std::vector<Ver> vers) {
   static bool said = false;
   if (!said) std::printf("NOTE: YOCO_PREFILL_SKIP_V3 is set: prefill v3 is left out of these tests\n");
   said = true;
-  std::erase_if(vers, [](Ver v) { return v == Ver::kV3 || v == Ver::kV3Stages3; });
+  std::erase_if(vers, [](Ver v) { return v == Ver::v3 || v == Ver::v3_stages3; });
   return vers;
 }
 
-// The versions that run head dim D: v1, v2 and v3 (both ring depths) where
-// supported, and the dispatcher.
+// The variants of the table that serve head dim D, and the dispatcher.
 std::vector<Ver> versions_for(int64_t D) {
-  std::vector<Ver> v{Ver::kV1};
-  if (flash_prefill_v2_supported(D)) {
-    v.push_back(Ver::kV2);
-    v.push_back(Ver::kV3);
-    v.push_back(Ver::kV3Stages3);
-  }
-  v.push_back(Ver::kAuto);
+  std::vector<Ver> v;
+  for (const PrefillVariantRow& r : kFlashPrefillVariants)
+    if (flash_prefill_variant_serves(r.variant, D)) v.push_back(r.variant);
+  v.push_back(Ver::automatic);
   return unless_v3_skipped(v);
 }
 
-KernelOut run_kernel(const Case& c, const Inputs& in, Ver ver = Ver::kAuto) {
+KernelOut run_kernel(const Case& c, const Inputs& in, Ver ver = Ver::automatic) {
   const PrefillAttentionShape s = shape_of(c, in);
   DeviceArray<__nv_bfloat16> dq(in.q.size()), dk(in.k.size()), dv(in.v.size()),
       dout(static_cast<size_t>(in.B * in.q_rows * c.H * c.D));
@@ -246,8 +226,8 @@ KernelOut check_against_reference(const Case& c, uint64_t seed, const std::vecto
                           << " B " << in.B << " q_start[0] " << c.q_start[0] << " q_len[0] " << c.q_len[0];
     EXPECT_LE(lse_err, 2e-3) << ver_name(ver) << ": LSE, D " << c.D << " W " << c.window;
     EXPECT_EQ(untouched_bad, 0) << ver_name(ver) << ": rows past q_len were written";
-    if (ver == Ver::kV1) out_v1 = have;
-    if (ver != Ver::kV1 && ver != Ver::kAuto && !out_v1.empty()) {  // v1 runs first
+    if (ver == Ver::v1) out_v1 = have;
+    if (ver != Ver::v1 && ver != Ver::automatic && !out_v1.empty()) {  // v1 runs first
       const std::vector<double> v1d(out_v1.begin(), out_v1.end());
       EXPECT_LE(rms_error(have, v1d), 2.0 * bound) << ver_name(ver) << " vs v1: H " << c.H << " Hkv " << c.Hkv
                                                    << " D " << c.D << " W " << c.window << " q_len[0] " << c.q_len[0];
@@ -476,7 +456,7 @@ void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_sta
   const int64_t W = H * D;
 
   for (Ver ver : versions_for(D)) {
-    if (ver == Ver::kAuto) continue;  // the dispatcher is one of the two; covered by the short cases
+    if (ver == Ver::automatic) continue;  // the dispatcher is one of the two; covered by the short cases
     ASSERT_EQ(cudaMemset(dout.ptr, 0xff, dout.n * 2), cudaSuccess);
     ASSERT_EQ(cudaMemset(dlse.ptr, 0xff, dlse.n * 4), cudaSuccess);
     ASSERT_EQ(launch(ver, dq.ptr, dk.ptr, dv.ptr, st.ptr, ln.ptr, s, dout.ptr, dlse.ptr), cudaSuccess) << ver_name(ver);
@@ -496,7 +476,7 @@ void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_sta
     EXPECT_LE(rms_error(have, want), bound) << ver_name(ver) << ": H " << H << " Hkv " << Hkv << " D " << D << " W "
                                             << window << " q_start " << q_start << " q_len " << q_len;
     EXPECT_LE(lse_err, 5e-3) << ver_name(ver) << ": LSE at q_len " << q_len;
-    if (ver == Ver::kV1) {
+    if (ver == Ver::v1) {
       ASSERT_EQ(cudaMemcpy(dout_v1.ptr, dout.ptr, dout.n * 2, cudaMemcpyDeviceToDevice), cudaSuccess);
     } else {  // a v2 schedule or a v3 ring depth: whole outputs vs v1 (v1 ran first)
       const std::vector<float> a = download_bf16(dout), b1 = download_bf16(dout_v1);
@@ -528,7 +508,7 @@ TEST(FlashPrefill, MatchesTheOracleAt128K) {
 TEST(FlashPrefillV2, Windows) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV3, Ver::kV3Stages3});
+  const std::vector<Ver> both = unless_v3_skipped({Ver::v1, Ver::v2, Ver::v3, Ver::v3_stages3});
   for (int64_t w : {1, 64, 1024}) {
     check_against_reference({8, 8, 128, w, {0}, {1100}}, 1100 + w, both);    // GQA 1
     check_against_reference({24, 8, 128, w, {300}, {333}}, 1200 + w, both);  // GQA 3, q0 not tile-aligned
@@ -544,7 +524,7 @@ TEST(FlashPrefillV2, Windows) {
 TEST(FlashPrefillV3, Smoke) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v3 for D 128";
-  const std::vector<Ver> v3{Ver::kV1, Ver::kV3, Ver::kV3Stages3};  // v1 first: the "vs v1" check
+  const std::vector<Ver> v3{Ver::v1, Ver::v3, Ver::v3_stages3};  // v1 first: the "vs v1" check
   check_against_reference({24, 8, 128, 0, {0}, {517}}, 1701, v3);
   check_against_reference({8, 1, 128, 64, {1029}, {257}}, 1702, v3);
   check_against_reference({8, 2, 128, 0, {0, 0}, {130, 300}, 0, 0, true}, 1703, v3);
@@ -553,7 +533,7 @@ TEST(FlashPrefillV3, Smoke) {
 TEST(FlashPrefillV2, Lengths) {
   YOCO_REQUIRE_GPU();
   if (!flash_prefill_v2_supported(128)) GTEST_SKIP() << "no v2 for D 128";
-  const std::vector<Ver> both = unless_v3_skipped({Ver::kV1, Ver::kV2, Ver::kV3, Ver::kV3Stages3});
+  const std::vector<Ver> both = unless_v3_skipped({Ver::v1, Ver::v2, Ver::v3, Ver::v3_stages3});
   uint64_t seed = 1500;
   for (int64_t n : {1, 2, 63, 64, 65, 127, 128, 129, 191, 255, 256, 257, 383, 640, 1000})
     check_against_reference({8, 1, 128, 0, {0}, {n}}, seed++, both);
