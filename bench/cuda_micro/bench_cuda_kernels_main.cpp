@@ -146,6 +146,9 @@ int main(int argc, char** argv) {
       all.push_back(r);
       const std::string phase = phase_of(r);
       const std::string model = r.model.empty() ? "-" : r.model;
+      for (const auto& [name, value] : r.params)
+        rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "param_" + name, value, "count", "exact",
+                                0, "the variant's parameter"));
       if (!r.skipped.empty()) {
         rows.push_back(make_row(prov, model, r.seq_len, r.batch, 0, phase, "kernel_time_s", std::nullopt, "s",
                                 "skipped", 0, r.skipped));

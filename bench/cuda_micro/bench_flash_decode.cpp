@@ -58,6 +58,7 @@ YOCO_KERNEL_BENCH(flash_decode) {
       const double bytes = static_cast<double>(B) * N * 2.0 * Hkv * D * 2.0 + 2.0 * B * H * D * 2.0;
       const double flops = 4.0 * B * H * static_cast<double>(N) * D;
       KernelResult r{"attn_decode", variant, "transformer-3b", N, B, bytes, flops, {}, ""};  // the heads (24/8/128) YOCO-3B's cross-decoder shares
+      r.params = {{"splits", splits}};
       r.time = time_launches(
           [&](cudaStream_t st) {
             check(cuda::launch_flash_decode(q.p, kp, vp, lengths.p, s, splits, ws.p, out.p, st), "flash_decode");

@@ -50,6 +50,17 @@ const char* ver_notes(Ver v) {
   return "dispatcher";
 }
 
+// The variant's parameters as bench rows: its version and, for v3, its K/V ring depth.
+std::vector<std::pair<std::string, double>> variant_params(Ver v) {
+  switch (v) {
+    case Ver::v1: return {{"version", 1}};
+    case Ver::v2: return {{"version", 2}};
+    case Ver::v3: return {{"version", 3}, {"stages", 2}};
+    case Ver::v3_stages3: return {{"version", 3}, {"stages", 3}};
+    default: return {};
+  }
+}
+
 struct Point {
   int64_t H, Hkv, D, window, q0, q_len;
   const char* model;
@@ -112,6 +123,7 @@ void run_point(yoco::cuda_bench::Report& report, const Point& pt) {
   r.model = pt.model;
   r.seq_len = cap;
   r.batch = 1;
+  r.params = variant_params(pt.ver);
   r.flops = 4.0 * static_cast<double>(pt.H * pt.D) * visible_pairs(pt.q0, pt.q_len, pt.window);
   r.bytes = 2.0 * (2.0 * static_cast<double>(q_elems) + 2.0 * static_cast<double>((cap - key_lo) * pt.Hkv * pt.D));
   r.notes = std::string(ver_notes(pt.ver)) + "; q0 " + std::to_string(pt.q0) + ", q_len " + std::to_string(pt.q_len) + ", H " +
@@ -156,6 +168,7 @@ YOCO_KERNEL_BENCH(flash_prefill) {
       r.variant = pt.variant;
       r.model = pt.model;
       r.seq_len = pt.q0 + pt.q_len;
+      r.params = variant_params(pt.ver);
       r.skipped = "YOCO_PREFILL_SKIP_V3 is set: v3 failed its smoke test in this call and was left out";
       report.add(r);
       continue;

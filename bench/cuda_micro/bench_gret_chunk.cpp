@@ -123,6 +123,8 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
     const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
     DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
     KernelResult r{"gret_chunk", variant, sh.model, N, B, bytes, flops, {}, ""};
+    r.params = {{"version", kernel}, {"chunk", p.chunk}, {"slices", p.slices}, {"segments", p.segments},
+                {"phase1_split", p.phase1_split}};
     r.time = time_launches(
         [&](cudaStream_t st) {
           check(cuda::launch_gret_chunk(qkv.p, qkv.p + W, qkv.p + 2 * W, lg.p, state.p, o.p, s, p, ws.p, wsb, st),

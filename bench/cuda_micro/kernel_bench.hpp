@@ -40,6 +40,9 @@ struct KernelResult {
   Timing time;
   std::string notes;    // e.g. "error vs oracle 3.1e-3"
   std::string skipped;  // non-empty: the variant did not run, and why (a row of method `skipped`)
+  // The variant's parameters (version, chunk, slices, segments, stages, splits, ...): one
+  // `param_<name>` row each (method `exact`), so readers need not parse the variant label.
+  std::vector<std::pair<std::string, double>> params;
 };
 
 class Report {
