@@ -14,6 +14,7 @@
 
 #include "arch/cp_async.cuh"
 #include "arch/device_math.cuh"
+#include "arch/swizzle.hpp"  // sw128_desc, sw128_offset: host-testable integer maths
 
 namespace yoco::cuda::sm90 {
 
@@ -43,17 +44,6 @@ template <int N>
 __device__ __forceinline__ void reg_fence(uint32_t (&r)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) reg_fence(r[i]);
-}
-
-// Shared-memory matrix descriptor with 128-byte swizzle (PTX ISA "Matrix Descriptor Format"):
-// bits 0-13 start >> 4, 16-29 LBO >> 4, 32-45 SBO >> 4, 49-51 base offset (0: atoms 1024-aligned),
-// 62-63 swizzle mode (1 = 128B).
-__device__ __forceinline__ uint64_t sw128_desc(uint32_t smem_addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
-  uint64_t d = static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4);
-  d |= static_cast<uint64_t>((lbo_bytes & 0x3FFFFu) >> 4) << 16;
-  d |= static_cast<uint64_t>((sbo_bytes & 0x3FFFFu) >> 4) << 32;
-  d |= uint64_t{1} << 62;
-  return d;
 }
 
 // D[64x128] (+)= A[64x16] (smem desc, K-major) * B[16x128] (smem desc), bf16 in, fp32 accumulate.
@@ -98,13 +88,6 @@ __device__ __forceinline__ void wgmma_rs_m64n128k16_tb(float (&d)[64], uint32_t 
 
 using dev::fast_exp2;
 using dev::pack_bf16;
-
-// Byte offset of (row, col) in a [cols/64][ROWS][64] 128B-swizzled bf16 tile.
-template <int ROWS>
-__device__ __forceinline__ uint32_t sw128_offset(int row, int col) {
-  return static_cast<uint32_t>((col >> 6) * (ROWS * 128) + row * 128 + ((((col >> 3) & 7) ^ (row & 7)) << 4) +
-                               (col & 7) * 2);
-}
 
 // cp.async of a [ROWS][D] swizzled tile by NT threads, whose row r is global row row0 + r at
 // g + r * stride (g points at row row0's head columns; never dereferenced for invalid rows). Rows
