@@ -42,6 +42,7 @@
 #include "gret/gret_chunk.hpp"
 #include "bench_buffers.hpp"
 #include "gret/gret_oracle.hpp"
+#include "gret/gret_select.hpp"
 #include "kernel_bench.hpp"
 
 namespace yoco::cuda_bench {
@@ -83,6 +84,15 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   // (kernel, slice_cols or v5's chunk or v6's phase1_split, segments) runs: the v2
   // variants, then v3, v5, v6
   std::vector<std::tuple<int, int, int>> runs;
+  // Every variant of the library's table at its own plan first (kGretChunkVariants: a new
+  // variant is benchmarked by construction); the lists below add other splits.
+  for (const cuda::GretChunkVariantRow& v : cuda::kGretChunkVariants) {
+    const int k = v.plan_kernel;
+    const bool serves = k == 2 || (k == 3 && cuda::gret_v3_supported(D)) ||
+                        (k == 5 && cuda::gret_v5_supported(D, v.chunk)) ||
+                        (k == 6 && cuda::gret_v6_supported(D) && !v6_skipped());
+    if (serves) runs.emplace_back(k, k == 5 ? v.chunk : 0, 0);
+  }
   for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
   if (cuda::gret_v3_supported(D))
     for (const int segs_in : v3_runs) runs.emplace_back(3, 0, segs_in);
