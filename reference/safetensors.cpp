@@ -152,13 +152,24 @@ template <class T>
 void SafetensorsReader::read(const std::string& name, T* dst) const {
   const auto it = entries_.find(name);
   if (it == entries_.end()) fail(path_, "no tensor '" + name + "'");
+  read_range(name, 0, it->second.numel(), dst);
+}
+
+template <class T>
+void SafetensorsReader::read_range(const std::string& name, int64_t first, int64_t count, T* dst) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end()) fail(path_, "no tensor '" + name + "'");
   const auto& e = it->second;
+  if (first < 0 || count < 0 || first > e.numel() - count)
+    fail(path_, "tensor '" + name + "': elements [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                    ") outside its " + std::to_string(e.numel()));
+  const uint64_t es = static_cast<uint64_t>(dtype_size(e.dtype));
   std::ifstream in(path_, std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
-  std::vector<unsigned char> raw(e.end - e.begin);
+  in.seekg(static_cast<std::streamoff>(data_start_ + e.begin + static_cast<uint64_t>(first) * es));
+  std::vector<unsigned char> raw(static_cast<size_t>(count) * es);
   in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   if (!in) fail(path_, "tensor '" + name + "': read failed (truncated?)");
-  const int64_t n = e.numel();
+  const int64_t n = count;
   const unsigned char* p = raw.data();
   for (int64_t i = 0; i < n; ++i) {
     switch (e.dtype) {
@@ -192,6 +203,8 @@ void SafetensorsReader::read(const std::string& name, T* dst) const {
 
 template void SafetensorsReader::read<float>(const std::string&, float*) const;
 template void SafetensorsReader::read<double>(const std::string&, double*) const;
+template void SafetensorsReader::read_range<float>(const std::string&, int64_t, int64_t, float*) const;
+template void SafetensorsReader::read_range<double>(const std::string&, int64_t, int64_t, double*) const;
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType dtype,
                        const std::map<std::string, std::string>& metadata) {

@@ -32,6 +32,10 @@ class SafetensorsReader {
   // Reads one tensor converted to double or float.
   template <class T>
   void read(const std::string& name, T* dst) const;
+  // Reads elements [first, first + count) of one tensor (row-major), converted:
+  // what a caller streaming a tensor larger than memory reads block by block.
+  template <class T>
+  void read_range(const std::string& name, int64_t first, int64_t count, T* dst) const;
 
  private:
   std::string path_;

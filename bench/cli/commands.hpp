@@ -16,5 +16,6 @@ int cmd_demo(const Args& args);
 int cmd_model(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_check(const Args& args);
 
 }  // namespace yoco::cli

@@ -28,6 +28,7 @@ const Command kCommands[] = {
      "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)"},
     {"model", yoco::cli::cmd_model, "analytic cost model: memory, FLOPs, bytes, roofline times, KV bytes per token"},
     {"compare", yoco::cli::cmd_compare, "compare two result CSVs (CI regression gate: exit 1 if a metric got worse)"},
+    {"check", yoco::cli::cmd_check, "judge an implementation's outputs against the fp64 reference (gret)"},
     {"demo", yoco::cli::cmd_demo, "prefill, generate and check the tiny models (the suite's smoke test)"},
 };
 
@@ -68,7 +69,7 @@ int dispatch(int argc, char** argv) {
   const yoco::cli::Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands)
     if (cmd == c.name) return c.run(args);
-  throw yoco::InputError("unknown command '" + cmd + "' (commands: bench, model, compare, forward, generate, weights, demo; see yoco --help)");
+  throw yoco::InputError("unknown command '" + cmd + "' (commands: bench, model, compare, check, forward, generate, weights, demo; see yoco --help)");
 }
 
 }  // namespace

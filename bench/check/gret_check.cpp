@@ -1,0 +1,324 @@
+#include "gret_check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "errors.hpp"
+// gret_chunk_emulate: a bf16 tensor-core chunkwise computation on the host (the
+// kernels' own mirror), compiled in where YOCO_GRET_EMULATION is defined.
+#define YOCO_GRET_EMULATION 1
+#include "gret/gret_plan.hpp"
+#include "tensor.hpp"
+
+namespace yoco::check {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw InputError(what); }
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+bool is_float(const std::string& dtype) {
+  return dtype == "f64" || dtype == "f32" || dtype == "bf16" || dtype == "f16";
+}
+
+// The problem's sizes, read from the tensors' shapes and checked against each other.
+struct Dims {
+  int64_t B = 0, T = 0, H = 0, D = 0;
+  bool per_token_g = true;
+  std::vector<int64_t> cu;  // sequence bounds: [0, T] per batch row, or cu_seqlens (B == 1)
+  int64_t sequences() const { return cu.empty() ? B : static_cast<int64_t>(cu.size()) - 1; }
+};
+
+Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
+  const TensorInfo& q = in.info(opt.q);
+  if (q.shape.size() != 4 || !is_float(q.dtype))
+    fail(in.path() + ": tensor '" + opt.q + "' must be a 4-D float tensor (" +
+         (opt.layout == TokenLayout::bthd ? "[B, T, H, D]" : "[B, H, T, D]") + "), got " + q.dtype + " " +
+         shape_str(q.shape));
+  Dims d;
+  d.B = q.shape[0];
+  d.T = opt.layout == TokenLayout::bthd ? q.shape[1] : q.shape[2];
+  d.H = opt.layout == TokenLayout::bthd ? q.shape[2] : q.shape[1];
+  d.D = q.shape[3];
+  auto same_as_q = [&](const TensorFile& f, const std::string& name) {
+    const TensorInfo& t = f.info(name);
+    if (t.shape != q.shape || !is_float(t.dtype))
+      fail(f.path() + ": tensor '" + name + "' is " + t.dtype + " " + shape_str(t.shape) + ", q is " +
+           shape_str(q.shape) + " (k, v and o must have q's shape: value dims other than key dims are not supported)");
+  };
+  same_as_q(in, opt.k);
+  same_as_q(in, opt.v);
+  same_as_q(out, opt.o);
+  if (in.has(opt.g)) {
+    const TensorInfo& g = in.info(opt.g);
+    const std::vector<int64_t> want =
+        opt.layout == TokenLayout::bthd ? std::vector<int64_t>{d.B, d.T, d.H} : std::vector<int64_t>{d.B, d.H, d.T};
+    if (g.shape != want || !is_float(g.dtype))
+      fail(in.path() + ": tensor '" + opt.g + "' (the log-decay per token and head) is " + g.dtype + " " +
+           shape_str(g.shape) + ", expected " + shape_str(want));
+  } else if (in.has(opt.g_gamma)) {
+    const TensorInfo& g = in.info(opt.g_gamma);
+    if (g.shape != std::vector<int64_t>{d.H} || !is_float(g.dtype))
+      fail(in.path() + ": tensor '" + opt.g_gamma + "' (a constant log-decay per head) is " + g.dtype + " " +
+           shape_str(g.shape) + ", expected [" + std::to_string(d.H) + "]");
+    d.per_token_g = false;
+  } else {
+    fail(in.path() + ": needs the log-decay, tensor '" + opt.g + "' (per token and head) or '" + opt.g_gamma +
+         "' (per head)");
+  }
+  if (in.has(opt.cu_seqlens)) {
+    const TensorInfo& c = in.info(opt.cu_seqlens);
+    if (c.shape.size() != 1 || c.shape[0] < 2)
+      fail(in.path() + ": tensor '" + opt.cu_seqlens + "' must be 1-D with N + 1 >= 2 offsets, got " +
+           shape_str(c.shape));
+    if (d.B != 1)
+      fail(in.path() + ": packed sequences ('" + opt.cu_seqlens + "') need batch 1, q has batch " +
+           std::to_string(d.B));
+    std::vector<double> cu(static_cast<size_t>(c.shape[0]));
+    in.read(opt.cu_seqlens, 0, c.shape[0], cu.data());
+    for (size_t i = 0; i < cu.size(); ++i) {
+      const auto x = static_cast<int64_t>(cu[i]);
+      if (static_cast<double>(x) != cu[i] || (i == 0 && x != 0) || (i > 0 && x < d.cu.back()) ||
+          (i + 1 == cu.size() && x != d.T))
+        fail(in.path() + ": tensor '" + opt.cu_seqlens + "' must rise from 0 to T = " + std::to_string(d.T) +
+             " (entry " + std::to_string(i) + " is " + std::to_string(cu[i]) + ")");
+      d.cu.push_back(x);
+    }
+  }
+  const std::vector<int64_t> state_shape{d.sequences(), d.H, d.D, d.D};
+  if (in.has(opt.initial_state)) {
+    const TensorInfo& s = in.info(opt.initial_state);
+    if (s.shape != state_shape || !is_float(s.dtype))
+      fail(in.path() + ": tensor '" + opt.initial_state + "' is " + s.dtype + " " + shape_str(s.shape) +
+           ", expected " + shape_str(state_shape) + " (one state per sequence and head)");
+  }
+  if (out.has(opt.final_state)) {
+    const TensorInfo& s = out.info(opt.final_state);
+    if (s.shape != state_shape || !is_float(s.dtype))
+      fail(out.path() + ": tensor '" + opt.final_state + "' is " + s.dtype + " " + shape_str(s.shape) +
+           ", expected " + shape_str(state_shape));
+  }
+  return d;
+}
+
+// A block of tokens [t0, t0 + L) of batch row b as [H][L][D] (or [H][L] for the
+// decay), whatever the file's layout.
+std::vector<double> read_block(const TensorFile& f, const std::string& name, const Dims& d, TokenLayout layout,
+                               int64_t b, int64_t t0, int64_t L, int64_t inner) {
+  std::vector<double> out(static_cast<size_t>(d.H * L * inner));
+  if (layout == TokenLayout::bhtd) {
+    for (int64_t h = 0; h < d.H; ++h)
+      f.read(name, ((b * d.H + h) * d.T + t0) * inner, L * inner, out.data() + h * L * inner);
+    return out;
+  }
+  std::vector<double> raw(out.size());
+  f.read(name, (b * d.T + t0) * d.H * inner, L * d.H * inner, raw.data());
+  for (int64_t t = 0; t < L; ++t)
+    for (int64_t h = 0; h < d.H; ++h)
+      std::copy_n(raw.data() + (t * d.H + h) * inner, inner, out.data() + (h * L + t) * inner);
+  return out;
+}
+
+// The states of one sequence, [H] matrices [K, V], from a [N, H, D, D] tensor.
+std::vector<Mat<double>> read_states(const TensorFile& f, const std::string& name, const Dims& d, int64_t s,
+                                     StateLayout layout) {
+  std::vector<Mat<double>> st;
+  std::vector<double> raw(static_cast<size_t>(d.D * d.D));
+  for (int64_t h = 0; h < d.H; ++h) {
+    f.read(name, (s * d.H + h) * d.D * d.D, d.D * d.D, raw.data());
+    Mat<double> m = Eigen::Map<const Mat<double>>(raw.data(), d.D, d.D);
+    st.push_back(layout == StateLayout::kv ? m : Mat<double>(m.transpose()));
+  }
+  return st;
+}
+
+// Sums of one output tensor's comparison.
+struct Acc {
+  double err2 = 0, ref2 = 0, emu2 = 0, max_abs = -1;
+  int64_t n = 0, nonfinite = 0;
+  void add(double cand, double ref, double emu, bool& bad) {
+    ref2 += ref * ref;
+    emu2 += (emu - ref) * (emu - ref);
+    ++n;
+    if (!std::isfinite(cand)) {
+      ++nonfinite;
+      bad = true;
+      return;
+    }
+    err2 += (cand - ref) * (cand - ref);
+  }
+};
+
+double ratio(double num2, double den2) { return den2 > 0 ? std::sqrt(num2 / den2) : (num2 > 0 ? INFINITY : 0.0); }
+
+std::string derived_from(bool low_precision) {
+  return low_precision ? "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators, "
+                         "bf16 operands, bf16 output)"
+                       : "2x an fp32 chunkwise computation of the same inputs";
+}
+
+}  // namespace
+
+bool GretCheckReport::pass() const {
+  return !verdicts.empty() && std::all_of(verdicts.begin(), verdicts.end(), [](const TensorVerdict& v) { return v.pass; });
+}
+
+GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
+  const Dims d = read_dims(in, out, opt);
+  const int64_t N = d.sequences();
+  const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(static_cast<double>(d.D));
+  const std::string o_dtype = out.info(opt.o).dtype;
+  const bool low = o_dtype == "bf16" || o_dtype == "f16";
+  const int64_t block = std::max<int64_t>(64, opt.block_tokens / 64 * 64);  // whole chunks: the same arithmetic
+
+  std::vector<double> g_gamma;
+  if (!d.per_token_g) {
+    g_gamma.resize(static_cast<size_t>(d.H));
+    in.read(opt.g_gamma, 0, d.H, g_gamma.data());
+  }
+  Acc acc_o, acc_s;
+  std::vector<double> tok_err2(static_cast<size_t>(d.B * d.T), 0.0);
+  std::vector<char> tok_bad(static_cast<size_t>(d.B * d.T), 0);
+  std::string o_where, s_where;
+
+  for (int64_t s = 0; s < N; ++s) {
+    const int64_t b = d.cu.empty() ? s : 0;
+    const int64_t ts = d.cu.empty() ? 0 : d.cu[static_cast<size_t>(s)];
+    const int64_t te = d.cu.empty() ? d.T : d.cu[static_cast<size_t>(s + 1)];
+    std::vector<Mat<double>> S = in.has(opt.initial_state) ? read_states(in, opt.initial_state, d, s, opt.state_layout)
+                                                           : std::vector<Mat<double>>(d.H, Mat<double>::Zero(d.D, d.D));
+    std::vector<Mat<double>> Se = S;  // the emulation's state
+    for (int64_t t0 = ts; t0 < te; t0 += block) {
+      const int64_t L = std::min(block, te - t0);
+      const std::vector<double> qb = read_block(in, opt.q, d, opt.layout, b, t0, L, d.D);
+      const std::vector<double> kb = read_block(in, opt.k, d, opt.layout, b, t0, L, d.D);
+      const std::vector<double> vb = read_block(in, opt.v, d, opt.layout, b, t0, L, d.D);
+      const std::vector<double> ob = read_block(out, opt.o, d, opt.layout, b, t0, L, d.D);
+      const std::vector<double> gb =
+          d.per_token_g ? read_block(in, opt.g, d, opt.layout, b, t0, L, 1) : std::vector<double>();
+      for (int64_t h = 0; h < d.H; ++h) {
+        const double* qh = qb.data() + h * L * d.D;
+        const Mat<double> q = Eigen::Map<const Mat<double>>(qh, L, d.D) * scale;
+        const Eigen::Map<const Mat<double>> k(kb.data() + h * L * d.D, L, d.D), v(vb.data() + h * L * d.D, L, d.D);
+        Vec<double> lg(L);
+        for (int64_t i = 0; i < L; ++i)
+          lg(i) = d.per_token_g ? gb[static_cast<size_t>(h * L + i)] : g_gamma[static_cast<size_t>(h)];
+        const Mat<double> k_m = k, v_m = v;
+        const GretResult<double> r = gret_run<double>(opt.paradigm, q, k_m, v_m, lg, &S[h], 64);
+        S[h] = r.state;
+        Mat<double> emo;
+        if (low) {
+          const cuda::GretEmulation e = cuda::gret_chunk_emulate(q, k_m, v_m, lg, &Se[h], 64);
+          emo = e.o;
+          Se[h] = e.state;
+        } else {
+          const Mat<float> sf = Se[h].cast<float>();
+          const GretResult<float> e = gret_chunkwise<float>(q.cast<float>(), k_m.cast<float>(), v_m.cast<float>(),
+                                                            lg.cast<float>(), &sf, 64);
+          emo = e.o.cast<double>();
+          Se[h] = e.state.cast<double>();
+        }
+        const double* oh = ob.data() + h * L * d.D;
+        for (int64_t i = 0; i < L; ++i) {
+          const size_t tok = static_cast<size_t>(b * d.T + t0 + i);
+          for (int64_t c = 0; c < d.D; ++c) {
+            const double cand = oh[i * d.D + c], ref = r.o(i, c);
+            bool bad = false;
+            acc_o.add(cand, ref, emo(i, c), bad);
+            if (bad) {
+              tok_bad[tok] = 1;
+              continue;
+            }
+            const double e = std::abs(cand - ref);
+            tok_err2[tok] += e * e;
+            if (e > acc_o.max_abs) {
+              acc_o.max_abs = e;
+              std::ostringstream w;
+              w << "sequence " << s << ", head " << h << ", token " << (t0 + i) << ", column " << c;
+              o_where = w.str();
+            }
+          }
+        }
+      }
+    }
+    if (out.has(opt.final_state)) {
+      const std::vector<Mat<double>> got = read_states(out, opt.final_state, d, s, opt.state_layout);
+      for (int64_t h = 0; h < d.H; ++h)
+        for (int64_t i = 0; i < d.D; ++i)
+          for (int64_t j = 0; j < d.D; ++j) {
+            bool bad = false;
+            const double cand = got[h](i, j), ref = S[h](i, j);
+            acc_s.add(cand, ref, Se[h](i, j), bad);
+            if (bad) continue;
+            const double e = std::abs(cand - ref);
+            if (e > acc_s.max_abs) {
+              acc_s.max_abs = e;
+              std::ostringstream w;
+              w << "sequence " << s << ", head " << h << ", state [" << i << "][" << j << "] (as [K, V])";
+              s_where = w.str();
+            }
+          }
+    }
+  }
+
+  GretCheckReport rep;
+  rep.batch = d.B;
+  rep.tokens = d.T;
+  rep.heads = d.H;
+  rep.head_dim = d.D;
+  rep.sequences = N;
+  {
+    std::ostringstream c;
+    c << "layout " << (opt.layout == TokenLayout::bthd ? "[B, T, H, D]" : "[B, H, T, D]") << ", state "
+      << (opt.state_layout == StateLayout::kv ? "[K, V]" : "[V, K]") << ", q scaled by " << scale
+      << (opt.scale ? "" : " (D^-1/2, the default)") << ", decay "
+      << (d.per_token_g ? "g per token and head" : "g_gamma per head") << ", reference "
+      << paradigm_name(opt.paradigm) << " in fp64" << (d.cu.empty() ? "" : ", packed sequences (cu_seqlens)");
+    rep.conventions = c.str();
+  }
+  auto verdict = [&](const std::string& name, const std::string& dtype, const Acc& a, const std::string& where) {
+    TensorVerdict v;
+    v.name = name;
+    v.dtype = dtype;
+    v.elements = a.n;
+    v.rms_ratio = ratio(a.err2, a.ref2);
+    v.max_abs = std::max(0.0, a.max_abs);
+    v.max_where = where;
+    v.nonfinite = a.nonfinite;
+    if (opt.tolerance) {
+      v.tolerance = *opt.tolerance;
+      v.tolerance_from = "--tolerance";
+    } else {
+      v.tolerance = std::max(2.0 * ratio(a.emu2, a.ref2), 1e-12);
+      v.tolerance_from = derived_from(low);
+    }
+    v.pass = v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
+    return v;
+  };
+  TensorVerdict vo = verdict(opt.o, o_dtype, acc_o, o_where);
+  // The first token past the tolerance: its RMS error (over heads and columns)
+  // against the whole output's reference RMS, so that an offset that wraps
+  // shows where it starts.
+  const double ref_rms = acc_o.n > 0 ? std::sqrt(acc_o.ref2 / static_cast<double>(acc_o.n)) : 0.0;
+  for (size_t t = 0; t < tok_err2.size(); ++t) {
+    const double tok_rms = std::sqrt(tok_err2[t] / static_cast<double>(d.H * d.D));
+    if (tok_bad[t] || (ref_rms > 0 && tok_rms / ref_rms > vo.tolerance)) {
+      vo.first_bad_token = static_cast<int64_t>(t);
+      vo.first_bad_where =
+          "batch " + std::to_string(static_cast<int64_t>(t) / d.T) + ", token " + std::to_string(static_cast<int64_t>(t) % d.T);
+      break;
+    }
+  }
+  rep.verdicts.push_back(vo);
+  if (out.has(opt.final_state))
+    rep.verdicts.push_back(verdict(opt.final_state, out.info(opt.final_state).dtype, acc_s, s_where));
+  return rep;
+}
+
+}  // namespace yoco::check

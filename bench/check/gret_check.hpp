@@ -1,0 +1,58 @@
+#pragma once
+// `yoco check gret`: judges anyone's gated-retention outputs against the fp64
+// reference (reference/gret.hpp), streamed over the sequence so that a million
+// tokens fit in a few GB, in the conventions users of flash-linear-attention's
+// chunk_simple_gla have: o = (q * scale) S, S_t = exp(g_t) S_{t-1} + k_t^T v_t.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gret.hpp"
+#include "tensor_file.hpp"
+
+namespace yoco::check {
+
+enum class TokenLayout { bthd, bhtd };  // [B, T, H, D] (fla, FlashAttention) or [B, H, T, D]
+enum class StateLayout { kv, vk };      // the state as [K, V] (S[i][j] sums k_i v_j) or transposed
+
+struct GretCheckOptions {
+  TokenLayout layout = TokenLayout::bthd;
+  StateLayout state_layout = StateLayout::kv;
+  std::optional<double> scale;  // applied to q; nullopt: D^-1/2 (fla's default); 1: none
+  // Tensor names: chunk_simple_gla's arguments and results by default.
+  std::string q = "q", k = "k", v = "v", g = "g", g_gamma = "g_gamma", initial_state = "initial_state",
+              cu_seqlens = "cu_seqlens", o = "o", final_state = "final_state";
+  GretParadigm paradigm = GretParadigm::chunkwise;
+  std::optional<double> tolerance;  // nullopt: derived (gret_check.cpp, derive_tolerance)
+  int64_t block_tokens = 8192;      // tokens read at once per sequence
+};
+
+// The verdict on one output tensor.
+struct TensorVerdict {
+  std::string name, dtype;
+  int64_t elements = 0;
+  double rms_ratio = 0;          // RMS(candidate - reference) / RMS(reference)
+  double max_abs = 0;            // largest |candidate - reference|
+  std::string max_where;         // where it is: "sequence s, head h, token t" (or state row/column)
+  int64_t nonfinite = 0;         // NaN or infinite candidate values
+  int64_t first_bad_token = -1;  // o: first token (of the whole [B, T] order) past the tolerance; -1: none
+  std::string first_bad_where;   // that token as "batch b, token t"
+  double tolerance = 0;
+  std::string tolerance_from;    // "--tolerance" or how it was derived
+  bool pass = false;
+};
+
+struct GretCheckReport {
+  int64_t batch = 0, tokens = 0, heads = 0, head_dim = 0, sequences = 0;
+  std::string conventions;  // one line: layout, state layout, scale, decay form, paradigm
+  std::vector<TensorVerdict> verdicts;
+  bool pass() const;
+};
+
+// Reads inputs and outputs, runs the reference and judges. InputError (exit 2)
+// naming the file and tensor for a missing tensor, shapes that disagree or an
+// unsupported dtype.
+GretCheckReport check_gret(const TensorFile& inputs, const TensorFile& outputs, const GretCheckOptions& opt);
+
+}  // namespace yoco::check

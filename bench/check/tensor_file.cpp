@@ -1,0 +1,187 @@
+#include "tensor_file.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "dtype.hpp"
+#include "errors.hpp"
+#include "safetensors.hpp"
+
+namespace yoco::check {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw InputError(path + ": " + what); }
+
+std::string dtype_name(DType t) {
+  switch (t) {
+    case DType::f64: return "f64";
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+  }
+  return "?";
+}
+
+class SafetensorsFile final : public TensorFile {
+ public:
+  explicit SafetensorsFile(const std::string& path) : TensorFile(path), reader_(path) {
+    for (const auto& [name, e] : reader_.entries()) info_[name] = TensorInfo{dtype_name(e.dtype), e.shape};
+  }
+  void read(const std::string& name, int64_t first, int64_t count, double* dst) const override {
+    info(name);
+    reader_.read_range(name, first, count, dst);
+  }
+
+ private:
+  SafetensorsReader reader_;
+};
+
+int npy_size(const std::string& dtype) {
+  if (dtype == "f64" || dtype == "i64") return 8;
+  if (dtype == "f32" || dtype == "i32") return 4;
+  return 2;  // f16
+}
+
+class NpyFolder final : public TensorFile {
+ public:
+  explicit NpyFolder(const std::string& dir) : TensorFile(dir) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() != ".npy") continue;
+      const std::string name = e.path().stem().string();
+      const NpyHeader h = read_npy_header(e.path().string());
+      info_[name] = TensorInfo{h.dtype, h.shape};
+      files_[name] = {e.path().string(), h.data_offset};
+    }
+    if (info_.empty()) fail(dir, "no .npy files in this folder (expected NAME.npy per tensor)");
+  }
+  void read(const std::string& name, int64_t first, int64_t count, double* dst) const override {
+    const TensorInfo& t = info(name);
+    const auto& [file, offset] = files_.at(name);
+    if (first < 0 || count < 0 || first > t.numel() - count)
+      fail(file, "elements [" + std::to_string(first) + ", " + std::to_string(first + count) + ") outside its " +
+                     std::to_string(t.numel()));
+    const int es = npy_size(t.dtype);
+    std::ifstream in(file, std::ios::binary);
+    in.seekg(static_cast<std::streamoff>(offset + static_cast<uint64_t>(first) * es));
+    std::vector<unsigned char> raw(static_cast<size_t>(count) * es);
+    in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+    if (!in) fail(file, "read failed (truncated?)");
+    for (int64_t i = 0; i < count; ++i) {
+      const unsigned char* p = raw.data() + static_cast<size_t>(i) * es;
+      if (t.dtype == "f64") {
+        double x;
+        std::memcpy(&x, p, 8);
+        dst[i] = x;
+      } else if (t.dtype == "f32") {
+        float x;
+        std::memcpy(&x, p, 4);
+        dst[i] = x;
+      } else if (t.dtype == "i64") {
+        int64_t x;
+        std::memcpy(&x, p, 8);
+        dst[i] = static_cast<double>(x);
+      } else if (t.dtype == "i32") {
+        int32_t x;
+        std::memcpy(&x, p, 4);
+        dst[i] = x;
+      } else {
+        uint16_t b;
+        std::memcpy(&b, p, 2);
+        dst[i] = f16_bits_to_float(b);
+      }
+    }
+  }
+
+ private:
+  std::map<std::string, std::pair<std::string, uint64_t>> files_;
+};
+
+}  // namespace
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+std::unique_ptr<TensorFile> TensorFile::open(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return std::make_unique<NpyFolder>(path);
+  if (!std::filesystem::exists(path)) fail(path, "no such file or folder");
+  return std::make_unique<SafetensorsFile>(path);
+}
+
+const TensorInfo& TensorFile::info(const std::string& name) const {
+  const auto it = info_.find(name);
+  if (it != info_.end()) return it->second;
+  std::string have;
+  for (const auto& [n, i] : info_) have += (have.empty() ? "" : ", ") + n;
+  fail(path_, "no tensor '" + name + "' (has: " + have + ")");
+}
+
+std::vector<std::string> TensorFile::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, i] : info_) out.push_back(n);
+  return out;
+}
+
+NpyHeader read_npy_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open");
+  char magic[8];
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (no \\x93NUMPY magic)");
+  const int major = static_cast<unsigned char>(magic[6]);
+  uint32_t hlen = 0;
+  if (major == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    hlen = b[0] | (b[1] << 8);
+  } else if (major == 2 || major == 3) {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  } else {
+    fail(path, ".npy format version " + std::to_string(major) + " is not supported (1, 2 or 3)");
+  }
+  std::string h(hlen, '\0');
+  in.read(h.data(), hlen);
+  if (!in) fail(path, "truncated .npy header");
+  NpyHeader out;
+  out.data_offset = static_cast<uint64_t>(in.tellg());
+  auto field = [&](const std::string& key) {
+    const size_t k = h.find("'" + key + "'");
+    if (k == std::string::npos) fail(path, ".npy header has no '" + key + "'");
+    return h.substr(h.find(':', k) + 1);
+  };
+  const std::string descr = field("descr");
+  const size_t q0 = descr.find('\''), q1 = descr.find('\'', q0 + 1);
+  const std::string d = descr.substr(q0 + 1, q1 - q0 - 1);
+  if (d == "<f8") out.dtype = "f64";
+  else if (d == "<f4") out.dtype = "f32";
+  else if (d == "<f2") out.dtype = "f16";
+  else if (d == "<i8") out.dtype = "i64";
+  else if (d == "<i4") out.dtype = "i32";
+  else
+    fail(path, "dtype '" + d + "' is not supported (little-endian f8, f4, f2, i8, i4; bf16 tensors: use safetensors)");
+  if (field("fortran_order").find("False") != 0 && field("fortran_order").find(" False") != 0)
+    fail(path, "Fortran-order arrays are not supported (save with numpy.ascontiguousarray)");
+  std::string shape = field("shape");
+  shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
+  std::stringstream ss(shape);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    out.shape.push_back(std::stoll(item));
+  }
+  const uint64_t need = out.data_offset + static_cast<uint64_t>(TensorInfo{out.dtype, out.shape}.numel()) *
+                                              static_cast<uint64_t>(npy_size(out.dtype));
+  if (std::filesystem::file_size(path) < need)
+    fail(path, "truncated: the header's shape needs " + std::to_string(need) + " bytes, the file has " +
+                   std::to_string(std::filesystem::file_size(path)));
+  return out;
+}
+
+}  // namespace yoco::check

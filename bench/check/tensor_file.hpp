@@ -1,0 +1,50 @@
+#pragma once
+// Named tensors from the files users of PyTorch and NumPy write: one
+// .safetensors file (safetensors.torch.save_file), or a folder of NAME.npy
+// files (numpy.save). Read in ranges of elements converted to double, so that
+// a tensor larger than memory streams block by block. Every problem is an
+// InputError naming the file and the tensor.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace yoco::check {
+
+struct TensorInfo {
+  std::string dtype;           // f64, f32, f16, bf16, i64, i32
+  std::vector<int64_t> shape;  // row-major
+  int64_t numel() const;
+};
+
+class TensorFile {
+ public:
+  // path: a .safetensors file, or a folder holding NAME.npy files.
+  static std::unique_ptr<TensorFile> open(const std::string& path);
+  virtual ~TensorFile() = default;
+  const std::string& path() const { return path_; }
+  bool has(const std::string& name) const { return info_.count(name) != 0; }
+  // InputError "<path>: no tensor 'name' (has: a, b, ...)" when absent.
+  const TensorInfo& info(const std::string& name) const;
+  std::vector<std::string> names() const;
+  // Elements [first, first + count) of `name`, row-major, as double.
+  virtual void read(const std::string& name, int64_t first, int64_t count, double* dst) const = 0;
+
+ protected:
+  explicit TensorFile(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+  std::map<std::string, TensorInfo> info_;
+};
+
+// A .npy file's header: dtype, shape and where its data starts. InputError
+// naming the file for anything this reader does not take (Fortran order,
+// big-endian, an unknown dtype, a truncated file).
+struct NpyHeader {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  uint64_t data_offset = 0;
+};
+NpyHeader read_npy_header(const std::string& path);
+
+}  // namespace yoco::check

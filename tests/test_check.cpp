@@ -1,0 +1,376 @@
+// `yoco check gret` (bench/check/): judges outputs against the fp64 reference.
+// Each accepted case is a correct computation in some convention users have;
+// each rejected case is one mistake a kernel makes, which the check must see.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "dtype.hpp"
+#include "errors.hpp"
+#include "gret.hpp"
+#include "gret_check.hpp"
+#include "npy.hpp"
+#include "safetensors.hpp"
+#include "tensor_file.hpp"
+
+namespace {
+
+using yoco::DType;
+using yoco::InputError;
+using yoco::Mat;
+using yoco::Vec;
+using namespace yoco::check;
+
+// A problem in fla's layout [B, T, H, D] with q, k, v rounded to bf16 and the
+// log-decay logsigmoid(x) / 16 (the model's gate), per token and head.
+struct Problem {
+  int64_t B, T, H, D;
+  std::vector<double> q, k, v, g, s0;  // s0: [B, H, D, D] as [K, V]
+};
+
+Problem make_problem(int64_t B, int64_t T, int64_t H, int64_t D, uint64_t seed, bool with_state) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> n01(0.0, 1.0);
+  Problem p{B, T, H, D, {}, {}, {}, {}, {}};
+  auto bf = [](double x) { return static_cast<double>(yoco::round_to_bf16(static_cast<float>(x))); };
+  const int64_t n = B * T * H * D;
+  for (int64_t i = 0; i < n; ++i) {
+    p.q.push_back(bf(n01(rng)));
+    p.k.push_back(bf(n01(rng)));
+    p.v.push_back(bf(n01(rng)));
+  }
+  for (int64_t i = 0; i < B * T * H; ++i) {
+    const double x = 2.0 * n01(rng);
+    p.g.push_back(static_cast<float>((std::min(x, 0.0) - std::log1p(std::exp(-std::abs(x)))) / 16.0));
+  }
+  if (with_state)
+    for (int64_t i = 0; i < B * H * D * D; ++i) p.s0.push_back(0.1 * n01(rng));
+  return p;
+}
+
+size_t at(const Problem& p, int64_t b, int64_t t, int64_t h) { return static_cast<size_t>(((b * p.T + t) * p.H + h) * p.D); }
+
+// How a candidate computes: every knob is one mistake (or one convention).
+struct Candidate {
+  double scale_factor = 1.0;      // on top of the right D^-1/2
+  bool swap_heads = false;        // head h's output written for head h+1
+  bool state_one_behind = false;  // the final state of token T-1 instead of T
+  bool decay_late = false;        // token t decayed with g_{t-1}
+  bool recurrent_f32 = false;     // the recurrent paradigm in fp32 (a correct computation)
+};
+
+struct Outputs {
+  std::vector<double> o;   // [B, T, H, D]
+  std::vector<double> st;  // [B, H, D, D] as [K, V]
+};
+
+Outputs compute(const Problem& p, const Candidate& c) {
+  Outputs out{std::vector<double>(p.q.size()), std::vector<double>(static_cast<size_t>(p.B * p.H * p.D * p.D))};
+  const double scale = c.scale_factor / std::sqrt(static_cast<double>(p.D));
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.H; ++h) {
+      Mat<double> q(p.T, p.D), k(p.T, p.D), v(p.T, p.D);
+      Vec<double> lg(p.T);
+      for (int64_t t = 0; t < p.T; ++t) {
+        for (int64_t c2 = 0; c2 < p.D; ++c2) {
+          q(t, c2) = p.q[at(p, b, t, h) + c2] * scale;
+          k(t, c2) = p.k[at(p, b, t, h) + c2];
+          v(t, c2) = p.v[at(p, b, t, h) + c2];
+        }
+        const int64_t tg = c.decay_late ? std::max<int64_t>(t - 1, 0) : t;
+        lg(t) = p.g[static_cast<size_t>((b * p.T + tg) * p.H + h)];
+      }
+      Mat<double> s0 = Mat<double>::Zero(p.D, p.D);
+      if (!p.s0.empty())
+        s0 = Eigen::Map<const Mat<double>>(p.s0.data() + (b * p.H + h) * p.D * p.D, p.D, p.D);
+      Mat<double> o, st;
+      if (c.recurrent_f32) {
+        const Mat<float> s0f = s0.cast<float>();
+        const auto r = yoco::gret_recurrent<float>(q.cast<float>(), k.cast<float>(), v.cast<float>(),
+                                                   lg.cast<float>(), &s0f);
+        o = r.o.cast<double>();
+        st = r.state.cast<double>();
+      } else {
+        const auto r = yoco::gret_chunkwise<double>(q, k, v, lg, &s0, 64);
+        o = r.o;
+        st = r.state;
+        if (c.state_one_behind) st = yoco::gret_chunkwise<double>(q.topRows(p.T - 1), k.topRows(p.T - 1),
+                                                                  v.topRows(p.T - 1), lg.head(p.T - 1), &s0, 64).state;
+      }
+      const int64_t ho = c.swap_heads ? (h + 1) % p.H : h;
+      for (int64_t t = 0; t < p.T; ++t)
+        for (int64_t c2 = 0; c2 < p.D; ++c2) out.o[at(p, b, t, ho) + c2] = o(t, c2);
+      std::copy_n(st.data(), p.D * p.D, out.st.data() + (b * p.H + h) * p.D * p.D);
+    }
+  return out;
+}
+
+class Check : public yoco_test::CliTest {
+ protected:
+  // Inputs as one f32 safetensors file (the values are bf16-representable).
+  std::string write_inputs(const Problem& p, const std::string& name = "in.safetensors") {
+    const std::string f = path(name);
+    std::vector<yoco::TensorToWrite> t{{"q", {p.B, p.T, p.H, p.D}, p.q.data(), nullptr},
+                                       {"k", {p.B, p.T, p.H, p.D}, p.k.data(), nullptr},
+                                       {"v", {p.B, p.T, p.H, p.D}, p.v.data(), nullptr},
+                                       {"g", {p.B, p.T, p.H}, p.g.data(), nullptr}};
+    if (!p.s0.empty()) t.push_back({"initial_state", {p.B, p.H, p.D, p.D}, p.s0.data(), nullptr});
+    yoco::write_safetensors(f, t, DType::f32, {});
+    return f;
+  }
+  std::string write_outputs(const Problem& p, const Outputs& o, DType dtype, bool with_state,
+                            const std::string& name = "out.safetensors") {
+    const std::string f = path(name);
+    std::vector<yoco::TensorToWrite> t{{"o", {p.B, p.T, p.H, p.D}, o.o.data(), nullptr}};
+    if (with_state) t.push_back({"final_state", {p.B, p.H, p.D, p.D}, o.st.data(), nullptr});
+    yoco::write_safetensors(f, t, dtype, {});
+    return f;
+  }
+  GretCheckReport run(const std::string& in, const std::string& out, GretCheckOptions opt = {}) {
+    opt.block_tokens = 128;  // several blocks per sequence: the streaming is what is tested
+    return check_gret(*TensorFile::open(in), *TensorFile::open(out), opt);
+  }
+};
+
+const TensorVerdict& verdict(const GretCheckReport& r, const std::string& name) {
+  for (const auto& v : r.verdicts)
+    if (v.name == name) return v;
+  throw std::runtime_error("no verdict for " + name);
+}
+
+TEST_F(Check, AcceptsTheReferenceRoundedToBf16AndItsF32State) {
+  const Problem p = make_problem(2, 300, 3, 32, 1, true);
+  const Outputs o = compute(p, {});
+  const std::string in = write_inputs(p);
+  const GretCheckReport r = run(in, write_outputs(p, o, DType::bf16, false));
+  EXPECT_TRUE(r.pass());
+  const TensorVerdict& v = verdict(r, "o");
+  EXPECT_EQ(v.dtype, "bf16");
+  EXPECT_GT(v.rms_ratio, 0.0) << "bf16 rounding is an error the check sees";
+  EXPECT_LT(v.rms_ratio, v.tolerance);
+  EXPECT_EQ(v.first_bad_token, -1);
+  const GretCheckReport rs = run(in, write_outputs(p, o, DType::f32, true, "out32.safetensors"));
+  EXPECT_TRUE(rs.pass());
+  EXPECT_LT(verdict(rs, "final_state").rms_ratio, 1e-6);
+}
+
+TEST_F(Check, AcceptsTheRecurrentParadigmInF32) {
+  const Problem p = make_problem(1, 200, 2, 32, 2, true);
+  Candidate c;
+  c.recurrent_f32 = true;
+  const GretCheckReport r = run(write_inputs(p), write_outputs(p, compute(p, c), DType::f32, true));
+  EXPECT_TRUE(r.pass()) << verdict(r, "o").rms_ratio << " vs " << verdict(r, "o").tolerance;
+}
+
+TEST_F(Check, AcceptsEveryLayoutFromANpyFolder) {
+  const Problem p = make_problem(2, 130, 2, 16, 3, true);
+  const Outputs o = compute(p, {});
+  // [B, H, T, D] tensors and [V, K] states, as .npy files.
+  auto bhtd = [&](const std::vector<double>& x, int64_t inner) {
+    std::vector<double> y(x.size());
+    for (int64_t b = 0; b < p.B; ++b)
+      for (int64_t t = 0; t < p.T; ++t)
+        for (int64_t h = 0; h < p.H; ++h)
+          for (int64_t c = 0; c < inner; ++c)
+            y[static_cast<size_t>(((b * p.H + h) * p.T + t) * inner + c)] =
+                x[static_cast<size_t>(((b * p.T + t) * p.H + h) * inner + c)];
+    return y;
+  };
+  auto vk = [&](const std::vector<double>& s) {
+    std::vector<double> y(s.size());
+    for (int64_t m = 0; m < p.B * p.H; ++m)
+      for (int64_t i = 0; i < p.D; ++i)
+        for (int64_t j = 0; j < p.D; ++j)
+          y[static_cast<size_t>((m * p.D + j) * p.D + i)] = s[static_cast<size_t>((m * p.D + i) * p.D + j)];
+    return y;
+  };
+  const std::string in = path("in_npy"), out = path("out_npy");
+  std::filesystem::create_directories(in);
+  std::filesystem::create_directories(out);
+  using yoco::cli::NpyDType;
+  using yoco::cli::write_npy;
+  write_npy(in + "/q.npy", NpyDType::f32, {p.B, p.H, p.T, p.D}, bhtd(p.q, p.D).data());
+  write_npy(in + "/k.npy", NpyDType::f32, {p.B, p.H, p.T, p.D}, bhtd(p.k, p.D).data());
+  write_npy(in + "/v.npy", NpyDType::f32, {p.B, p.H, p.T, p.D}, bhtd(p.v, p.D).data());
+  write_npy(in + "/g.npy", NpyDType::f32, {p.B, p.H, p.T}, bhtd(p.g, 1).data());
+  write_npy(in + "/initial_state.npy", NpyDType::f64, {p.B, p.H, p.D, p.D}, vk(p.s0).data());
+  write_npy(out + "/o.npy", NpyDType::f32, {p.B, p.H, p.T, p.D}, bhtd(o.o, p.D).data());
+  write_npy(out + "/final_state.npy", NpyDType::f32, {p.B, p.H, p.D, p.D}, vk(o.st).data());
+  GretCheckOptions opt;
+  opt.layout = TokenLayout::bhtd;
+  opt.state_layout = StateLayout::vk;
+  const GretCheckReport r = run(in, out, opt);
+  EXPECT_TRUE(r.pass()) << verdict(r, "o").rms_ratio << " " << verdict(r, "final_state").rms_ratio;
+  // The same files read in the wrong layout: the shapes no longer agree.
+  EXPECT_THROW(run(in, out, GretCheckOptions{}), InputError);
+}
+
+TEST_F(Check, PackedSequencesRestartFromTheirOwnState) {
+  // Three sequences packed in batch 1: 70, 1 and 129 tokens.
+  const std::vector<int64_t> lens{70, 1, 129};
+  const int64_t H = 2, D = 16, T = 200;
+  Problem all = make_problem(1, T, H, D, 4, false);
+  std::vector<double> s0, o(all.q.size()), st;
+  int64_t t0 = 0;
+  std::vector<double> cu{0};
+  for (size_t s = 0; s < lens.size(); ++s) {
+    Problem one = all;
+    one.T = lens[s];
+    auto cut = [&](const std::vector<double>& x, int64_t inner) {
+      return std::vector<double>(x.begin() + t0 * H * inner, x.begin() + (t0 + lens[s]) * H * inner);
+    };
+    one.q = cut(all.q, D);
+    one.k = cut(all.k, D);
+    one.v = cut(all.v, D);
+    one.g = cut(all.g, 1);
+    one.s0 = make_problem(1, 1, H, D, 40 + s, true).s0;
+    const Outputs r = compute(one, {});
+    std::copy(r.o.begin(), r.o.end(), o.begin() + t0 * H * D);
+    s0.insert(s0.end(), one.s0.begin(), one.s0.end());
+    st.insert(st.end(), r.st.begin(), r.st.end());
+    t0 += lens[s];
+    cu.push_back(static_cast<double>(t0));
+  }
+  const std::string in = path("packed"), out = path("packed_out"), wrong = path("packed_wrong");
+  for (const auto& d : {in, out, wrong}) std::filesystem::create_directories(d);
+  using yoco::cli::NpyDType;
+  using yoco::cli::write_npy;
+  write_npy(in + "/q.npy", NpyDType::f32, {1, T, H, D}, all.q.data());
+  write_npy(in + "/k.npy", NpyDType::f32, {1, T, H, D}, all.k.data());
+  write_npy(in + "/v.npy", NpyDType::f32, {1, T, H, D}, all.v.data());
+  write_npy(in + "/g.npy", NpyDType::f32, {1, T, H}, all.g.data());
+  write_npy(in + "/initial_state.npy", NpyDType::f64, {3, H, D, D}, s0.data());
+  write_npy(in + "/cu_seqlens.npy", NpyDType::f64, {4}, cu.data());
+  write_npy(out + "/o.npy", NpyDType::f32, {1, T, H, D}, o.data());
+  write_npy(out + "/final_state.npy", NpyDType::f32, {3, H, D, D}, st.data());
+  const GretCheckReport r = run(in, out);
+  EXPECT_EQ(r.sequences, 3);
+  EXPECT_TRUE(r.pass()) << verdict(r, "o").rms_ratio << " " << verdict(r, "final_state").rms_ratio;
+  // The final state of the wrong sequence (the last two swapped) fails.
+  std::vector<double> swapped = st;
+  std::swap_ranges(swapped.begin() + H * D * D, swapped.begin() + 2 * H * D * D, swapped.begin() + 2 * H * D * D);
+  write_npy(wrong + "/o.npy", NpyDType::f32, {1, T, H, D}, o.data());
+  write_npy(wrong + "/final_state.npy", NpyDType::f32, {3, H, D, D}, swapped.data());
+  const GretCheckReport w = run(in, wrong);
+  EXPECT_TRUE(verdict(w, "o").pass);
+  EXPECT_FALSE(verdict(w, "final_state").pass);
+}
+
+// One mistake each: the check must fail it.
+TEST_F(Check, RejectsEachMistake) {
+  const Problem p = make_problem(1, 256, 3, 32, 5, true);
+  const std::string in = write_inputs(p);
+  struct Case {
+    const char* what;
+    Candidate c;
+    const char* tensor;
+  };
+  Candidate swap, behind, late, no_scale, double_scale;
+  swap.swap_heads = true;
+  behind.state_one_behind = true;
+  late.decay_late = true;
+  no_scale.scale_factor = std::sqrt(32.0);  // scale 1: the D^-1/2 forgotten
+  double_scale.scale_factor = 1.0 / std::sqrt(32.0);
+  for (const Case& k : {Case{"another head's output", swap, "o"}, Case{"a state one step behind", behind, "final_state"},
+                        Case{"the decay one step late", late, "o"}, Case{"a missing scale", no_scale, "o"},
+                        Case{"a doubled scale", double_scale, "o"}}) {
+    const GretCheckReport r = run(in, write_outputs(p, compute(p, k.c), DType::f32, true, std::string(k.what) + ".st"));
+    EXPECT_FALSE(r.pass()) << k.what;
+    EXPECT_FALSE(verdict(r, k.tensor).pass) << k.what;
+  }
+}
+
+TEST_F(Check, AWrappedOffsetIsFoundWhereItStarts) {
+  // Right up to a flattened element, garbage after it (an offset that wraps):
+  // the first bad token is reported exactly.
+  const Problem p = make_problem(2, 200, 2, 32, 6, false);
+  Outputs o = compute(p, {});
+  const int64_t first_bad = 1 * p.T + 137;  // batch 1, token 137
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<double> junk(-1.0, 1.0);
+  for (size_t i = static_cast<size_t>(first_bad * p.H * p.D); i < o.o.size(); ++i) o.o[i] = junk(rng);
+  const GretCheckReport r = run(write_inputs(p), write_outputs(p, o, DType::bf16, false));
+  const TensorVerdict& v = verdict(r, "o");
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.first_bad_token, first_bad);
+  EXPECT_EQ(v.first_bad_where, "batch 1, token 137");
+}
+
+TEST_F(Check, OneNaNFails) {
+  const Problem p = make_problem(1, 100, 2, 16, 7, false);
+  Outputs o = compute(p, {});
+  o.o[1234] = std::numeric_limits<double>::quiet_NaN();
+  const GretCheckReport r = run(write_inputs(p), write_outputs(p, o, DType::f32, false));
+  const TensorVerdict& v = verdict(r, "o");
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.nonfinite, 1);
+  EXPECT_EQ(v.first_bad_token, 1234 / (2 * 16));
+}
+
+TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {
+  const Problem p = make_problem(1, 64, 2, 16, 8, false);
+  const std::string in = write_inputs(p);
+  const Outputs o = compute(p, {});
+  auto expect_error = [&](const std::string& inputs, const std::string& outputs, std::vector<std::string> needles) {
+    try {
+      run(inputs, outputs);
+      ADD_FAILURE() << "no error for " << needles[0];
+    } catch (const InputError& e) {
+      for (const auto& n : needles) EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+    }
+  };
+  // o of another shape
+  Problem shorter = p;
+  shorter.T = 63;
+  shorter.q.resize(static_cast<size_t>(63 * 2 * 16));
+  expect_error(in, write_outputs(shorter, Outputs{shorter.q, {}}, DType::f32, false, "short.st"), {"short.st", "'o'"});
+  // a missing tensor
+  const std::string no_g = path("no_g");
+  std::filesystem::create_directories(no_g);
+  yoco::cli::write_npy(no_g + "/q.npy", yoco::cli::NpyDType::f32, {1, 64, 2, 16}, p.q.data());
+  expect_error(no_g, write_outputs(p, o, DType::f32, false), {"no_g", "'k'"});
+  // a truncated safetensors file
+  const std::string trunc = path("trunc.safetensors");
+  const std::string whole = yoco_test::slurp(in);
+  yoco_test::spit(trunc, whole.substr(0, whole.size() / 2));
+  expect_error(trunc, write_outputs(p, o, DType::f32, false), {"trunc.safetensors"});
+  // an integer q
+  const std::string ints = path("ints");
+  std::filesystem::create_directories(ints);
+  std::string npy = yoco::cli::npy_header(yoco::cli::NpyDType::f32, {1, 64, 2, 16});
+  const size_t d = npy.find("<f4");
+  npy.replace(d, 3, "<i4");
+  yoco_test::spit(ints + "/q.npy", npy + std::string(64 * 2 * 16 * 4, '\0'));
+  expect_error(ints, write_outputs(p, o, DType::f32, false), {"ints", "'q'", "i32"});
+}
+
+TEST_F(Check, CommandLineExitCodesAndFormats) {
+  const Problem p = make_problem(1, 96, 2, 16, 9, false);
+  const std::string in = write_inputs(p);
+  const std::string good = write_outputs(p, compute(p, {}), DType::bf16, false);
+  Candidate swap;
+  swap.swap_heads = true;
+  const std::string bad = write_outputs(p, compute(p, swap), DType::bf16, false, "bad.st");
+  const auto ok = yoco("check gret " + in + " " + good);
+  EXPECT_EQ(ok.status, 0) << ok.all();
+  EXPECT_NE(ok.out.find("PASS"), std::string::npos) << ok.out;
+  const auto no = yoco("check gret " + in + " " + bad + " --format json");
+  EXPECT_EQ(no.status, 1) << no.all();
+  EXPECT_NE(no.out.find("\"within_tolerance\": false"), std::string::npos) << no.out;
+  const auto csv = yoco("check gret " + in + " " + good + " --format csv");
+  EXPECT_EQ(csv.status, 0);
+  EXPECT_NE(csv.out.find("check_gret:o,rms_error_ratio"), std::string::npos) << csv.out;
+  const auto missing = yoco("check gret " + in + " " + path("nothing.st"));
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("nothing.st"), std::string::npos) << missing.err;
+  const auto opt = yoco("check gret " + in + " " + good + " --layout btdh");
+  EXPECT_EQ(opt.status, 2);
+  EXPECT_NE(opt.err.find("--layout"), std::string::npos) << opt.err;
+}
+
+}  // namespace
