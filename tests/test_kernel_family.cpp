@@ -207,7 +207,7 @@ const std::vector<Own>& own_kernels() {
       {"softmax_rows_kernel", "other",
        "_ZN4yoco4cuda52_GLOBAL__N__72c78d31_19_attention_oracle_cu_4ea0675d19softmax_rows_kernelEPflPKlldPd"},
       {"fill_normal_kernel", "other",
-       "_ZN4yoco4cuda52_GLOBAL__N__72c78d31_19_attention_oracle_cu_4ea0675d18fill_normal_kernelEP13__nv_bfloat16lmf"},
+       "_ZN4yoco4cuda47_GLOBAL__N__533dc8b7_14_device_fill_cu_d822111718fill_normal_kernelEP13__nv_bfloat16lmf"},
       {"gret_oracle_kernel", "other",
        "_ZN4yoco4cuda47_GLOBAL__N__6440af91_14_gret_oracle_cu_46e24eb618gret_oracle_kernelILi128ELb1EEEvPK13__nv_"
        "bfloat16S5_S5_PKfS7_PfS8_lll"},

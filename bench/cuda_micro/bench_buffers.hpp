@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/attention_oracle.hpp"  // launch_fill_normal_bf16
 #include "device/counter_init.hpp"
+#include "device/device_fill.hpp"  // launch_fill_normal_bf16
 #include "dtype.hpp"
 
 namespace yoco::cuda_bench {

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/attention_oracle.hpp"
+#include "device/device_fill.hpp"
 #include "attention/flash_prefill.hpp"
 #include "kernel_bench.hpp"
 

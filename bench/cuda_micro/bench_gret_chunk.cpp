@@ -36,7 +36,7 @@
 #include <tuple>
 #include <vector>
 
-#include "attention/attention_oracle.hpp"
+#include "device/device_fill.hpp"
 #include "device/counter_init.hpp"
 #include "dtype.hpp"
 #include "gret/gret_chunk.hpp"

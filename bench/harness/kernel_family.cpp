@@ -59,7 +59,7 @@ constexpr OwnKernel kOwnKernels[] = {
     {"counter_init_kernel", "other"},
     {"counter_init_bf16_kernel", "other"},
     {"fill_bf16", "other"},
-    // attention_oracle.cu, gret_oracle.cu: the GPU tests' oracles, never in a model run.
+    // attention_oracle.cu, gret_oracle.cu, device_fill.cu: the GPU tests' oracles and inputs, never in a model run.
     {"gather_rows_kernel", "other"},
     {"widen_kernel", "other"},
     {"softmax_rows_kernel", "other"},

@@ -80,24 +80,6 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   if (threadIdx.x == 0) lse[r] = sum > 0.0 ? mx + log(sum) : -INFINITY;
 }
 
-__device__ uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-__global__ void fill_normal_kernel(bf16* __restrict__ dst, int64_t n, uint64_t seed, float stddev) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const uint64_t h = splitmix64(seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(i));
-    const float u1 = (static_cast<float>(h >> 40) + 1.0f) * (1.0f / 16777217.0f);  // (0, 1]
-    const float u2 = static_cast<float>((h >> 16) & 0xffffffu) * (1.0f / 16777216.0f);
-    const float z = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
-    dst[i] = __float2bfloat16(stddev * z);
-  }
-}
-
 unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096)); }
 
 template <class T>
@@ -227,13 +209,6 @@ std::string AttentionOracle::run(const bf16* q, const bf16* k, const bf16* v, co
     }
   }
   return "";
-}
-
-cudaError_t launch_fill_normal_bf16(bf16* dst, int64_t n, uint64_t seed, float stddev, cudaStream_t stream) {
-  if (n < 0 || (n > 0 && dst == nullptr)) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  fill_normal_kernel<<<grid_for(n), 256, 0, stream>>>(dst, n, seed, stddev);
-  return cudaGetLastError();
 }
 
 }  // namespace yoco::cuda

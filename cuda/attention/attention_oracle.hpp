@@ -65,9 +65,4 @@ class AttentionOracle {
   std::string error_;
 };
 
-// Test inputs at lengths where host generation and upload are too slow:
-// dst[i] = bf16(stddev * N(0,1)) from a counter-based hash of (seed, i), 64-bit indexing.
-cudaError_t launch_fill_normal_bf16(__nv_bfloat16* dst, int64_t n, uint64_t seed, float stddev,
-                                    cudaStream_t stream);
-
 }  // namespace yoco::cuda

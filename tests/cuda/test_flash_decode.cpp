@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "attention/attention_oracle.hpp"
+#include "device/device_fill.hpp"
 #include "device_test_data.hpp"
 #include "dtype.hpp"
 #include "attention/flash_decode.hpp"

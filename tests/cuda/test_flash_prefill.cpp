@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "attention/attention_oracle.hpp"
+#include "device/device_fill.hpp"
 #include "device_test_data.hpp"
 #include "attention/flash_prefill.hpp"
 #include "gpu_test_support.hpp"

@@ -21,7 +21,7 @@
 #include "gret.hpp"
 #include "gret/gret_chunk.hpp"
 #include "gret/gret_oracle.hpp"
-#include "attention/attention_oracle.hpp"
+#include "device/device_fill.hpp"
 #include "gret/gret_plan.hpp"
 #include "gret/gret_select.hpp"
 #include "gret/gret_recurrent.hpp"
