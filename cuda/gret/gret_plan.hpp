@@ -223,6 +223,16 @@ inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
          p.slices * static_cast<int64_t>(p.slice_cols) == s.head_dim;
 }
 
+// The planners' segment count: the P a planner wants, cut so that every
+// segment keeps >= 8 chunks of `chunk` tokens, at most kGretMaxSegments, >= 1.
+inline int gret_clamp_segments(int64_t P, int64_t seq_len, int64_t chunk) {
+  const int64_t by_len = gret_num_chunks(seq_len, chunk) / 8;
+  if (P > by_len) P = by_len;
+  if (P > kGretMaxSegments) P = kGretMaxSegments;
+  if (P < 1) P = 1;
+  return static_cast<int>(P);
+}
+
 // Host planner. Slices: the widest slice whose grid covers at least half the
 // SMs; each halving of the slice re-reads q and k once more from L2 and
 // repeats Q K^T, but doubles the CTAs walking the chain (v1 measured on H100:
@@ -247,11 +257,7 @@ inline GretChunkPlan plan_gret_chunk_v2(const GretChunkShape& s, int sm_count) {
     const int64_t base = bh * p.slices;
     const int64_t slots = static_cast<int64_t>(sm_count) * gret_ctas_per_sm(s.head_dim, cols);
     int64_t P = base > 0 ? slots / base : 1;
-    const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
-    if (P > by_len) P = by_len;
-    if (P > kGretMaxSegments) P = kGretMaxSegments;
-    if (P < 1) P = 1;
-    p.segments = static_cast<int>(P);
+    p.segments = gret_clamp_segments(P, s.seq_len, 64);
   }
   return p;
 }
@@ -268,10 +274,7 @@ inline GretChunkPlan plan_gret_chunk_v3(const GretChunkShape& s, int sm_count) {
   p.slices = 1;
   const int64_t bh = s.batch * s.heads;
   int64_t P = (bh > 0 && sm_count > 0) ? (static_cast<int64_t>(sm_count) * kGretV3CtasPerSm) / bh : 1;
-  const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
-  if (P > by_len) P = by_len;
-  if (P > kGretMaxSegments) P = kGretMaxSegments;
-  if (P < 1) P = 1;
+  P = gret_clamp_segments(P, s.seq_len, 64);
   p.segments = static_cast<int>(P);
   return p;
 }
@@ -316,10 +319,7 @@ inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count) {
   p.slices = 1;
   const int64_t bh = s.batch * s.heads;
   int64_t P = (bh > 0 && sm_count > 0) ? static_cast<int64_t>(sm_count) / bh : 1;
-  const int64_t by_len = gret_num_chunks(s.seq_len, 64) / 8;
-  if (P > by_len) P = by_len;
-  if (P > kGretMaxSegments) P = kGretMaxSegments;
-  if (P < 1) P = 1;
+  P = gret_clamp_segments(P, s.seq_len, 64);
   p.segments = static_cast<int>(P);
   if (P > 1) {
     int64_t Q = (2 * static_cast<int64_t>(sm_count)) / (bh * (P - 1));
@@ -341,10 +341,7 @@ inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, i
   p.slices = 1;
   const int64_t bh = s.batch * s.heads;
   int64_t P = (bh > 0 && sm_count > 0) ? static_cast<int64_t>(sm_count) / bh : 1;
-  const int64_t by_len = gret_num_chunks(s.seq_len, chunk) / 8;
-  if (P > by_len) P = by_len;
-  if (P > kGretMaxSegments) P = kGretMaxSegments;
-  if (P < 1) P = 1;
+  P = gret_clamp_segments(P, s.seq_len, chunk);
   p.segments = static_cast<int>(P);
   return p;
 }
