@@ -125,7 +125,7 @@ GretResult<T> gret_chunkwise(const Eigen::Ref<const Mat<T>>& q, const Eigen::Ref
   r.state = start_state(s0, k.cols(), v.cols());
   r.o.resize(n, v.cols());
   ActivationGuard guard(std::min(chunk, n) * std::min(chunk, n) * static_cast<int64_t>(sizeof(T)));
-  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const auto flush = [](T x) { return flush_subnormal(x); };  // inlined, unlike a function pointer
   for (int64_t s = 0; s < n; s += chunk) {
     const int64_t c = std::min(chunk, n - s);
     const auto qc = q.middleRows(s, c);
@@ -135,17 +135,23 @@ GretResult<T> gret_chunkwise(const Eigen::Ref<const Mat<T>>& q, const Eigen::Ref
     Eigen::Array<T, Eigen::Dynamic, 1> b(c);
     T acc = 0;
     for (int64_t i = 0; i < c; ++i) b(i) = (acc += g(s + i));
-    // Inner-chunk decays exp(b_i - b_j), j <= i; masked before exp, so no overflow.
-    Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> e =
-        b.replicate(1, c) - b.transpose().replicate(c, 1);
-    for (int64_t i = 0; i < c; ++i) e.row(i).tail(c - i - 1).setConstant(neg_inf);
-    const Mat<T> inner_decay = e.exp().unaryExpr(&flush_subnormal<T>).matrix();
-    const Mat<T> scores = (qc * kc.transpose()).cwiseProduct(inner_decay).unaryExpr(&flush_subnormal<T>);
+    // Inner-chunk decays exp(b_i - b_j), j <= i, and 0 above the diagonal (no
+    // exp of a positive sum, so no overflow). Element by element rather than as
+    // an Eigen expression: b.replicate(1, c) - b^T.replicate(c, 1) indexes with
+    // a 64-bit division per element and unaryExpr(&flush_subnormal) calls
+    // through a pointer, which together made this the larger part of
+    // yoco-tiny's CPU prefill, by a factor that differs from one CPU model to
+    // the next (the CI gate's 1K prefill ratio). The values move by an ulp at
+    // most (glibc's expf here, Eigen's vectorised exp before).
+    Mat<T> inner_decay(c, c);
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t j = 0; j < c; ++j) inner_decay(i, j) = j <= i ? flush_subnormal(std::exp(b(i) - b(j))) : T(0);
+    const Mat<T> scores = (qc * kc.transpose()).cwiseProduct(inner_decay).unaryExpr(flush);
     auto oc = r.o.middleRows(s, c);
     oc.noalias() = scores * vc;
-    oc.noalias() += b.exp().unaryExpr(&flush_subnormal<T>).matrix().asDiagonal() * (qc * r.state);
+    oc.noalias() += b.exp().unaryExpr(flush).matrix().asDiagonal() * (qc * r.state);
     const T b_last = b(c - 1);
-    const Vec<T> to_end = (b_last - b).exp().unaryExpr(&flush_subnormal<T>).matrix();
+    const Vec<T> to_end = (b_last - b).exp().unaryExpr(flush).matrix();
     r.state *= flush_subnormal(std::exp(b_last));
     r.state.noalias() += kc.transpose() * to_end.asDiagonal() * vc;
   }
