@@ -9,7 +9,14 @@
 #     step, YOCO/Transformer throughput): within 35%. Run to run they move
 #     about 4% on the machine that made the baseline; another CPU moves them
 #     more, hence the band. A ratio cancels the machine's speed, which raw
-#     latencies would not.
+#     latencies would not. A regression must persist: when a run fails this
+#     pass, the bench runs again (up to 3 runs in all) and the gate fails only
+#     when every run fails it. On shared 2-core CI hosts a burst of stolen CPU
+#     time can halve one point's speed for a second or two (seen: the 1K
+#     prefill ratio at 0.58 in one CI run, 1.49 on the next run of the same
+#     tree); a real regression is in every run, a burst is not (PyTorch's
+#     benchmark dashboard flags a regression only when consecutive runs agree,
+#     for the same reason).
 # Usage: scripts/ci-bench.sh [PRESET] [--update]   (PRESET: the build folder under build/, default cpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,8 +25,11 @@ yoco=build/$preset/bin/yoco
 base=reports/baselines/ci-cpu.csv
 new=build/$preset/ci/ci-cpu.csv
 mkdir -p "$(dirname "$new")"
-"$yoco" bench --model yoco-tiny,transformer-tiny --lengths 1K,4K --gen 256 --batch 2 --decode-sample 32 \
-  --repeats 3 --warmup 1 --device-name ci-cpu --out "$new"
+run_bench() {
+  "$yoco" bench --model yoco-tiny,transformer-tiny --lengths 1K,4K --gen 256 --batch 2 --decode-sample 32 \
+    --repeats 3 --warmup 1 --device-name ci-cpu --out "$1"
+}
+run_bench "$new"
 if [ "${2:-}" = --update ]; then
   cp "$new" "$base"
   echo "[ci-bench] baseline updated: $base"
@@ -28,5 +38,21 @@ fi
 echo "[ci-bench] exact metrics vs $base"
 "$yoco" compare "$base" "$new" --exact --hide-same \
   --metrics 'flops,bytes,mem_weights_bytes,mem_kv_cache_bytes,mem_state_bytes,mem_activations_bytes,mem_total_bytes,max_batch,memory_reduction'
-echo "[ci-bench] timing ratios vs $base (band 35%)"
-"$yoco" compare "$base" "$new" --threshold 35% --metrics 'prefill_speedup,decode_speedup,throughput_gain'
+timing_gate() {
+  "$yoco" compare "$base" "$1" --threshold 35% --metrics 'prefill_speedup,decode_speedup,throughput_gain'
+}
+attempts=3
+for attempt in $(seq 1 $attempts); do
+  run_csv=$new
+  if [ "$attempt" -gt 1 ]; then
+    run_csv=${new%.csv}-rerun$attempt.csv
+    echo "[ci-bench] timing gate failed on run $((attempt - 1)) of $attempts; measuring again (a regression must persist)"
+    run_bench "$run_csv" >/dev/null
+  fi
+  echo "[ci-bench] timing ratios of run $attempt vs $base (band 35%)"
+  if timing_gate "$run_csv"; then
+    exit 0
+  fi
+done
+echo "[ci-bench] FAIL: the timing ratios failed the gate in all $attempts runs"
+exit 1
