@@ -1,6 +1,7 @@
 #include "dtype.hpp"
 
 #include <cmath>
+#include <cstring>
 
 namespace yoco {
 
@@ -10,6 +11,8 @@ std::string dtype_safetensors_name(DType t) {
     case DType::f32: return "F32";
     case DType::bf16: return "BF16";
     case DType::f16: return "F16";
+    case DType::i64: return "I64";
+    case DType::i32: return "I32";
   }
   return "?";
 }
@@ -19,6 +22,8 @@ bool dtype_from_safetensors_name(const std::string& s, DType* out) {
   else if (s == "F32") *out = DType::f32;
   else if (s == "BF16") *out = DType::bf16;
   else if (s == "F16") *out = DType::f16;
+  else if (s == "I64") *out = DType::i64;
+  else if (s == "I32") *out = DType::i32;
   else return false;
   return true;
 }
@@ -52,6 +57,66 @@ uint16_t float_to_f16_bits(float f) {
   }
   if (exp >= 31) return sign | 0x7c00u;
   return sign | static_cast<uint16_t>((exp << 10) | (q & 0x3ffu));
+}
+
+double decode_value(DType t, const unsigned char* p) {
+  switch (t) {
+    case DType::f64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      return x;
+    }
+    case DType::f32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+    case DType::bf16:
+    case DType::f16: {
+      uint16_t b;
+      std::memcpy(&b, p, 2);
+      return t == DType::bf16 ? bf16_bits_to_float(b) : f16_bits_to_float(b);
+    }
+    case DType::i64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      return static_cast<double>(x);
+    }
+    case DType::i32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      return x;
+    }
+  }
+  return 0;
+}
+
+void encode_value(DType t, double x, unsigned char* p) {
+  switch (t) {
+    case DType::f64: std::memcpy(p, &x, 8); return;
+    case DType::f32: {
+      const float f = static_cast<float>(x);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case DType::bf16:
+    case DType::f16: {
+      const float f = static_cast<float>(x);
+      const uint16_t b = t == DType::bf16 ? float_to_bf16_bits(f) : float_to_f16_bits(f);
+      std::memcpy(p, &b, 2);
+      return;
+    }
+    case DType::i64: {
+      const auto i = static_cast<int64_t>(x);
+      std::memcpy(p, &i, 8);
+      return;
+    }
+    case DType::i32: {
+      const auto i = static_cast<int32_t>(x);
+      std::memcpy(p, &i, 4);
+      return;
+    }
+  }
 }
 
 }  // namespace yoco

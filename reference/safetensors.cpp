@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.hpp"
@@ -90,7 +91,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     if (!dtv.is_string()) fail(path_, where + "dtype is not a string, got " + shown(dtv));
     const auto dt = dtv.get<std::string>();
     if (!dtype_from_safetensors_name(dt, &e.dtype))
-      fail(path_, where + "unsupported dtype " + cut(dt) + " (accepted: F64, F32, BF16, F16)");
+      fail(path_, where + "unsupported dtype " + cut(dt) + " (accepted: F64, F32, BF16, F16, I64, I32)");
     const auto& shape = v.at("shape");
     if (!shape.is_array()) fail(path_, where + "shape is not an array, got " + shown(shape));
     // Element count <= 2^50, so the byte count (x 8 at most) cannot overflow:
@@ -136,7 +137,11 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
   std::vector<std::pair<const std::string*, const SafetensorsEntry*>> by_offset;
   for (const auto& [name, e] : entries_) by_offset.emplace_back(&name, &e);
   std::sort(by_offset.begin(), by_offset.end(),
-            [](const auto& a, const auto& b) { return a.second->begin < b.second->begin; });
+            [](const auto& a, const auto& b) {
+              // By (begin, end): an empty tensor sits before a non-empty one at
+              // its offset, not inside it.
+              return std::pair(a.second->begin, a.second->end) < std::pair(b.second->begin, b.second->end);
+            });
   uint64_t covered = 0;
   for (const auto& [name, e] : by_offset) {
     if (e->begin < covered) fail(path_, "tensor '" + *name + "': data overlaps the previous tensor's");
@@ -169,36 +174,7 @@ void SafetensorsReader::read_range(const std::string& name, int64_t first, int64
   std::vector<unsigned char> raw(static_cast<size_t>(count) * es);
   in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
   if (!in) fail(path_, "tensor '" + name + "': read failed (truncated?)");
-  const int64_t n = count;
-  const unsigned char* p = raw.data();
-  for (int64_t i = 0; i < n; ++i) {
-    switch (e.dtype) {
-      case DType::f64: {
-        double x;
-        std::memcpy(&x, p + 8 * i, 8);
-        dst[i] = static_cast<T>(x);
-        break;
-      }
-      case DType::f32: {
-        float x;
-        std::memcpy(&x, p + 4 * i, 4);
-        dst[i] = static_cast<T>(x);
-        break;
-      }
-      case DType::bf16: {
-        uint16_t b;
-        std::memcpy(&b, p + 2 * i, 2);
-        dst[i] = static_cast<T>(bf16_bits_to_float(b));
-        break;
-      }
-      case DType::f16: {
-        uint16_t b;
-        std::memcpy(&b, p + 2 * i, 2);
-        dst[i] = static_cast<T>(f16_bits_to_float(b));
-        break;
-      }
-    }
-  }
+  for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<T>(decode_value(e.dtype, raw.data() + i * es));
 }
 
 template void SafetensorsReader::read<float>(const std::string&, float*) const;
@@ -206,56 +182,82 @@ template void SafetensorsReader::read<double>(const std::string&, double*) const
 template void SafetensorsReader::read_range<float>(const std::string&, int64_t, int64_t, float*) const;
 template void SafetensorsReader::read_range<double>(const std::string&, int64_t, int64_t, double*) const;
 
-void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType dtype,
-                       const std::map<std::string, std::string>& metadata) {
+SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Spec> tensors,
+                                     const std::map<std::string, std::string>& metadata)
+    : tensors_(std::move(tensors)) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  const int es = dtype_size(dtype);
-  for (const auto& t : tensors) {
+  for (const auto& t : tensors_) {
     int64_t n = 1;
-    for (auto s : t.shape) n *= s;
-    header[t.name] = {{"dtype", dtype_safetensors_name(dtype)},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + static_cast<uint64_t>(n) * es}}};
-    offset += static_cast<uint64_t>(n) * es;
+    for (auto d : t.shape) n *= d;
+    const uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(t.dtype);
+    header[t.name] = {{"dtype", dtype_safetensors_name(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
   }
   std::string h = header.dump();
   while ((8 + h.size()) % 8 != 0) h.push_back(' ');  // data section 8-byte aligned
-  AtomicFile out(path);  // a failed write leaves any earlier file intact
+  out_ = std::make_unique<AtomicFile>(path);         // a failed write leaves any earlier file intact
   unsigned char lenbuf[8];
-  uint64_t hl = h.size();
+  const uint64_t hl = h.size();
   for (int i = 0; i < 8; ++i) lenbuf[i] = static_cast<unsigned char>((hl >> (8 * i)) & 0xff);
-  out.write(lenbuf, 8);
-  out.write(h);
-  std::vector<unsigned char> buf;
+  out_->write(lenbuf, 8);
+  out_->write(h);
+}
+
+SafetensorsWriter::~SafetensorsWriter() = default;
+
+template <class T>
+void SafetensorsWriter::append_impl(const T* x, int64_t count) {
+  while (count > 0) {
+    // Tensors already complete (or empty) are passed over.
+    while (tensor_ < tensors_.size()) {
+      int64_t n = 1;
+      for (auto d : tensors_[tensor_].shape) n *= d;
+      if (written_ < n) break;
+      ++tensor_;
+      written_ = 0;
+    }
+    if (tensor_ == tensors_.size())
+      throw InputError(out_->path() + ": more elements appended than the header's tensors hold");
+    const Spec& t = tensors_[tensor_];
+    int64_t n = 1;
+    for (auto d : t.shape) n *= d;
+    const int64_t take = std::min(count, n - written_);
+    const int es = dtype_size(t.dtype);
+    buf_.resize(static_cast<size_t>(take) * es);
+    for (int64_t i = 0; i < take; ++i) encode_value(t.dtype, static_cast<double>(x[i]), buf_.data() + i * es);
+    out_->write(buf_.data(), buf_.size());
+    written_ += take;
+    x += take;
+    count -= take;
+  }
+}
+
+void SafetensorsWriter::append(const double* x, int64_t count) { append_impl(x, count); }
+void SafetensorsWriter::append(const float* x, int64_t count) { append_impl(x, count); }
+
+void SafetensorsWriter::commit() {
+  for (; tensor_ < tensors_.size(); ++tensor_, written_ = 0) {
+    int64_t n = 1;
+    for (auto d : tensors_[tensor_].shape) n *= d;
+    if (written_ < n)
+      throw std::logic_error(out_->path() + ": tensor '" + tensors_[tensor_].name + "' has " + std::to_string(written_) +
+                             " of its " + std::to_string(n) + " elements at commit");
+  }
+  out_->commit();
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType dtype,
+                       const std::map<std::string, std::string>& metadata) {
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const auto& t : tensors) specs.push_back({t.name, dtype, t.shape});
+  SafetensorsWriter out(path, specs, metadata);
   for (const auto& t : tensors) {
     int64_t n = 1;
-    for (auto s : t.shape) n *= s;
-    buf.resize(static_cast<size_t>(n) * es);
-    for (int64_t i = 0; i < n; ++i) {
-      const double x = t.data64 ? t.data64[i] : static_cast<double>(t.data32[i]);
-      unsigned char* p = buf.data() + i * es;
-      switch (dtype) {
-        case DType::f64: std::memcpy(p, &x, 8); break;
-        case DType::f32: {
-          const float f = static_cast<float>(x);
-          std::memcpy(p, &f, 4);
-          break;
-        }
-        case DType::bf16: {
-          const uint16_t b = float_to_bf16_bits(static_cast<float>(x));
-          std::memcpy(p, &b, 2);
-          break;
-        }
-        case DType::f16: {
-          const uint16_t b = float_to_f16_bits(static_cast<float>(x));
-          std::memcpy(p, &b, 2);
-          break;
-        }
-      }
-    }
-    out.write(buf.data(), buf.size());
+    for (auto d : t.shape) n *= d;
+    if (t.data64) out.append(t.data64, n);
+    else out.append(t.data32, n);
   }
   out.commit();
 }

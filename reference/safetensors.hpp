@@ -4,6 +4,7 @@
 // Every malformation is an InputError naming the file and the tensor.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,38 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   const double* data64 = nullptr;  // exactly one of data64 / data32 set
   const float* data32 = nullptr;
+};
+
+class AtomicFile;
+
+// Writes a file tensor after tensor in blocks of elements, so that a file
+// larger than memory streams out; atomically: nothing appears at `path` unless
+// commit() runs after every element was appended (AtomicFile).
+class SafetensorsWriter {
+ public:
+  struct Spec {
+    std::string name;
+    DType dtype = DType::f32;
+    std::vector<int64_t> shape;
+  };
+  SafetensorsWriter(const std::string& path, std::vector<Spec> tensors,
+                    const std::map<std::string, std::string>& metadata);
+  ~SafetensorsWriter();
+  // The next `count` elements in file order (tensor after tensor, row-major),
+  // converted to each tensor's dtype; a block may span tensors.
+  void append(const double* x, int64_t count);
+  void append(const float* x, int64_t count);
+  // InputError naming the file unless every element was appended.
+  void commit();
+
+ private:
+  template <class T>
+  void append_impl(const T* x, int64_t count);
+  std::vector<Spec> tensors_;
+  std::unique_ptr<AtomicFile> out_;
+  size_t tensor_ = 0;   // the tensor being written
+  int64_t written_ = 0; // of its elements
+  std::vector<unsigned char> buf_;
 };
 
 // Writes tensors in the given order, converting to `dtype` (F64, F32, BF16, F16).

@@ -40,6 +40,9 @@ void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg) {
     const auto it = file.entries().find(p.name);
     if (it == file.entries().end())
       throw InputError(path + ": missing tensor '" + p.name + "' (shape " + shape_string(p.shape) + ") for model " + cfg.name);
+    if (!dtype_is_float(it->second.dtype))
+      throw InputError(path + ": tensor '" + p.name + "' is " + dtype_safetensors_name(it->second.dtype) +
+                       "; weights must be F64, F32, BF16 or F16");
     if (it->second.shape != p.shape)
       throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_string(it->second.shape) + ", model " +
                        cfg.name + " needs " + shape_string(p.shape));

@@ -219,6 +219,59 @@ TEST(Safetensors, RoundTripIsExact) {
   fs::remove(path);
 }
 
+TEST(Safetensors, StreamedWriterMixesDtypesInBlocksAndIsAtomic) {
+  const auto path = temp_path("stream.safetensors");
+  fs::remove(path);
+  std::vector<double> x(10);
+  for (int i = 0; i < 10; ++i) x[i] = 0.1 * i - 0.3;
+  const std::vector<double> idx{0, 3, 7, 3000000000.0};  // past int32: an I64 index tensor
+  {
+    SafetensorsWriter w(path, {{"x", DType::bf16, {2, 5}}, {"e", DType::f32, {0}}, {"cu", DType::i64, {4}},
+                               {"n", DType::i32, {2}}},
+                        {{"k", "v"}});
+    w.append(x.data(), 3);  // blocks need not align with tensors
+    w.append(x.data() + 3, 7);
+    w.append(idx.data(), 4);
+    // Not committed yet: nothing at the path; a missing element is refused.
+    EXPECT_FALSE(fs::exists(path));
+    EXPECT_THROW(w.commit(), std::logic_error);
+    const double n[2] = {-5, 6};
+    w.append(n, 2);
+    EXPECT_THROW(w.append(n, 1), InputError);  // past the last tensor
+    w.commit();
+  }
+  SafetensorsReader r(path);
+  EXPECT_EQ(r.entries().at("x").dtype, DType::bf16);
+  EXPECT_EQ(r.entries().at("cu").dtype, DType::i64);
+  EXPECT_EQ(r.metadata().at("k"), "v");
+  std::vector<double> back(10), cu(4), n(2);
+  r.read("x", back.data());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(back[i], round_to_bf16(static_cast<float>(x[i])));
+  r.read("cu", cu.data());
+  EXPECT_EQ(cu, idx);
+  r.read("n", n.data());
+  EXPECT_EQ(n, (std::vector<double>{-5, 6}));
+  // An index tensor is no weight: loading it as one names the tensor and dtype.
+  const auto cfg = preset_config("yoco-tiny");
+  const auto good = temp_path("w_ints.safetensors");
+  Weights<float>::init(cfg, 1).save(good, DType::f32);
+  SafetensorsReader g(good);
+  const std::string victim = g.entries().begin()->first;
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const auto& [name, e] : g.entries()) specs.push_back({name, name == victim ? DType::i32 : DType::f32, e.shape});
+  {
+    SafetensorsWriter w(good, specs, {});
+    for (const auto& s : specs) {
+      std::vector<double> zeros(static_cast<size_t>(g.entries().at(s.name).numel()), 1.0);
+      w.append(zeros.data(), static_cast<int64_t>(zeros.size()));
+    }
+    w.commit();
+  }
+  expect_input_error([&] { (void)Weights<float>::load(cfg, good); }, {good, "'" + victim + "'", "I32", "weights must be"});
+  fs::remove(path);
+  fs::remove(good);
+}
+
 // Builds a safetensors file from a header string and a data size.
 std::string write_raw(const std::string& name, const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {
   const auto path = temp_path(name);

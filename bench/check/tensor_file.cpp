@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "dtype.hpp"
 #include "errors.hpp"
@@ -21,8 +22,16 @@ std::string dtype_name(DType t) {
     case DType::f32: return "f32";
     case DType::bf16: return "bf16";
     case DType::f16: return "f16";
+    case DType::i64: return "i64";
+    case DType::i32: return "i32";
   }
   return "?";
+}
+
+DType dtype_of(const std::string& name) {
+  for (DType t : {DType::f64, DType::f32, DType::bf16, DType::f16, DType::i64, DType::i32})
+    if (dtype_name(t) == name) return t;
+  throw std::logic_error("tensor_file: unknown dtype name " + name);
 }
 
 class SafetensorsFile final : public TensorFile {
@@ -39,11 +48,7 @@ class SafetensorsFile final : public TensorFile {
   SafetensorsReader reader_;
 };
 
-int npy_size(const std::string& dtype) {
-  if (dtype == "f64" || dtype == "i64") return 8;
-  if (dtype == "f32" || dtype == "i32") return 4;
-  return 2;  // f16
-}
+int npy_size(const std::string& dtype) { return dtype_size(dtype_of(dtype)); }
 
 class NpyFolder final : public TensorFile {
  public:
@@ -69,30 +74,8 @@ class NpyFolder final : public TensorFile {
     std::vector<unsigned char> raw(static_cast<size_t>(count) * es);
     in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
     if (!in) fail(file, "read failed (truncated?)");
-    for (int64_t i = 0; i < count; ++i) {
-      const unsigned char* p = raw.data() + static_cast<size_t>(i) * es;
-      if (t.dtype == "f64") {
-        double x;
-        std::memcpy(&x, p, 8);
-        dst[i] = x;
-      } else if (t.dtype == "f32") {
-        float x;
-        std::memcpy(&x, p, 4);
-        dst[i] = x;
-      } else if (t.dtype == "i64") {
-        int64_t x;
-        std::memcpy(&x, p, 8);
-        dst[i] = static_cast<double>(x);
-      } else if (t.dtype == "i32") {
-        int32_t x;
-        std::memcpy(&x, p, 4);
-        dst[i] = x;
-      } else {
-        uint16_t b;
-        std::memcpy(&b, p, 2);
-        dst[i] = f16_bits_to_float(b);
-      }
-    }
+    const DType dt = dtype_of(t.dtype);
+    for (int64_t i = 0; i < count; ++i) dst[i] = decode_value(dt, raw.data() + static_cast<size_t>(i) * es);
   }
 
  private:
