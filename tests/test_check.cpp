@@ -249,7 +249,7 @@ TEST_F(Check, PackedSequencesRestartFromTheirOwnState) {
   write_npy(out + "/o.npy", NpyDType::f32, {1, T, H, D}, o.data());
   write_npy(out + "/final_state.npy", NpyDType::f32, {3, H, D, D}, st.data());
   const GretCheckReport r = run(in, out);
-  EXPECT_EQ(r.sequences, 3);
+  EXPECT_EQ(r.shape.back(), (std::pair<std::string, int64_t>("sequences", 3)));
   EXPECT_TRUE(r.pass()) << verdict(r, "o").rms_ratio << " " << verdict(r, "final_state").rms_ratio;
   // The final state of the wrong sequence (the last two swapped) fails.
   std::vector<double> swapped = st;

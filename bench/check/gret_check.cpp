@@ -138,25 +138,6 @@ std::vector<Mat<double>> read_states(const TensorFile& f, const std::string& nam
   return st;
 }
 
-// Sums of one output tensor's comparison.
-struct Acc {
-  double err2 = 0, ref2 = 0, emu2 = 0, max_abs = -1;
-  int64_t n = 0, nonfinite = 0;
-  void add(double cand, double ref, double emu, bool& bad) {
-    ref2 += ref * ref;
-    emu2 += (emu - ref) * (emu - ref);
-    ++n;
-    if (!std::isfinite(cand)) {
-      ++nonfinite;
-      bad = true;
-      return;
-    }
-    err2 += (cand - ref) * (cand - ref);
-  }
-};
-
-double ratio(double num2, double den2) { return den2 > 0 ? std::sqrt(num2 / den2) : (num2 > 0 ? INFINITY : 0.0); }
-
 std::string derived_from(bool low_precision) {
   return low_precision ? "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators, "
                          "bf16 operands, bf16 output)"
@@ -164,10 +145,6 @@ std::string derived_from(bool low_precision) {
 }
 
 }  // namespace
-
-bool GretCheckReport::pass() const {
-  return !verdicts.empty() && std::all_of(verdicts.begin(), verdicts.end(), [](const TensorVerdict& v) { return v.pass; });
-}
 
 GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
   const Dims d = read_dims(in, out, opt);
@@ -182,10 +159,7 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
     g_gamma.resize(static_cast<size_t>(d.H));
     in.read(opt.g_gamma, 0, d.H, g_gamma.data());
   }
-  Acc acc_o, acc_s;
-  std::vector<double> tok_err2(static_cast<size_t>(d.B * d.T), 0.0);
-  std::vector<char> tok_bad(static_cast<size_t>(d.B * d.T), 0);
-  std::string o_where, s_where;
+  ErrorAccumulator acc_o(d.B * d.T), acc_s;
 
   for (int64_t s = 0; s < N; ++s) {
     const int64_t b = d.cu.empty() ? s : 0;
@@ -226,24 +200,13 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
         }
         const double* oh = ob.data() + h * L * d.D;
         for (int64_t i = 0; i < L; ++i) {
-          const size_t tok = static_cast<size_t>(b * d.T + t0 + i);
-          for (int64_t c = 0; c < d.D; ++c) {
-            const double cand = oh[i * d.D + c], ref = r.o(i, c);
-            bool bad = false;
-            acc_o.add(cand, ref, emo(i, c), bad);
-            if (bad) {
-              tok_bad[tok] = 1;
-              continue;
-            }
-            const double e = std::abs(cand - ref);
-            tok_err2[tok] += e * e;
-            if (e > acc_o.max_abs) {
-              acc_o.max_abs = e;
+          const int64_t tok = b * d.T + t0 + i;
+          for (int64_t c = 0; c < d.D; ++c)
+            acc_o.add(oh[i * d.D + c], r.o(i, c), emo(i, c), tok, [&] {
               std::ostringstream w;
               w << "sequence " << s << ", head " << h << ", token " << (t0 + i) << ", column " << c;
-              o_where = w.str();
-            }
-          }
+              return w.str();
+            });
         }
       }
     }
@@ -251,28 +214,20 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       const std::vector<Mat<double>> got = read_states(out, opt.final_state, d, s, opt.state_layout);
       for (int64_t h = 0; h < d.H; ++h)
         for (int64_t i = 0; i < d.D; ++i)
-          for (int64_t j = 0; j < d.D; ++j) {
-            bool bad = false;
-            const double cand = got[h](i, j), ref = S[h](i, j);
-            acc_s.add(cand, ref, Se[h](i, j), bad);
-            if (bad) continue;
-            const double e = std::abs(cand - ref);
-            if (e > acc_s.max_abs) {
-              acc_s.max_abs = e;
+          for (int64_t j = 0; j < d.D; ++j)
+            acc_s.add(got[h](i, j), S[h](i, j), Se[h](i, j), 0, [&] {
               std::ostringstream w;
               w << "sequence " << s << ", head " << h << ", state [" << i << "][" << j << "] (as [K, V])";
-              s_where = w.str();
-            }
-          }
+              return w.str();
+            });
     }
   }
 
   GretCheckReport rep;
+  rep.kind = "gret";
+  rep.shape = {{"B", d.B}, {"T", d.T}, {"H", d.H}, {"D", d.D}, {"sequences", N}};
   rep.batch = d.B;
   rep.tokens = d.T;
-  rep.heads = d.H;
-  rep.head_dim = d.D;
-  rep.sequences = N;
   {
     std::ostringstream c;
     c << "layout " << (opt.layout == TokenLayout::bthd ? "[B, T, H, D]" : "[B, H, T, D]") << ", state "
@@ -282,42 +237,10 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       << paradigm_name(opt.paradigm) << " in fp64" << (d.cu.empty() ? "" : ", packed sequences (cu_seqlens)");
     rep.conventions = c.str();
   }
-  auto verdict = [&](const std::string& name, const std::string& dtype, const Acc& a, const std::string& where) {
-    TensorVerdict v;
-    v.name = name;
-    v.dtype = dtype;
-    v.elements = a.n;
-    v.rms_ratio = ratio(a.err2, a.ref2);
-    v.max_abs = std::max(0.0, a.max_abs);
-    v.max_where = where;
-    v.nonfinite = a.nonfinite;
-    if (opt.tolerance) {
-      v.tolerance = *opt.tolerance;
-      v.tolerance_from = "--tolerance";
-    } else {
-      v.tolerance = std::max(2.0 * ratio(a.emu2, a.ref2), 1e-12);
-      v.tolerance_from = derived_from(low);
-    }
-    v.pass = v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
-    return v;
-  };
-  TensorVerdict vo = verdict(opt.o, o_dtype, acc_o, o_where);
-  // The first token past the tolerance: its RMS error (over heads and columns)
-  // against the whole output's reference RMS, so that an offset that wraps
-  // shows where it starts.
-  const double ref_rms = acc_o.n > 0 ? std::sqrt(acc_o.ref2 / static_cast<double>(acc_o.n)) : 0.0;
-  for (size_t t = 0; t < tok_err2.size(); ++t) {
-    const double tok_rms = std::sqrt(tok_err2[t] / static_cast<double>(d.H * d.D));
-    if (tok_bad[t] || (ref_rms > 0 && tok_rms / ref_rms > vo.tolerance)) {
-      vo.first_bad_token = static_cast<int64_t>(t);
-      vo.first_bad_where =
-          "batch " + std::to_string(static_cast<int64_t>(t) / d.T) + ", token " + std::to_string(static_cast<int64_t>(t) % d.T);
-      break;
-    }
-  }
-  rep.verdicts.push_back(vo);
+  rep.verdicts.push_back(acc_o.verdict(opt.o, o_dtype, opt.tolerance, derived_from(low), d.H * d.D, d.T));
   if (out.has(opt.final_state))
-    rep.verdicts.push_back(verdict(opt.final_state, out.info(opt.final_state).dtype, acc_s, s_where));
+    rep.verdicts.push_back(
+        acc_s.verdict(opt.final_state, out.info(opt.final_state).dtype, opt.tolerance, derived_from(low), 1, 1));
   return rep;
 }
 

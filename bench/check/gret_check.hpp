@@ -10,6 +10,7 @@
 
 #include "gret.hpp"
 #include "tensor_file.hpp"
+#include "verdict.hpp"
 
 namespace yoco::check {
 
@@ -28,27 +29,7 @@ struct GretCheckOptions {
   int64_t block_tokens = 8192;      // tokens read at once per sequence
 };
 
-// The verdict on one output tensor.
-struct TensorVerdict {
-  std::string name, dtype;
-  int64_t elements = 0;
-  double rms_ratio = 0;          // RMS(candidate - reference) / RMS(reference)
-  double max_abs = 0;            // largest |candidate - reference|
-  std::string max_where;         // where it is: "sequence s, head h, token t" (or state row/column)
-  int64_t nonfinite = 0;         // NaN or infinite candidate values
-  int64_t first_bad_token = -1;  // o: first token (of the whole [B, T] order) past the tolerance; -1: none
-  std::string first_bad_where;   // that token as "batch b, token t"
-  double tolerance = 0;
-  std::string tolerance_from;    // "--tolerance" or how it was derived
-  bool pass = false;
-};
-
-struct GretCheckReport {
-  int64_t batch = 0, tokens = 0, heads = 0, head_dim = 0, sequences = 0;
-  std::string conventions;  // one line: layout, state layout, scale, decay form, paradigm
-  std::vector<TensorVerdict> verdicts;
-  bool pass() const;
-};
+using GretCheckReport = CheckReport;
 
 // Reads inputs and outputs, runs the reference and judges. InputError (exit 2)
 // naming the file and tensor for a missing tensor, shapes that disagree or an

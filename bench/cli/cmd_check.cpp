@@ -8,6 +8,10 @@
 #include <vector>
 
 #include "args.hpp"
+#include "attention_check.hpp"
+#include "check_generate.hpp"
+#include "dtype.hpp"
+#include "lists.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "format.hpp"
@@ -26,7 +30,9 @@ CommandSpec gret_spec() {
       "yoco check gret INPUTS OUTPUTS [--layout bthd|bhtd] [--state-layout kv|vk] [--scale X|none]\n"
       "                       [--paradigm chunkwise|parallel|recurrent] [--tolerance X] [--format table|csv|json]\n"
       "                       [--q NAME] [--k NAME] [--v NAME] [--g NAME] [--g-gamma NAME] [--initial-state NAME]\n"
-      "                       [--cu-seqlens NAME] [--o NAME] [--final-state NAME] [--block-tokens N]";
+      "                       [--cu-seqlens NAME] [--o NAME] [--final-state NAME] [--block-tokens N]\n"
+      "       yoco check gret --generate FILE --shape B,T,H,D [--seed N] [--gate-scale X] [--dtype bf16|f16|f32]\n"
+      "                       [--layout bthd|bhtd] [--constant-decay] [--with-state] [--packed 0,T1,...,T]";
   s.summary =
       "Judges a gated-retention (simple GLA) implementation: reads its inputs and its outputs, runs the fp64\n"
       "reference over the inputs, streamed block by block, and compares. INPUTS and OUTPUTS are each a\n"
@@ -48,8 +54,16 @@ CommandSpec gret_spec() {
       {"--o", "NAME", "the output, the shape of v"},
       {"--final-state", "NAME", "optional, [N, H, K, V]: judged when OUTPUTS holds it"},
       {"--block-tokens", "N", "tokens read at a time per sequence (default 8192; memory ~ N x H x D x 60 bytes)"},
+      {"--generate", "FILE", "write a seeded input file (safetensors) instead of checking; with the options below"},
+      {"--shape", "B,T,H,D", "its sizes; K and M suffixes (1M = 1048576)"},
+      {"--seed", "N", "its seed (default 0): the same seed and shape give the same values in any layout and dtype"},
+      {"--gate-scale", "X", "g = X * logsigmoid(x) / 16 (default 1: the models' gate; larger decays harder)"},
+      {"--dtype", "bf16|f16|f32", "q, k, v storage (default bf16; g and states are f32)"},
+      {"--constant-decay", "", "write g_gamma [H] = X * log(1 - 2^(-5-h)) (RetNet) instead of g"},
+      {"--with-state", "", "also write initial_state [N, H, D, D] (as [K, V])"},
+      {"--packed", "0,T1,...,T", "also write cu_seqlens (i64): packed sequences, batch 1"},
   };
-  s.min_positional = 2;
+  s.min_positional = 0;
   s.max_positional = 2;
   s.notes =
       "Conventions: o_t = (scale q_t) S_t, S_t = exp(g_t) S_{t-1} + k_t^T v_t, S_0 = the initial state (or 0),\n"
@@ -63,9 +77,76 @@ CommandSpec gret_spec() {
       "computation (fp32 accumulators and state, bf16 operands and output), for f32/f64 outputs an fp32\n"
       "chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output says which was used.\n"
       "\n"
+      "Generated inputs (--generate): q, k, v uniform with unit variance, element (b, t, h, d) a pure function\n"
+      "of (seed, tensor, its [B, T, H, D] index); g from x uniform with unit variance.\n"
+      "\n"
       "Exit status: 0 every tensor within tolerance, 1 one outside, 2 bad input (a missing tensor, shapes\n"
       "that disagree, an unsupported dtype: one line naming the file and the tensor).";
   return s;
+}
+
+CommandSpec attention_spec() {
+  CommandSpec s;
+  s.path = "yoco check attention";
+  s.usage =
+      "yoco check attention INPUTS OUTPUTS [--layout bshd|bhsd] [--mask causal|none] [--window W] [--q-offset P]\n"
+      "                       [--scale X] [--tolerance X] [--format table|csv|json] [--q NAME] [--k NAME] [--v NAME]\n"
+      "                       [--o NAME]\n"
+      "       yoco check attention --generate FILE --shape B,Sq,Sk,Hq,Hkv,D [--seed N] [--q-scale X]\n"
+      "                       [--dtype bf16|f16|f32] [--layout bshd|bhsd]";
+  s.summary =
+      "Judges a softmax-attention implementation (FlashAttention, PyTorch SDPA, a kernel of yours): reads\n"
+      "q, k, v and its output o, runs the fp64 reference per key/value head and block of queries, and compares.\n"
+      "GQA when q has a multiple of k's heads; a query block inside a longer cache (chunked prefill) when\n"
+      "Sq < Sk; decode is Sq = 1. INPUTS and OUTPUTS: a .safetensors file or a folder of NAME.npy files.";
+  s.options = {
+      {"--layout", "bshd|bhsd", "[B, S, H, D] (FlashAttention; default) or [B, H, S, D] (PyTorch SDPA)"},
+      {"--mask", "causal|none", "causal (default; query at position p sees keys <= p) or none (every key)"},
+      {"--window", "W", "sliding window: keys p - W < j <= p (FlashAttention's window_size=(W-1, 0))"},
+      {"--q-offset", "P", "key position of query 0 (default Sk - Sq: the last Sq positions, FlashAttention's)"},
+      {"--scale", "X", "factor on q k^T (default D^-1/2, both libraries' default)"},
+      {"--tolerance", "X", "RMS error ratio allowed (default: derived, see below)"},
+      {"--format", "table|csv|json", "output (default table; csv: result rows of reports/SCHEMA.md)"},
+      {"--q", "NAME", "tensor names (default q, k, v in INPUTS and o in OUTPUTS)"},
+      {"--k", "NAME", ""},
+      {"--v", "NAME", ""},
+      {"--o", "NAME", ""},
+      {"--generate", "FILE", "write a seeded input file (safetensors) instead of checking; with the options below"},
+      {"--shape", "B,Sq,Sk,Hq,Hkv,D", "its sizes; K and M suffixes"},
+      {"--seed", "N", "its seed (default 0)"},
+      {"--q-scale", "X", "q's values times X (default 1; larger: peakier softmax)"},
+      {"--dtype", "bf16|f16|f32", "storage (default bf16)"},
+  };
+  s.min_positional = 0;
+  s.max_positional = 2;
+  s.notes =
+      "Tolerance (DESIGN.md 6): 2x the error of a computation that rounds the same tensors: for bf16/f16\n"
+      "outputs a flash-attention one (fp32 scores, max and sum, P rounded to the output's type before P V,\n"
+      "fp32 accumulation, output rounded), for f32/f64 outputs fp32 throughout. NaN or Inf never passes.\n"
+      "Memory: k and v of one key/value head in fp64 (Sk x D x 16 bytes) and a block of scores.\n"
+      "\n"
+      "Exit status: 0 within tolerance, 1 outside, 2 bad input (one line naming the file and the tensor).";
+  return s;
+}
+
+DType parse_gen_dtype(const std::string& t) {
+  if (t == "bf16") return DType::bf16;
+  if (t == "f16") return DType::f16;
+  if (t == "f32") return DType::f32;
+  throw InputError("--dtype: expected bf16, f16 or f32, got '" + t + "'");
+}
+
+// "1,1M,24,128" -> sizes, each >= 1, K/M suffixes.
+std::vector<int64_t> parse_shape(const std::string& text, size_t rank, const std::string& names) {
+  const std::vector<std::string> items = split_list("--shape", text);
+  if (items.size() != rank) throw InputError("--shape: expected " + names + ", got '" + text + "'");
+  std::vector<int64_t> out;
+  for (const auto& it : items) out.push_back(parse_length_list("--shape", it).at(0));
+  return out;
+}
+
+void say_generated(const std::string& path, uint64_t bytes) {
+  std::cout << "wrote " << path << " (" << human_bytes(static_cast<double>(bytes)) << " of tensors)\n";
 }
 
 double parse_positive(const std::string& option, const std::string& text) {
@@ -81,10 +162,94 @@ double parse_positive(const std::string& option, const std::string& text) {
   return x;
 }
 
+// The report in the chosen format; the exit status: 0 pass, 1 fail.
+int print_report(const check::CheckReport& rep, const check::TensorFile& inputs, const check::TensorFile& outputs,
+                 const std::string& format) {
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["check"] = rep.kind;
+    j["inputs"] = inputs.path();
+    j["outputs"] = outputs.path();
+    for (const auto& [k, v] : rep.shape) j["shape"][k] = v;
+    j["conventions"] = rep.conventions;
+    for (const auto& v : rep.verdicts)
+      j["tensors"].push_back({{"name", v.name}, {"dtype", v.dtype}, {"elements", v.elements},
+                              {"rms_error_ratio", v.rms_ratio}, {"max_abs_error", v.max_abs}, {"max_at", v.max_where},
+                              {"nonfinite", v.nonfinite}, {"first_bad_token", v.first_bad_token},
+                              {"first_bad_at", v.first_bad_where}, {"tolerance", v.tolerance},
+                              {"tolerance_from", v.tolerance_from}, {"within_tolerance", v.pass}});
+    j["pass"] = rep.pass();
+    std::cout << j.dump(2) << "\n";
+  } else if (format == "csv") {
+    const Provenance prov = Provenance::here("cpu", "yoco check (fp64 reference)", "-");
+    std::vector<ResultRow> rows;
+    for (const auto& v : rep.verdicts) {
+      const std::string phase = "check_" + rep.kind + ":" + v.name;
+      auto row = [&](const std::string& metric, double value, const std::string& unit) {
+        rows.push_back(make_row(prov, "-", rep.tokens, rep.batch, 0, phase, metric, value, unit, "exact", 1,
+                                v.dtype + "; tolerance from " + v.tolerance_from));
+      };
+      row("rms_error_ratio", v.rms_ratio, "ratio");
+      row("max_abs_error", v.max_abs, "abs");
+      row("nonfinite_values", static_cast<double>(v.nonfinite), "count");
+      row("first_bad_token", static_cast<double>(v.first_bad_token), "index");
+      row("tolerance", v.tolerance, "ratio");
+      row("within_tolerance", v.pass ? 1.0 : 0.0, "bool");
+    }
+    write_results_csv(std::cout, rows);
+  } else {
+    std::cout << "yoco check " << rep.kind << ":";
+    for (size_t i = 0; i < rep.shape.size(); ++i)
+      std::cout << (i ? ", " : " ") << rep.shape[i].first << " " << rep.shape[i].second;
+    std::cout << "\n  " << rep.conventions << "\n";
+    for (const auto& v : rep.verdicts) {
+      std::cout << "  " << v.name << " (" << v.dtype << ", " << v.elements << " values): "
+                << (v.pass ? "PASS" : "FAIL") << "  rms error ratio " << strf("%.3e", v.rms_ratio) << " (tolerance "
+                << strf("%.3e", v.tolerance) << "), max |error| " << strf("%.3e", v.max_abs);
+      if (!v.max_where.empty()) std::cout << " at " << v.max_where;
+      if (v.nonfinite) std::cout << ", " << v.nonfinite << " non-finite";
+      if (v.first_bad_token >= 0) std::cout << "; first token past the tolerance: " << v.first_bad_where;
+      std::cout << "\n";
+    }
+    std::cout << "  tolerance: " << (rep.verdicts.empty() ? "" : rep.verdicts[0].tolerance_from) << "\n"
+              << (rep.pass() ? "PASS" : "FAIL") << "\n";
+  }
+  return rep.pass() ? 0 : 1;
+}
+
 int cmd_check_gret(const Args& args) {
   const CommandSpec spec = gret_spec();
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
+  if (const auto file = a.get("--generate")) {
+    if (!a.positional().empty()) throw InputError("yoco check gret --generate FILE takes no INPUTS OUTPUTS");
+    check::GretGenerateOptions g;
+    const auto sh = parse_shape(a.require("--shape"), 4, "B,T,H,D");
+    g.B = sh[0], g.T = sh[1], g.H = sh[2], g.D = sh[3];
+    g.seed = a.get_u64("--seed", 0);
+    if (const auto x = a.get("--gate-scale")) g.gate_scale = parse_positive("--gate-scale", *x);
+    g.dtype = parse_gen_dtype(a.get_or("--dtype", "bf16"));
+    const std::string layout = a.get_or("--layout", "bthd");
+    if (layout != "bthd" && layout != "bhtd") throw InputError("--layout: expected bthd or bhtd, got '" + layout + "'");
+    g.bhtd = layout == "bhtd";
+    g.g_gamma = a.has("--constant-decay");
+    g.initial_state = a.has("--with-state");
+    if (const auto p = a.get("--packed"))
+      for (const auto& item : split_list("--packed", *p)) {
+        size_t used = 0;
+        int64_t x = -1;
+        try {
+          x = std::stoll(item, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used != item.size() || x < 0) throw InputError("--packed: expected offsets >= 0, got '" + item + "'");
+        g.cu_seqlens.push_back(x);
+      }
+    say_generated(*file, check::generate_gret_inputs(*file, g));
+    return 0;
+  }
+  if (a.positional().size() != 2) throw InputError("yoco check gret: expected INPUTS OUTPUTS (see yoco check gret --help)");
   check::GretCheckOptions opt;
   const std::string layout = a.get_or("--layout", "bthd");
   if (layout == "bhtd") opt.layout = check::TokenLayout::bhtd;
@@ -107,68 +272,62 @@ int cmd_check_gret(const Args& args) {
 
   const auto inputs = check::TensorFile::open(a.positional()[0]);
   const auto outputs = check::TensorFile::open(a.positional()[1]);
-  const check::GretCheckReport rep = check::check_gret(*inputs, *outputs, opt);
+  return print_report(check::check_gret(*inputs, *outputs, opt), *inputs, *outputs, format);
+}
 
-  if (format == "json") {
-    nlohmann::ordered_json j;
-    j["check"] = "gret";
-    j["inputs"] = inputs->path();
-    j["outputs"] = outputs->path();
-    j["shape"] = {{"batch", rep.batch}, {"tokens", rep.tokens}, {"heads", rep.heads}, {"head_dim", rep.head_dim},
-                  {"sequences", rep.sequences}};
-    j["conventions"] = rep.conventions;
-    for (const auto& v : rep.verdicts)
-      j["tensors"].push_back({{"name", v.name}, {"dtype", v.dtype}, {"elements", v.elements},
-                              {"rms_error_ratio", v.rms_ratio}, {"max_abs_error", v.max_abs}, {"max_at", v.max_where},
-                              {"nonfinite", v.nonfinite}, {"first_bad_token", v.first_bad_token},
-                              {"first_bad_at", v.first_bad_where}, {"tolerance", v.tolerance},
-                              {"tolerance_from", v.tolerance_from}, {"within_tolerance", v.pass}});
-    j["pass"] = rep.pass();
-    std::cout << j.dump(2) << "\n";
-  } else if (format == "csv") {
-    const Provenance prov = Provenance::here("cpu", "yoco check (fp64 reference)", "-");
-    std::vector<ResultRow> rows;
-    for (const auto& v : rep.verdicts) {
-      const std::string phase = "check_gret:" + v.name;
-      auto row = [&](const std::string& metric, double value, const std::string& unit) {
-        rows.push_back(make_row(prov, "-", rep.tokens, rep.batch, 0, phase, metric, value, unit, "exact", 1,
-                                v.dtype + "; tolerance from " + v.tolerance_from));
-      };
-      row("rms_error_ratio", v.rms_ratio, "ratio");
-      row("max_abs_error", v.max_abs, "abs");
-      row("nonfinite_values", static_cast<double>(v.nonfinite), "count");
-      row("tolerance", v.tolerance, "ratio");
-      row("within_tolerance", v.pass ? 1.0 : 0.0, "bool");
-    }
-    write_results_csv(std::cout, rows);
-  } else {
-    std::cout << "yoco check gret: B " << rep.batch << ", T " << rep.tokens << ", H " << rep.heads << ", D "
-              << rep.head_dim << ", " << rep.sequences << " sequence(s)\n  " << rep.conventions << "\n";
-    for (const auto& v : rep.verdicts) {
-      std::cout << "  " << v.name << " (" << v.dtype << ", " << v.elements << " values): "
-                << (v.pass ? "PASS" : "FAIL") << "  rms error ratio " << strf("%.3e", v.rms_ratio) << " (tolerance "
-                << strf("%.3e", v.tolerance) << "), max |error| " << strf("%.3e", v.max_abs);
-      if (!v.max_where.empty()) std::cout << " at " << v.max_where;
-      if (v.nonfinite) std::cout << ", " << v.nonfinite << " non-finite";
-      if (v.first_bad_token >= 0) std::cout << "; first token past the tolerance: " << v.first_bad_where;
-      std::cout << "\n";
-    }
-    std::cout << "  tolerance: " << (rep.verdicts.empty() ? "" : rep.verdicts[0].tolerance_from) << "\n"
-              << (rep.pass() ? "PASS" : "FAIL") << "\n";
+int cmd_check_attention(const Args& args) {
+  const CommandSpec spec = attention_spec();
+  if (print_help_if_asked(spec, args)) return 0;
+  const ParsedArgs a = parse_args(spec, args);
+  const std::string layout = a.get_or("--layout", "bshd");
+  if (layout != "bshd" && layout != "bhsd") throw InputError("--layout: expected bshd or bhsd, got '" + layout + "'");
+  if (const auto file = a.get("--generate")) {
+    if (!a.positional().empty()) throw InputError("yoco check attention --generate FILE takes no INPUTS OUTPUTS");
+    check::AttentionGenerateOptions g;
+    const auto sh = parse_shape(a.require("--shape"), 6, "B,Sq,Sk,Hq,Hkv,D");
+    g.B = sh[0], g.Sq = sh[1], g.Sk = sh[2], g.Hq = sh[3], g.Hkv = sh[4], g.D = sh[5];
+    g.seed = a.get_u64("--seed", 0);
+    if (const auto x = a.get("--q-scale")) g.q_scale = parse_positive("--q-scale", *x);
+    g.dtype = parse_gen_dtype(a.get_or("--dtype", "bf16"));
+    g.bhsd = layout == "bhsd";
+    say_generated(*file, check::generate_attention_inputs(*file, g));
+    return 0;
   }
-  return rep.pass() ? 0 : 1;
+  if (a.positional().size() != 2)
+    throw InputError("yoco check attention: expected INPUTS OUTPUTS (see yoco check attention --help)");
+  check::AttentionCheckOptions opt;
+  opt.bhsd = layout == "bhsd";
+  const std::string mask = a.get_or("--mask", "causal");
+  if (mask != "causal" && mask != "none") throw InputError("--mask: expected causal or none, got '" + mask + "'");
+  opt.causal = mask == "causal";
+  opt.window = a.get_int("--window", 0, 0, int64_t{1} << 40);
+  if (a.has("--q-offset")) opt.q_offset = a.get_int("--q-offset", 0, 0, int64_t{1} << 40);
+  if (const auto sc = a.get("--scale")) opt.scale = parse_positive("--scale", *sc);
+  if (const auto t = a.get("--tolerance")) opt.tolerance = parse_positive("--tolerance", *t);
+  const std::string format = a.get_or("--format", "table");
+  if (format != "table" && format != "csv" && format != "json")
+    throw InputError("--format: expected table, csv or json, got '" + format + "'");
+  for (auto [flag, field] : std::vector<std::pair<const char*, std::string*>>{
+           {"--q", &opt.q}, {"--k", &opt.k}, {"--v", &opt.v}, {"--o", &opt.o}})
+    if (const auto n = a.get(flag)) *field = *n;
+  const auto inputs = check::TensorFile::open(a.positional()[0]);
+  const auto outputs = check::TensorFile::open(a.positional()[1]);
+  return print_report(check::check_attention(*inputs, *outputs, opt), *inputs, *outputs, format);
 }
 
 }  // namespace
 
 int cmd_check(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << "usage: yoco check gret INPUTS OUTPUTS [options]   (yoco check gret --help)\n"
-                 "Judges an implementation's outputs against the fp64 reference. Kinds: gret.\n";
+    std::cout << "usage: yoco check gret|attention INPUTS OUTPUTS [options]   (yoco check KIND --help)\n"
+                 "       yoco check gret|attention --generate FILE --shape ...\n"
+                 "Judges an implementation's outputs against the fp64 reference, or writes seeded inputs to run it on.\n"
+                 "Kinds: gret (gated retention, fla's chunk_simple_gla), attention (softmax; FlashAttention, SDPA).\n";
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "gret") return cmd_check_gret(Args(args.begin() + 1, args.end()));
-  throw InputError("yoco check: unknown kind '" + args[0] + "' (kinds: gret; see yoco check --help)");
+  if (args[0] == "attention") return cmd_check_attention(Args(args.begin() + 1, args.end()));
+  throw InputError("yoco check: unknown kind '" + args[0] + "' (kinds: gret, attention; see yoco check --help)");
 }
 
 }  // namespace yoco::cli

@@ -1,0 +1,54 @@
+#include "verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace yoco::check {
+
+namespace {
+double ratio(double num2, double den2) { return den2 > 0 ? std::sqrt(num2 / den2) : (num2 > 0 ? INFINITY : 0.0); }
+}  // namespace
+
+bool CheckReport::pass() const {
+  return !verdicts.empty() && std::all_of(verdicts.begin(), verdicts.end(), [](const TensorVerdict& v) { return v.pass; });
+}
+
+ErrorAccumulator::ErrorAccumulator(int64_t tokens)
+    : tok_err2_(static_cast<size_t>(tokens), 0.0), tok_bad_(static_cast<size_t>(tokens), 0) {}
+
+TensorVerdict ErrorAccumulator::verdict(const std::string& name, const std::string& dtype,
+                                        std::optional<double> tolerance, const std::string& derived_from,
+                                        int64_t values_per_token, int64_t tokens_per_batch) const {
+  TensorVerdict v;
+  v.name = name;
+  v.dtype = dtype;
+  v.elements = n_;
+  v.rms_ratio = ratio(err2_, ref2_);
+  v.max_abs = std::max(0.0, max_abs_);
+  v.max_where = max_where_;
+  v.nonfinite = nonfinite_;
+  if (tolerance) {
+    v.tolerance = *tolerance;
+    v.tolerance_from = "--tolerance";
+  } else {
+    v.tolerance = std::max(2.0 * ratio(emu2_, ref2_), 1e-12);
+    v.tolerance_from = derived_from;
+  }
+  v.pass = v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
+  // The first token past the tolerance: its RMS error (over heads and
+  // columns) against the whole output's reference RMS, so that an offset that
+  // wraps shows where it starts.
+  const double ref_rms = n_ > 0 ? std::sqrt(ref2_ / static_cast<double>(n_)) : 0.0;
+  for (size_t t = 0; t < tok_err2_.size(); ++t) {
+    const double tok_rms = std::sqrt(tok_err2_[t] / static_cast<double>(values_per_token));
+    if (tok_bad_[t] || (ref_rms > 0 && tok_rms / ref_rms > v.tolerance)) {
+      v.first_bad_token = static_cast<int64_t>(t);
+      v.first_bad_where = "batch " + std::to_string(static_cast<int64_t>(t) / tokens_per_batch) + ", token " +
+                          std::to_string(static_cast<int64_t>(t) % tokens_per_batch);
+      break;
+    }
+  }
+  return v;
+}
+
+}  // namespace yoco::check
