@@ -36,7 +36,11 @@
 # --sanitize-tests: of those, the ones run under compute-sanitizer (default all:
 #        a call short of device time leaves out binaries whose kernels the
 #        sanitizers already passed at this code). --peers: which peer scripts
-#        (default sdpa,fla; fla takes ~2 minutes, mostly Triton compiling).
+#        (default sdpa,fla; fla takes ~2 minutes, mostly Triton compiling;
+#        fla-check, not in the default: fla's outputs at 32K-1M x 24 x 128
+#        judged by `yoco check gret` against the fp64 reference, ~4 minutes
+#        and ~26 GB of scratch files at 1M, into peers_fla_check.csv; our
+#        chunk kernel's outputs, from gret_chunk_on_file, judged beside them).
 # peers: PyTorch SDPA (and FlexAttention) for attention, flash-linear-attention
 #        for gRet, installed from wheels in .whl/ when carried (never committed).
 # The git revision in the rows comes from YOCO_GIT_SHA when set: pass it from
@@ -216,6 +220,9 @@ if has_step peers && command -v python3 >/dev/null; then
     run_step peers.torch_sdpa 300 python3 bench/peers/torch_sdpa_attention.py --out "$OUTDIR/peers_sdpa.csv"
   [[ ",$PEERS," == *",fla,"* ]] &&
     run_step peers.fla_gret 240 python3 bench/peers/fla_gret.py --out "$OUTDIR/peers_fla.csv"
+  [[ ",$PEERS," == *",fla-check,"* ]] &&
+    run_step peers.fla_check 420 python3 bench/peers/fla_gret_check.py --yoco "$BIN/yoco" --ours "$BIN/gret_chunk_on_file" \
+      --workdir "${TMPDIR:-/tmp}/yoco-fla-check" --out "$OUTDIR/peers_fla_check.csv"
 fi
 
 if has_step sass && command -v cuobjdump >/dev/null; then

@@ -1,6 +1,10 @@
 #include "gret_check.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <sstream>
 
@@ -138,6 +142,31 @@ std::vector<Mat<double>> read_states(const TensorFile& f, const std::string& nam
   return st;
 }
 
+// f(h) for h in [0, H) on up to hardware_concurrency threads (the calling one
+// included); the first exception is rethrown after all have finished.
+template <class F>
+void for_each_head(int64_t H, F&& f) {
+  const int64_t workers = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, H);
+  std::atomic<int64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto work = [&] {
+    for (int64_t h; (h = next.fetch_add(1)) < H;) {
+      try {
+        f(h);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 std::string derived_from(bool low_precision) {
   return low_precision ? "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators, "
                          "bf16 operands, bf16 output)"
@@ -152,7 +181,11 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(static_cast<double>(d.D));
   const std::string o_dtype = out.info(opt.o).dtype;
   const bool low = o_dtype == "bf16" || o_dtype == "f16";
-  const int64_t block = std::max<int64_t>(64, opt.block_tokens / 64 * 64);  // whole chunks: the same arithmetic
+  // Whole chunks per block (the same arithmetic as one pass); by default about
+  // 2 M values per tensor (16 MB in fp64), so that the buffers stay warm in
+  // the allocator instead of being faulted in afresh at every block.
+  const int64_t want = opt.block_tokens > 0 ? opt.block_tokens : (int64_t{1} << 21) / std::max<int64_t>(d.H * d.D, 1);
+  const int64_t block = std::max<int64_t>(64, want / 64 * 64);
 
   std::vector<double> g_gamma;
   if (!d.per_token_g) {
@@ -176,33 +209,41 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       const std::vector<double> ob = read_block(out, opt.o, d, opt.layout, b, t0, L, d.D);
       const std::vector<double> gb =
           d.per_token_g ? read_block(in, opt.g, d, opt.layout, b, t0, L, 1) : std::vector<double>();
-      for (int64_t h = 0; h < d.H; ++h) {
+      // The heads are independent: the reference and the emulation of each
+      // run on the worker threads; the comparison, cheap, runs after in
+      // order, so the report does not depend on the thread count.
+      std::vector<Mat<double>> ref_o(static_cast<size_t>(d.H)), emu_o(static_cast<size_t>(d.H));
+      for_each_head(d.H, [&](int64_t h) {
         const double* qh = qb.data() + h * L * d.D;
         const Mat<double> q = Eigen::Map<const Mat<double>>(qh, L, d.D) * scale;
-        const Eigen::Map<const Mat<double>> k(kb.data() + h * L * d.D, L, d.D), v(vb.data() + h * L * d.D, L, d.D);
+        const Mat<double> k = Eigen::Map<const Mat<double>>(kb.data() + h * L * d.D, L, d.D);
+        const Mat<double> v = Eigen::Map<const Mat<double>>(vb.data() + h * L * d.D, L, d.D);
         Vec<double> lg(L);
         for (int64_t i = 0; i < L; ++i)
           lg(i) = d.per_token_g ? gb[static_cast<size_t>(h * L + i)] : g_gamma[static_cast<size_t>(h)];
-        const Mat<double> k_m = k, v_m = v;
-        const GretResult<double> r = gret_run<double>(opt.paradigm, q, k_m, v_m, lg, &S[h], 64);
-        S[h] = r.state;
-        Mat<double> emo;
+        GretResult<double> r = gret_run<double>(opt.paradigm, q, k, v, lg, &S[h], 64);
+        S[h] = std::move(r.state);
+        ref_o[static_cast<size_t>(h)] = std::move(r.o);
         if (low) {
-          const cuda::GretEmulation e = cuda::gret_chunk_emulate(q, k_m, v_m, lg, &Se[h], 64);
-          emo = e.o;
-          Se[h] = e.state;
+          cuda::GretEmulation e = cuda::gret_chunk_emulate(q, k, v, lg, &Se[h], 64);
+          emu_o[static_cast<size_t>(h)] = std::move(e.o);
+          Se[h] = std::move(e.state);
         } else {
           const Mat<float> sf = Se[h].cast<float>();
-          const GretResult<float> e = gret_chunkwise<float>(q.cast<float>(), k_m.cast<float>(), v_m.cast<float>(),
-                                                            lg.cast<float>(), &sf, 64);
-          emo = e.o.cast<double>();
+          const GretResult<float> e =
+              gret_chunkwise<float>(q.cast<float>(), k.cast<float>(), v.cast<float>(), lg.cast<float>(), &sf, 64);
+          emu_o[static_cast<size_t>(h)] = e.o.cast<double>();
           Se[h] = e.state.cast<double>();
         }
+      });
+      for (int64_t h = 0; h < d.H; ++h) {
+        const Mat<double>& ro = ref_o[static_cast<size_t>(h)];
+        const Mat<double>& eo = emu_o[static_cast<size_t>(h)];
         const double* oh = ob.data() + h * L * d.D;
         for (int64_t i = 0; i < L; ++i) {
           const int64_t tok = b * d.T + t0 + i;
           for (int64_t c = 0; c < d.D; ++c)
-            acc_o.add(oh[i * d.D + c], r.o(i, c), emo(i, c), tok, [&] {
+            acc_o.add(oh[i * d.D + c], ro(i, c), eo(i, c), tok, [&] {
               std::ostringstream w;
               w << "sequence " << s << ", head " << h << ", token " << (t0 + i) << ", column " << c;
               return w.str();

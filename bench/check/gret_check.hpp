@@ -26,7 +26,7 @@ struct GretCheckOptions {
               cu_seqlens = "cu_seqlens", o = "o", final_state = "final_state";
   GretParadigm paradigm = GretParadigm::chunkwise;
   std::optional<double> tolerance;  // nullopt: derived (gret_check.cpp, derive_tolerance)
-  int64_t block_tokens = 8192;      // tokens read at once per sequence
+  int64_t block_tokens = 0;         // tokens read at once per sequence; 0: about 2 M values per tensor
 };
 
 using GretCheckReport = CheckReport;

@@ -14,7 +14,9 @@ bool CheckReport::pass() const {
 }
 
 ErrorAccumulator::ErrorAccumulator(int64_t tokens)
-    : tok_err2_(static_cast<size_t>(tokens), 0.0), tok_bad_(static_cast<size_t>(tokens), 0) {}
+    : tok_err2_(static_cast<size_t>(tokens), 0.0),
+      tok_emu2_(static_cast<size_t>(tokens), 0.0),
+      tok_bad_(static_cast<size_t>(tokens), 0) {}
 
 TensorVerdict ErrorAccumulator::verdict(const std::string& name, const std::string& dtype,
                                         std::optional<double> tolerance, const std::string& derived_from,
@@ -36,12 +38,17 @@ TensorVerdict ErrorAccumulator::verdict(const std::string& name, const std::stri
   }
   v.pass = v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
   // The first token past the tolerance: its RMS error (over heads and
-  // columns) against the whole output's reference RMS, so that an offset that
-  // wraps shows where it starts.
+  // columns) is beyond the tolerance against the whole output's reference RMS,
+  // and beyond twice the emulation's error on that same token (one token's
+  // error scatters around the average: a correct output's worst token is
+  // not a bad one). An offset that wraps shows where it starts.
   const double ref_rms = n_ > 0 ? std::sqrt(ref2_ / static_cast<double>(n_)) : 0.0;
+  const double k = tolerance ? 1.0 : 2.0;  // with --tolerance, that alone decides
   for (size_t t = 0; t < tok_err2_.size(); ++t) {
     const double tok_rms = std::sqrt(tok_err2_[t] / static_cast<double>(values_per_token));
-    if (tok_bad_[t] || (ref_rms > 0 && tok_rms / ref_rms > v.tolerance)) {
+    const bool past_tolerance = ref_rms > 0 && tok_rms / ref_rms > v.tolerance;
+    const bool past_emulation = tolerance || tok_err2_[t] > k * k * tok_emu2_[t];
+    if (tok_bad_[t] || (past_tolerance && past_emulation)) {
       v.first_bad_token = static_cast<int64_t>(t);
       v.first_bad_where = "batch " + std::to_string(static_cast<int64_t>(t) / tokens_per_batch) + ", token " +
                           std::to_string(static_cast<int64_t>(t) % tokens_per_batch);

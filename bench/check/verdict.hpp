@@ -49,6 +49,7 @@ class ErrorAccumulator {
   void add(double cand, double ref, double emu, int64_t token, Where&& where) {
     ref2_ += ref * ref;
     emu2_ += (emu - ref) * (emu - ref);
+    if (!tok_emu2_.empty()) tok_emu2_[static_cast<size_t>(token)] += (emu - ref) * (emu - ref);
     ++n_;
     if (!std::isfinite(cand)) {
       ++nonfinite_;
@@ -72,7 +73,7 @@ class ErrorAccumulator {
   double err2_ = 0, ref2_ = 0, emu2_ = 0, max_abs_ = -1;
   int64_t n_ = 0, nonfinite_ = 0;
   std::string max_where_;
-  std::vector<double> tok_err2_;
+  std::vector<double> tok_err2_, tok_emu2_;
   std::vector<char> tok_bad_;
 };
 

@@ -53,7 +53,7 @@ CommandSpec gret_spec() {
       {"--cu-seqlens", "NAME", "optional, [N + 1] offsets of packed sequences (batch 1): each restarts from its state"},
       {"--o", "NAME", "the output, the shape of v"},
       {"--final-state", "NAME", "optional, [N, H, K, V]: judged when OUTPUTS holds it"},
-      {"--block-tokens", "N", "tokens read at a time per sequence (default 8192; memory ~ N x H x D x 60 bytes)"},
+      {"--block-tokens", "N", "tokens read at a time per sequence (default: 2M / (H x D); memory ~ N x H x D x 60 bytes)"},
       {"--generate", "FILE", "write a seeded input file (safetensors) instead of checking; with the options below"},
       {"--shape", "B,T,H,D", "its sizes; K and M suffixes (1M = 1048576)"},
       {"--seed", "N", "its seed (default 0): the same seed and shape give the same values in any layout and dtype"},
@@ -263,7 +263,7 @@ int cmd_check_gret(const Args& args) {
   const std::string format = a.get_or("--format", "table");
   if (format != "table" && format != "csv" && format != "json")
     throw InputError("--format: expected table, csv or json, got '" + format + "'");
-  opt.block_tokens = a.get_int("--block-tokens", opt.block_tokens, 64, int64_t{1} << 24);
+  if (a.has("--block-tokens")) opt.block_tokens = a.get_int("--block-tokens", 0, 64, int64_t{1} << 24);
   for (auto [flag, field] : std::vector<std::pair<const char*, std::string*>>{
            {"--q", &opt.q}, {"--k", &opt.k}, {"--v", &opt.v}, {"--g", &opt.g}, {"--g-gamma", &opt.g_gamma},
            {"--initial-state", &opt.initial_state}, {"--cu-seqlens", &opt.cu_seqlens}, {"--o", &opt.o},
