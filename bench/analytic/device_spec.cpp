@@ -15,10 +15,15 @@ DeviceSpec device_spec(const std::string& name) {
     return {"H200 SXM 141GB (datasheet)", 989.4e12, 4.8e12, 141e9,
             "NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 1979 TFLOP/s with sparsity (989.4 dense), "
             "HBM3e 4.8 TB/s, 141 GB"};
-  throw InputError("--device-spec: unknown device '" + name + "' (known: h100, h200; or give --peak-tflops and --peak-gbs)");
+  if (name == "b200")
+    return {"B200 180GB (datasheet)", 2250e12, 8.0e12, 180e9,
+            "NVIDIA HGX B200 datasheet, per GPU: FP16/BF16 4.5 PFLOP/s with sparsity (2250 TFLOP/s dense), "
+            "HBM3e 8 TB/s, 180 GB"};
+  throw InputError("--device-spec: unknown device '" + name +
+                   "' (known: h100, h200, b200; or give --peak-tflops and --peak-gbs)");
 }
 
-std::vector<std::string> device_spec_names() { return {"h100", "h200"}; }
+std::vector<std::string> device_spec_names() { return {"h100", "h200", "b200"}; }
 
 DeviceSpec custom_device_spec(double tflops, double gbs, double memory_gb) {
   if (!(tflops > 0) || !(gbs > 0)) throw InputError("--peak-tflops and --peak-gbs must both be positive");

@@ -12,7 +12,7 @@ std::vector<OptionSpec> analytic_option_specs() {
       {"--weights-dtype", "bf16|fp16|fp8|int8|fp32", "weight storage (default bf16)"},
       {"--kv-dtype", "bf16|fp8|int8|fp32", "KV cache storage (default bf16)"},
       {"--act-dtype", "bf16|fp32", "activation storage (default bf16); gRet states are always fp32"},
-      {"--device-spec", "h100|h200", "roofline rates and capacity from the vendor datasheet (default h100)"},
+      {"--device-spec", "h100|h200|b200", "roofline rates and capacity from the vendor datasheet (default h100)"},
       {"--peak-tflops", "X", "custom device: dense matmul rate in TFLOP/s (with --peak-gbs)"},
       {"--peak-gbs", "Y", "custom device: memory bandwidth in GB/s (with --peak-tflops)"},
       {"--memory-gb", "Z", "custom device: memory capacity in GB, for the throughput batch search"},

@@ -7,6 +7,7 @@
 #include "analytic_options.hpp"
 #include "analytic_rows.hpp"
 #include "args.hpp"
+#include "calibration.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "lists.hpp"
@@ -35,6 +36,8 @@ CommandSpec model_spec() {
       {"--all-presets", "", "KV bytes per token for every preset (the default when --model is not given)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
       {"--out", "FILE.csv", "also write the rows as CSV"},
+      {"--calibration", "FILE", "also the calibrated model (yoco calibrate --out): rows with method calibrated, "
+                                "each with a band from the fit's residuals"},
   };
   for (auto& o : analytic_option_specs()) s.options.push_back(o);
   s.notes =
@@ -143,6 +146,71 @@ void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConf
   std::cout << kv.str();
 }
 
+// The calibrated model's rows (method calibrated, min/max its band) for models
+// x lengths on s.device: prefill, decode step, throughput at the analytic batch
+// (the runners' batch search), memory.
+std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const NamedConfigs& models,
+                                       const std::vector<int64_t>& lengths, const AnalyticSettings& s) {
+  const cost::DeviceSpec ceil = cost::calibrated_ceilings(cal, s.device);
+  const Provenance prov = Provenance::here("calibrated", "calibrated: " + s.device.name, "");
+  const std::string from = "calibration " + cal.source + " (" + cal.device_name + ", " + cal.fitted_at + "); " +
+                           ceil.source + ": " + strf("%.0f", ceil.peak_flops / 1e12) + " TFLOP/s, " +
+                           strf("%.0f", ceil.bandwidth / 1e9) + " GB/s";
+  std::vector<ResultRow> out;
+  auto add = [&](const std::string& model, int64_t len, int64_t batch, int64_t gen, const std::string& phase,
+                 const std::string& metric, double v, const std::string& unit, double band, const std::string& extra) {
+    ResultRow r = make_row(prov, model, len, batch, gen, phase, metric, v, unit, "calibrated", 0,
+                           from + "; band +-" + strf("%.1f%%", 100 * band) + " (worst fit residual)" + extra);
+    r.min = v * (1 - band);
+    r.max = v * (1 + band);
+    out.push_back(r);
+  };
+  for (size_t i = 0; i < models.names.size(); ++i) {
+    const ModelConfig& cfg = models.configs[i];
+    for (int64_t len : lengths) {
+      const cost::CalibratedPhase p = cost::calibrated_phase(
+          cfg, cost::prefill_work(cfg, s.storage, s.batch, len, s.prefill_chunk), true, cal, ceil);
+      const cost::CalibratedPhase d =
+          cost::calibrated_phase(cfg, cost::decode_work(cfg, s.storage, s.batch, len), false, cal, ceil);
+      add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
+          p.fallback.empty() ? "" : "; fallback: " + p.fallback);
+      for (int f = 0; f < cost::kFamilies; ++f)
+        if (p.family_s[f] > 0)
+          add(models.names[i], len, s.batch, 0, std::string("prefill.") + cost::family_name(static_cast<cost::Family>(f)),
+              "gpu_time_s", p.family_s[f], "s", p.band, "");
+      add(models.names[i], len, s.batch, 0, "decode", "decode_step_latency_s", d.total_s, "s", d.band,
+          d.fallback.empty() ? "" : "; fallback: " + d.fallback);
+      const int64_t in_flight = cost::prefill_tokens_in_flight(s.batch, len, s.prefill_chunk);
+      add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
+          cost::calibrated_memory(cfg, s.storage, cal, s.batch, len, in_flight), "B", 0.0,
+          "; activations x the runner's measured factor");
+      if (len > s.gen) {
+        const cost::ThroughputCost t =
+            cost::throughput_cost(cfg, s.storage, s.device, len, s.gen, s.tp_batch, s.prefill_chunk, s.max_batch);
+        if (t.batch > 0) {
+          double band = 0;
+          const double tps =
+              cost::calibrated_throughput(cfg, s.storage, cal, ceil, len, s.gen, t.batch, s.prefill_chunk, &band);
+          add(models.names[i], len, t.batch, s.gen, "throughput", "throughput_tokens_per_s", tps, "tokens/s", band,
+              "; batch from the analytic search");
+        }
+      }
+    }
+  }
+  return out;
+}
+
+void print_calibrated(const std::vector<ResultRow>& rows) {
+  std::cout << "\nCalibrated model (" << rows.front().prov.device_name << "; " << rows.front().notes.substr(0, rows.front().notes.find("; band"))
+            << ")\n";
+  TextTable t({"model", "N", "batch", "metric", "calibrated", "band"});
+  for (const auto& r : rows)
+    if (r.phase.find('.') == std::string::npos)
+      t.add_row({r.model, length_label(r.seq_len), std::to_string(r.batch), r.metric, strf("%.4g", *r.value),
+                 "[" + strf("%.4g", *r.min) + ", " + strf("%.4g", *r.max) + "]"});
+  std::cout << t.str();
+}
+
 }  // namespace
 
 int cmd_model(const Args& args) {
@@ -173,10 +241,17 @@ int cmd_model(const Args& args) {
     for (int64_t len : lengths) r.points.push_back(analytic_point(r.cfg, len, s));
     runs.push_back(std::move(r));
   }
+  std::vector<ResultRow> cal_rows;
+  if (const auto file = a.get("--calibration")) cal_rows = calibrated_rows(cost::read_calibration(*file), models, lengths, s);
+  std::vector<ResultRow> all = rows;
+  all.insert(all.end(), cal_rows.begin(), cal_rows.end());
   std::vector<ResultRow> ratios;
   for (const auto& r : rows)
     if (r.unit == "x") ratios.push_back(r);
-  emit_rows(a, format, rows, [&] { print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios); });
+  emit_rows(a, format, all, [&] {
+    print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios);
+    if (!cal_rows.empty()) print_calibrated(cal_rows);
+  });
   return 0;
 }
 

@@ -17,5 +17,6 @@ int cmd_model(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_check(const Args& args);
+int cmd_calibrate(const Args& args);
 
 }  // namespace yoco::cli

@@ -28,7 +28,10 @@ const Command kCommands[] = {
      "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)"},
     {"model", yoco::cli::cmd_model, "analytic cost model: memory, FLOPs, bytes, roofline times, KV bytes per token"},
     {"compare", yoco::cli::cmd_compare, "compare two result CSVs (CI regression gate: exit 1 if a metric got worse)"},
-    {"check", yoco::cli::cmd_check, "judge an implementation's outputs against the fp64 reference (gret)"},
+    {"check", yoco::cli::cmd_check,
+     "judge an implementation's outputs against the fp64 reference (gret, attention), or --generate inputs"},
+    {"calibrate", yoco::cli::cmd_calibrate,
+     "fit the calibrated cost model to a sweep's measurements and check it against every measured point"},
     {"demo", yoco::cli::cmd_demo, "prefill, generate and check the tiny models (the suite's smoke test)"},
 };
 

@@ -1,0 +1,429 @@
+#include "calibration.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <tuple>
+
+#include "errors.hpp"
+#include "result_csv.hpp"
+
+namespace yoco::cost {
+
+using cli::make_row;
+using cli::read_results_csv;
+
+namespace {
+
+// The cost model's parts each family covers, and the CUPTI families of the
+// sweep (harness/kernel_family) each covers.
+const std::vector<Part>& parts_of(Family f) {
+  static const std::array<std::vector<Part>, kFamilies> p{{{Part::gemm, Part::lm_head}, {Part::attention},
+                                                            {Part::gret}, {Part::norms}}};
+  return p[static_cast<int>(f)];
+}
+const std::vector<std::string>& cupti_families_of(Family f) {
+  static const std::array<std::vector<std::string>, kFamilies> p{
+      {{"gemm"}, {"attention_prefill", "attention_decode"}, {"gret"}, {"norms", "other"}}};
+  return p[static_cast<int>(f)];
+}
+
+// Layers that run a family: every layer has GEMMs and norms; attention runs in
+// the Transformer's layers and YOCO's cross-decoder (and SWA self-decoder)
+// layers; gRet in YOCO's gRet self-decoder.
+double layers_of(const ModelConfig& cfg, Family f) {
+  switch (f) {
+    case Family::gemm:
+    case Family::norms: return static_cast<double>(cfg.n_layers);
+    case Family::attention:
+      return static_cast<double>(!cfg.is_yoco() ? cfg.n_layers
+                                                : cfg.n_cross_layers() +
+                                                      (cfg.self_decoder() == SelfDecoderKind::swa ? cfg.n_self_layers() : 0));
+    case Family::gret:
+      return static_cast<double>(cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret ? cfg.n_self_layers() : 0);
+  }
+  return 0;
+}
+
+double family_roofline(const PhaseWork& w, Family f, const DeviceSpec& dev) {
+  double t = 0;
+  for (Part p : parts_of(f)) t += roofline_time(w[p], dev);
+  return t;
+}
+
+Bound family_bound(const PhaseWork& w, Family f, const DeviceSpec& dev) {
+  Work sum;
+  for (Part p : parts_of(f)) sum += w[p];
+  return sum.flops / dev.peak_flops >= sum.bytes / dev.bandwidth ? Bound::compute : Bound::memory;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// min over x >= 0, y >= 0 of sum (x a_i + y b_i - t_i)^2 / t_i^2 (relative
+// errors: a point of 0.1 s weighs as much as one of 100 s).
+std::pair<double, double> nnls2(const std::vector<double>& a, const std::vector<double>& b,
+                                const std::vector<double>& t) {
+  double aa = 0, ab = 0, bb = 0, at = 0, bt = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const double w = 1.0 / (t[i] * t[i]);
+    aa += w * a[i] * a[i], ab += w * a[i] * b[i], bb += w * b[i] * b[i];
+    at += w * a[i] * t[i], bt += w * b[i] * t[i];
+  }
+  const double det = aa * bb - ab * ab;
+  if (det > 1e-12 * aa * bb && aa > 0 && bb > 0) {
+    const double x = (at * bb - bt * ab) / det, y = (aa * bt - ab * at) / det;
+    if (x >= 0 && y >= 0) return {x, y};
+  }
+  // One coefficient at its bound: the better of the two one-term fits.
+  auto sse = [&](double x, double y) {
+    double s = 0;
+    for (size_t i = 0; i < t.size(); ++i) s += std::pow((x * a[i] + y * b[i] - t[i]) / t[i], 2);
+    return s;
+  };
+  const std::pair<double, double> only_x{aa > 0 ? std::max(0.0, at / aa) : 0.0, 0.0};
+  const std::pair<double, double> only_y{0.0, bb > 0 ? std::max(0.0, bt / bb) : 0.0};
+  return sse(only_x.first, only_x.second) <= sse(only_y.first, only_y.second) ? only_x : only_y;
+}
+
+using Key = std::tuple<std::string, int64_t, int64_t>;  // model, seq_len, batch
+
+// The preset of a row's model; nullopt for pairs ("a vs b"), "-" and files.
+std::optional<ModelConfig> preset_of(const std::string& model) {
+  if (model.empty() || model == "-" || model.find(' ') != std::string::npos) return std::nullopt;
+  try {
+    return preset_config(model);
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+const char* bound_name(Bound b) { return b == Bound::compute ? "compute" : "memory"; }
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::gemm: return "gemm";
+    case Family::attention: return "attention";
+    case Family::gret: return "gret";
+    case Family::norms: return "norms";
+  }
+  return "?";
+}
+
+Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::string& source) {
+  Calibration c;
+  c.source = source;
+  // Measured values by point and (phase, metric); the run's ceilings.
+  std::map<Key, std::map<std::pair<std::string, std::string>, double>> measured;
+  std::vector<double> others;
+  for (const auto& r : rows) {
+    if (!r.value) continue;
+    if (r.phase == "ceiling" && r.method == "measured") {
+      if (r.metric == "gemm_peak_tflops") c.peak_flops = *r.value * 1e12;
+      if (r.metric == "copy_bw_gbs") c.bandwidth = *r.value * 1e9;
+      c.device_name = r.prov.device_name;
+      c.fitted_at = r.prov.git_sha + " " + r.prov.timestamp.substr(0, 10);
+      continue;
+    }
+    if (r.method != "measured" && r.method != "sampled" && r.method != "exact") continue;
+    if (!preset_of(r.model)) continue;
+    measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
+    if (r.metric == "mem_other_bytes") others.push_back(*r.value);
+  }
+  if (c.peak_flops <= 0 || c.bandwidth <= 0)
+    throw InputError(source + ": no measured ceilings (phase ceiling, gemm_peak_tflops and copy_bw_gbs)");
+  const std::string dn = c.device_name;
+  const bool h200 = dn.find("H200") != std::string::npos;
+  const DeviceSpec sheet = device_spec(h200 ? "h200" : "h100");
+  c.datasheet_flops = sheet.peak_flops;
+  c.datasheet_bandwidth = sheet.bandwidth;
+  DeviceSpec ceil{dn, c.peak_flops, c.bandwidth, 0, "the run's measured ceilings"};
+  const Storage st;
+  struct Sample {
+    double roofline, layers, time;
+  };
+  std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
+  std::vector<double> gap_pre, gap_dec, act_yoco, act_tr;
+  const int64_t chunk = 32768;  // the runners' prefill chunk (the sweep's notes)
+  for (const auto& [key, m] : measured) {
+    const auto& [model, len, batch] = key;
+    const ModelConfig cfg = *preset_of(model);
+    auto get = [&](const std::string& phase, const std::string& metric) -> std::optional<double> {
+      const auto it = m.find({phase, metric});
+      return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+    };
+    for (const bool is_pre : {true, false}) {
+      const std::string ph = is_pre ? "prefill" : "decode";
+      const auto kernels = get(ph + ".kernels", "gpu_time_s");
+      if (!kernels || *kernels <= 0) continue;
+      const PhaseWork w = is_pre ? prefill_work(cfg, st, batch, len, chunk) : decode_work(cfg, st, batch, len);
+      for (int f = 0; f < kFamilies; ++f) {
+        double t = 0;
+        bool any = false;
+        for (const auto& cf : cupti_families_of(static_cast<Family>(f)))
+          if (const auto v = get(ph + "." + cf, "gpu_time_s")) t += *v, any = true;
+        const double layers = layers_of(cfg, static_cast<Family>(f));
+        if (!any || t <= 0 || layers == 0) continue;
+        const int b = static_cast<int>(family_bound(w, static_cast<Family>(f), ceil));
+        (is_pre ? pre : dec)[f][b].push_back({family_roofline(w, static_cast<Family>(f), ceil), layers, t});
+      }
+      const auto lat = get(ph, is_pre ? "prefill_latency_s" : "decode_step_latency_s");
+      if (lat) (is_pre ? gap_pre : gap_dec).push_back(std::max(0.0, *lat / *kernels - 1.0));
+    }
+    if (const auto act = get("memory", "mem_activations_bytes")) {
+      const int64_t in_flight = prefill_tokens_in_flight(batch, len, chunk);
+      const double floor = memory_cost(cfg, st, batch, len, in_flight).activations;
+      if (floor > 0) (cfg.is_yoco() ? act_yoco : act_tr).push_back(*act / floor);
+    }
+  }
+  bool any_fit = false;
+  for (const bool is_pre : {true, false})
+    for (int f = 0; f < kFamilies; ++f)
+      for (int b = 0; b < 2; ++b) {
+        const auto& s = (is_pre ? pre : dec)[f][b];
+        FamilyFit& fit = (is_pre ? c.prefill : c.decode)[f][b];
+        if (s.empty()) continue;
+        std::vector<double> a, l, t;
+        for (const auto& x : s) a.push_back(x.roofline), l.push_back(x.layers), t.push_back(x.time);
+        std::tie(fit.inverse_efficiency, fit.per_layer_s) = nnls2(a, l, t);
+        fit.points = static_cast<int>(s.size());
+        for (const auto& x : s)
+          fit.worst_residual =
+              std::max(fit.worst_residual,
+                       std::abs((fit.inverse_efficiency * x.roofline + fit.per_layer_s * x.layers) / x.time - 1));
+        any_fit = true;
+      }
+  if (!any_fit)
+    throw InputError(source + ": no point has a CUPTI breakdown (gpu_time_s of prefill.<family> or decode.<family>; "
+                              "run the sweep with --cupti)");
+  c.prefill_gap = median(gap_pre);
+  c.decode_gap = median(gap_dec);
+  c.activation_factor_yoco = act_yoco.empty() ? 1.0 : median(act_yoco);
+  c.activation_factor_transformer = act_tr.empty() ? 1.0 : median(act_tr);
+  c.other_bytes = median(others);
+  return c;
+}
+
+DeviceSpec calibrated_ceilings(const Calibration& c, const DeviceSpec& dev) {
+  DeviceSpec d = dev;
+  const bool same = dev.peak_flops <= 0 || dev.bandwidth <= 0 ||
+                    (std::abs(dev.peak_flops / c.datasheet_flops - 1) < 1e-9 &&
+                     std::abs(dev.bandwidth / c.datasheet_bandwidth - 1) < 1e-9);
+  if (same) {
+    d.peak_flops = c.peak_flops;
+    d.bandwidth = c.bandwidth;
+    d.source = "the calibration's measured ceilings (" + c.device_name + ")";
+  } else {
+    d.peak_flops = dev.peak_flops * c.peak_flops / c.datasheet_flops;
+    d.bandwidth = dev.bandwidth * c.bandwidth / c.datasheet_bandwidth;
+    d.source = dev.name + " scaled by " + c.device_name + "'s measured / datasheet ceilings";
+  }
+  return d;
+}
+
+CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
+                                 const Calibration& c, const DeviceSpec& ceil) {
+  CalibratedPhase out;
+  double kernels = 0;
+  for (int f = 0; f < kFamilies; ++f) {
+    const Family fam = static_cast<Family>(f);
+    const double roof = family_roofline(w, fam, ceil);
+    if (roof <= 0) continue;
+    const Bound bound = family_bound(w, fam, ceil);
+    const Bound other = bound == Bound::compute ? Bound::memory : Bound::compute;
+    const FamilyFit* fit = &c.fit(prefill_phase, fam, bound);
+    if (fit->points == 0) {
+      const FamilyFit& alt = c.fit(prefill_phase, fam, other);
+      out.fallback += std::string(out.fallback.empty() ? "" : ", ") + family_name(fam) + " " + bound_name(bound) +
+                      (alt.points ? std::string(": the ") + bound_name(other) + "-bound fit" : ": the roofline");
+      if (alt.points) fit = &alt;
+    }
+    out.family_s[f] = roof * fit->inverse_efficiency + layers_of(cfg, fam) * fit->per_layer_s;
+    out.band = std::max(out.band, fit->worst_residual);
+    kernels += out.family_s[f];
+  }
+  out.gap_s = kernels * (prefill_phase ? c.prefill_gap : c.decode_gap);
+  out.total_s = kernels + out.gap_s;
+  return out;
+}
+
+double calibrated_memory(const ModelConfig& cfg, const Storage& st, const Calibration& c, int64_t batch,
+                         int64_t capacity, int64_t prefill_tokens) {
+  const MemoryCost m = memory_cost(cfg, st, batch, capacity, prefill_tokens);
+  const double f = cfg.is_yoco() ? c.activation_factor_yoco : c.activation_factor_transformer;
+  return m.weights + m.kv_cache + m.state + m.activations * f;
+}
+
+double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
+                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band) {
+  const int64_t prompt = seq_len - gen;
+  const CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, 1, prompt, prefill_chunk), true, c, ceil);
+  const double prefill = static_cast<double>(batch) * p.total_s;
+  double decode = 0, b = p.band;
+  for (int64_t i = 0; i < gen; ++i) {
+    const CalibratedPhase d = calibrated_phase(cfg, decode_work(cfg, st, batch, prompt + i), false, c, ceil);
+    decode += d.total_s;
+    b = std::max(b, d.band);
+  }
+  if (band) *band = b;
+  return static_cast<double>(batch * gen) / (prefill + decode);
+}
+
+std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& prov) {
+  std::vector<ResultRow> rows;
+  auto add = [&](const std::string& phase, const std::string& metric, double v, const std::string& unit,
+                 const std::string& notes) {
+    rows.push_back(make_row(prov, "-", 0, 1, 0, "calibration:" + phase, metric, v, unit, "calibrated", 0, notes));
+  };
+  const std::string from = "fitted on " + c.source + " (" + c.device_name + ", " + c.fitted_at + ")";
+  add("ceilings", "gemm_peak_tflops", c.peak_flops / 1e12, "TFLOP/s", "the fit's rooflines; " + from);
+  add("ceilings", "copy_bw_gbs", c.bandwidth / 1e9, "GB/s", "the fit's rooflines; " + from);
+  add("ceilings", "datasheet_tflops", c.datasheet_flops / 1e12, "TFLOP/s", "the device's datasheet");
+  add("ceilings", "datasheet_gbs", c.datasheet_bandwidth / 1e9, "GB/s", "the device's datasheet");
+  for (const bool is_pre : {true, false})
+    for (int f = 0; f < kFamilies; ++f)
+      for (int b = 0; b < 2; ++b) {
+        const FamilyFit& fit = (is_pre ? c.prefill : c.decode)[f][b];
+        const std::string ph = std::string(is_pre ? "prefill." : "decode.") + family_name(static_cast<Family>(f)) +
+                               "." + bound_name(static_cast<Bound>(b));
+        const std::string note =
+            fit.points ? std::to_string(fit.points) + " points; " + from : "no points: the roofline";
+        add(ph, "inverse_efficiency", fit.inverse_efficiency, "x", note);
+        add(ph, "per_layer_s", fit.per_layer_s, "s", note);
+        add(ph, "points", fit.points, "count", note);
+        add(ph, "worst_residual", fit.worst_residual, "fraction", note);
+      }
+  add("prefill", "gap_fraction", c.prefill_gap, "fraction", "median latency / kernel time - 1; " + from);
+  add("decode", "gap_fraction", c.decode_gap, "fraction", "median latency / kernel time - 1; " + from);
+  add("memory", "activation_factor_yoco", c.activation_factor_yoco, "x", "median measured / cost-model activations");
+  add("memory", "activation_factor_transformer", c.activation_factor_transformer, "x",
+      "median measured / cost-model activations");
+  add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, workspaces)");
+  return rows;
+}
+
+Calibration read_calibration(const std::string& path) {
+  const std::vector<ResultRow> rows = read_results_csv(path);
+  // Each row's line: the header is line 1; read_results_csv skips blank lines.
+  std::vector<int> line_of;
+  {
+    std::ifstream in(path);
+    std::string s;
+    for (int n = 1; std::getline(in, s); ++n)
+      if (n > 1 && s.find_first_not_of(" \t\r") != std::string::npos) line_of.push_back(n);
+  }
+  Calibration c;
+  c.source = path;
+  bool ceilings = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ResultRow& r = rows[i];
+    const std::string at = path + ":" + std::to_string(i < line_of.size() ? line_of[i] : static_cast<int>(i) + 2);
+    auto bad = [&](const std::string& why) -> InputError { return InputError(at + ": " + why); };
+    if (r.phase.rfind("calibration:", 0) != 0) throw bad("phase '" + r.phase + "' is not a calibration row");
+    if (!r.value || !std::isfinite(*r.value) || *r.value < 0)
+      throw bad(r.metric + " needs a finite value >= 0");
+    const double v = *r.value;
+    const std::string ph = r.phase.substr(12);
+    const std::string prefix = "calibrated on ";
+    if (c.device_name.empty() && r.prov.device_name.rfind(prefix, 0) == 0)
+      c.device_name = r.prov.device_name.substr(prefix.size());
+    if (c.fitted_at.empty() && !c.device_name.empty()) {
+      const size_t at_dev = r.notes.find("(" + c.device_name + ", ");
+      if (at_dev != std::string::npos) {
+        const size_t from = at_dev + c.device_name.size() + 3, close = r.notes.find(')', from);
+        c.fitted_at = r.notes.substr(from, close == std::string::npos ? close : close - from);
+      }
+    }
+    if (ph == "ceilings") {
+      if (r.metric == "gemm_peak_tflops") c.peak_flops = v * 1e12, ceilings = true;
+      else if (r.metric == "copy_bw_gbs") c.bandwidth = v * 1e9;
+      else if (r.metric == "datasheet_tflops") c.datasheet_flops = v * 1e12;
+      else if (r.metric == "datasheet_gbs") c.datasheet_bandwidth = v * 1e9;
+      else throw bad("unknown metric '" + r.metric + "' for calibration:ceilings");
+      continue;
+    }
+    if (ph == "prefill" || ph == "decode") {
+      if (r.metric != "gap_fraction") throw bad("unknown metric '" + r.metric + "' for " + r.phase);
+      (ph == "prefill" ? c.prefill_gap : c.decode_gap) = v;
+      continue;
+    }
+    if (ph == "memory") {
+      if (r.metric == "activation_factor_yoco") c.activation_factor_yoco = v;
+      else if (r.metric == "activation_factor_transformer") c.activation_factor_transformer = v;
+      else if (r.metric == "other_bytes") c.other_bytes = v;
+      else throw bad("unknown metric '" + r.metric + "' for calibration:memory");
+      continue;
+    }
+    // <phase>.<family>.<bound>
+    const size_t d1 = ph.find('.'), d2 = d1 == std::string::npos ? d1 : ph.find('.', d1 + 1);
+    const std::string phase = ph.substr(0, d1);
+    const std::string fam = d1 == std::string::npos ? "" : ph.substr(d1 + 1, d2 == std::string::npos ? d2 : d2 - d1 - 1);
+    const std::string bound = d2 == std::string::npos ? "" : ph.substr(d2 + 1);
+    int f = -1;
+    for (int k = 0; k < kFamilies; ++k)
+      if (fam == family_name(static_cast<Family>(k))) f = k;
+    const int b = bound == "compute" ? 0 : bound == "memory" ? 1 : -1;
+    if ((phase != "prefill" && phase != "decode") || f < 0 || b < 0)
+      throw bad("unknown phase '" + r.phase + "' (calibration:<prefill|decode>.<gemm|attention|gret|norms>." +
+                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory)");
+    FamilyFit& fit = (phase == "prefill" ? c.prefill : c.decode)[f][b];
+    if (r.metric == "inverse_efficiency") {
+      fit.inverse_efficiency = v;  // 0: a family whose time is its fixed cost alone
+    } else if (r.metric == "per_layer_s") {
+      fit.per_layer_s = v;
+    } else if (r.metric == "points") {
+      fit.points = static_cast<int>(v);
+    } else if (r.metric == "worst_residual") {
+      fit.worst_residual = v;
+    } else {
+      throw bad("unknown metric '" + r.metric + "' for " + r.phase);
+    }
+  }
+  if (!ceilings || c.peak_flops <= 0 || c.bandwidth <= 0 || c.datasheet_flops <= 0 || c.datasheet_bandwidth <= 0)
+    throw InputError(path + ": needs calibration:ceilings rows gemm_peak_tflops, copy_bw_gbs, datasheet_tflops and "
+                            "datasheet_gbs, all > 0");
+  return c;
+}
+
+}  // namespace yoco::cost
+
+namespace yoco::cost {
+
+std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c) {
+  std::vector<CalibrationCheck> out;
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const Storage st;
+  const int64_t chunk = 32768;
+  for (const auto& r : rows) {
+    if (!r.value || *r.value <= 0) continue;
+    const auto cfg = preset_of(r.model);
+    if (!cfg) continue;
+    CalibrationCheck k{r.model, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
+    if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
+      k.predicted = calibrated_phase(*cfg, prefill_work(*cfg, st, r.batch, r.seq_len, chunk), true, c, ceil).total_s;
+    } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
+      k.predicted = calibrated_phase(*cfg, decode_work(*cfg, st, r.batch, r.seq_len), false, c, ceil).total_s;
+    } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
+               (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
+      k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk);
+    } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
+      k.predicted =
+          calibrated_memory(*cfg, st, c, r.batch, r.seq_len, prefill_tokens_in_flight(r.batch, r.seq_len, chunk));
+    } else {
+      continue;
+    }
+    out.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace yoco::cost

@@ -1,0 +1,124 @@
+#pragma once
+// The calibrated cost model: the roofline (cost_model.hpp) corrected by what
+// one device measured. Per phase (prefill, decode step) and kernel family
+// (the CUPTI families of the sweep: gemm, which includes the LM head,
+// attention, gret, norms and the other element-wise kernels), a family's time
+// is
+//     roofline time of its parts x inverse_efficiency + layers x per_layer_s
+// (the first term the kernels' sustained fraction of the ceilings, the second
+// the fixed cost of launches and small tails, per layer that has the family),
+// fitted apart for work that is compute-bound and memory-bound on the device
+// (by the family's own roofline: the Transformer's prefill attention is a
+// compute-bound flash kernel, YOCO's last-position cross attention in the same
+// phase a memory-bound decode kernel), and the phase's time is the families'
+// sum times (1 + host gap fraction).
+// Memory: weights, caches and states as the cost model has them (exact), the
+// activations of a prefill chunk times the runner's measured factor (its
+// working set beside the cost model's floor), plus the context's `other`.
+// The fit is least squares, non-negative, over the points of a sweep that
+// carry a CUPTI breakdown; a family without points keeps the roofline
+// (inverse_efficiency 1, no overhead) and says so.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "cost_model.hpp"
+#include "device_spec.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cost {
+
+using cli::Provenance;
+using cli::ResultRow;
+
+enum class Family { gemm, attention, gret, norms };
+inline constexpr int kFamilies = 4;
+const char* family_name(Family f);  // "gemm", "attention", "gret", "norms"
+enum class Bound { compute, memory };
+const char* bound_name(Bound b);  // "compute", "memory"
+
+struct FamilyFit {
+  double inverse_efficiency = 1.0;  // measured / roofline, in the large-problem limit
+  double per_layer_s = 0.0;         // fixed seconds per layer that has the family
+  int points = 0;                   // 0: not fitted, the roofline stands
+  double worst_residual = 0.0;      // largest |fit / measured - 1| over its points
+};
+
+struct Calibration {
+  std::string source;       // the file it was read from, or what it was fitted on
+  std::string device_name;  // the device of the measurements
+  std::string fitted_at;    // commit and date of the fit (projections keep them)
+  // The ceilings the fit's rooflines used (the run's own), and the datasheet
+  // of that device: a projection to another card scales the datasheet ratios.
+  double peak_flops = 0, bandwidth = 0;
+  double datasheet_flops = 0, datasheet_bandwidth = 0;
+  // [family][bound]
+  std::array<std::array<FamilyFit, 2>, kFamilies> prefill{}, decode{};
+  double prefill_gap = 0, decode_gap = 0;  // host gaps: fraction of the kernels' time
+  double activation_factor_yoco = 1, activation_factor_transformer = 1;
+  double other_bytes = 0;  // the CUDA context, cuBLAS workspaces (median of mem_other_bytes)
+  const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
+    return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
+  }
+};
+
+// Fits from a sweep's rows: the CUPTI family times (gpu_time_s, phases
+// prefill.<family> / decode.<family>), the analytic rooflines of the same
+// points (roofline_time_s of prefill.<part>), measured latencies and memory.
+// InputError when no point has both.
+Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::string& source);
+
+// As result rows (reports/SCHEMA.md; device "calibration", phase
+// "calibration:<phase>.<family>", metrics inverse_efficiency, per_layer_s,
+// points, worst_residual; ...), and back. read_calibration: InputError naming
+// the file and line for a row it does not know or a bad value.
+std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& prov);
+Calibration read_calibration(const std::string& path);
+
+// The ceilings the calibrated model divides by on `dev`: the calibration's own
+// when dev is its datasheet (or has no rates), else dev's datasheet scaled by
+// the calibration's measured-over-datasheet ratios.
+DeviceSpec calibrated_ceilings(const Calibration& c, const DeviceSpec& dev);
+
+struct CalibratedPhase {
+  std::array<double, kFamilies> family_s{};  // kernel time per family
+  double gap_s = 0;
+  double total_s = 0;
+  double band = 0;       // the largest worst residual of the fits it used (its uncertainty, relative)
+  std::string fallback;  // families that kept the roofline or borrowed the other bound's fit, "" if none
+};
+// One prefill or decode step of `cfg` (the cost model's work) on `ceil`
+// (calibrated_ceilings).
+CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
+                                 const Calibration& c, const DeviceSpec& ceil);
+
+// Memory as the runner allocates it, for `batch` sequences of `capacity`
+// tokens prefilled `prefill_tokens` at a time.
+double calibrated_memory(const ModelConfig& cfg, const Storage& st, const Calibration& c, int64_t batch,
+                         int64_t capacity, int64_t prefill_tokens);
+
+// DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
+// (if given) receives the larger band of its prefill and decode steps.
+double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
+                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk,
+                             double* band = nullptr);
+
+}  // namespace yoco::cost
+
+namespace yoco::cost {
+
+// One measured point beside the calibrated model's prediction for it.
+struct CalibrationCheck {
+  std::string model;
+  int64_t seq_len = 0, batch = 1, gen_tokens = 0;
+  std::string metric;  // prefill_latency_s, decode_step_latency_s, throughput_tokens_per_s, mem_total_bytes
+  double measured = 0, predicted = 0;
+  double ratio() const { return predicted / measured; }
+};
+// Every measured point of `rows` (their models' presets, batch and gen as the
+// rows have them) predicted by `c` on its own device.
+std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c);
+
+}  // namespace yoco::cost

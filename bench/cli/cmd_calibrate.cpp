@@ -1,0 +1,110 @@
+// yoco calibrate: fits the calibrated cost model (bench/analytic/calibration)
+// to a sweep's measurements and prints every measured point beside its
+// prediction, with the worst error per metric.
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "args.hpp"
+#include "atomic_file.hpp"
+#include "calibration.hpp"
+#include "commands.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "lists.hpp"
+#include "result_csv.hpp"
+#include "result_output.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+CommandSpec calibrate_spec() {
+  CommandSpec s;
+  s.path = "yoco calibrate";
+  s.usage = "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--calibration FILE] [--format table|csv]";
+  s.summary =
+      "Fits the calibrated cost model to a sweep run with --cupti: per phase and kernel family (gemm with the\n"
+      "LM head, attention, gret, norms and other element-wise kernels) the inverse efficiency against the\n"
+      "run's own ceilings and a fixed cost per layer, the host gaps, the runner's activation working set.\n"
+      "Then predicts every measured point of the sweep (prefill, decode step, throughput, memory) and prints\n"
+      "predicted / measured with the worst error per metric.";
+  s.options = {
+      {"--out", "FILE.csv", "write the calibration (result rows, reports/SCHEMA.md; yoco model --calibration reads it)"},
+      {"--calibration", "FILE", "check this calibration against SWEEP instead of fitting one (out-of-sample)"},
+      {"--format", "table|csv", "stdout: the check table (default) or the check as rows (method calibrated)"},
+  };
+  s.min_positional = 1;
+  s.max_positional = 1;
+  s.notes =
+      "The model: family time = roofline x inverse_efficiency + layers x per_layer_s; a phase is the families'\n"
+      "sum x (1 + gap). Families without CUPTI points keep the roofline (the check says so). Exit 2 on a\n"
+      "file without ceilings or CUPTI rows, naming the file.";
+  return s;
+}
+
+}  // namespace
+
+int cmd_calibrate(const Args& args) {
+  const CommandSpec spec = calibrate_spec();
+  if (print_help_if_asked(spec, args)) return 0;
+  const ParsedArgs a = parse_args(spec, args);
+  const std::string format = a.get_or("--format", "table");
+  if (format != "table" && format != "csv") throw InputError("--format: expected table or csv, got '" + format + "'");
+  const std::string sweep = a.positional()[0];
+  if (const auto out = a.get("--out")) check_output_path(*out);
+  const std::vector<ResultRow> rows = read_results_csv(sweep);
+  const cost::Calibration cal =
+      a.has("--calibration") ? cost::read_calibration(*a.get("--calibration")) : cost::fit_calibration(rows, sweep);
+  const Provenance prov = Provenance::here("calibration", "calibrated on " + cal.device_name, "");
+  if (const auto out = a.get("--out")) {
+    std::ostringstream csv;
+    write_results_csv(csv, cost::calibration_rows(cal, prov));
+    write_file_atomically(*out, csv.str());
+  }
+  const auto checks = cost::check_calibration(rows, cal);
+  if (format == "csv") {
+    std::vector<ResultRow> out;
+    const Provenance p = Provenance::here("calibrated", "calibrated model of " + cal.device_name, "");
+    for (const auto& k : checks) {
+      ResultRow r = make_row(p, k.model, k.seq_len, k.batch, k.gen_tokens, "check", k.metric, k.predicted, "",
+                             "calibrated", 0, "measured " + strf("%.6g", k.measured) + "; predicted / measured " +
+                                               strf("%.4f", k.ratio()));
+      out.push_back(r);
+    }
+    write_results_csv(std::cout, out);
+    return 0;
+  }
+  std::cout << "yoco calibrate: " << (a.has("--calibration") ? "calibration " + cal.source : "fitted on " + sweep)
+            << " (" << cal.device_name << "), ceilings " << strf("%.1f", cal.peak_flops / 1e12) << " TFLOP/s, "
+            << strf("%.0f", cal.bandwidth / 1e9) << " GB/s\n\n";
+  TextTable fits({"phase", "family", "bound", "inverse efficiency", "per layer", "points", "worst residual"});
+  for (const bool pre : {true, false})
+    for (int f = 0; f < cost::kFamilies; ++f)
+      for (int b = 0; b < 2; ++b) {
+        const auto& fit = cal.fit(pre, static_cast<cost::Family>(f), static_cast<cost::Bound>(b));
+        if (!fit.points) continue;
+        fits.add_row({pre ? "prefill" : "decode", cost::family_name(static_cast<cost::Family>(f)),
+                      cost::bound_name(static_cast<cost::Bound>(b)), strf("%.3f", fit.inverse_efficiency),
+                      strf("%.2f us", fit.per_layer_s * 1e6), std::to_string(fit.points),
+                      strf("%.1f%%", 100 * fit.worst_residual)});
+      }
+  std::cout << fits.str() << "host gaps: prefill " << strf("%.1f%%", 100 * cal.prefill_gap) << ", decode "
+            << strf("%.1f%%", 100 * cal.decode_gap) << "; activations x" << strf("%.3f", cal.activation_factor_yoco)
+            << " (YOCO), x" << strf("%.3f", cal.activation_factor_transformer) << " (Transformer)\n\n";
+  TextTable t({"model", "N", "batch", "metric", "measured", "predicted", "pred / meas"});
+  std::map<std::string, double> worst;
+  for (const auto& k : checks) {
+    t.add_row({k.model, length_label(k.seq_len), std::to_string(k.batch), k.metric, strf("%.4g", k.measured),
+               strf("%.4g", k.predicted), strf("%.3f", k.ratio())});
+    worst[k.metric] = std::max(worst[k.metric], std::abs(k.ratio() - 1));
+  }
+  std::cout << t.str() << "\nworst |predicted / measured - 1| per metric:";
+  for (const auto& [m, w] : worst) std::cout << "  " << m << " " << strf("%.1f%%", 100 * w);
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace yoco::cli

@@ -1,0 +1,187 @@
+// The calibrated cost model (bench/analytic/calibration): the fit recovers
+// known efficiencies, a family without points keeps the roofline and says so,
+// the committed H100 sweep is predicted within the bounds, the file
+// round-trips, and a bad file is an InputError naming the file and line.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "calibration.hpp"
+#include "config.hpp"
+#include "errors.hpp"
+#include "result_csv.hpp"
+
+namespace {
+
+using namespace yoco::cost;
+using yoco::InputError;
+using yoco::cli::make_row;
+using yoco::cli::Provenance;
+using yoco::cli::ResultRow;
+
+std::filesystem::path repo() { return std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path(); }
+
+std::string temp(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("yoco_cal_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+// A sweep whose CUPTI times follow the model exactly: family time =
+// roofline x k + layers x c, for known k and c (gret left out).
+std::vector<ResultRow> synthetic_sweep(double k_gemm, double c_norms) {
+  const Provenance prov = Provenance::here("cuda", "NVIDIA H100 80GB HBM3", "");
+  std::vector<ResultRow> rows{make_row(prov, "-", 0, 1, 0, "ceiling", "gemm_peak_tflops", 800.0, "TFLOP/s", "measured", 1, ""),
+                              make_row(prov, "-", 0, 1, 0, "ceiling", "copy_bw_gbs", 3000.0, "GB/s", "measured", 1, "")};
+  const DeviceSpec dev{"x", 800e12, 3000e9, 0, ""};
+  const Storage st;
+  for (const char* model : {"yoco-3b", "transformer-3b"})
+    for (int64_t len : {32768, 131072, 524288}) {
+      const yoco::ModelConfig cfg = yoco::preset_config(model);
+      const PhaseWork w = prefill_work(cfg, st, 1, len, 32768);
+      const double gemm = k_gemm * (roofline_time(w[Part::gemm], dev) + roofline_time(w[Part::lm_head], dev));
+      const double norms = roofline_time(w[Part::norms], dev) * 2.0 + c_norms * static_cast<double>(cfg.n_layers);
+      const double att = roofline_time(w[Part::attention], dev) * 1.5;
+      rows.push_back(make_row(prov, model, len, 1, 0, "prefill.gemm", "gpu_time_s", gemm, "s", "measured", 1, ""));
+      rows.push_back(make_row(prov, model, len, 1, 0, "prefill.norms", "gpu_time_s", norms, "s", "measured", 1, ""));
+      rows.push_back(make_row(prov, model, len, 1, 0, cfg.is_yoco() ? "prefill.attention_decode" : "prefill.attention_prefill",
+                              "gpu_time_s", att, "s", "measured", 1, ""));
+      rows.push_back(
+          make_row(prov, model, len, 1, 0, "prefill.kernels", "gpu_time_s", gemm + norms + att, "s", "measured", 1, ""));
+      rows.push_back(make_row(prov, model, len, 1, 0, "prefill", "prefill_latency_s", (gemm + norms + att) * 1.01, "s",
+                              "measured", 3, ""));
+    }
+  return rows;
+}
+
+TEST(Calibration, TheFitRecoversKnownEfficienciesAndAMissingFamilyKeepsTheRoofline) {
+  const Calibration c = fit_calibration(synthetic_sweep(1.25, 20e-6), "synthetic");
+  const FamilyFit& gemm = c.fit(true, Family::gemm, Bound::compute);
+  EXPECT_EQ(gemm.points, 6);
+  EXPECT_NEAR(gemm.inverse_efficiency, 1.25, 1e-9);
+  EXPECT_NEAR(gemm.per_layer_s, 0.0, 1e-12);
+  const FamilyFit& norms = c.fit(true, Family::norms, Bound::memory);
+  EXPECT_NEAR(norms.inverse_efficiency, 2.0, 1e-9);
+  EXPECT_NEAR(norms.per_layer_s, 20e-6, 1e-12);
+  EXPECT_NEAR(c.prefill_gap, 0.01, 1e-12);
+  EXPECT_EQ(c.fit(true, Family::gret, Bound::memory).points, 0);
+  EXPECT_EQ(c.fit(false, Family::gemm, Bound::memory).points, 0);
+  // yoco-3b's prefill has gRet work and no fit for it: the roofline, said so.
+  const yoco::ModelConfig y = yoco::preset_config("yoco-3b");
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const PhaseWork w = prefill_work(y, Storage{}, 1, 65536, 32768);
+  const CalibratedPhase p = calibrated_phase(y, w, true, c, ceil);
+  EXPECT_NE(p.fallback.find("gret memory: the roofline"), std::string::npos) << p.fallback;
+  EXPECT_NEAR(p.family_s[static_cast<int>(Family::gret)], roofline_time(w[Part::gret], ceil), 1e-15);
+  EXPECT_NEAR(p.total_s, (p.family_s[0] + p.family_s[1] + p.family_s[2] + p.family_s[3]) * 1.01, 1e-12);
+}
+
+TEST(Calibration, ProjectionsScaleTheDatasheetByTheMeasuredRatios) {
+  const Calibration c = fit_calibration(synthetic_sweep(1.0, 0), "synthetic");
+  const DeviceSpec own = calibrated_ceilings(c, device_spec("h100"));
+  EXPECT_DOUBLE_EQ(own.peak_flops, 800e12);
+  EXPECT_DOUBLE_EQ(own.bandwidth, 3000e9);
+  const DeviceSpec h200 = calibrated_ceilings(c, device_spec("h200"));
+  EXPECT_NEAR(h200.bandwidth, 4.8e12 * 3000e9 / 3.35e12, 1.0);
+  EXPECT_NEAR(h200.peak_flops, 800e12, 1.0);  // same tensor cores
+  EXPECT_NE(h200.source.find("scaled"), std::string::npos);
+}
+
+// The committed H100 sweep, predicted by the calibration fitted on it: the
+// issue's bound (±15% for the 3B presets, every metric). A change to the cost
+// model or the fit that breaks it fails here.
+TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const auto rows = yoco::cli::read_results_csv(sweep);
+  const Calibration c = fit_calibration(rows, sweep);
+  const auto checks = check_calibration(rows, c);
+  std::map<std::string, int> per_metric;
+  for (const auto& k : checks) {
+    ++per_metric[k.metric];
+    const double bound = k.model.find("-3b") != std::string::npos ? 0.15 : 0.30;
+    EXPECT_LE(std::abs(k.ratio() - 1), bound)
+        << k.model << " " << k.seq_len << " " << k.metric << ": predicted " << k.predicted << ", measured " << k.measured;
+  }
+  // Every kind of point is there: 11 prefills (the Transformer's 1M is out of
+  // memory), 11 decode steps, 10 throughputs, 11 memory totals.
+  EXPECT_EQ(per_metric["prefill_latency_s"], 11);
+  EXPECT_EQ(per_metric["decode_step_latency_s"], 11);
+  EXPECT_EQ(per_metric["throughput_tokens_per_s"], 10);
+  EXPECT_EQ(per_metric["mem_total_bytes"], 11);
+}
+
+TEST(Calibration, TheFileRoundTrips) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  const std::string f = temp("rt.csv");
+  {
+    std::ofstream out(f);
+    yoco::cli::write_results_csv(out, calibration_rows(c, Provenance::here("calibration", "calibrated on " + c.device_name, "")));
+  }
+  const Calibration back = read_calibration(f);
+  EXPECT_EQ(back.device_name, c.device_name);
+  EXPECT_EQ(back.fitted_at, c.fitted_at);
+  EXPECT_DOUBLE_EQ(back.peak_flops, c.peak_flops);
+  for (const bool pre : {true, false})
+    for (int fam = 0; fam < kFamilies; ++fam)
+      for (const Bound b : {Bound::compute, Bound::memory}) {
+        EXPECT_DOUBLE_EQ(back.fit(pre, static_cast<Family>(fam), b).inverse_efficiency,
+                         c.fit(pre, static_cast<Family>(fam), b).inverse_efficiency);
+        EXPECT_DOUBLE_EQ(back.fit(pre, static_cast<Family>(fam), b).per_layer_s,
+                         c.fit(pre, static_cast<Family>(fam), b).per_layer_s);
+      }
+  EXPECT_DOUBLE_EQ(back.activation_factor_yoco, c.activation_factor_yoco);
+  std::filesystem::remove(f);
+}
+
+TEST(Calibration, BadFilesNameTheFileAndLine) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  std::ostringstream good;
+  yoco::cli::write_results_csv(good, calibration_rows(c, Provenance::here("calibration", "calibrated on x", "")));
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(good.str());
+    for (std::string s; std::getline(in, s);) lines.push_back(s);
+  }
+  auto with_line = [&](size_t at, const std::string& from, const std::string& to) {
+    std::vector<std::string> l = lines;
+    const size_t p = l[at].find(from);
+    EXPECT_NE(p, std::string::npos) << l[at];
+    l[at].replace(p, from.size(), to);
+    const std::string f = temp("bad.csv");
+    std::ofstream out(f);
+    for (const auto& s : l) out << s << "\n";
+    return f;
+  };
+  auto expect_error = [](const std::string& f, const std::string& needle) {
+    try {
+      read_calibration(f);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  // Line 6 is the fifth row: a family's inverse_efficiency.
+  expect_error(with_line(5, "inverse_efficiency", "efficiency"), temp("bad.csv") + ":6: unknown metric 'efficiency'");
+  expect_error(with_line(5, "calibration:prefill.gemm", "calibration:prefill.gemmm"), ":6: unknown phase");
+  expect_error(with_line(1, "gemm_peak_tflops", "peak"), ":2: unknown metric 'peak'");
+  // A file with no ceilings at all.
+  const std::string f = temp("noceil.csv");
+  {
+    std::ofstream out(f);
+    out << lines[0] << "\n" << lines[5] << "\n";
+  }
+  expect_error(f, "needs calibration:ceilings");
+  // And a sweep without CUPTI rows cannot be fitted.
+  std::vector<ResultRow> bare;
+  for (const auto& r : yoco::cli::read_results_csv(sweep))
+    if (r.metric != "gpu_time_s") bare.push_back(r);
+  EXPECT_THROW(fit_calibration(bare, "bare.csv"), InputError);
+}
+
+}  // namespace
