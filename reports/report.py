@@ -20,6 +20,7 @@ import plot  # noqa: E402
 from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
+from yocoreport.calibrated import calibrated_section  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
 DEFAULT_README = os.path.join(plot.REPORTS_DIR, "README.md")
@@ -356,7 +357,7 @@ def section_regenerate(readme_path):
     ]
 
 
-def build_readme(data, figures, readme_path):
+def build_readme(data, figures, readme_path, out_dir=None):
     readme_dir = os.path.dirname(os.path.abspath(readme_path))
     devices = data.devices()
     stamps = sorted(r.timestamp for r in data.results if r.timestamp)
@@ -388,6 +389,8 @@ def build_readme(data, figures, readme_path):
         by_dev[f.device_name].append(f)
     for name, rows in devices.items():
         lines += section_device(data, name, rows, by_dev.get(name, []), readme_dir)
+    if out_dir:
+        lines += calibrated_section(data, table, readme_dir, out_dir)
     lines += section_paper(data)
     lines += section_provenance(data, readme_dir)
     lines += section_regenerate(readme_path)
@@ -420,7 +423,7 @@ def main(argv=None):
     except OSError as exc:
         sys.stderr.write("report.py: cannot write a figure: %s\n" % exc)
         return 2
-    text = build_readme(data, figures, args.readme)
+    text = build_readme(data, figures, args.readme, args.out)
     try:
         with replacing(args.readme, "w", encoding="utf-8") as f:  # atomic: never a torn README
             f.write(text)

@@ -398,6 +398,42 @@ Calibration read_calibration(const std::string& path) {
 
 namespace yoco::cost {
 
+std::string apply_what_if(Calibration& c, const std::string& spec) {
+  const size_t eq = spec.find('=');
+  const std::string lhs = spec.substr(0, eq), rhs = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  const size_t dot = lhs.find('.');
+  const std::string fam = lhs.substr(0, dot), bound = dot == std::string::npos ? "" : lhs.substr(dot + 1);
+  int f = -1;
+  for (int k = 0; k < kFamilies; ++k)
+    if (fam == family_name(static_cast<Family>(k))) f = k;
+  const bool any_bound = bound.empty();
+  if (f < 0 || (!any_bound && bound != "compute" && bound != "memory") || rhs.empty())
+    throw InputError("--what-if: expected FAMILY[.BOUND]=ceiling|X (families gemm, attention, gret, norms; bounds "
+                     "compute, memory; X an efficiency in (0, 1]), got '" + spec + "'");
+  double inv = 1.0;
+  if (rhs != "ceiling") {
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(rhs, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used != rhs.size() || !(x > 0) || x > 1)
+      throw InputError("--what-if: the efficiency must be 'ceiling' or a number in (0, 1], got '" + rhs + "'");
+    inv = 1.0 / x;
+  }
+  for (auto* phase : {&c.prefill, &c.decode})
+    for (int b = 0; b < 2; ++b)
+      if (any_bound || b == (bound == "compute" ? 0 : 1)) {
+        FamilyFit& fit = (*phase)[f][b];
+        fit.inverse_efficiency = inv;
+        fit.per_layer_s = 0;
+        fit.points = std::max(fit.points, 1);  // stands as a fit: no fallback to another bound
+      }
+  return lhs + (rhs == "ceiling" ? " at its roofline (no fixed cost)" : " at " + rhs + " of its roofline");
+}
+
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c) {
   std::vector<CalibrationCheck> out;
   const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
@@ -407,7 +443,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     if (!r.value || *r.value <= 0) continue;
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
-    CalibrationCheck k{r.model, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
+    CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
       k.predicted = calibrated_phase(*cfg, prefill_work(*cfg, st, r.batch, r.seq_len, chunk), true, c, ceil).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {

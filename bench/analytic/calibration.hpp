@@ -111,12 +111,19 @@ namespace yoco::cost {
 
 // One measured point beside the calibrated model's prediction for it.
 struct CalibrationCheck {
-  std::string model;
+  std::string model, phase;
   int64_t seq_len = 0, batch = 1, gen_tokens = 0;
   std::string metric;  // prefill_latency_s, decode_step_latency_s, throughput_tokens_per_s, mem_total_bytes
   double measured = 0, predicted = 0;
   double ratio() const { return predicted / measured; }
 };
+// What-if: one family's fits (both phases; one bound or both) replaced: by
+// the roofline ("ceiling": inverse efficiency 1, no fixed cost) or by an
+// efficiency X in (0, 1] (e.g. a peer's measured fraction of the ceiling).
+// `spec` is FAMILY[.BOUND]=ceiling|X; InputError naming --what-if otherwise.
+// Returns a description for the rows' notes.
+std::string apply_what_if(Calibration& c, const std::string& spec);
+
 // Every measured point of `rows` (their models' presets, batch and gen as the
 // rows have them) predicted by `c` on its own device.
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c);

@@ -69,7 +69,8 @@ int cmd_calibrate(const Args& args) {
     std::vector<ResultRow> out;
     const Provenance p = Provenance::here("calibrated", "calibrated model of " + cal.device_name, "");
     for (const auto& k : checks) {
-      ResultRow r = make_row(p, k.model, k.seq_len, k.batch, k.gen_tokens, "check", k.metric, k.predicted, "",
+      ResultRow r = make_row(p, k.model, k.seq_len, k.batch, k.gen_tokens, k.phase, k.metric, k.predicted,
+                             k.metric == "mem_total_bytes" ? "B" : k.metric == "throughput_tokens_per_s" ? "tokens/s" : "s",
                              "calibrated", 0, "measured " + strf("%.6g", k.measured) + "; predicted / measured " +
                                                strf("%.4f", k.ratio()));
       out.push_back(r);

@@ -8,6 +8,7 @@
 #include "analytic_rows.hpp"
 #include "args.hpp"
 #include "calibration.hpp"
+#include "errors.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "lists.hpp"
@@ -38,6 +39,8 @@ CommandSpec model_spec() {
       {"--out", "FILE.csv", "also write the rows as CSV"},
       {"--calibration", "FILE", "also the calibrated model (yoco calibrate --out): rows with method calibrated, "
                                 "each with a band from the fit's residuals"},
+      {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
+                                       "compute|memory) at its roofline or at efficiency X"},
   };
   for (auto& o : analytic_option_specs()) s.options.push_back(o);
   s.notes =
@@ -150,9 +153,11 @@ void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConf
 // x lengths on s.device: prefill, decode step, throughput at the analytic batch
 // (the runners' batch search), memory.
 std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const NamedConfigs& models,
-                                       const std::vector<int64_t>& lengths, const AnalyticSettings& s) {
+                                       const std::vector<int64_t>& lengths, const AnalyticSettings& s,
+                                       const std::string& what_if) {
   const cost::DeviceSpec ceil = cost::calibrated_ceilings(cal, s.device);
-  const Provenance prov = Provenance::here("calibrated", "calibrated: " + s.device.name, "");
+  const Provenance prov = Provenance::here(
+      "calibrated", "calibrated: " + s.device.name + (what_if.empty() ? "" : ", what-if " + what_if), "");
   const std::string from = "calibration " + cal.source + " (" + cal.device_name + ", " + cal.fitted_at + "); " +
                            ceil.source + ": " + strf("%.0f", ceil.peak_flops / 1e12) + " TFLOP/s, " +
                            strf("%.0f", ceil.bandwidth / 1e9) + " GB/s";
@@ -242,7 +247,13 @@ int cmd_model(const Args& args) {
     runs.push_back(std::move(r));
   }
   std::vector<ResultRow> cal_rows;
-  if (const auto file = a.get("--calibration")) cal_rows = calibrated_rows(cost::read_calibration(*file), models, lengths, s);
+  if (a.has("--what-if") && !a.has("--calibration")) throw InputError("--what-if needs --calibration");
+  if (const auto file = a.get("--calibration")) {
+    cost::Calibration cal = cost::read_calibration(*file);
+    std::string what_if;
+    if (const auto w = a.get("--what-if")) what_if = cost::apply_what_if(cal, *w);
+    cal_rows = calibrated_rows(cal, models, lengths, s, what_if);
+  }
   std::vector<ResultRow> all = rows;
   all.insert(all.end(), cal_rows.begin(), cal_rows.end());
   std::vector<ResultRow> ratios;
