@@ -15,13 +15,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw InputError(what); }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
-bool is_float(const std::string& dtype) { return dtype == "f64" || dtype == "f32" || dtype == "bf16" || dtype == "f16"; }
 
 struct Dims {
   int64_t B = 0, Sq = 0, Sk = 0, Hq = 0, Hkv = 0, D = 0;
@@ -30,7 +24,7 @@ struct Dims {
 // Tensor `name` as [B, S, H, D] whatever the file's layout: its S and H.
 std::pair<int64_t, int64_t> seq_heads(const TensorFile& f, const std::string& name, bool bhsd, const char* role) {
   const TensorInfo& t = f.info(name);
-  if (t.shape.size() != 4 || !is_float(t.dtype))
+  if (t.shape.size() != 4 || !is_float_dtype(t.dtype))
     fail(f.path() + ": tensor '" + name + "' (" + role + ") must be a 4-D float tensor " +
          (bhsd ? "[B, H, S, D]" : "[B, S, H, D]") + ", got " + t.dtype + " " + shape_str(t.shape));
   return bhsd ? std::pair(t.shape[2], t.shape[1]) : std::pair(t.shape[1], t.shape[2]);
@@ -111,14 +105,14 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   if (ki.shape[0] != d.B || ki.shape[3] != d.D)
     fail(in.path() + ": tensor '" + opt.k + "' is " + shape_str(ki.shape) + ", q is " + shape_str(qi.shape) +
          " (batch and head dim must agree)");
-  if (in.info(opt.v).shape != ki.shape || !is_float(in.info(opt.v).dtype))
+  if (in.info(opt.v).shape != ki.shape || !is_float_dtype(in.info(opt.v).dtype))
     fail(in.path() + ": tensor '" + opt.v + "' is " + in.info(opt.v).dtype + " " + shape_str(in.info(opt.v).shape) +
          ", k is " + shape_str(ki.shape) + " (v must have k's shape)");
   if (d.Hq % d.Hkv != 0)
     fail(in.path() + ": q has " + std::to_string(d.Hq) + " heads, k " + std::to_string(d.Hkv) +
          ": query heads must be a multiple of key/value heads (GQA)");
   const TensorInfo& oi = out.info(opt.o);
-  if (oi.shape != qi.shape || !is_float(oi.dtype))
+  if (oi.shape != qi.shape || !is_float_dtype(oi.dtype))
     fail(out.path() + ": tensor '" + opt.o + "' is " + oi.dtype + " " + shape_str(oi.shape) + ", q is " +
          shape_str(qi.shape) + " (o must have q's shape)");
   if (opt.window > 0 && !opt.causal) fail("--window needs the causal mask (--mask causal)");

@@ -21,15 +21,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& what) { throw InputError(what); }
 
-std::string shape_str(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
 
-bool is_float(const std::string& dtype) {
-  return dtype == "f64" || dtype == "f32" || dtype == "bf16" || dtype == "f16";
-}
 
 // The problem's sizes, read from the tensors' shapes and checked against each other.
 struct Dims {
@@ -41,7 +33,7 @@ struct Dims {
 
 Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
   const TensorInfo& q = in.info(opt.q);
-  if (q.shape.size() != 4 || !is_float(q.dtype))
+  if (q.shape.size() != 4 || !is_float_dtype(q.dtype))
     fail(in.path() + ": tensor '" + opt.q + "' must be a 4-D float tensor (" +
          (opt.layout == TokenLayout::bthd ? "[B, T, H, D]" : "[B, H, T, D]") + "), got " + q.dtype + " " +
          shape_str(q.shape));
@@ -52,7 +44,7 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   d.D = q.shape[3];
   auto same_as_q = [&](const TensorFile& f, const std::string& name) {
     const TensorInfo& t = f.info(name);
-    if (t.shape != q.shape || !is_float(t.dtype))
+    if (t.shape != q.shape || !is_float_dtype(t.dtype))
       fail(f.path() + ": tensor '" + name + "' is " + t.dtype + " " + shape_str(t.shape) + ", q is " +
            shape_str(q.shape) + " (k, v and o must have q's shape: value dims other than key dims are not supported)");
   };
@@ -63,12 +55,12 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
     const TensorInfo& g = in.info(opt.g);
     const std::vector<int64_t> want =
         opt.layout == TokenLayout::bthd ? std::vector<int64_t>{d.B, d.T, d.H} : std::vector<int64_t>{d.B, d.H, d.T};
-    if (g.shape != want || !is_float(g.dtype))
+    if (g.shape != want || !is_float_dtype(g.dtype))
       fail(in.path() + ": tensor '" + opt.g + "' (the log-decay per token and head) is " + g.dtype + " " +
            shape_str(g.shape) + ", expected " + shape_str(want));
   } else if (in.has(opt.g_gamma)) {
     const TensorInfo& g = in.info(opt.g_gamma);
-    if (g.shape != std::vector<int64_t>{d.H} || !is_float(g.dtype))
+    if (g.shape != std::vector<int64_t>{d.H} || !is_float_dtype(g.dtype))
       fail(in.path() + ": tensor '" + opt.g_gamma + "' (a constant log-decay per head) is " + g.dtype + " " +
            shape_str(g.shape) + ", expected [" + std::to_string(d.H) + "]");
     d.per_token_g = false;
@@ -98,13 +90,13 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   const std::vector<int64_t> state_shape{d.sequences(), d.H, d.D, d.D};
   if (in.has(opt.initial_state)) {
     const TensorInfo& s = in.info(opt.initial_state);
-    if (s.shape != state_shape || !is_float(s.dtype))
+    if (s.shape != state_shape || !is_float_dtype(s.dtype))
       fail(in.path() + ": tensor '" + opt.initial_state + "' is " + s.dtype + " " + shape_str(s.shape) +
            ", expected " + shape_str(state_shape) + " (one state per sequence and head)");
   }
   if (out.has(opt.final_state)) {
     const TensorInfo& s = out.info(opt.final_state);
-    if (s.shape != state_shape || !is_float(s.dtype))
+    if (s.shape != state_shape || !is_float_dtype(s.dtype))
       fail(out.path() + ": tensor '" + opt.final_state + "' is " + s.dtype + " " + shape_str(s.shape) +
            ", expected " + shape_str(state_shape));
   }

@@ -84,6 +84,16 @@ class NpyFolder final : public TensorFile {
 
 }  // namespace
 
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i) r += (i ? ", " : "") + std::to_string(shape[i]);
+  return r + "]";
+}
+
+bool is_float_dtype(const std::string& dtype) {
+  return dtype == "f64" || dtype == "f32" || dtype == "bf16" || dtype == "f16";
+}
+
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;

@@ -12,6 +12,11 @@
 
 namespace yoco::check {
 
+// "[1, 2, 3]": a shape in messages.
+std::string shape_str(const std::vector<int64_t>& shape);
+// f64, f32, bf16 or f16 (not an index tensor).
+bool is_float_dtype(const std::string& dtype);
+
 struct TensorInfo {
   std::string dtype;           // f64, f32, f16, bf16, i64, i32
   std::vector<int64_t> shape;  // row-major
