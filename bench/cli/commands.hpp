@@ -18,5 +18,6 @@ int cmd_bench(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_check(const Args& args);
 int cmd_calibrate(const Args& args);
+int cmd_history(const Args& args);
 
 }  // namespace yoco::cli

@@ -32,6 +32,8 @@ const Command kCommands[] = {
      "judge an implementation's outputs against the fp64 reference (gret, attention), or --generate inputs"},
     {"calibrate", yoco::cli::cmd_calibrate,
      "fit the calibrated cost model to a sweep's measurements and check it against every measured point"},
+    {"history", yoco::cli::cmd_history,
+     "the performance history: ingest result CSVs into a database, export series (yoco history --help)"},
     {"demo", yoco::cli::cmd_demo, "prefill, generate and check the tiny models (the suite's smoke test)"},
 };
 

@@ -1,0 +1,197 @@
+"""The history store (yocohistory, history.py): exact round trips of every committed CSV, idempotent and atomic
+ingest, concurrent ingests, refusal of databases and CSVs that are not ours, hostile text kept verbatim."""
+import csv
+import glob
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from yocohistory.store import COLUMNS, Store, read_rows  # noqa: E402
+
+HISTORY = os.path.join(HERE, "history.py")
+PY = sys.executable
+
+
+def run(*args):
+    p = subprocess.run([PY, HISTORY] + list(args), capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(COLUMNS)
+        for r in rows:
+            w.writerow([r.get(k, "") for k in COLUMNS])
+
+
+def row(**kw):
+    r = dict(git_sha="abc1234", timestamp="2026-11-26T00:00:00Z", host="h", device="cpu", device_name="d",
+             driver="", model="m", seq_len=1, batch=1, gen_tokens=0, phase="prefill", metric="prefill_latency_s",
+             value="1.5", unit="s", method="measured", repeats=3, min="1.4", max="1.6", notes="")
+    r.update(kw)
+    return r
+
+
+def committed_csvs():
+    out = []
+    for f in sorted(glob.glob(os.path.join(HERE, "results", "**", "*.csv"), recursive=True)
+                    + glob.glob(os.path.join(HERE, "baselines", "*.csv"))):
+        with open(f, "rb") as fh:
+            try:
+                read_rows(f, fh.read())
+                out.append(f)
+            except Exception:  # an early file of another format: refused, tested below
+                pass
+    return out
+
+
+class HistoryTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="yoco_history_")
+        self.db = os.path.join(self.dir, "h.db")
+
+    def test_every_committed_row_round_trips_exactly_and_twice_adds_nothing(self):
+        files = committed_csvs()
+        self.assertGreater(len(files), 10)
+        t0 = time.time()
+        code, out, err = run("ingest", "--db", self.db, *files)
+        self.assertEqual(code, 0, err)
+        elapsed = time.time() - t0
+        store = Store(self.db, create=False)
+        stored = store.rows()
+        _files, nrows = store.counts()
+        store.close()
+        expected = []
+        seen = set()
+        for f in files:
+            data = open(f, "rb").read()
+            if data in seen:  # the same content twice is one file in the history
+                continue
+            seen.add(data)
+            expected += read_rows(f, data)
+        self.assertEqual(nrows, len(expected))
+        key = lambda r: tuple(str(r[k]) for k in COLUMNS)  # noqa: E731
+        self.assertEqual(sorted(map(key, stored)), sorted(map(key, expected)))
+        code, out2, _ = run("ingest", "--db", self.db, *files)
+        self.assertEqual(code, 0)
+        self.assertIn("0 row(s) added", out2)
+        print("\n[history] %d committed files, %d rows ingested in %.2f s" % (len(files), nrows, elapsed))
+
+    def test_hostile_text_is_stored_verbatim(self):
+        evil = "x'); DROP TABLE results; --"
+        big = "q\"uo,te\nnew line " + "z" * (10 << 20)
+        f = os.path.join(self.dir, "evil.csv")
+        write_csv(f, [row(model=evil, phase=evil, notes=big), row(model="m2", notes="é ü \t tab")])
+        self.assertEqual(run("ingest", "--db", self.db, f)[0], 0)
+        store = Store(self.db, create=False)
+        got = {r["model"]: r for r in store.rows()}
+        self.assertEqual(got[evil]["phase"], evil)
+        self.assertEqual(got[evil]["notes"], big)
+        self.assertEqual(got["m2"]["notes"], "é ü \t tab")
+        self.assertEqual(store.counts()[1], 2)
+        store.close()
+
+    def test_a_killed_ingest_leaves_the_store_as_it_was(self):
+        small = os.path.join(self.dir, "small.csv")
+        write_csv(small, [row()])
+        self.assertEqual(run("ingest", "--db", self.db, small)[0], 0)
+        big = os.path.join(self.dir, "big.csv")
+        write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
+        p = subprocess.Popen([PY, HISTORY, "ingest", "--db", self.db, big], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        # Kill it once its transaction has begun writing (the WAL grows), or after 20 s at most.
+        wal = self.db + "-wal"
+        t0 = time.time()
+        while time.time() - t0 < 20 and p.poll() is None:
+            if os.path.exists(wal) and os.path.getsize(wal) > 1 << 20:
+                break
+            time.sleep(0.01)
+        killed = p.poll() is None
+        if killed:
+            p.send_signal(signal.SIGKILL)
+        p.wait()
+        store = Store(self.db, create=False)
+        nf, nr = store.counts()
+        store.close()
+        if killed:
+            self.assertEqual((nf, nr), (1, 1))
+        else:  # it finished first: then all of it is in
+            self.assertEqual((nf, nr), (2, 400001))
+
+    def test_two_ingests_at_once_lose_nothing(self):
+        files = []
+        for k in range(2):
+            f = os.path.join(self.dir, "c%d.csv" % k)
+            write_csv(f, [row(model="m%d" % k, seq_len=i) for i in range(20000)])
+            files.append(f)
+        ps = [subprocess.Popen([PY, HISTORY, "ingest", "--db", self.db, f], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE) for f in files]
+        for p in ps:
+            p.wait()
+            self.assertEqual(p.returncode, 0, p.stderr.read())
+        store = Store(self.db, create=False)
+        self.assertEqual(store.counts(), (2, 40000))
+        store.close()
+
+    def test_databases_and_csvs_that_are_not_ours_exit_2_untouched(self):
+        junk = os.path.join(self.dir, "junk.db")
+        with open(junk, "wb") as f:
+            f.write(b"not a database at all" * 100)
+        before = open(junk, "rb").read()
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        code, _, err = run("ingest", "--db", junk, ok)
+        self.assertEqual(code, 2)
+        self.assertIn("junk.db", err)
+        self.assertEqual(open(junk, "rb").read(), before)
+        foreign = os.path.join(self.dir, "foreign.db")
+        con = sqlite3.connect(foreign)
+        con.execute("CREATE TABLE t (x)")
+        con.commit()
+        con.close()
+        code, _, err = run("ingest", "--db", foreign, ok)
+        self.assertEqual(code, 2)
+        self.assertIn("not a yoco history", err)
+        notours = os.path.join(self.dir, "other.csv")
+        with open(notours, "w") as f:
+            f.write("a,b,c\n1,2,3\n")
+        code, _, err = run("ingest", "--db", self.db, notours)
+        self.assertEqual(code, 2)
+        self.assertIn("other.csv:1: not a result CSV", err)
+        bad = os.path.join(self.dir, "bad.csv")
+        write_csv(bad, [row(), row(seq_len="x")])
+        code, _, err = run("ingest", "--db", self.db, bad)
+        self.assertEqual(code, 2)
+        self.assertIn("bad.csv:3: column seq_len", err)
+        self.assertEqual(run("export", "--db", os.path.join(self.dir, "none.db"))[0], 2)
+
+    def test_export_follows_gits_order_and_filters_series(self):
+        repo = os.path.dirname(HERE)
+        shas = subprocess.run(["git", "-C", repo, "log", "--format=%h", "-3"], capture_output=True,
+                              text=True).stdout.split()
+        if len(shas) < 3:
+            self.skipTest("no git history here")
+        # Timestamps disagree with git's order on purpose: git's order wins.
+        f = os.path.join(self.dir, "o.csv")
+        write_csv(f, [row(git_sha=shas[0], timestamp="2020-01-01T00:00:00Z", value="3"),
+                      row(git_sha=shas[2], timestamp="2030-01-01T00:00:00Z", value="1"),
+                      row(git_sha=shas[1], timestamp="2025-01-01T00:00:00Z", value="2"),
+                      row(model="other", value="9")])
+        self.assertEqual(run("ingest", "--db", self.db, "--git", repo, f)[0], 0)
+        code, out, _ = run("export", "--db", self.db, "--series", "m|*")
+        self.assertEqual(code, 0)
+        values = [r["value"] for r in csv.DictReader(io.StringIO(out))]
+        self.assertEqual(values, ["1.0", "2.0", "3.0"])
+
+
+if __name__ == "__main__":
+    unittest.main()
