@@ -242,8 +242,8 @@ void SafetensorsWriter::commit() {
     int64_t n = 1;
     for (auto d : tensors_[tensor_].shape) n *= d;
     if (written_ < n)
-      throw std::logic_error(out_->path() + ": tensor '" + tensors_[tensor_].name + "' has " + std::to_string(written_) +
-                             " of its " + std::to_string(n) + " elements at commit");
+      throw InputError(out_->path() + ": tensor '" + tensors_[tensor_].name + "' has " + std::to_string(written_) +
+                       " of its " + std::to_string(n) + " elements at commit (nothing written)");
   }
   out_->commit();
 }

@@ -234,7 +234,7 @@ TEST(Safetensors, StreamedWriterMixesDtypesInBlocksAndIsAtomic) {
     w.append(idx.data(), 4);
     // Not committed yet: nothing at the path; a missing element is refused.
     EXPECT_FALSE(fs::exists(path));
-    EXPECT_THROW(w.commit(), std::logic_error);
+    EXPECT_THROW(w.commit(), InputError);
     const double n[2] = {-5, 6};
     w.append(n, 2);
     EXPECT_THROW(w.append(n, 1), InputError);  // past the last tensor

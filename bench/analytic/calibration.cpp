@@ -1,6 +1,7 @@
 #include "calibration.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -142,8 +143,15 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   if (c.peak_flops <= 0 || c.bandwidth <= 0)
     throw InputError(source + ": no measured ceilings (phase ceiling, gemm_peak_tflops and copy_bw_gbs)");
   const std::string dn = c.device_name;
-  const bool h200 = dn.find("H200") != std::string::npos;
-  const DeviceSpec sheet = device_spec(h200 ? "h200" : "h100");
+  // The datasheet of the measured card, by its name; a card the suite has no
+  // datasheet for cannot be projected from.
+  std::string sheet_name;
+  for (const char* n : {"H100", "H200", "B200"})
+    if (dn.find(n) != std::string::npos) sheet_name = n;
+  if (sheet_name.empty())
+    throw InputError(source + ": no datasheet for '" + dn + "' (known: H100, H200, B200): cannot calibrate projections");
+  for (auto& ch : sheet_name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const DeviceSpec sheet = device_spec(sheet_name);
   c.datasheet_flops = sheet.peak_flops;
   c.datasheet_bandwidth = sheet.bandwidth;
   DeviceSpec ceil{dn, c.peak_flops, c.bandwidth, 0, "the run's measured ceilings"};
@@ -381,6 +389,7 @@ Calibration read_calibration(const std::string& path) {
     } else if (r.metric == "per_layer_s") {
       fit.per_layer_s = v;
     } else if (r.metric == "points") {
+      if (v > 1e9) throw bad("points must be a count below 1e9");
       fit.points = static_cast<int>(v);
     } else if (r.metric == "worst_residual") {
       fit.worst_residual = v;

@@ -108,6 +108,8 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   if (in.info(opt.v).shape != ki.shape || !is_float_dtype(in.info(opt.v).dtype))
     fail(in.path() + ": tensor '" + opt.v + "' is " + in.info(opt.v).dtype + " " + shape_str(in.info(opt.v).shape) +
          ", k is " + shape_str(ki.shape) + " (v must have k's shape)");
+  if (d.B < 1 || d.Sq < 1 || d.Sk < 1 || d.Hq < 1 || d.Hkv < 1 || d.D < 1)
+    fail(in.path() + ": an empty dimension: q " + shape_str(qi.shape) + ", k " + shape_str(ki.shape));
   if (d.Hq % d.Hkv != 0)
     fail(in.path() + ": q has " + std::to_string(d.Hq) + " heads, k " + std::to_string(d.Hkv) +
          ": query heads must be a multiple of key/value heads (GQA)");

@@ -4,10 +4,12 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <cmath>
 #include <sstream>
 
+#include "dtype.hpp"
 #include "errors.hpp"
 // gret_chunk_emulate: a bf16 tensor-core chunkwise computation on the host (the
 // kernels' own mirror), compiled in where YOCO_GRET_EMULATION is defined.
@@ -42,6 +44,8 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   d.T = opt.layout == TokenLayout::bthd ? q.shape[1] : q.shape[2];
   d.H = opt.layout == TokenLayout::bthd ? q.shape[2] : q.shape[1];
   d.D = q.shape[3];
+  if (d.B < 1 || d.T < 1 || d.H < 1 || d.D < 1)
+    fail(in.path() + ": tensor '" + opt.q + "' has an empty dimension " + shape_str(q.shape));
   auto same_as_q = [&](const TensorFile& f, const std::string& name) {
     const TensorInfo& t = f.info(name);
     if (t.shape != q.shape || !is_float_dtype(t.dtype))
@@ -153,7 +157,11 @@ void for_each_head(int64_t H, F&& f) {
     }
   };
   std::vector<std::thread> pool;
-  for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  try {
+    for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    // No more threads to be had: the ones started and this one do the work.
+  }
   work();
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
@@ -161,7 +169,7 @@ void for_each_head(int64_t H, F&& f) {
 
 std::string derived_from(bool low_precision) {
   return low_precision ? "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators, "
-                         "bf16 operands, bf16 output)"
+                         "bf16 operands, bf16 output; f16 outputs are held to this bf16 rule too)"
                        : "2x an fp32 chunkwise computation of the same inputs";
 }
 
@@ -217,7 +225,11 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
         S[h] = std::move(r.state);
         ref_o[static_cast<size_t>(h)] = std::move(r.o);
         if (low) {
-          cuda::GretEmulation e = cuda::gret_chunk_emulate(q, k, v, lg, &Se[h], 64);
+          // A bf16 kernel reads q, k, v as bf16: round them first (the identity
+          // for bf16 files), so that f32 inputs' rounding is in the tolerance.
+          const auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
+          const Mat<double> qr = Eigen::Map<const Mat<double>>(qh, L, d.D).unaryExpr(bf) * scale;
+          cuda::GretEmulation e = cuda::gret_chunk_emulate(qr, k.unaryExpr(bf), v.unaryExpr(bf), lg, &Se[h], 64);
           emu_o[static_cast<size_t>(h)] = std::move(e.o);
           Se[h] = std::move(e.state);
         } else {

@@ -64,6 +64,14 @@ int run(const std::string& in_path, const std::string& out_path) {
     if (in->info(name).shape != sh) throw yoco::InputError(in_path + ": tensor '" + std::string(name) + "' must have q's shape");
   if (in->info("g").shape != std::vector<int64_t>{B, T, H})
     throw yoco::InputError(in_path + ": tensor 'g' must be [B, T, H] (this tool takes per-token decay, no cu_seqlens)");
+  if (in->has("cu_seqlens"))
+    throw yoco::InputError(in_path + ": tensor 'cu_seqlens': packed sequences are not served by this tool (batch rows only)");
+  for (const char* name : {"q", "k", "v", "g"})
+    if (!yoco::check::is_float_dtype(in->info(name).dtype))
+      throw yoco::InputError(in_path + ": tensor '" + std::string(name) + "' must be a float tensor, is " + in->info(name).dtype);
+  if (in->has("initial_state") && in->info("initial_state").shape != std::vector<int64_t>{B, H, D, D})
+    throw yoco::InputError(in_path + ": tensor 'initial_state' must be [B, H, D, D] = " +
+                           yoco::check::shape_str({B, H, D, D}) + ", is " + yoco::check::shape_str(in->info("initial_state").shape));
   if (!yoco::cuda::gret_chunk_supported(D))
     throw yoco::InputError(in_path + ": no chunkwise kernel serves head dim " + std::to_string(D));
   const int64_t n = B * T * H * D;
