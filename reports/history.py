@@ -3,6 +3,8 @@
 across commits.
 
   history.py ingest --db DB [--git DIR] [--commit SHA] [--date ISO] FILE|DIR...
+  history.py check --db DB [--series GLOB] [--floor 5%]
+  history.py changes --db DB [--series GLOB] [--floor 5%] [--format table|csv|json]
   history.py export --db DB [--series GLOB] [--format csv]
   history.py series --db DB [--series GLOB]
 
@@ -12,7 +14,14 @@ DB is a file path (SQLite, created on first ingest). A folder given to ingest is
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
 gen_tokens|phase|metric; GLOB matches it (fnmatch), e.g. 'yoco-3b|*|prefill|prefill_latency_s'.
 
-Exit status: 0 done, 2 bad input (the file, and line where there is one, named)."""
+Detection (yocohistory/detect.py has the method): per series, PELT change points (ruptures) on the series
+scaled by its own noise; a change is a regression when it goes the metric's worse way by more than the floor
+and 3x the noise; counted metrics (exact rows, bytes, FLOPs) flag any change. `check` judges the newest run of
+each series: a regression at once when worse than its level by the floor and 6x the noise, or when the last
+two runs form a new, worse level; "suspected" (reported, exit 0) when worse by the floor and 3x the noise only.
+
+Exit status: 0 done (check: no regression), 1 check found a regression, 2 bad input (the file, and line where
+there is one, named)."""
 import argparse
 import csv
 import fnmatch
@@ -92,6 +101,99 @@ def cmd_ingest(a):
     return 2 if bad else 0
 
 
+def parse_floor(text):
+    t = text.strip().rstrip("%")
+    try:
+        v = float(t) / 100.0
+    except ValueError:
+        raise HistoryError("--floor: expected a percentage such as 5%%, got %r" % text)
+    if not 0 <= v < 10:
+        raise HistoryError("--floor: out of range: %r" % text)
+    return v
+
+
+def series_points(store, glob):
+    """series name -> (metric, [(commit, timestamp, value, spread, method)]) in history order."""
+    out = {}
+    for r in store.rows():
+        if r["value"] is None:
+            continue
+        n = series_name(r)
+        if glob and not fnmatch.fnmatchcase(n, glob):
+            continue
+        spread = r["max"] - r["min"] if r["min"] is not None and r["max"] is not None else None
+        out.setdefault(n, (r["metric"], []))[1].append((r["git_sha"], r["timestamp"], r["value"], spread, r["method"]))
+    return out
+
+
+def need_detection():
+    """The detection's libraries; from the checkout's .venv (scripts/install-deps.sh) when Debian's Python lacks
+    ruptures."""
+    try:
+        import ruptures  # noqa: F401
+        return
+    except ImportError:
+        pass
+    venv = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "python3")
+    # The venv's python is a link to Debian's: tell them apart by sys.prefix, not by the binary.
+    if os.path.exists(venv) and os.path.abspath(sys.prefix) != os.path.dirname(os.path.dirname(venv)):
+        os.execv(venv, [venv, os.path.abspath(__file__)] + sys.argv[1:])
+    raise HistoryError("ruptures is not installed (scripts/install-deps.sh installs it into .venv)")
+
+
+def cmd_changes(a):
+    need_detection()
+    from yocohistory.detect import analyse
+    floor = parse_floor(a.floor)
+    store = Store(a.db, create=False)
+    try:
+        found = []
+        for name, (metric, pts) in sorted(series_points(store, a.series).items()):
+            res = analyse(pts, metric, floor)
+            for (i, commit, before, after, rel, conf, kind) in res["changes"]:
+                found.append(dict(series=name, index=i, commit=commit, before=before, after=after,
+                                  relative_change=rel, confidence=conf, kind=kind, noise=res["noise"]))
+    finally:
+        store.close()
+    if a.format == "json":
+        import json
+        print(json.dumps(found, indent=2))
+    elif a.format == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        keys = ["series", "index", "commit", "before", "after", "relative_change", "confidence", "kind", "noise"]
+        w.writerow(keys)
+        for f in found:
+            w.writerow([f[k] for k in keys])
+    else:
+        for f in found:
+            print("%-24s %-10s %+8.2f%%  %.6g -> %.6g  (confidence %.3f, noise %.3g)  %s"
+                  % (f["kind"], f["commit"][:10], 100 * f["relative_change"], f["before"], f["after"],
+                     f["confidence"], f["noise"], f["series"]))
+        print("%d change point(s)" % len(found))
+    return 0
+
+
+def cmd_check(a):
+    need_detection()
+    from yocohistory.detect import analyse
+    floor = parse_floor(a.floor)
+    store = Store(a.db, create=False)
+    try:
+        series = series_points(store, a.series)
+    finally:
+        store.close()
+    regressions = suspected = 0
+    for name, (metric, pts) in sorted(series.items()):
+        res = analyse(pts, metric, floor)
+        if res["newest"] in ("regression", "suspected"):
+            print("%s: %s at %s: %s" % (res["newest"].upper(), name, pts[-1][0], res["newest_detail"]))
+            regressions += res["newest"] == "regression"
+            suspected += res["newest"] == "suspected"
+    print("%d series checked: %d regression(s), %d suspected (floor %.1f%%)"
+          % (len(series), regressions, suspected, 100 * floor))
+    return 1 if regressions else 0
+
+
 def cmd_export(a):
     store = Store(a.db, create=False)
     try:
@@ -125,13 +227,22 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="yoco history", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog=__doc__.split("\n\n", 1)[1])
-    sub = p.add_subparsers(dest="cmd", metavar="ingest|export|series")
+    sub = p.add_subparsers(dest="cmd", metavar="ingest|check|changes|export|series")
     i = sub.add_parser("ingest", help="add result CSVs (files or folders) to the history")
     i.add_argument("--db", required=True)
     i.add_argument("--git", help="order commits by this repository's history")
     i.add_argument("--commit", help="the commit of these files (overrides their git_sha)")
     i.add_argument("--date", help="the time of these files (overrides their timestamp)")
     i.add_argument("files", nargs="+")
+    c = sub.add_parser("check", help="judge the newest run of each series: exit 1 on a regression")
+    c.add_argument("--db", required=True)
+    c.add_argument("--series")
+    c.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
+    ch = sub.add_parser("changes", help="every change point of the history")
+    ch.add_argument("--db", required=True)
+    ch.add_argument("--series")
+    ch.add_argument("--floor", default="5%")
+    ch.add_argument("--format", choices=["table", "csv", "json"], default="table")
     e = sub.add_parser("export", help="the rows of the history (or of the series matching --series) as CSV")
     e.add_argument("--db", required=True)
     e.add_argument("--series", help="GLOB over model|device_name|seq_len|batch|gen_tokens|phase|metric")
@@ -147,7 +258,8 @@ def main(argv=None):
         p.print_usage(sys.stderr)
         return 2
     try:
-        return {"ingest": cmd_ingest, "export": cmd_export, "series": cmd_series}[a.cmd](a)
+        return {"ingest": cmd_ingest, "check": cmd_check, "changes": cmd_changes, "export": cmd_export,
+                "series": cmd_series}[a.cmd](a)
     except HistoryError as exc:
         sys.stderr.write("yoco history: %s\n" % exc)
         return 2

@@ -195,3 +195,104 @@ class HistoryTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _has_ruptures():
+    try:
+        import ruptures  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def real_noise():
+    """The relative noise of repeated runs in the committed CSVs: (max - min) / value over the measured rows with
+    3+ repeats, median, / 4 (a range of a few repeats spans about 4 standard deviations)."""
+    spreads = []
+    for f in committed_csvs():
+        for r in read_rows(f, open(f, "rb").read()):
+            if r["method"] == "measured" and r["repeats"] >= 3 and r["value"] and r["min"] is not None \
+                    and r["max"] is not None and r["value"] > 0 and r["max"] > r["min"]:
+                spreads.append((r["max"] - r["min"]) / r["value"])
+    spreads.sort()
+    return spreads[len(spreads) // 2] / 4
+
+
+@unittest.skipUnless(_has_ruptures(), "ruptures is not installed: run scripts/install-deps.sh (it goes into .venv), "
+                                      "then the tests with .venv/bin/python3")
+class DetectionTest(unittest.TestCase):
+    N = 30
+
+    @classmethod
+    def setUpClass(cls):
+        import numpy as np
+        from yocohistory import detect
+        cls.np, cls.detect = np, detect
+        cls.sigma = real_noise()
+        print("\n[history] noise of the committed repeated runs: %.3f%% (relative)" % (100 * cls.sigma))
+
+    def series(self, rng, step_at=None, step=0.0, drift=0.0, n=None):
+        n = n or self.N
+        x = 1.0 + self.sigma * rng.standard_normal(n)
+        if step_at is not None:
+            x[step_at:] += step
+        x += drift * self.np.arange(n)
+        return [("c%03d" % i, "", float(v), None, "measured") for i, v in enumerate(x)]
+
+    def test_a_step_of_three_times_the_noise_is_found_where_it_is(self):
+        hits = 0
+        for seed in range(200):
+            rng = self.np.random.default_rng(1000 + seed)
+            k = int(rng.integers(5, self.N - 5))
+            pts = self.series(rng, k, 3 * self.sigma)
+            cps, _ = self.detect.segment([p[2] for p in pts])
+            hits += any(abs(c - k) <= 1 for c in cps)
+        print("[history] steps of 3x noise found at their commit (+-1): %d of 200" % hits)
+        self.assertGreaterEqual(hits, 190)
+
+    def test_flat_series_rarely_raise_an_alarm(self):
+        alarms = 0
+        for seed in range(200):
+            rng = self.np.random.default_rng(5000 + seed)
+            cps, _ = self.detect.segment([p[2] for p in self.series(rng)])
+            alarms += bool(cps)
+        print("[history] false alarms on flat series: %d of 200" % alarms)
+        self.assertLessEqual(alarms, 2)
+
+    def test_a_drift_of_one_percent_a_run_is_reported(self):
+        rng = self.np.random.default_rng(7)
+        pts = self.series(rng, drift=0.01, n=20)  # a latency getting 1% slower every run
+        res = self.detect.analyse(pts, "prefill_latency_s")
+        kinds = [c[6] for c in res["changes"]]
+        self.assertTrue("regression" in kinds or res["newest"] == "regression", res)
+
+    def test_one_outlying_run_alone_is_not_a_regression(self):
+        rng = self.np.random.default_rng(11)
+        pts = self.series(rng)
+        pts[15] = (pts[15][0], "", pts[15][2] * 1.3, None, "measured")  # one run 30% slower
+        res = self.detect.analyse(pts, "prefill_latency_s")
+        self.assertEqual([c for c in res["changes"] if c[6] == "regression"], [])
+        self.assertEqual(res["newest"], "ok")
+
+    def test_a_counted_metric_that_changes_by_one_byte_is_flagged(self):
+        pts = [("c%d" % i, "", 1000000.0, None, "exact") for i in range(10)]
+        pts.append(("c10", "", 1000001.0, None, "exact"))
+        res = self.detect.analyse(pts, "mem_total_bytes")
+        self.assertEqual(res["newest"], "regression")
+        self.assertEqual(res["changes"][0][0], 10)
+
+    def test_check_exits_1_on_a_regression_and_names_it(self):
+        d = tempfile.mkdtemp(prefix="yoco_history_")
+        db = os.path.join(d, "h.db")
+        rng = self.np.random.default_rng(3)
+        vals = list(1.0 + self.sigma * rng.standard_normal(12)) + [1.2, 1.21]  # two runs 20% slower
+        f = os.path.join(d, "r.csv")
+        write_csv(f, [row(git_sha="c%03d" % i, timestamp="2026-11-%02dT00:00:00Z" % (i + 1), value=repr(v), min="",
+                          max="") for i, v in enumerate(vals)])
+        self.assertEqual(run("ingest", "--db", db, f)[0], 0)
+        code, out, err = run("check", "--db", db)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("REGRESSION: m|d|1|1|0|prefill|prefill_latency_s at c013", out)
+        code, out, _ = run("changes", "--db", db, "--format", "csv")
+        self.assertEqual(code, 0)
+        self.assertIn(",c012,", out)

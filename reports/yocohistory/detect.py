@@ -1,0 +1,156 @@
+"""Change points in one series of the history, by PELT (ruptures, Killick et al. 2012) on the series scaled by
+its own noise, and the policy that makes a change a regression.
+
+Noise: the larger of (a) the spread between consecutive runs, robustly (1.4826 x the median absolute deviation
+of the first differences, / sqrt 2), which a level shift does not inflate, and (b) the rows' own repeat spread
+((max - min) / 4, the median over rows that have one). PELT's penalty is PENALTY_PER_LOG_N x log(n) on the
+normalised series (a BIC-like choice, set from the rates measured on synthetic series: reports/test_history.py).
+Two passes: the change points found with that noise give segments, whose pooled residual standard deviation (a
+more efficient estimate than the differences' MAD) replaces (a) for the second, final pass.
+A segment is at least MIN_SIZE runs, so one outlying run alone is never a change.
+
+A change is a regression when it goes the metric's worse way (reports/SCHEMA.md, "Direction") by more than the
+floor (default 5%) and by more than NOISE_MULTIPLE x the noise. Counted metrics (method exact, or flops, bytes,
+*_bytes) change by construction only when something changed: any difference is flagged at once.
+
+The newest run (policy of `check`): flagged at once when it is worse than the last segment's level by more than
+the floor and by more than FAR x the noise; "suspected" when worse by more than the floor and NOISE_MULTIPLE x
+the noise but not FAR (the next run confirms it: two worse runs form a segment PELT finds).
+
+A drift (a slide too slow for any one step to clear the floor): consecutive change points all the worse way whose
+product passes the floor make a regression at the one where it does."""
+import fnmatch
+import math
+
+import numpy as np
+
+MIN_SIZE = 2
+PENALTY_PER_LOG_N = 4.0
+NOISE_MULTIPLE = 3.0
+FAR = 6.0
+
+LOWER = ("*_latency_s", "*_bytes", "*_bytes_per_token", "kernel_time_s", "roofline_time_s", "gpu_time_s",
+         "cupti_overhead_fraction", "flops", "bytes", "decode_host_enqueue_s")
+HIGHER = ("throughput_tokens_per_s", "max_batch", "achieved_*", "fraction_*", "*_reduction", "*_speedup", "*_gain",
+          "gemm_peak_tflops", "copy_bw_gbs", "gpu_busy_fraction", "within_tolerance")
+COUNTED = ("flops", "bytes", "*_bytes", "*_bytes_per_token", "max_batch")
+
+
+def direction(metric):
+    """+1 when higher is better, -1 when lower is, 0 when the schema gives no direction."""
+    if any(fnmatch.fnmatchcase(metric, g) for g in HIGHER):
+        return 1
+    if any(fnmatch.fnmatchcase(metric, g) for g in LOWER):
+        return -1
+    return 0
+
+
+def is_counted(metric, methods):
+    return any(m == "exact" for m in methods) or any(fnmatch.fnmatchcase(metric, g) for g in COUNTED) and \
+        all(m in ("exact", "analytic") for m in methods)
+
+
+def noise(values, spreads=()):
+    v = np.asarray(values, dtype=float)
+    sigma_runs = 0.0
+    if len(v) >= 3:
+        d = np.diff(v)
+        sigma_runs = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+    sp = [s for s in spreads if s is not None and s > 0]
+    sigma_rows = float(np.median(sp)) / 4 if sp else 0.0
+    scale = float(np.median(np.abs(v))) if len(v) else 0.0
+    return max(sigma_runs, sigma_rows, 1e-9 * max(scale, 1e-30))
+
+
+def change_points(values, sigma, penalty=None):
+    """Indices k (0 < k < n) where a new level starts."""
+    import ruptures as rpt
+    n = len(values)
+    if n < 2 * MIN_SIZE:
+        return []
+    x = (np.asarray(values, dtype=float) / sigma).reshape(-1, 1)
+    pen = PENALTY_PER_LOG_N * math.log(n) if penalty is None else penalty
+    bkps = rpt.Pelt(model="l2", min_size=MIN_SIZE, jump=1).fit(x).predict(pen=pen)
+    return [b for b in bkps if 0 < b < n]
+
+
+def segment(values, spreads=()):
+    """(change points, noise) by the two passes above."""
+    v = np.asarray(values, dtype=float)
+    n = len(v)
+    sigma = noise(v, spreads)
+    cps = change_points(v, sigma)
+    if n - (len(cps) + 1) >= 2:
+        b = [0] + cps + [n]
+        res = np.concatenate([v[b[i]:b[i + 1]] - v[b[i]:b[i + 1]].mean() for i in range(len(b) - 1)])
+        pooled = math.sqrt(float((res ** 2).sum()) / (n - (len(b) - 1)))
+        sp = [s for s in spreads if s is not None and s > 0]
+        sigma = max(pooled, float(np.median(sp)) / 4 if sp else 0.0, 1e-9 * max(float(np.median(np.abs(v))), 1e-30))
+        cps = change_points(v, sigma)
+    return cps, sigma
+
+
+def analyse(points, metric, floor=0.05):
+    """points: [(commit, timestamp, value, spread_or_None, method)] in history order. Returns a dict: noise,
+    changes [(index, commit, before, after, relative size, confidence, kind)], newest verdict."""
+    vals = [p[2] for p in points]
+    methods = set(p[4] for p in points)
+    out = {"noise": 0.0, "changes": [], "newest": "ok", "newest_detail": ""}
+    if not vals:
+        return out
+    sign = direction(metric)
+    if is_counted(metric, methods):
+        for i in range(1, len(vals)):
+            if vals[i] != vals[i - 1]:
+                rel = (vals[i] - vals[i - 1]) / abs(vals[i - 1]) if vals[i - 1] else math.inf
+                out["changes"].append((i, points[i][0], vals[i - 1], vals[i], rel, 1.0, "exact change"))
+        if len(vals) >= 2 and vals[-1] != vals[-2]:
+            out["newest"], out["newest_detail"] = "regression", "a counted metric changed: %r -> %r" % (vals[-2], vals[-1])
+        return out
+    cps, sigma = segment(vals, [p[3] for p in points])
+    out["noise"] = sigma
+    bounds = [0] + cps + [len(vals)]
+    from scipy import stats
+    for j in range(1, len(bounds) - 1):
+        a, b = vals[bounds[j - 1]:bounds[j]], vals[bounds[j]:bounds[j + 1]]
+        before, after = float(np.median(a)), float(np.median(b))
+        rel = (after - before) / abs(before) if before else math.inf
+        try:
+            p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue if len(a) > 1 and len(b) > 1 else 1.0
+        except ValueError:
+            p = 1.0
+        worse = sign != 0 and (after - before) * sign < 0
+        big = abs(rel) >= floor and abs(after - before) >= NOISE_MULTIPLE * sigma
+        kind = ("regression" if worse else "improvement" if sign != 0 else "change") if big else "shift (below the floor)"
+        out["changes"].append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind))
+    # A drift: consecutive shifts each below the floor, all the worse way, that add up past it.
+    chain_start, total = None, 1.0
+    for idx, c in enumerate(out["changes"]):
+        worse = sign != 0 and (c[3] - c[2]) * sign < 0
+        if worse and c[6] == "shift (below the floor)":
+            chain_start = idx if chain_start is None else chain_start
+            total *= (1 + c[4])
+            if abs(total - 1) >= floor:
+                first = out["changes"][chain_start]
+                out["changes"][idx] = c[:6] + ("regression (drift since %s: %+.1f%%)" % (first[1], 100 * (total - 1)),)
+                chain_start, total = None, 1.0
+        else:
+            chain_start, total = None, 1.0
+    # The newest run against the level of its segment without it.
+    if len(vals) >= 3 and sign != 0:
+        last_seg = vals[bounds[-2]:-1] or vals[:-1]
+        level = float(np.median(last_seg))
+        delta = vals[-1] - level
+        worse = delta * sign < 0
+        rel = abs(delta) / abs(level) if level else math.inf
+        if worse and rel >= floor and abs(delta) >= FAR * sigma:
+            out["newest"] = "regression"
+        elif worse and rel >= floor and abs(delta) >= NOISE_MULTIPLE * sigma:
+            out["newest"] = "suspected"
+        out["newest_detail"] = "%+.2f%% vs the level %.6g (noise %.3g)" % (100 * delta / abs(level) if level else 0,
+                                                                          level, sigma)
+    if out["changes"] and out["changes"][-1][0] >= len(vals) - MIN_SIZE and out["changes"][-1][6].startswith("regression"):
+        out["newest"] = "regression"
+        c = out["changes"][-1]
+        out["newest_detail"] = "a new level since %s: %+.2f%%" % (c[1], 100 * c[4])
+    return out
