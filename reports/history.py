@@ -8,7 +8,8 @@ across commits.
   history.py export --db DB [--series GLOB] [--format csv]
   history.py series --db DB [--series GLOB]
 
-DB is a file path (SQLite, created on first ingest). A folder given to ingest is searched for *.csv
+DB is a file path (SQLite, created on first ingest) or a postgresql://user@host:port/database URL (the same
+schema; the password from PGPASSWORD or a pgpass file, never in the URL). A folder given to ingest is searched for *.csv
 (recursively). Ingest is idempotent (a file whose content is already in adds nothing) and atomic per file.
 --git DIR orders commits by that repository's history (else rows follow their timestamps). --commit/--date
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
@@ -91,7 +92,7 @@ def cmd_ingest(a):
             else:
                 skipped += 1
         if a.git:
-            shas = [r[0] for r in store.db.execute("SELECT DISTINCT git_sha FROM results")]
+            shas = store.distinct_shas()
             store.set_commit_order(git_order(a.git, shas))
         nf, nr = store.counts()
         print("ingested %d file(s): %d row(s) added, %d file(s) already in, %d refused; the history holds %d "

@@ -60,7 +60,7 @@ def main(argv=None):
             except HistoryError as exc:
                 refused += 1
                 sys.stderr.write("history_of_repo: %s at %s: %s (not ingested)\n" % (line, commit[:12], exc))
-    shas = [r[0] for r in store.db.execute("SELECT DISTINCT git_sha FROM results")]
+    shas = store.distinct_shas()
     store.set_commit_order(history.git_order(a.repo, shas))
     store.close()
     took = time.time() - t0
@@ -71,7 +71,7 @@ def main(argv=None):
     from yocohistory.trends import collect, draw, page
     store = Store(a.db, create=False)
     series = history.series_points(store, None)
-    order = {sha: i for i, (sha,) in enumerate(store.db.execute("SELECT sha FROM commits ORDER BY ord"))}
+    order = {sha: i for i, sha in enumerate(store.commit_order())}
     store.close()
     changes = []
     for name, (metric, pts) in sorted(series.items()):

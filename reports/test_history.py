@@ -41,16 +41,20 @@ def row(**kw):
     return r
 
 
+def slurp(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def committed_csvs():
     out = []
     for f in sorted(glob.glob(os.path.join(HERE, "results", "**", "*.csv"), recursive=True)
                     + glob.glob(os.path.join(HERE, "baselines", "*.csv"))):
-        with open(f, "rb") as fh:
-            try:
-                read_rows(f, fh.read())
-                out.append(f)
-            except Exception:  # an early file of another format: refused, tested below
-                pass
+        try:
+            read_rows(f, slurp(f))
+            out.append(f)
+        except Exception:  # an early file of another format: refused, tested below
+            pass
     return out
 
 
@@ -73,7 +77,7 @@ class HistoryTest(unittest.TestCase):
         expected = []
         seen = set()
         for f in files:
-            data = open(f, "rb").read()
+            data = slurp(f)
             if data in seen:  # the same content twice is one file in the history
                 continue
             seen.add(data)
@@ -146,13 +150,13 @@ class HistoryTest(unittest.TestCase):
         junk = os.path.join(self.dir, "junk.db")
         with open(junk, "wb") as f:
             f.write(b"not a database at all" * 100)
-        before = open(junk, "rb").read()
+        before = slurp(junk)
         ok = os.path.join(self.dir, "ok.csv")
         write_csv(ok, [row()])
         code, _, err = run("ingest", "--db", junk, ok)
         self.assertEqual(code, 2)
         self.assertIn("junk.db", err)
-        self.assertEqual(open(junk, "rb").read(), before)
+        self.assertEqual(slurp(junk), before)
         foreign = os.path.join(self.dir, "foreign.db")
         con = sqlite3.connect(foreign)
         con.execute("CREATE TABLE t (x)")
@@ -210,7 +214,7 @@ def real_noise():
     3+ repeats, median, / 4 (a range of a few repeats spans about 4 standard deviations)."""
     spreads = []
     for f in committed_csvs():
-        for r in read_rows(f, open(f, "rb").read()):
+        for r in read_rows(f, slurp(f)):
             if r["method"] == "measured" and r["repeats"] >= 3 and r["value"] and r["min"] is not None \
                     and r["max"] is not None and r["value"] > 0 and r["max"] > r["min"]:
                 spreads.append((r["max"] - r["min"]) / r["value"])
@@ -296,3 +300,111 @@ class DetectionTest(unittest.TestCase):
         code, out, _ = run("changes", "--db", db, "--format", "csv")
         self.assertEqual(code, 0)
         self.assertIn(",c012,", out)
+
+
+class PostgresServer(object):
+    """A real PostgreSQL server in a temporary folder (Debian's postgresql), on 127.0.0.1 at a free port, password
+    authentication; as root, run as `nobody` (PostgreSQL refuses to run as root)."""
+
+    def __init__(self):
+        import secrets
+        import shutil
+        import socket
+        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not bins:
+            raise unittest.SkipTest("PostgreSQL is not installed (Debian's postgresql; scripts/install-deps.sh)")
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            raise unittest.SkipTest("psycopg2 is not installed (Debian's python3-psycopg2)")
+        self.bin = os.path.dirname(bins[-1])
+        self.dir = tempfile.mkdtemp(prefix="yoco_pg_")
+        os.chmod(self.dir, 0o755)
+        self.password = "pw-" + secrets.token_hex(12)
+        pwfile = os.path.join(self.dir, "pw")
+        with open(pwfile, "w") as f:
+            f.write(self.password + "\n")
+        self.prefix = []
+        if os.geteuid() == 0:
+            import pwd
+            nobody = pwd.getpwnam("nobody")
+            for p in (self.dir, pwfile):
+                os.chown(p, nobody.pw_uid, nobody.pw_gid)
+            self.prefix = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--"]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        data = os.path.join(self.dir, "data")
+        r = subprocess.run(self.prefix + [os.path.join(self.bin, "initdb"), "-D", data, "-U", "yoco",
+                                          "-A", "scram-sha-256", "--pwfile", pwfile, "-E", "UTF8"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise unittest.SkipTest("initdb failed: %s" % r.stderr.strip()[-300:])
+        r = subprocess.run(self.prefix + [os.path.join(self.bin, "pg_ctl"), "-D", data, "-l",
+                                          os.path.join(self.dir, "log"), "-w", "-o",
+                                          "-p %d -k %s -c listen_addresses=127.0.0.1" % (self.port, self.dir),
+                                          "start"], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise unittest.SkipTest("the PostgreSQL server did not start: %s" % r.stderr.strip()[-300:])
+        self.data = data
+        self.url = "postgresql://yoco@127.0.0.1:%d/postgres" % self.port
+
+    def stop(self):
+        subprocess.run(self.prefix + [os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", "immediate", "stop"],
+                       capture_output=True)
+
+
+class PostgresTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.pg = PostgresServer()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.pg.stop()
+
+    def run_pg(self, *args):
+        env = dict(os.environ, PGPASSWORD=self.pg.password)
+        p = subprocess.run([PY, HISTORY] + list(args), capture_output=True, text=True, env=env)
+        self.assertNotIn(self.pg.password, p.stdout + p.stderr)
+        return p.returncode, p.stdout, p.stderr
+
+    def test_the_same_schema_on_a_real_server(self):
+        files = committed_csvs()[:6]
+        code, out, err = self.run_pg("ingest", "--db", self.pg.url, *files)
+        self.assertEqual(code, 0, err)
+        code, out2, _ = self.run_pg("ingest", "--db", self.pg.url, *files)
+        self.assertIn("0 row(s) added", out2)
+        code, exported, _ = self.run_pg("export", "--db", self.pg.url)
+        self.assertEqual(code, 0)
+        got = list(csv.DictReader(io.StringIO(exported)))
+        expected, seen = [], set()
+        for f in files:
+            data = slurp(f)
+            if data not in seen:
+                seen.add(data)
+                expected += read_rows(f, data)
+        self.assertEqual(len(got), len(expected))
+        # Exact floats: the value column round-trips bit for bit (DOUBLE PRECISION, repr).
+        vals = sorted(float(r["value"]) for r in got if r["value"])
+        self.assertEqual(vals, sorted(r["value"] for r in expected if r["value"] is not None))
+        self.assertNotIn(self.pg.password, exported)
+        # Hostile text goes through parameters here too.
+        evil = os.path.join(self.pg.dir, "evil.csv") if os.access(self.pg.dir, os.W_OK) else tempfile.mktemp()
+        write_csv(evil, [row(model="x'); DROP TABLE results; --", notes="a\nb")])
+        self.assertEqual(self.run_pg("ingest", "--db", self.pg.url, evil)[0], 0)
+        code, out, _ = self.run_pg("series", "--db", self.pg.url, "--series", "x'*")
+        self.assertIn("x'); DROP TABLE results; --", out)
+
+    def test_a_password_in_the_url_is_refused_and_never_shown(self):
+        url = self.pg.url.replace("yoco@", "yoco:%s@" % self.pg.password)
+        p = subprocess.run([PY, HISTORY, "export", "--db", url], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("PGPASSWORD", p.stderr)
+        self.assertNotIn(self.pg.password, p.stdout + p.stderr)
+        # No password at all: libpq's error, exit 2, nothing leaked.
+        env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
+        env["PGPASSFILE"] = "/nonexistent"
+        p = subprocess.run([PY, HISTORY, "export", "--db", self.pg.url], capture_output=True, text=True, env=env)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot connect", p.stderr)

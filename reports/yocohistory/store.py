@@ -16,14 +16,14 @@ SERIES_KEY = ("model", "device_name", "seq_len", "batch", "gen_tokens", "phase",
 
 _SCHEMA = [
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE files (id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, path TEXT NOT NULL, "
+    "CREATE TABLE files (id {id}, sha256 TEXT NOT NULL UNIQUE, path TEXT NOT NULL, "
     "rows INTEGER NOT NULL, commit_override TEXT, date_override TEXT)",
-    "CREATE TABLE results (id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL REFERENCES files(id), "
+    "CREATE TABLE results (id {id}, file_id INTEGER NOT NULL REFERENCES files(id), "
     "line INTEGER NOT NULL, git_sha TEXT NOT NULL, timestamp TEXT NOT NULL, host TEXT NOT NULL, "
     "device TEXT NOT NULL, device_name TEXT NOT NULL, driver TEXT NOT NULL, model TEXT NOT NULL, "
     "seq_len INTEGER NOT NULL, batch INTEGER NOT NULL, gen_tokens INTEGER NOT NULL, phase TEXT NOT NULL, "
-    "metric TEXT NOT NULL, value REAL, unit TEXT NOT NULL, method TEXT NOT NULL, repeats INTEGER NOT NULL, "
-    "min REAL, max REAL, notes TEXT NOT NULL)",
+    "metric TEXT NOT NULL, value {real}, unit TEXT NOT NULL, method TEXT NOT NULL, repeats INTEGER NOT NULL, "
+    "min {real}, max {real}, notes TEXT NOT NULL)",
     "CREATE INDEX results_series ON results (model, device_name, seq_len, batch, gen_tokens, phase, metric)",
     "CREATE TABLE commits (sha TEXT PRIMARY KEY, ord INTEGER NOT NULL, date TEXT)",
 ]
@@ -91,11 +91,13 @@ def read_rows(path, data):
     return rows
 
 
-class Store(object):
-    """One history database (SQLite file)."""
+class _Sqlite(object):
+    """SQLite: one file; WAL so that readers and a writer share it; BEGIN IMMEDIATE so that two writers queue."""
+    name = "sqlite"
+    id_type, real_type, begin = "INTEGER PRIMARY KEY", "REAL", "BEGIN IMMEDIATE"
 
-    def __init__(self, path, create=True):
-        self.path = path
+    def __init__(self, path, create):
+        self.where = path
         exists = os.path.exists(path)
         if exists and os.path.isdir(path):
             raise HistoryError("%s: is a folder, not a history database" % path)
@@ -109,35 +111,122 @@ class Store(object):
         try:
             self.db = sqlite3.connect(path, timeout=60, isolation_level=None)
             self.db.execute("PRAGMA busy_timeout = 60000")
-            tables = set(r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+            self.tables = set(r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
         except sqlite3.DatabaseError as exc:
             raise HistoryError("%s: not a usable SQLite database (%s); left as it is" % (path, exc))
-        if not tables:
-            self._create()
-        elif "meta" not in tables:
-            raise HistoryError("%s: a SQLite database, but not a yoco history (no meta table); left as it is" % path)
-        else:
-            row = self.db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-            if row is None or row[0] != str(SCHEMA_VERSION):
-                raise HistoryError("%s: history schema version %s, this code reads %d; left as it is"
-                                   % (path, row[0] if row else "missing", SCHEMA_VERSION))
 
-    def _create(self):
+    def q(self, sql):
+        return sql
+
+    def before_create(self):
         self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("BEGIN IMMEDIATE")
+
+    def execute(self, sql, args=()):
+        return self.db.execute(sql, args)
+
+    def executemany(self, sql, rows):
+        self.db.executemany(sql, rows)
+
+    def insert_id(self, sql, args):
+        return self.db.execute(sql, args).lastrowid
+
+    def has_table(self, name):
+        return self.db.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0] > 0
+
+
+class _Postgres(object):
+    """PostgreSQL, chosen by a postgresql:// URL; the password comes from PGPASSWORD or a pgpass file (libpq's
+    own rules), never from the URL: a URL that carries one is refused without being echoed."""
+    name = "postgresql"
+    id_type, real_type, begin = "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", "BEGIN"
+
+    def __init__(self, url, create):
+        from urllib.parse import urlsplit
+        parts = urlsplit(url)
+        shown = "%s://%s%s%s" % (parts.scheme, (parts.username + "@") if parts.username else "",
+                                 parts.hostname or "", (":%d" % parts.port) if parts.port else "") + parts.path
+        self.where = shown
+        if parts.password is not None:
+            raise HistoryError("%s: a password in the URL is refused (it would show in process lists and logs); "
+                               "give it in PGPASSWORD or a pgpass file" % shown)
         try:
-            # Another process may have created it meanwhile.
-            if self.db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'meta'").fetchone()[0] == 0:
-                for stmt in _SCHEMA:
-                    self.db.execute(stmt)
-                self.db.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
+            import psycopg2
+        except ImportError:
+            raise HistoryError("%s: psycopg2 is missing (Debian's python3-psycopg2; scripts/install-deps.sh)" % shown)
+        try:
+            self.db = psycopg2.connect(url)
+        except psycopg2.Error as exc:
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise HistoryError("%s: cannot connect: %s" % (shown, msg))
+        self.db.autocommit = True
+        self.tables = set(r[0] for r in self.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()").fetchall())
+
+    def q(self, sql):
+        return sql.replace("?", "%s")
+
+    def before_create(self):
+        pass
+
+    def execute(self, sql, args=()):
+        cur = self.db.cursor()
+        cur.execute(self.q(sql), args)
+        return cur
+
+    def executemany(self, sql, rows):
+        from psycopg2.extras import execute_batch
+        execute_batch(self.db.cursor(), self.q(sql), rows, page_size=1000)
+
+    def insert_id(self, sql, args):
+        return self.execute(sql + " RETURNING id", args).fetchone()[0]
+
+    def has_table(self, name):
+        return self.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() "
+                            "AND table_name = ?", (name,)).fetchone()[0] > 0
 
     def close(self):
         self.db.close()
+
+
+class Store(object):
+    """One history database: a SQLite file path, or a postgresql:// URL."""
+
+    def __init__(self, path, create=True):
+        self.path = path
+        self.be = _Postgres(path, create) if path.startswith(("postgresql://", "postgres://")) else _Sqlite(path, create)
+        tables = self.be.tables
+        if not tables:
+            self._create()
+        elif "meta" not in tables:
+            raise HistoryError("%s: a database, but not a yoco history (no meta table); left as it is" % self.be.where)
+        else:
+            row = self.be.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if row is None or row[0] != str(SCHEMA_VERSION):
+                raise HistoryError("%s: history schema version %s, this code reads %d; left as it is"
+                                   % (self.be.where, row[0] if row else "missing", SCHEMA_VERSION))
+
+    @property
+    def db(self):  # the SQLite connection (tests and tools that read it directly)
+        return self.be.db
+
+    def _tx(self):
+        self.be.execute(self.be.begin)
+
+    def _create(self):
+        self.be.before_create()
+        self._tx()
+        try:
+            if not self.be.has_table("meta"):  # another process may have created it meanwhile
+                for stmt in _SCHEMA:
+                    self.be.execute(stmt.format(id=self.be.id_type, real=self.be.real_type))
+                self.be.execute("INSERT INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.be.execute("COMMIT")
+        except BaseException:
+            self.be.execute("ROLLBACK")
+            raise
+
+    def close(self):
+        self.be.db.close()
 
     def ingest(self, path, commit=None, date=None):
         """Adds one result CSV; returns the rows added (0 when this content is already in). One transaction:
@@ -151,15 +240,14 @@ class Store(object):
         if commit or date:
             digest = hashlib.sha256((digest + "|" + (commit or "") + "|" + (date or "")).encode()).hexdigest()
         rows = read_rows(path, data)
-        self.db.execute("BEGIN IMMEDIATE")
+        self._tx()
         try:
-            if self.db.execute("SELECT 1 FROM files WHERE sha256 = ?", (digest,)).fetchone():
-                self.db.execute("ROLLBACK")
+            if self.be.execute("SELECT 1 FROM files WHERE sha256 = ?", (digest,)).fetchone():
+                self.be.execute("ROLLBACK")
                 return 0
-            cur = self.db.execute("INSERT INTO files (sha256, path, rows, commit_override, date_override) "
-                                  "VALUES (?, ?, ?, ?, ?)", (digest, path, len(rows), commit, date))
-            fid = cur.lastrowid
-            self.db.executemany(
+            fid = self.be.insert_id("INSERT INTO files (sha256, path, rows, commit_override, date_override) "
+                                    "VALUES (?, ?, ?, ?, ?)", (digest, path, len(rows), commit, date))
+            self.be.executemany(
                 "INSERT INTO results (file_id, line, git_sha, timestamp, host, device, device_name, driver, model, "
                 "seq_len, batch, gen_tokens, phase, metric, value, unit, method, repeats, min, max, notes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -167,23 +255,31 @@ class Store(object):
                   r["device_name"], r["driver"], r["model"], r["seq_len"], r["batch"], r["gen_tokens"], r["phase"],
                   r["metric"], r["value"], r["unit"], r["method"], r["repeats"], r["min"], r["max"], r["notes"])
                  for r in rows])
-            self.db.execute("COMMIT")
-        except BaseException:
-            self.db.execute("ROLLBACK")
+            self.be.execute("COMMIT")
+        except BaseException as exc:
+            self.be.execute("ROLLBACK")
+            if type(exc).__name__ == "UniqueViolation":  # the same file, ingested by another process meanwhile
+                return 0
             raise
         return len(rows)
 
     def set_commit_order(self, ordered):
         """[(sha, date)] oldest first (from git): the order series follow; others fall back to time."""
-        self.db.execute("BEGIN IMMEDIATE")
+        self._tx()
         try:
-            self.db.execute("DELETE FROM commits")
-            self.db.executemany("INSERT INTO commits (sha, ord, date) VALUES (?, ?, ?)",
+            self.be.execute("DELETE FROM commits")
+            self.be.executemany("INSERT INTO commits (sha, ord, date) VALUES (?, ?, ?)",
                                 [(s, i, d) for i, (s, d) in enumerate(ordered)])
-            self.db.execute("COMMIT")
+            self.be.execute("COMMIT")
         except BaseException:
-            self.db.execute("ROLLBACK")
+            self.be.execute("ROLLBACK")
             raise
+
+    def distinct_shas(self):
+        return [r[0] for r in self.be.execute("SELECT DISTINCT git_sha FROM results").fetchall()]
+
+    def commit_order(self):
+        return [r[0] for r in self.be.execute("SELECT sha FROM commits ORDER BY ord").fetchall()]
 
     def rows(self, where="", args=()):
         """Result rows as dicts in series order: by the commit's place in git's history where known, then time."""
@@ -191,8 +287,8 @@ class Store(object):
              "r.gen_tokens, r.phase, r.metric, r.value, r.unit, r.method, r.repeats, r.min, r.max, r.notes "
              "FROM results r LEFT JOIN commits c ON c.sha = r.git_sha " + where +
              " ORDER BY c.ord IS NULL, c.ord, r.timestamp, r.file_id, r.line")
-        return [dict(zip(COLUMNS, rec)) for rec in self.db.execute(q, args)]
+        return [dict(zip(COLUMNS, rec)) for rec in self.be.execute(q, args).fetchall()]
 
     def counts(self):
-        return (self.db.execute("SELECT count(*) FROM files").fetchone()[0],
-                self.db.execute("SELECT count(*) FROM results").fetchone()[0])
+        return (self.be.execute("SELECT count(*) FROM files").fetchone()[0],
+                self.be.execute("SELECT count(*) FROM results").fetchone()[0])
