@@ -119,7 +119,17 @@ class _Sqlite(object):
         return sql
 
     def before_create(self):
-        self.db.execute("PRAGMA journal_mode = WAL")
+        # Switching to WAL needs the file to itself, and busy_timeout does not cover it: two first ingests at
+        # once take turns here.
+        import time
+        for attempt in range(600):
+            try:
+                self.db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 599:
+                    raise HistoryError("%s: cannot open for writing (%s)" % (self.where, exc))
+                time.sleep(0.1)
 
     def execute(self, sql, args=()):
         return self.db.execute(sql, args)
