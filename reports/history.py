@@ -150,7 +150,7 @@ def cmd_changes(a):
     try:
         found = []
         for name, (metric, pts) in sorted(series_points(store, a.series).items()):
-            res = analyse(pts, metric, floor)
+            res = analyse(pts, metric, floor, a.far, a.noise)
             for (i, commit, before, after, rel, conf, kind) in res["changes"]:
                 found.append(dict(series=name, index=i, commit=commit, before=before, after=after,
                                   relative_change=rel, confidence=conf, kind=kind, noise=res["noise"]))
@@ -185,7 +185,7 @@ def cmd_check(a):
         store.close()
     regressions = suspected = 0
     for name, (metric, pts) in sorted(series.items()):
-        res = analyse(pts, metric, floor)
+        res = analyse(pts, metric, floor, a.far, a.noise)
         if res["newest"] in ("regression", "suspected"):
             print("%s: %s at %s: %s" % (res["newest"].upper(), name, pts[-1][0], res["newest_detail"]))
             regressions += res["newest"] == "regression"
@@ -239,10 +239,16 @@ def main(argv=None):
     c.add_argument("--db", required=True)
     c.add_argument("--series")
     c.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
+    c.add_argument("--far", type=float, default=6.0,
+                   help="the newest run is a regression at once past this many noise units (default 6)")
+    c.add_argument("--noise", type=float, default=3.0,
+                   help="a change must also clear this many noise units (default 3; the newest run: suspected)")
     ch = sub.add_parser("changes", help="every change point of the history")
     ch.add_argument("--db", required=True)
     ch.add_argument("--series")
     ch.add_argument("--floor", default="5%")
+    ch.add_argument("--far", type=float, default=6.0)
+    ch.add_argument("--noise", type=float, default=3.0)
     ch.add_argument("--format", choices=["table", "csv", "json"], default="table")
     e = sub.add_parser("export", help="the rows of the history (or of the series matching --series) as CSV")
     e.add_argument("--db", required=True)

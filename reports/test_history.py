@@ -396,6 +396,21 @@ class PostgresTest(unittest.TestCase):
         code, out, _ = self.run_pg("series", "--db", self.pg.url, "--series", "x'*")
         self.assertIn("x'); DROP TABLE results; --", out)
 
+    def test_two_ingests_at_once_lose_nothing(self):
+        files = []
+        for k in range(2):
+            f = tempfile.mktemp(suffix=".csv")
+            write_csv(f, [row(model="pg%d" % k, seq_len=i) for i in range(5000)])
+            files.append(f)
+        env = dict(os.environ, PGPASSWORD=self.pg.password)
+        ps = [subprocess.Popen([PY, HISTORY, "ingest", "--db", self.pg.url, f], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env) for f in files]
+        for p in ps:
+            out, err = p.communicate()
+            self.assertEqual(p.returncode, 0, err)
+        code, out, _ = self.run_pg("series", "--db", self.pg.url, "--series", "pg*")
+        self.assertEqual(sum(int(line.split()[0]) for line in out.splitlines()), 10000)
+
     def test_a_password_in_the_url_is_refused_and_never_shown(self):
         url = self.pg.url.replace("yoco@", "yoco:%s@" % self.pg.password)
         p = subprocess.run([PY, HISTORY, "export", "--db", url], capture_output=True, text=True)

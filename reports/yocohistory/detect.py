@@ -90,9 +90,11 @@ def segment(values, spreads=()):
     return cps, sigma
 
 
-def analyse(points, metric, floor=0.05):
+def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
     """points: [(commit, timestamp, value, spread_or_None, method)] in history order. Returns a dict: noise,
     changes [(index, commit, before, after, relative size, confidence, kind)], newest verdict."""
+    far = FAR if far is None else far
+    k_noise = NOISE_MULTIPLE if noise_multiple is None else noise_multiple
     vals = [p[2] for p in points]
     methods = set(p[4] for p in points)
     out = {"noise": 0.0, "changes": [], "newest": "ok", "newest_detail": ""}
@@ -120,7 +122,7 @@ def analyse(points, metric, floor=0.05):
         except ValueError:
             p = 1.0
         worse = sign != 0 and (after - before) * sign < 0
-        big = abs(rel) >= floor and abs(after - before) >= NOISE_MULTIPLE * sigma
+        big = abs(rel) >= floor and abs(after - before) >= k_noise * sigma
         kind = ("regression" if worse else "improvement" if sign != 0 else "change") if big else "shift (below the floor)"
         out["changes"].append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind))
     # A drift: consecutive shifts each below the floor, all the worse way, that add up past it.
@@ -143,9 +145,9 @@ def analyse(points, metric, floor=0.05):
         delta = vals[-1] - level
         worse = delta * sign < 0
         rel = abs(delta) / abs(level) if level else math.inf
-        if worse and rel >= floor and abs(delta) >= FAR * sigma:
+        if worse and rel >= floor and abs(delta) >= far * sigma:
             out["newest"] = "regression"
-        elif worse and rel >= floor and abs(delta) >= NOISE_MULTIPLE * sigma:
+        elif worse and rel >= floor and abs(delta) >= k_noise * sigma:
             out["newest"] = "suspected"
         out["newest_detail"] = "%+.2f%% vs the level %.6g (noise %.3g)" % (100 * delta / abs(level) if level else 0,
                                                                           level, sigma)
