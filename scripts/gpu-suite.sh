@@ -25,10 +25,16 @@
 # into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
 #
 #   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,models-3b,profile,sweep]
-#                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla]
+#                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
+#                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
-#                        [--sweep-results DIR] [--quick] [--sweep-seconds S]
+#                        [--sweep-results DIR] [--quick] [--sweep-seconds S] [--deadline S]
 #
+# --deadline: seconds the whole suite may take (default none). Each step's
+#        timeout is cut to what is left, a step with under 10 s left is not
+#        started (DEADLINE in the summary), and the logs are still packed: set
+#        it some 30 s under the device call's timeout, so that a call cut short
+#        brings its logs back instead of losing them with the killed script.
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
@@ -63,23 +69,28 @@ SCALE=1
 SWEEP_RESULTS=reports/results
 SWEEP_QUICK=""
 SWEEP_SECONDS=540
+DEADLINE=0
+FLA_CHECK_LENGTHS=32K,128K,512K,1M
 while [ $# -gt 0 ]; do
   case "$1" in
     --sweep-results) SWEEP_RESULTS="$2"; shift 2 ;;
     --quick) SWEEP_QUICK=--quick; shift ;;
     --sweep-seconds) SWEEP_SECONDS="$2"; shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
+    --deadline) DEADLINE="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
     --steps|--only) STEPS="$2"; shift 2 ;;
     --tests) TEST_REGEX="$2"; shift 2 ;;
     --sanitize-tests) SANITIZE_REGEX="$2"; shift 2 ;;
     --peers) PEERS="$2"; shift 2 ;;
+    --fla-check-lengths) FLA_CHECK_LENGTHS="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,47p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ "$DEADLINE" =~ ^[0-9]+$ ]] || { echo "gpu-suite: --deadline takes whole seconds, not '$DEADLINE'" >&2; exit 2; }
 if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi
@@ -106,6 +117,14 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 run_step() {
   local name="$1" secs="$2"; shift 2
   secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN{printf "%d", s*k}')
+  if [ "$DEADLINE" -gt 0 ]; then
+    local left=$((DEADLINE - SECONDS))
+    if [ "$left" -lt 10 ]; then
+      note "$(printf '%-48s %s' "$name" "DEADLINE (not started: ${left}s of --deadline $DEADLINE left)")"
+      return 124
+    fi
+    [ "$secs" -gt "$left" ] && secs=$left
+  fi
   local t0=$SECONDS
   echo "=== $name ($*) ==="
   timeout -k 10 "$secs" "$@" >"$LOGS/$name.log" 2>&1
@@ -222,7 +241,7 @@ if has_step peers && command -v python3 >/dev/null; then
     run_step peers.fla_gret 240 python3 bench/peers/fla_gret.py --out "$OUTDIR/peers_fla.csv"
   [[ ",$PEERS," == *",fla-check,"* ]] &&
     run_step peers.fla_check 420 python3 bench/peers/fla_gret_check.py --yoco "$BIN/yoco" --ours "$BIN/gret_chunk_on_file" \
-      --workdir "${TMPDIR:-/tmp}/yoco-fla-check" --out "$OUTDIR/peers_fla_check.csv"
+      --workdir "${TMPDIR:-/tmp}/yoco-fla-check" --lengths "$FLA_CHECK_LENGTHS" --out "$OUTDIR/peers_fla_check.csv"
 fi
 
 if has_step sass && command -v cuobjdump >/dev/null; then
@@ -304,5 +323,5 @@ if [ -s "$OUTDIR/models.csv" ]; then
   echo "model rows: $OUTDIR/models.csv; headlines (prefill vs its GEMM floor, decode graph vs eager):"
   python3 scripts/model_headlines.py "$OUTDIR/models.csv" 2>&1 | tee -a "$SUMMARY"
 fi
-grep -q -E 'FAIL|TIMEOUT|MISSING' "$SUMMARY" && exit 1
+grep -q -E 'FAIL|TIMEOUT|MISSING|DEADLINE' "$SUMMARY" && exit 1
 exit 0

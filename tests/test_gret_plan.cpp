@@ -276,13 +276,15 @@ TEST(GretPlan, V6LayoutTilesAreAlignedDisjointAndFitOneCtaAnSm) {
     EXPECT_EQ(gret_v6_off_lg(st) % 16, 0);
     regions.push_back({gret_v6_off_lg(st), 64 * 4});
   }
+  EXPECT_EQ(gret_v6_off_o() % 1024, 0);
+  regions.push_back({gret_v6_off_o(), gret_v6_tile_bytes()});
   EXPECT_EQ(gret_v6_off_s(0) % 1024, 0);
   EXPECT_EQ(gret_v6_off_s(1) % 1024, 0);
   std::sort(regions.begin(), regions.end(), [](const Region& x, const Region& y) { return x.begin < y.begin; });
   for (size_t i = 0; i + 1 < regions.size(); ++i)
     EXPECT_LE(regions[i].begin + regions[i].bytes, regions[i + 1].begin) << "regions " << i << " and " << i + 1;
   EXPECT_EQ(regions.back().begin + regions.back().bytes, gret_v6_smem_used());
-  EXPECT_EQ(gret_v6_smem_used(), 213760);
+  EXPECT_EQ(gret_v6_smem_used(), 230144);
   EXPECT_EQ(gret_v6_smem_bytes(), gret_v6_smem_used() + 1024);  // the base is rounded up to 1024 B
   EXPECT_LE(gret_v6_smem_bytes(), 227 * 1024);                   // a block's limit
   EXPECT_GT(2 * (gret_v6_smem_bytes() + 1024), 228 * 1024);      // so one CTA an SM

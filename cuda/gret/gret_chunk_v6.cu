@@ -14,7 +14,7 @@
 //      acc_o = Q S^               wgmma m64n128k16, A = Q, B = S^ (smem, N-major)
 //      A = bf16((Q K^T) .* E)     in registers, E_ij = exp(G_i - G_j), j <= i (a select)
 //      acc_o = exp(G_i) acc_o + A V   wgmma m64n128k16, A from registers, B = V (N-major)
-//    then O is staged through its own rows of the Q tile and written in 16-byte pieces;
+//    then O is staged through its own rows of the O tile and written in 16-byte pieces;
 //  - warpgroups 1, 2 (state rows [64 s, +64) x all 128 columns, s = wg - 1, as
 //    the m64n128 accumulators of their four warps):
 //      S = exp(G_C) S + K'^T V    wgmma m64n128k16, A = K'^T from registers
@@ -198,18 +198,17 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       }
       wgmma_times_v(acc_o, af, sV);
 
-      // Stage O through this warp's own 16 rows of the Q tile, then 16-byte
-      // pieces. Only this warpgroup's wgmmas read Q; each warp has waited for
-      // them, and the warpgroup barrier makes sure no warp's stores can meet a
-      // read of the shared A operand still pending for another warp (the PTX
-      // ISA does not say a warp's wait covers the whole warpgroup's operation).
-      asm volatile("bar.sync 2, 128;\n" ::: "memory");
-      unsigned char* pQ = smem + gret_v6_off_q(stage);
+      // Stage O through this warp's own 16 rows of the O tile, then 16-byte
+      // pieces. The tile is warpgroup 0's alone and each warp writes and reads
+      // only its own rows, so program order and __syncwarp suffice. (It once
+      // reused the Q tile: a stage the state warpgroups refill by cp.async, and
+      // a warpgroup barrier was needed against the shared A operand's reads.)
+      unsigned char* pO = smem + gret_v6_off_o();
 #pragma unroll
       for (int n = 0; n < 16; ++n) {
         const int col = 8 * n + 2 * t;
-        *reinterpret_cast<uint32_t*>(pQ + sw128_offset<kC>(r0, col)) = sm90::pack_bf16(acc_o[4 * n], acc_o[4 * n + 1]);
-        *reinterpret_cast<uint32_t*>(pQ + sw128_offset<kC>(r0 + 8, col)) =
+        *reinterpret_cast<uint32_t*>(pO + sw128_offset<kC>(r0, col)) = sm90::pack_bf16(acc_o[4 * n], acc_o[4 * n + 1]);
+        *reinterpret_cast<uint32_t*>(pO + sw128_offset<kC>(r0 + 8, col)) =
             sm90::pack_bf16(acc_o[4 * n + 2], acc_o[4 * n + 3]);
       }
       __syncwarp();
@@ -220,7 +219,7 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
         const int idx = lane + 32 * k, r = 16 * warp + (idx >> 4), piece = idx & 15;
         if (r < nv)
           *reinterpret_cast<uint4*>(a.o + gret_out_offset(b, t0 + r, h, piece * 8, a.seq_len, a.heads, kD)) =
-              *reinterpret_cast<const uint4*>(pQ + sw128_offset<kC>(r, piece * 8));
+              *reinterpret_cast<const uint4*>(pO + sw128_offset<kC>(r, piece * 8));
       }
     }
   } else {

@@ -190,7 +190,9 @@ YOCO_HD constexpr int gret_v5_row_block(int warp, int unit) {
 // registers). Tiles are 128-byte swizzled [2 halves][rows][64 bf16], every
 // tile 1024-byte aligned: S^ (two buffers: warpgroup 0 reads the chunk's, the
 // state warpgroups write the next one's), then kGretV6Stages stages of
-// Q, K, V (64 x 128 each), then the stages' log-gammas (64 fp32 each).
+// Q, K, V (64 x 128 each), then the O staging tile (warpgroup 0's alone: the
+// Q tile it once reused is the state warpgroups' cp.async target, which
+// racecheck flagged in run-11/13), then the stages' log-gammas (64 fp32 each).
 constexpr int kGretV6Stages = 3;  // chunks c+1 and c+2 load while c is computed
 YOCO_HD constexpr bool gret_v6_supported(int64_t head_dim) { return head_dim == 128; }
 YOCO_HD constexpr int64_t gret_v6_tile_bytes() { return 64 * 128 * 2; }          // one Q, K or V tile
@@ -202,9 +204,10 @@ YOCO_HD constexpr int64_t gret_v6_off_stage(int stage) {
 YOCO_HD constexpr int64_t gret_v6_off_q(int stage) { return gret_v6_off_stage(stage); }
 YOCO_HD constexpr int64_t gret_v6_off_k(int stage) { return gret_v6_off_stage(stage) + gret_v6_tile_bytes(); }
 YOCO_HD constexpr int64_t gret_v6_off_v(int stage) { return gret_v6_off_stage(stage) + 2 * gret_v6_tile_bytes(); }
-YOCO_HD constexpr int64_t gret_v6_off_lg(int stage) { return gret_v6_off_stage(kGretV6Stages) + stage * 64 * 4; }
+YOCO_HD constexpr int64_t gret_v6_off_o() { return gret_v6_off_stage(kGretV6Stages); }
+YOCO_HD constexpr int64_t gret_v6_off_lg(int stage) { return gret_v6_off_o() + gret_v6_tile_bytes() + stage * 64 * 4; }
 // Bytes the layout uses, and the dynamic shared memory a CTA asks for (+ 1 KB
-// to align the base to the 1024-byte swizzle atom): 213,760 / 214,784 B.
+// to align the base to the 1024-byte swizzle atom): 230,144 / 231,168 B.
 YOCO_HD constexpr int64_t gret_v6_smem_used() { return gret_v6_off_lg(kGretV6Stages); }
 YOCO_HD constexpr int64_t gret_v6_smem_bytes() { return gret_v6_smem_used() + 1024; }
 // The stage of the i-th chunk of a CTA's segment (the ring the loads walk).
