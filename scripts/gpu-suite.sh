@@ -44,8 +44,10 @@
 #        sanitizers already passed at this code). --peers: which peer scripts
 #        (default sdpa,fla; fla takes ~2 minutes, mostly Triton compiling;
 #        fla-check, not in the default: fla's outputs at 32K-1M x 24 x 128
-#        judged by `yoco check gret` against the fp64 reference, ~4 minutes
-#        and ~26 GB of scratch files at 1M, into peers_fla_check.csv; our
+#        judged by `yoco check gret` against the fp64 reference, over 5
+#        minutes at 1M alone (run-15: fla judged, ours cut by the step's
+#        timeout; give it a call of its own) and ~26 GB of scratch files at
+#        1M, into peers_fla_check.csv (rewritten after each judgement); our
 #        chunk kernel's outputs, from gret_chunk_on_file, judged beside them).
 # peers: PyTorch SDPA (and FlexAttention) for attention, flash-linear-attention
 #        for gRet, installed from wheels in .whl/ when carried (never committed).
@@ -86,7 +88,7 @@ while [ $# -gt 0 ]; do
     --fla-check-lengths) FLA_CHECK_LENGTHS="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,54p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

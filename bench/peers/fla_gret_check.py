@@ -23,6 +23,7 @@ import os
 import struct
 import subprocess
 import sys
+import time
 
 from peer_timing import Rows
 
@@ -60,6 +61,7 @@ def save_safetensors(tensors, path):
 
 def judge(rows, yoco, model, n, phase, check_args, note=""):
     """`yoco check gret CHECK_ARGS --format csv`, its rows re-labelled `phase:tensor`."""
+    t0 = time.monotonic()
     res = subprocess.run([yoco, "check", "gret", *check_args, "--format", "csv"], capture_output=True, text=True)
     if res.returncode not in (0, 1):
         raise RuntimeError(f"yoco check exited {res.returncode}: {res.stderr.strip()[:300]}")
@@ -67,8 +69,8 @@ def judge(rows, yoco, model, n, phase, check_args, note=""):
         tensor = r["phase"].split(":", 1)[1]
         rows.add(model, n, 1, f"{phase}:{tensor}", r["metric"], float(r["value"]), r["unit"], "exact",
                  notes=f"yoco check gret vs the fp64 reference; {r['notes']}" + (f"; {note}" if note else ""))
-    print(f"{phase} T={n}: yoco check exit {res.returncode} ({'PASS' if res.returncode == 0 else 'FAIL'})",
-          file=sys.stderr)
+    print(f"{phase} T={n}: yoco check exit {res.returncode} ({'PASS' if res.returncode == 0 else 'FAIL'}), "
+          f"{time.monotonic() - t0:.0f} s", file=sys.stderr)
 
 
 def parse_length(s):
@@ -102,6 +104,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     for n in lengths:
         inp, outp = os.path.join(args.workdir, "in.safetensors"), os.path.join(args.workdir, "out.safetensors")
+        t_len = time.monotonic()
         try:
             gen = torch.Generator(device="cuda").manual_seed(n)
             q = torch.randn(1, n, h, d, device="cuda", generator=gen).to(torch.bfloat16)
@@ -113,13 +116,18 @@ def main():
             torch.cuda.synchronize()
             save_safetensors({"q": q, "k": k, "v": v, "g": g, "initial_state": s0}, inp)
             save_safetensors({"o": o, "final_state": st.float()}, outp)
+            print(f"gret_chunk_fla T={n}: inputs and outputs written, {time.monotonic() - t_len:.0f} s", file=sys.stderr)
             del q, k, v, g, s0, o, st
             torch.cuda.empty_cache()
             judge(rows, args.yoco, model, n, "gret_chunk_fla", [inp, outp])
+            rows.save(args.out)  # each judgement kept at once: a step cut by its timeout loses only the one running
             if args.ours:
                 ours = os.path.join(args.workdir, "ours.safetensors")
                 try:
+                    t0 = time.monotonic()
                     run = subprocess.run([args.ours, inp, ours], capture_output=True, text=True)
+                    print(f"gret_chunk_on_file T={n}: exit {run.returncode}, {time.monotonic() - t0:.0f} s",
+                          file=sys.stderr)
                     if run.returncode != 0:
                         raise RuntimeError(f"gret_chunk_on_file exited {run.returncode}: {run.stderr.strip()[:300]}")
                     judge(rows, args.yoco, model, n, "gret_chunk_ours", [inp, ours, "--scale", "none"],
@@ -129,6 +137,7 @@ def main():
                 finally:
                     if os.path.exists(ours):
                         os.remove(ours)
+                    rows.save(args.out)
         except Exception as e:  # noqa: BLE001
             rows.add_failure(model, n, 1, "gret_chunk_fla:o", e)
         finally:
