@@ -7,7 +7,8 @@ of the first differences, / sqrt 2), which a level shift does not inflate, and (
 normalised series (a BIC-like choice, set from the rates measured on synthetic series: reports/test_history.py).
 Two passes: the change points found with that noise give segments, whose pooled residual standard deviation (a
 more efficient estimate than the differences' MAD) replaces (a) for the second, final pass.
-A segment is at least MIN_SIZE runs, so one outlying run alone is never a change.
+A segment is at least MIN_SIZE runs, and a two-run segment's level is the run nearer its neighbour's, so one
+outlying run alone is never a change (PELT may pair it with a normal run).
 
 A change is a regression when it goes the metric's worse way (reports/SCHEMA.md, "Direction") by more than the
 floor (default 5%) and by more than NOISE_MULTIPLE x the noise. Counted metrics (method exact, or flops, bytes,
@@ -90,6 +91,15 @@ def segment(values, spreads=()):
     return cps, sigma
 
 
+def _level(seg, toward):
+    """A segment's level: its median; for a segment of MIN_SIZE (two) runs, whose median is the mean, the run
+    nearer `toward` (the neighbouring segment's median), so that one outlying run that PELT pairs with a normal
+    one does not make a change: a two-run segment moves only when both runs moved."""
+    if len(seg) == 2:
+        return float(min(seg, key=lambda v: abs(v - toward)))
+    return float(np.median(seg))
+
+
 def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
     """points: [(commit, timestamp, value, spread_or_None, method)] in history order. Returns a dict: noise,
     changes [(index, commit, before, after, relative size, confidence, kind)], newest verdict."""
@@ -115,7 +125,7 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
     from scipy import stats
     for j in range(1, len(bounds) - 1):
         a, b = vals[bounds[j - 1]:bounds[j]], vals[bounds[j]:bounds[j + 1]]
-        before, after = float(np.median(a)), float(np.median(b))
+        before, after = _level(a, float(np.median(b))), _level(b, float(np.median(a)))
         rel = (after - before) / abs(before) if before else math.inf
         try:
             p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue if len(a) > 1 and len(b) > 1 else 1.0
