@@ -18,6 +18,8 @@
 // the current chunk (n = 1 at decode), as in the reference's stacked batches.
 #include "transformer_cuda_model.hpp"
 
+#include "runner/generation_bytes.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,7 +46,6 @@
 namespace yoco::cuda {
 namespace {
 
-constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;
 
 // Device pointers of one layer's tensors, looked up once (no string maps on the
 // decode step's host path).
@@ -186,20 +187,10 @@ void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16*
 
 }  // namespace
 
-// Keep in step with activations() and prefill()'s buffers below.
+// cuda/runner/generation_bytes.hpp holds the formula (shared with the cost model).
 double transformer_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                            double chunk) {
-  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
-               V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
-               kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
-  // A prefill step: prefill_tokens_per_sequence rows of each sequence (batch x n <= chunk, n >= 1).
-  const double rows = batch * std::min(prompt, std::max(1.0, std::floor(chunk / batch)));
-  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 4 * F + 2 * F + 8;
-  const double caches = L * batch * (prompt + gen) * 2 * kvw * 2;
-  // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
-  const double step = batch * (2 * d + 4 * V + 2 * qw + 4 * 128 * (qw + 2.0 * c.n_attn_heads)) + 16 * batch;
-  return 2.0 * static_cast<double>(param_count(c)) + caches + rows * per_row + step +
-         static_cast<double>(kCublasWorkspaceBytes);
+  return transformer_generation_bytes(c, batch, prompt, gen, chunk).total();
 }
 
 namespace {

@@ -266,8 +266,10 @@ if has_step models && [ -x "$BIN/yoco" ]; then
   # The runners end to end (issue 15): every point ends as rows, an
   # out-of-memory point as out_of_memory rows. Decode rows come both ways
   # (graph: phase decode, eager: phase decode_eager) with the host enqueue time.
+  # --cupti: the small presets' kernel families (issue 31: their 4K prefill is
+  # launch-bound, and per-launch costs need a breakdown to be fitted on).
   run_step models.small 240 "$BIN/yoco" bench --device cuda --model yoco-small,yoco-swa-small,transformer-small \
-    --lengths 4K --gen 256 --repeats 3 --out "$LOGS/models_small.csv"
+    --lengths 4K,16K --gen 256 --repeats 3 --cupti --out "$LOGS/models_small.csv"
   # A point that cannot fit (transformer-3b's caches at 2M tokens: ~220 GB) must become
   # out_of_memory rows, and the next point must still run.
   run_step models.oom 240 "$BIN/yoco" bench --device cuda --model transformer-3b --lengths 2M,2K \

@@ -114,6 +114,26 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
   EXPECT_EQ(per_metric["mem_total_bytes"], 11);
 }
 
+// Memory is the runners' own formula (cuda/runner/generation_bytes.hpp), not a
+// fit: the small presets' run (run-09, not in the fit) is predicted as closely
+// as the sweep, every buffer of a 4K prefill step and the cuBLAS workspace
+// counted. (Their prefill and throughput are not yet within the issue's 30%:
+// launch-bound at 4K, and no CUPTI breakdown of them exists to fit per-launch
+// costs on; the note of issue 31 says so.)
+TEST(Calibration, TheSmallPresetsMemoryIsTheRunnersFormulaOutOfSample) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string small =
+      (repo() / "reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  int memory_points = 0;
+  for (const auto& k : check_calibration(yoco::cli::read_results_csv(small), c)) {
+    if (k.metric != "mem_total_bytes") continue;
+    ++memory_points;
+    EXPECT_LE(std::abs(k.ratio() - 1), 0.01) << k.model << ": predicted " << k.predicted << ", measured " << k.measured;
+  }
+  EXPECT_EQ(memory_points, 3);  // yoco-small, yoco-swa-small, transformer-small at 4K
+}
+
 TEST(Calibration, TheFileRoundTrips) {
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
@@ -134,7 +154,8 @@ TEST(Calibration, TheFileRoundTrips) {
         EXPECT_DOUBLE_EQ(back.fit(pre, static_cast<Family>(fam), b).per_layer_s,
                          c.fit(pre, static_cast<Family>(fam), b).per_layer_s);
       }
-  EXPECT_DOUBLE_EQ(back.activation_factor_yoco, c.activation_factor_yoco);
+  EXPECT_EQ(back.sm_count, c.sm_count);
+  EXPECT_EQ(back.sm_count, 132);  // the H100 datasheet's
   std::filesystem::remove(f);
 }
 

@@ -10,7 +10,9 @@
 #include <tuple>
 
 #include "errors.hpp"
+#include "gret/gret_plan.hpp"
 #include "result_csv.hpp"
+#include "runner/generation_bytes.hpp"
 
 namespace yoco::cost {
 
@@ -160,7 +162,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     double roofline, layers, time;
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
-  std::vector<double> gap_pre, gap_dec, act_yoco, act_tr;
+  std::vector<double> gap_pre, gap_dec;
   const int64_t chunk = 32768;  // the runners' prefill chunk (the sweep's notes)
   for (const auto& [key, m] : measured) {
     const auto& [model, len, batch] = key;
@@ -187,11 +189,6 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       const auto lat = get(ph, is_pre ? "prefill_latency_s" : "decode_step_latency_s");
       if (lat) (is_pre ? gap_pre : gap_dec).push_back(std::max(0.0, *lat / *kernels - 1.0));
     }
-    if (const auto act = get("memory", "mem_activations_bytes")) {
-      const int64_t in_flight = prefill_tokens_in_flight(batch, len, chunk);
-      const double floor = memory_cost(cfg, st, batch, len, in_flight).activations;
-      if (floor > 0) (cfg.is_yoco() ? act_yoco : act_tr).push_back(*act / floor);
-    }
   }
   bool any_fit = false;
   for (const bool is_pre : {true, false})
@@ -215,9 +212,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
                               "run the sweep with --cupti)");
   c.prefill_gap = median(gap_pre);
   c.decode_gap = median(gap_dec);
-  c.activation_factor_yoco = act_yoco.empty() ? 1.0 : median(act_yoco);
-  c.activation_factor_transformer = act_tr.empty() ? 1.0 : median(act_tr);
   c.other_bytes = median(others);
+  c.sm_count = sheet.sm_count;
   return c;
 }
 
@@ -264,11 +260,24 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
   return out;
 }
 
-double calibrated_memory(const ModelConfig& cfg, const Storage& st, const Calibration& c, int64_t batch,
-                         int64_t capacity, int64_t prefill_tokens) {
-  const MemoryCost m = memory_cost(cfg, st, batch, capacity, prefill_tokens);
-  const double f = cfg.is_yoco() ? c.activation_factor_yoco : c.activation_factor_transformer;
-  return m.weights + m.kv_cache + m.state + m.activations * f;
+double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
+                         int64_t prompt, int64_t gen, int64_t chunk) {
+  const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
+               C = static_cast<double>(chunk);
+  if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C).total();
+  double workspace = 0;
+  if (cfg.self_decoder() == SelfDecoderKind::gret) {
+    cuda::GretChunkShape shape;
+    shape.batch = batch;
+    shape.heads = cfg.n_self_heads;
+    shape.head_dim = cfg.self_head_dim();
+    shape.seq_len = static_cast<int64_t>(cuda::prefill_rows_per_sequence(B, P, C));
+    shape.row_stride = 4 * cfg.dim;
+    const int sms = dev.sm_count > 0 ? dev.sm_count : std::max(c.sm_count, 1);
+    workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms)));
+  }
+  // The eager decode step (the runner's default) keeps no records beside the states.
+  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0).total();
 }
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
@@ -312,10 +321,8 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
       }
   add("prefill", "gap_fraction", c.prefill_gap, "fraction", "median latency / kernel time - 1; " + from);
   add("decode", "gap_fraction", c.decode_gap, "fraction", "median latency / kernel time - 1; " + from);
-  add("memory", "activation_factor_yoco", c.activation_factor_yoco, "x", "median measured / cost-model activations");
-  add("memory", "activation_factor_transformer", c.activation_factor_transformer, "x",
-      "median measured / cost-model activations");
-  add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, workspaces)");
+  add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, libraries)");
+  add("ceilings", "sm_count", c.sm_count, "count", "the device's datasheet (the gRet plan of the memory model)");
   return rows;
 }
 
@@ -356,6 +363,10 @@ Calibration read_calibration(const std::string& path) {
       else if (r.metric == "copy_bw_gbs") c.bandwidth = v * 1e9;
       else if (r.metric == "datasheet_tflops") c.datasheet_flops = v * 1e12;
       else if (r.metric == "datasheet_gbs") c.datasheet_bandwidth = v * 1e9;
+      else if (r.metric == "sm_count") {
+        if (v < 1 || v > 1e6 || v != std::floor(v)) throw bad("sm_count must be a whole count in [1, 1e6]");
+        c.sm_count = static_cast<int>(v);
+      }
       else throw bad("unknown metric '" + r.metric + "' for calibration:ceilings");
       continue;
     }
@@ -365,9 +376,7 @@ Calibration read_calibration(const std::string& path) {
       continue;
     }
     if (ph == "memory") {
-      if (r.metric == "activation_factor_yoco") c.activation_factor_yoco = v;
-      else if (r.metric == "activation_factor_transformer") c.activation_factor_transformer = v;
-      else if (r.metric == "other_bytes") c.other_bytes = v;
+      if (r.metric == "other_bytes") c.other_bytes = v;
       else throw bad("unknown metric '" + r.metric + "' for calibration:memory");
       continue;
     }
@@ -461,8 +470,8 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
                (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
       k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk);
     } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
-      k.predicted =
-          calibrated_memory(*cfg, st, c, r.batch, r.seq_len, prefill_tokens_in_flight(r.batch, r.seq_len, chunk));
+      // The point's caches hold its prompt (the sweep's memory rows: "caches of exactly that").
+      k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk);
     } else {
       continue;
     }

@@ -12,9 +12,11 @@
 // compute-bound flash kernel, YOCO's last-position cross attention in the same
 // phase a memory-bound decode kernel), and the phase's time is the families'
 // sum times (1 + host gap fraction).
-// Memory: weights, caches and states as the cost model has them (exact), the
-// activations of a prefill chunk times the runner's measured factor (its
-// working set beside the cost model's floor), plus the context's `other`.
+// Memory: the runners' own buffers by the runners' own formula
+// (cuda/runner/generation_bytes.hpp: weights, caches, states, a prefill
+// step's and the decode step's activations, the gRet chunk workspace of the
+// plan the library picks for the card's SM count, cuBLAS's workspace), not a
+// fit; the context's `other` (device-wide) stays beside it, as in the rows.
 // The fit is least squares, non-negative, over the points of a sweep that
 // carry a CUPTI breakdown; a family without points keeps the roofline
 // (inverse_efficiency 1, no overhead) and says so.
@@ -57,8 +59,8 @@ struct Calibration {
   // [family][bound]
   std::array<std::array<FamilyFit, 2>, kFamilies> prefill{}, decode{};
   double prefill_gap = 0, decode_gap = 0;  // host gaps: fraction of the kernels' time
-  double activation_factor_yoco = 1, activation_factor_transformer = 1;
-  double other_bytes = 0;  // the CUDA context, cuBLAS workspaces (median of mem_other_bytes)
+  double other_bytes = 0;  // the CUDA context, libraries (median of mem_other_bytes; not in mem_total_bytes)
+  int sm_count = 0;        // the measured card's (its datasheet's), for the gRet plan where a target has none
   const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
     return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
   }
@@ -94,10 +96,12 @@ struct CalibratedPhase {
 CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
                                  const Calibration& c, const DeviceSpec& ceil);
 
-// Memory as the runner allocates it, for `batch` sequences of `capacity`
-// tokens prefilled `prefill_tokens` at a time.
-double calibrated_memory(const ModelConfig& cfg, const Storage& st, const Calibration& c, int64_t batch,
-                         int64_t capacity, int64_t prefill_tokens);
+// Memory as the runner allocates it (mem_total_bytes: weights, caches, state,
+// activations) for `batch` sequences of `prompt` + `gen` tokens, prefilled in
+// steps of `chunk` tokens, on `dev` (its SM count picks the gRet plan; the
+// calibration's card where it has none).
+double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
+                         int64_t prompt, int64_t gen, int64_t chunk);
 
 // DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
 // (if given) receives the larger band of its prefill and decode steps.

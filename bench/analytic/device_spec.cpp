@@ -10,15 +10,18 @@ DeviceSpec device_spec(const std::string& name) {
   if (name == "h100")
     return {"H100 SXM5 80GB (datasheet)", 989.4e12, 3.35e12, 80e9,
             "NVIDIA H100 Tensor Core GPU datasheet, SXM5: BF16 1979 TFLOP/s with sparsity (989.4 dense), "
-            "HBM3 3.35 TB/s, 80 GB"};
+            "HBM3 3.35 TB/s, 80 GB; 132 SMs (H100 SXM5, Hopper architecture whitepaper)",
+            132};
   if (name == "h200")
     return {"H200 SXM 141GB (datasheet)", 989.4e12, 4.8e12, 141e9,
             "NVIDIA H200 Tensor Core GPU datasheet, SXM: BF16 1979 TFLOP/s with sparsity (989.4 dense), "
-            "HBM3e 4.8 TB/s, 141 GB"};
+            "HBM3e 4.8 TB/s, 141 GB; 132 SMs (the H100 SXM5's GH100 configuration)",
+            132};
   if (name == "b200")
     return {"B200 180GB (datasheet)", 2250e12, 8.0e12, 180e9,
             "NVIDIA HGX B200 datasheet, per GPU: FP16/BF16 4.5 PFLOP/s with sparsity (2250 TFLOP/s dense), "
-            "HBM3e 8 TB/s, 180 GB"};
+            "HBM3e 8 TB/s, 180 GB; 148 SMs (Blackwell architecture technical brief)",
+            148};
   throw InputError("--device-spec: unknown device '" + name +
                    "' (known: h100, h200, b200; or give --peak-tflops and --peak-gbs)");
 }

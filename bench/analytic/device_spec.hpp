@@ -13,6 +13,7 @@ struct DeviceSpec {
   double bandwidth = 0;   // HBM bytes/s
   double memory_bytes = 0;  // capacity; 0 = unknown (nothing is refused)
   std::string source;       // where the numbers come from
+  int sm_count = 0;         // streaming multiprocessors; 0 = unknown (plans that need it take the calibration's)
 };
 
 // "h100" | "h200"; InputError listing the known names otherwise.

@@ -28,7 +28,7 @@ CommandSpec calibrate_spec() {
   s.summary =
       "Fits the calibrated cost model to a sweep run with --cupti: per phase and kernel family (gemm with the\n"
       "LM head, attention, gret, norms and other element-wise kernels) the inverse efficiency against the\n"
-      "run's own ceilings and a fixed cost per layer, the host gaps, the runner's activation working set.\n"
+      "run's own ceilings and a fixed cost per layer, and the host gaps; memory is the runners' own formula.\n"
       "Then predicts every measured point of the sweep (prefill, decode step, throughput, memory) and prints\n"
       "predicted / measured with the worst error per metric.";
   s.options = {
@@ -93,8 +93,7 @@ int cmd_calibrate(const Args& args) {
                       strf("%.1f%%", 100 * fit.worst_residual)});
       }
   std::cout << fits.str() << "host gaps: prefill " << strf("%.1f%%", 100 * cal.prefill_gap) << ", decode "
-            << strf("%.1f%%", 100 * cal.decode_gap) << "; activations x" << strf("%.3f", cal.activation_factor_yoco)
-            << " (YOCO), x" << strf("%.3f", cal.activation_factor_transformer) << " (Transformer)\n\n";
+            << strf("%.1f%%", 100 * cal.decode_gap) << "; memory: the runners' own formula\n\n";
   TextTable t({"model", "N", "batch", "metric", "measured", "predicted", "pred / meas"});
   std::map<std::string, double> worst;
   for (const auto& k : checks) {

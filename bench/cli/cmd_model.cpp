@@ -185,10 +185,9 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
               "gpu_time_s", p.family_s[f], "s", p.band, "");
       add(models.names[i], len, s.batch, 0, "decode", "decode_step_latency_s", d.total_s, "s", d.band,
           d.fallback.empty() ? "" : "; fallback: " + d.fallback);
-      const int64_t in_flight = cost::prefill_tokens_in_flight(s.batch, len, s.prefill_chunk);
       add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
-          cost::calibrated_memory(cfg, s.storage, cal, s.batch, len, in_flight), "B", 0.0,
-          "; activations x the runner's measured factor");
+          cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk), "B", 0.0,
+          "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
       if (len > s.gen) {
         const cost::ThroughputCost t =
             cost::throughput_cost(cfg, s.storage, s.device, len, s.gen, s.tp_batch, s.prefill_chunk, s.max_batch);

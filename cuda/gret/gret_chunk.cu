@@ -90,13 +90,6 @@ size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
   return static_cast<size_t>(gret_smem_bytes(head_dim, slice_cols, 64));
 }
 
-size_t gret_chunk_workspace_bytes(const GretChunkShape& s, const GretChunkPlan& p) {
-  if (p.segments <= 1 || s.batch < 1 || s.heads < 1 || s.head_dim < 1) return 0;
-  const int64_t slots = gret_ws_slots(p.segments, p.phase1_split);
-  const int64_t floats = gret_ws_gamma_offset(s.batch, s.heads, s.head_dim, slots) + s.batch * s.heads * slots;
-  return static_cast<size_t>(floats) * sizeof(float);
-}
-
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
                               const GretChunkPlan& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
@@ -118,7 +111,7 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
     return cudaErrorInvalidValue;
   if (p.kernel == 6 && misaligned(o, 16)) return cudaErrorInvalidValue;  // v6 writes o in 16-byte pieces
   if (p.segments > 1 &&
-      (!workspace || misaligned(workspace, 16) || workspace_bytes < gret_chunk_workspace_bytes(s, p)))
+      (!workspace || misaligned(workspace, 16) || workspace_bytes < static_cast<size_t>(gret_chunk_workspace_bytes(s, p))))
     return cudaErrorInvalidValue;
   if (gret_num_seg_ctas(s.batch, s.heads, p.segments, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (s.seq_len == 0) return cudaSuccess;  // no tokens: o is empty and the state unchanged

@@ -55,9 +55,7 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
                                      const GretChunkShape& shape, const GretChunkPlan& plan, void* workspace,
                                      size_t workspace_bytes, cudaStream_t stream);
 
-// Bytes of workspace the plan needs: 0 for one segment, else
-// 4 * (S*B*H*D*D + B*H*S), S = gret_ws_slots(P, phase1_split).
-size_t gret_chunk_workspace_bytes(const GretChunkShape& shape, const GretChunkPlan& plan);
+// Bytes of workspace: gret_chunk_workspace_bytes (gret/gret_plan.hpp).
 
 // Dynamic shared memory the kernel uses for (head_dim, slice_cols); 0 if unsupported.
 size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols);

@@ -122,6 +122,14 @@ YOCO_HD constexpr int64_t gret_ws_state_elems(int64_t batch, int64_t heads, int6
 YOCO_HD constexpr int64_t gret_ws_gamma_offset(int64_t batch, int64_t heads, int64_t head_dim, int64_t segments) {
   return segments * gret_ws_state_elems(batch, heads, head_dim);  // in floats
 }
+// Bytes of workspace a plan needs: 0 for one segment, else
+// 4 * (S*B*H*D*D + B*H*S), S = gret_ws_slots(P, phase1_split). Here, not in
+// the launcher, so the cost model sizes memory as the runner allocates it.
+inline int64_t gret_chunk_workspace_bytes(const GretChunkShape& s, const GretChunkPlan& p) {
+  if (p.segments <= 1 || s.batch < 1 || s.heads < 1 || s.head_dim < 1) return 0;
+  const int64_t slots = gret_ws_slots(p.segments, p.phase1_split);
+  return 4 * (gret_ws_gamma_offset(s.batch, s.heads, s.head_dim, slots) + s.batch * s.heads * slots);
+}
 
 // ---- shared memory and occupancy of the compiled tile (kept here so the
 // host planner and the kernel agree). Per CTA, rows padded by 8 bf16:

@@ -17,6 +17,7 @@
 #include "attention/cache_ops.hpp"
 #include "attention/cache_plan.hpp"
 #include "runner/cuda_model.hpp"
+#include "runner/generation_bytes.hpp"
 #include "ops/elementwise.hpp"
 #include "errors.hpp"
 #include "attention/flash_decode.hpp"
@@ -57,7 +58,6 @@ std::vector<std::vector<std::string>> fused_groups(const ModelConfig& c) {
   return g;
 }
 
-constexpr int64_t kCublasWorkspace = 32LL << 20;
 
 // Extra decode-state bytes per gRet layer that the selected decode step keeps
 // beside the state (gret_decode_state_extra_bytes), after the states.
@@ -246,8 +246,8 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   lm_head_ = weights_["output_projection.weight"];
   self_freq_ = upload_table(arena_, rope_inv_freq_linspace(D_, cfg_.rope_theta), "self-decoder RoPE table", stream_);
   cross_freq_ = upload_table(arena_, rope_inv_freq_linspace(Da_, cfg_.rope_theta), "cross-decoder RoPE table", stream_);
-  gemm_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspace, "activations: cuBLAS workspace");
-  check_gemm(gemm_.set_workspace(gemm_workspace_.get(), kCublasWorkspace), "set the cuBLAS workspace");
+  gemm_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspaceBytes, "activations: cuBLAS workspace");
+  check_gemm(gemm_.set_workspace(gemm_workspace_.get(), kCublasWorkspaceBytes), "set the cuBLAS workspace");
 }
 
 YocoCudaModel::~YocoCudaModel() {
@@ -704,47 +704,25 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
 
 }  // namespace
 
-// Keep in step with the buffers above (allocate_generation, prepare_decode_buffers,
-// self_decoder_chunk and the mixers, cross_decoder_step).
+// runner/generation_bytes.hpp holds the formula (shared with the cost model);
+// here the parts that depend on the device: the chunk kernel's workspace for
+// the plan the library picks on this GPU, the decode step's records.
 double yoco_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen, double chunk) {
-  const bool gret = c.self_decoder() == SelfDecoderKind::gret;
-  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
-               V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
-               D = static_cast<double>(c.self_head_dim()), qw = static_cast<double>(c.q_width()),
-               kvw = static_cast<double>(c.kv_width()), W = static_cast<double>(c.window()),
-               Ls = static_cast<double>(c.n_self_layers());
-  // A prefill step: prefill_tokens_per_sequence rows of each sequence (batch x n <= chunk, n >= 1).
-  const double n = std::min(prompt, std::max(1.0, std::floor(chunk / batch))), rows = batch * n,
-               SW = (gret ? 4 : 3) * d;
-  // residual, delta, normed; fused projection, mixer output; FFN in and hidden; token ids.
-  double per_row = 4 * d + 2 * d + 2 * d + 2 * SW + 2 * d + 4 * F + 2 * F + 8;
-  double extra = 0;
-  if (gret) {
-    per_row += 8 * Hs;  // gate logits and log-decays, fp32
+  double workspace = 0, pending = 0;
+  if (c.self_decoder() == SelfDecoderKind::gret) {
     GretChunkShape shape;
     shape.batch = static_cast<int64_t>(std::min(batch, 1e9));
     shape.heads = c.n_self_heads;
     shape.head_dim = c.self_head_dim();
-    shape.seq_len = static_cast<int64_t>(std::min(n, 1e12));
-    shape.row_stride = static_cast<int64_t>(SW);
-    extra += static_cast<double>(gret_chunk_workspace_bytes(
+    shape.seq_len = static_cast<int64_t>(std::min(prefill_rows_per_sequence(batch, prompt, chunk), 1e12));
+    shape.row_stride = 4 * c.dim;
+    workspace = static_cast<double>(gret_chunk_workspace_bytes(
         shape, select_gret_chunk(shape, device_sm_count(), gret_chunk_variant_from_env())));
-  } else {
-    extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
+    pending = static_cast<double>(gret_extra_bytes_per_layer(
+        select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
+        static_cast<int64_t>(std::min(batch, 1e9))));
   }
-  // The decode step's buffers (and the early exit's): B rows of everything, logits, split-KV partials.
-  const double step =
-      batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +
-      4 * batch * 128 * (std::max(qw, d) + 2 * std::max(static_cast<double>(c.n_attn_heads), Hs));
-  const double kv = batch * (prompt + gen) * 2 * kvw * 2;
-  const double pending =
-      gret ? static_cast<double>(gret_extra_bytes_per_layer(
-                 select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
-                 static_cast<int64_t>(std::min(batch, 1e9))))
-           : 0.0;
-  const double state = gret ? Ls * (batch * Hs * D * D * 4 + pending) : Ls * batch * W * 2 * d * 2;
-  return 2.0 * static_cast<double>(param_count(c)) + kv + state + 16 * batch + rows * per_row + extra + step +
-         static_cast<double>(kCublasWorkspace);
+  return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending).total();
 }
 
 std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {

@@ -76,7 +76,8 @@ def calibrated_section(data, table, readme_dir, out_dir):
         fitted = cal[0]["notes"].split("fitted on ", 1)[-1] if cal else ""
         lines += ["The roofline (`yoco model`) corrected by what the %s measured: per phase, kernel family (the "
                   "CUPTI families) and bound, time = roofline x inverse efficiency + layers x a fixed cost; host "
-                  "gaps as a fraction; activations as the runner's measured factor. Fitted by `yoco calibrate` "
+                  "gaps as a fraction; memory the runners' own buffers by their own formula "
+                  "(`cuda/runner/generation_bytes.hpp`), not a fit. Fitted by `yoco calibrate` "
                   "on %s into [%s](%s)." % (dev, fitted, rel(cal_path), rel(cal_path)), ""]
         body = []
         by = OrderedDict()
@@ -157,11 +158,12 @@ def calibrated_section(data, table, readme_dir, out_dir):
             lines += ["Out of sample, the small presets (head dim 64, 4K; run-09's models_small.csv, no CUPTI, "
                       "not in the fit): worst " + ", ".join("%s %.0f%%" % (METRICS[m], 100 * w)
                                                             for m, w in worst.items()) +
-                      ". The 3B fit does not carry down: their prefill is launch-bound (fixed costs the large "
-                      "prefills fit as zero), their decode steps keep the per-layer costs (within 28%%), and their "
-                      "memory is dominated by the runner's fixed buffers, which the activation factor does not "
-                      "model. Open: per-launch costs from the kernel benchmark's small shapes and the runners' own "
-                      "memory formulas ([%s](%s))." % (rel(small), rel(small)), "",
+                      ". Memory carries down exactly (the runners' formula counts the 4K step's buffers and "
+                      "the 32 MiB cuBLAS workspace that dominate it); the time fit does not: their prefill is "
+                      "launch-bound (fixed costs the large prefills fit as zero), their decode steps keep the "
+                      "per-layer costs (within 28%%), and their throughput follows the prefill. Open: per-launch "
+                      "costs, fitted on a CUPTI breakdown of the small presets (the GPU suite's models step takes "
+                      "one since) ([%s](%s))." % (rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.
         for proj in sorted(glob.glob(os.path.join(MODEL_DIR, "projection-*.csv"))):

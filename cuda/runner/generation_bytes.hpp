@@ -1,0 +1,90 @@
+#pragma once
+// Device bytes of a generation on the CUDA runners, by the runners' own
+// buffers: the bf16 weights, caches for prompt + gen tokens of `batch`
+// sequences, the activation buffers of a prefill step and of the decode step,
+// the cuBLAS workspace. One definition for three users: the runners'
+// yoco_generation_device_bytes / transformer_generation_device_bytes (what the
+// sweep compares with the free memory before a point), and the calibrated
+// cost model (bench/analytic/calibration.cpp: memory as the runners allocate
+// it, for any preset, length and batch). Plain C++ (no CUDA), in double so that
+// no size overflows. Keep in step with the buffers of
+// cuda/runner/yoco_cuda_model.cpp (allocate_generation, prepare_decode_buffers,
+// self_decoder_chunk and the mixers, cross_decoder_step) and of
+// baselines/transformer_cuda_model.cpp (activations(), prefill()).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "config.hpp"
+#include "param_layout.hpp"
+
+namespace yoco::cuda {
+
+inline constexpr int64_t kCublasWorkspaceBytes = int64_t{32} << 20;  // each runner's, in its arena
+
+struct GenerationBytes {
+  double weights = 0;      // bf16 parameters
+  double caches = 0;       // KV caches (the Transformer's every layer, YOCO's one global cache)
+  double state = 0;        // YOCO's self-decoder: gRet states (+ a deferred step's records) or SWA windows
+  double activations = 0;  // a prefill step's and the decode step's buffers, workspaces, cuBLAS's
+  double total() const { return weights + caches + state + activations; }
+};
+
+// Rows of each sequence a prefill step takes: batch x n <= chunk, n >= 1.
+inline double prefill_rows_per_sequence(double batch, double prompt, double chunk) {
+  return std::min(prompt, std::max(1.0, std::floor(chunk / batch)));
+}
+
+// YOCO (gRet or SWA self-decoder). gret_chunk_workspace: the chunk kernel's
+// workspace for a prefill step (gret_chunk_workspace_bytes of the plan the
+// library picks on the device); gret_pending_per_layer: the decode step's
+// records beside each state (gret_decode_state_extra_bytes; 0 for the eager
+// step, the default). Both 0 for SWA.
+inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
+                                             double chunk, double gret_chunk_workspace, double gret_pending_per_layer) {
+  const bool gret = c.self_decoder() == SelfDecoderKind::gret;
+  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
+               V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
+               D = static_cast<double>(c.self_head_dim()), qw = static_cast<double>(c.q_width()),
+               kvw = static_cast<double>(c.kv_width()), W = static_cast<double>(c.window()),
+               Ls = static_cast<double>(c.n_self_layers());
+  const double n = prefill_rows_per_sequence(batch, prompt, chunk), rows = batch * n, SW = (gret ? 4 : 3) * d;
+  // residual, delta, normed; fused projection, mixer output; FFN in and hidden; token ids.
+  double per_row = 4 * d + 2 * d + 2 * d + 2 * SW + 2 * d + 4 * F + 2 * F + 8;
+  double extra = 0;
+  if (gret) {
+    per_row += 8 * Hs;  // gate logits and log-decays, fp32
+    extra += gret_chunk_workspace;
+  } else {
+    extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
+  }
+  // The decode step's buffers (and the early exit's): B rows of everything, logits, split-KV partials.
+  const double step =
+      batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +
+      4 * batch * 128 * (std::max(qw, d) + 2 * std::max(static_cast<double>(c.n_attn_heads), Hs));
+  GenerationBytes g;
+  g.weights = 2.0 * static_cast<double>(param_count(c));
+  g.caches = batch * (prompt + gen) * 2 * kvw * 2;
+  g.state = gret ? Ls * (batch * Hs * D * D * 4 + gret_pending_per_layer) : Ls * batch * W * 2 * d * 2;
+  g.activations = 16 * batch + rows * per_row + extra + step + static_cast<double>(kCublasWorkspaceBytes);
+  return g;
+}
+
+// The GQA Transformer baseline.
+inline GenerationBytes transformer_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
+                                                    double chunk) {
+  const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
+               V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
+               kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
+  const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
+  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 4 * F + 2 * F + 8;
+  // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
+  const double step = batch * (2 * d + 4 * V + 2 * qw + 4 * 128 * (qw + 2.0 * c.n_attn_heads)) + 16 * batch;
+  GenerationBytes g;
+  g.weights = 2.0 * static_cast<double>(param_count(c));
+  g.caches = L * batch * (prompt + gen) * 2 * kvw * 2;
+  g.activations = rows * per_row + step + static_cast<double>(kCublasWorkspaceBytes);
+  return g;
+}
+
+}  // namespace yoco::cuda

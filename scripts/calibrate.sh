@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Regenerates reports/model/ from committed data: the calibrated cost model
+# fitted on the committed H100 sweep (--cupti), its check on that sweep
+# (in-sample), its check on the small presets' run (run-09, out of sample: not
+# in the fit), projections to the H100/H200/B200 datasheets, and what-ifs.
+# Then `/usr/bin/python3 reports/report.py` draws them into the report.
+#
+#   scripts/calibrate.sh [--yoco PATH]     (default build/cpu/bin/yoco, else build/cuda/bin/yoco)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+YOCO=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --yoco) YOCO="$2"; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "calibrate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$YOCO" ]; then
+  for y in build/cpu/bin/yoco build/cuda/bin/yoco; do [ -x "$y" ] && { YOCO="$y"; break; }; done
+fi
+[ -n "$YOCO" ] && [ -x "$YOCO" ] || { echo "calibrate.sh: no yoco binary (build a preset, or pass --yoco)" >&2; exit 2; }
+SWEEP=reports/results/nvidia-h100/sweep.csv
+SMALL=reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv
+OUT=reports/model
+CAL=$OUT/calibration-nvidia-h100.csv
+# The what-ifs' peer efficiencies: cuDNN's and FlashAttention-2's prefill
+# attention as fractions of the GEMM ceiling (D128, transformer-3b, 128K;
+# reports/results/nvidia-h100/peers_sdpa.csv of run-12).
+WHATIFS="attention=ceiling attention.compute=0.781 attention.compute=0.435 gemm=ceiling gret=ceiling norms=ceiling"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Keeps the calibrated rows of a `yoco model --format csv` (the analytic ones
+# live in reports/results/analytic-*).
+only_calibrated() { /usr/bin/python3 -c '
+import csv, sys
+r = csv.DictReader(sys.stdin); w = csv.DictWriter(sys.stdout, r.fieldnames, lineterminator="\n")
+if "--header" in sys.argv: w.writeheader()
+for row in r:
+    if row["method"] == "calibrated": w.writerow(row)' "$@"; }
+
+"$YOCO" calibrate "$SWEEP" --out "$tmp/cal.csv" --format csv >"$tmp/check.csv"
+"$YOCO" calibrate "$SMALL" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-small.csv"
+for dev in h100 h200 b200; do
+  "$YOCO" model --calibration "$tmp/cal.csv" --device-spec "$dev" --format csv | only_calibrated --header \
+    >"$tmp/projection-$dev.csv"
+done
+first=--header
+for w in $WHATIFS; do
+  "$YOCO" model --calibration "$tmp/cal.csv" --device-spec h100 --what-if "$w" --format csv | only_calibrated $first \
+    >>"$tmp/whatif.csv"
+  first=""
+done
+# Every file lands at once, or none does (the projections name the calibration file they came from).
+sed -i "s#$tmp/cal.csv#$CAL#g" "$tmp"/*.csv
+mv "$tmp/cal.csv" "$CAL"
+mv "$tmp/check.csv" "$OUT/check-nvidia-h100.csv"
+mv "$tmp/check-small.csv" "$OUT/check-small-nvidia-h100.csv"
+for dev in h100 h200 b200; do mv "$tmp/projection-$dev.csv" "$OUT/projection-$dev.csv"; done
+mv "$tmp/whatif.csv" "$OUT/whatif-h100.csv"
+echo "calibrate.sh: wrote $CAL and the checks, projections and what-ifs beside it in $OUT/"
