@@ -59,7 +59,8 @@ Mat<T> YocoModel<T>::embed(const TokenBatch& tokens) const {
 
 template <class T>
 Mat<T> YocoModel<T>::gret_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0,
-                                GretParadigm paradigm, YocoCache<T>* cache) const {
+                                GretParadigm paradigm, YocoCache<T>* cache,
+                                const SequenceExchange<T>* exchange) const {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t Hs = cfg_.n_self_heads, D = cfg_.self_head_dim();
   ActivationGuard guard(5 * h.rows() * cfg_.dim * static_cast<int64_t>(sizeof(T)));
@@ -75,6 +76,25 @@ Mat<T> YocoModel<T>::gret_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64
   const T inv_norm = static_cast<T>(1.0 / cfg_.gate_logit_normalizer);
   const Mat<T> log_gamma = z.unaryExpr([inv_norm](T x) { return logsigmoid(x) * inv_norm; });
 
+  if (exchange) {
+    // A shard of the sequence: this rank's state from a zero start and its
+    // total decay go to the exchange, which returns the state entering its
+    // first position (a scan over the ranks); the outputs are then run from it.
+    if (!cache) throw std::logic_error("gret_mixer: a sequence exchange needs a cache to hold the states");
+    std::vector<T> log_decay(batch * Hs);
+    std::vector<Mat<T>> states(batch * Hs);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t hd = 0; hd < Hs; ++hd) {
+        const Vec<T> lg = log_gamma.block(b * n, hd, n, 1);
+        log_decay[b * Hs + hd] = lg.sum();
+        states[b * Hs + hd] = gret_run<T>(GretParadigm::chunkwise, q.block(b * n, hd * D, n, D),
+                                          k.block(b * n, hd * D, n, D), v.block(b * n, hd * D, n, D), lg, nullptr,
+                                          cfg_.gret_chunk_size)
+                                  .state;
+      }
+    exchange->gret_states_in(l, log_decay, states);
+    for (int64_t i = 0; i < batch * Hs; ++i) cache->gret_state[l][i] = std::move(states[i]);
+  }
   Mat<T> o(h.rows(), cfg_.dim);
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t hd = 0; hd < Hs; ++hd) {
@@ -93,7 +113,7 @@ Mat<T> YocoModel<T>::gret_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64
 
 template <class T>
 Mat<T> YocoModel<T>::swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0,
-                               YocoCache<T>* cache) const {
+                               YocoCache<T>* cache, const SequenceExchange<T>* exchange) const {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t Hs = cfg_.n_self_heads, D = cfg_.self_head_dim(), W = cfg_.window();
   ActivationGuard guard(4 * h.rows() * cfg_.dim * static_cast<int64_t>(sizeof(T)));
@@ -105,10 +125,34 @@ Mat<T> YocoModel<T>::swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_
   apply_rope(k, Hs, D, pos, self_freq_, RopeLayout::interleaved);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
 
+  // A shard of the sequence: the keys and values before its first position
+  // come from the ranks before it, not from this rank's ring buffer.
+  std::vector<Mat<T>> prev_k, prev_v;
+  if (exchange) {
+    if (!cache) throw std::logic_error("swa_mixer: a sequence exchange needs a cache to hold the window");
+    exchange->swa_previous(l, k, v, batch, n, prev_k, prev_v);
+  }
   Mat<T> o(h.rows(), cfg_.dim);
   for (int64_t b = 0; b < batch; ++b) {
     const auto kb = k.middleRows(b * n, n);
     const auto vb = v.middleRows(b * n, n);
+    if (exchange) {
+      Mat<T>& ring_k = cache->swa_k[l][b];
+      Mat<T>& ring_v = cache->swa_v[l][b];
+      const int64_t prev = prev_k[b].rows(), first = pos0 - prev;
+      Mat<T> keys(prev + n, cfg_.dim), vals(prev + n, cfg_.dim);
+      keys.topRows(prev) = prev_k[b];
+      vals.topRows(prev) = prev_v[b];
+      keys.bottomRows(n) = kb;
+      vals.bottomRows(n) = vb;
+      o.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), keys, vals, Hs, Hs, D, pos0, first, W, scale);
+      // The ring ends holding the window's last W positions, some of them maybe another rank's.
+      for (int64_t t = std::max<int64_t>(first, pos0 + n - W); t < pos0 + n; ++t) {
+        ring_k.row(t % W) = keys.row(t - first);
+        ring_v.row(t % W) = vals.row(t - first);
+      }
+      continue;
+    }
     if (!cache) {
       o.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), kb, vb, Hs, Hs, D, pos0, pos0, W, scale);
       continue;
@@ -136,13 +180,14 @@ Mat<T> YocoModel<T>::swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_
 
 template <class T>
 Mat<T> YocoModel<T>::self_layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0,
-                                GretParadigm paradigm, YocoCache<T>* cache) const {
+                                GretParadigm paradigm, YocoCache<T>* cache,
+                                const SequenceExchange<T>* exchange) const {
   const std::string p = self_prefix(l);
   ActivationGuard guard(3 * x.size() * static_cast<int64_t>(sizeof(T)));
   const Mat<T> h = rms_norm<T>(x, w_[p + "mixer_layer_norm.weight"].data(), cfg_.norm_eps);
   Mat<T> y = x;
-  if (cfg_.self_decoder() == SelfDecoderKind::gret) y += gret_mixer(l, h, batch, n, pos0, paradigm, cache);
-  else y += swa_mixer(l, h, batch, n, pos0, cache);
+  if (cfg_.self_decoder() == SelfDecoderKind::gret) y += gret_mixer(l, h, batch, n, pos0, paradigm, cache, exchange);
+  else y += swa_mixer(l, h, batch, n, pos0, cache, exchange);
   const Mat<T> h2 = rms_norm<T>(y, w_[p + "final_layer_norm.weight"].data(), cfg_.norm_eps);
   y += swiglu_ffn<T>(h2, w_[p + "ffn.fc1.weight"], w_[p + "ffn.gate.weight"], w_[p + "ffn.fc2.weight"]);
   return y;
@@ -159,24 +204,37 @@ void YocoModel<T>::global_kv(const Mat<T>& m, int64_t batch, int64_t n, int64_t 
 }
 
 template <class T>
+Mat<T> YocoModel<T>::cross_query(int64_t l, const Mat<T>& x, int64_t batch, int64_t nq, int64_t q_pos0) const {
+  const std::string p = cross_prefix(l);
+  const Mat<T> h = rms_norm<T>(x, w_[p + "mixer_layer_norm.weight"].data(), cfg_.norm_eps);
+  Mat<T> q = linear<T>(h, w_[p + "mixer.q_proj.weight"]);
+  apply_rope(q, cfg_.n_attn_heads, cfg_.attn_head_dim(), stacked_positions(batch, nq, q_pos0), cross_freq_,
+             RopeLayout::interleaved);
+  return q;
+}
+
+template <class T>
+Mat<T> YocoModel<T>::cross_finish(int64_t l, const Mat<T>& x, const Mat<T>& attention_out) const {
+  const std::string p = cross_prefix(l);
+  Mat<T> y = x + linear<T>(attention_out, w_[p + "mixer.out_proj.weight"]);
+  const Mat<T> h2 = rms_norm<T>(y, w_[p + "final_layer_norm.weight"].data(), cfg_.norm_eps);
+  y += swiglu_ffn<T>(h2, w_[p + "ffn.fc1.weight"], w_[p + "ffn.gate.weight"], w_[p + "ffn.fc2.weight"]);
+  return y;
+}
+
+template <class T>
 Mat<T> YocoModel<T>::cross_layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t nq, int64_t q_pos0,
                                  const std::vector<const Mat<T>*>& k, const std::vector<const Mat<T>*>& v,
                                  int64_t kv_len) const {
-  const std::string p = cross_prefix(l);
   const int64_t H = cfg_.n_attn_heads, Da = cfg_.attn_head_dim();
   ActivationGuard guard(4 * x.size() * static_cast<int64_t>(sizeof(T)));
-  const Mat<T> h = rms_norm<T>(x, w_[p + "mixer_layer_norm.weight"].data(), cfg_.norm_eps);
-  Mat<T> q = linear<T>(h, w_[p + "mixer.q_proj.weight"]);
-  apply_rope(q, H, Da, stacked_positions(batch, nq, q_pos0), cross_freq_, RopeLayout::interleaved);
+  const Mat<T> q = cross_query(l, x, batch, nq, q_pos0);
   Mat<T> a(x.rows(), cfg_.q_width());
   const double scale = 1.0 / std::sqrt(static_cast<double>(Da));
   for (int64_t b = 0; b < batch; ++b)
     a.middleRows(b * nq, nq) = attention<T>(q.middleRows(b * nq, nq), k[b]->topRows(kv_len), v[b]->topRows(kv_len), H,
                                             cfg_.n_attn_kv_heads, Da, q_pos0, 0, 0, scale);
-  Mat<T> y = x + linear<T>(a, w_[p + "mixer.out_proj.weight"]);
-  const Mat<T> h2 = rms_norm<T>(y, w_[p + "final_layer_norm.weight"].data(), cfg_.norm_eps);
-  y += swiglu_ffn<T>(h2, w_[p + "ffn.fc1.weight"], w_[p + "ffn.gate.weight"], w_[p + "ffn.fc2.weight"]);
-  return y;
+  return cross_finish(l, x, a);
 }
 
 template <class T>

@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "gret.hpp"
 #include "memory.hpp"
+#include "sequence_exchange.hpp"
 #include "tensor.hpp"
 #include "token_batch.hpp"
 #include "weights.hpp"
@@ -58,20 +59,30 @@ class YocoModel {
   // prefill or decode call.
   MemoryBreakdown memory(const YocoCache<T>& cache) const;
 
- private:
+  // The building blocks of the calls above, for a driver that shards the
+  // sequence across ranks (dist/yoco_sharded): rows are [batch * n]
+  // sequence-major at positions pos0 + i.
   Mat<T> embed(const TokenBatch& tokens) const;
+  // `exchange`: the ranks before this one (a shard's prefill); null otherwise.
   Mat<T> self_layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0, GretParadigm paradigm,
-                    YocoCache<T>* cache) const;
-  Mat<T> gret_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0, GretParadigm paradigm,
-                    YocoCache<T>* cache) const;
-  Mat<T> swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0, YocoCache<T>* cache) const;
+                    YocoCache<T>* cache, const SequenceExchange<T>* exchange = nullptr) const;
   // K-hat, V-hat rows for the self-decoder output rows m at positions pos0...
   void global_kv(const Mat<T>& m, int64_t batch, int64_t n, int64_t pos0, Mat<T>& k, Mat<T>& v) const;
   // One cross layer for queries x ([batch * nq] rows at positions q_pos0 + i)
-  // over keys [0, kv_len) of each sequence's k/v.
+  // over keys [0, kv_len) of each sequence's k/v: cross_query (the attention's
+  // queries, RoPE applied), the attention, cross_finish (output projection,
+  // residual, FFN).
   Mat<T> cross_layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t nq, int64_t q_pos0,
                      const std::vector<const Mat<T>*>& k, const std::vector<const Mat<T>*>& v, int64_t kv_len) const;
+  Mat<T> cross_query(int64_t l, const Mat<T>& x, int64_t batch, int64_t nq, int64_t q_pos0) const;
+  Mat<T> cross_finish(int64_t l, const Mat<T>& x, const Mat<T>& attention_out) const;
   Mat<T> lm_head(const Mat<T>& x) const;
+
+ private:
+  Mat<T> gret_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0, GretParadigm paradigm,
+                    YocoCache<T>* cache, const SequenceExchange<T>* exchange) const;
+  Mat<T> swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_t n, int64_t pos0, YocoCache<T>* cache,
+                   const SequenceExchange<T>* exchange) const;
 
   ModelConfig cfg_;
   Weights<T> w_;

@@ -1,0 +1,87 @@
+#include "mpi_communicator.hpp"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include "errors.hpp"
+
+namespace yoco::dist {
+
+namespace {
+// MPI counts are int: payloads go as 8-byte elements, refused past INT_MAX of them (16 GiB).
+int elements_of(int64_t bytes, const char* op, const std::string& label) {
+  if (bytes < 0 || bytes % 8 != 0)
+    throw std::invalid_argument(std::string(op) + " '" + label + "': " + std::to_string(bytes) +
+                                " bytes is not a whole number of 8-byte elements");
+  if (bytes / 8 > INT_MAX)
+    throw InputError(std::string(op) + " '" + label + "': " + std::to_string(bytes) +
+                     " bytes is past what one MPI collective takes here (2^31 - 1 elements of 8 bytes)");
+  return static_cast<int>(bytes / 8);
+}
+}  // namespace
+
+MpiCommunicator::MpiCommunicator(double timeout_s) : timeout_s_(timeout_s) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    owns_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (owns_mpi_ && !finalised) MPI_Finalize();
+}
+
+void MpiCommunicator::wait(void* request, const char* op, const std::string& label) {
+  MPI_Request& req = *static_cast<MPI_Request*>(request);
+  const auto start = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    int done = 0;
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > timeout_s_) {
+      std::fprintf(stderr,
+                   "yoco: rank %d of %d: %s '%s' did not complete within %.0f s: another rank exited early or "
+                   "stopped taking part; ending every rank\n",
+                   rank_, size_, op, label.c_str(), timeout_s_);
+      std::fflush(stderr);
+      // Not MPI_Abort: with a peer already finalised, OpenMPI 4.1's abort can
+      // hang in mpirun (1 run in 6 here). A rank that exits non-zero without
+      // finalising makes mpirun end the whole job.
+      std::_Exit(3);
+    }
+    // Ranks may share cores (mpirun --oversubscribe): yield after a short spin.
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+void MpiCommunicator::allgather(const void* send, int64_t bytes, void* recv, const std::string& label) {
+  const int n = elements_of(bytes, "allgather", label);
+  MPI_Request req;
+  MPI_Iallgather(send, n, MPI_DOUBLE, recv, n, MPI_DOUBLE, MPI_COMM_WORLD, &req);
+  wait(&req, "allgather", label);
+  count_allgather(bytes, label);
+}
+
+void MpiCommunicator::broadcast(void* buf, int64_t bytes, int root, const std::string& label) {
+  const int n = elements_of(bytes, "broadcast", label);
+  MPI_Request req;
+  MPI_Ibcast(buf, n, MPI_DOUBLE, root, MPI_COMM_WORLD, &req);
+  wait(&req, "broadcast", label);
+  count_broadcast(bytes, root, label);
+}
+
+}  // namespace yoco::dist

@@ -1,0 +1,140 @@
+// The sharded YOCO prefill and decode (dist/yoco_sharded) against the
+// single-process reference, on real MPI ranks (ctest runs this under
+// `mpirun --oversubscribe -np R`, R = 1..4). Every rank runs every test; the
+// reference runs on every rank too, so each rank checks its own logits.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "mpi_communicator.hpp"
+#include "yoco_sharded.hpp"
+
+namespace yoco::dist {
+namespace {
+
+MpiCommunicator* g_comm = nullptr;
+
+double max_rel(const Mat<double>& a, const Mat<double>& b) {
+  return (a - b).cwiseAbs().maxCoeff() / std::max(b.cwiseAbs().maxCoeff(), 1e-300);
+}
+
+// Shard lengths for R ranks over a prompt of N tokens that do not divide
+// evenly: rank 0 holds fewer tokens than one gRet chunk (16 here) and fewer
+// than the SWA window (64), the next one crosses several chunks.
+std::vector<int64_t> uneven_lengths(int R, int64_t N) {
+  if (R == 1) return {N};
+  std::vector<int64_t> len(R);
+  len[0] = 5;
+  int64_t left = N - 5;
+  for (int r = 1; r < R; ++r) {
+    len[r] = r == R - 1 ? left : left / (R - r) + 3 * r;
+    left -= len[r];
+  }
+  return len;
+}
+
+TokenBatch prompt_of(const ModelConfig& cfg, int64_t B, int64_t N) {
+  std::vector<std::vector<int64_t>> seqs(B);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < N; ++t) seqs[b].push_back((37 * t + 11 * b + 5) % cfg.vocab_size);
+  return TokenBatch::from_sequences(seqs);
+}
+
+struct Case {
+  const char* preset;
+  int64_t batch, length;
+};
+
+class ShardedYocoTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ShardedYocoTest, PrefillAndSixteenDecodeStepsEqualTheSingleProcessReference) {
+  const Case c = GetParam();
+  ModelConfig cfg = preset_config(c.preset);
+  cfg.gret_chunk_size = 16;  // several chunks a shard, and a shard shorter than one
+  const YocoModel<double> model(cfg, Weights<double>::init(cfg, 7));
+  const TokenBatch prompt = prompt_of(cfg, c.batch, c.length);
+  const int64_t gen = 16;
+
+  YocoCache<double> cache;
+  Mat<double> want = model.prefill(prompt, gen, cache);
+  ShardedYoco<double> sharded(model, *g_comm, ShardPlan::of_lengths(uneven_lengths(g_comm->size(), c.length)));
+  Mat<double> got = sharded.prefill(prompt, gen);
+  EXPECT_LE(max_rel(got, want), 1e-12) << "prefill, rank " << g_comm->rank() << " of " << g_comm->size();
+  for (int64_t s = 0; s < gen; ++s) {
+    std::vector<int64_t> tok(c.batch);
+    for (int64_t b = 0; b < c.batch; ++b) tok[b] = (13 * s + 7 * b + 1) % cfg.vocab_size;
+    want = model.decode_step(tok, cache);
+    got = sharded.decode_step(tok);
+    EXPECT_LE(max_rel(got, want), 1e-12) << "decode step " << s << ", rank " << g_comm->rank();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, ShardedYocoTest,
+                         ::testing::Values(Case{"yoco-tiny", 1, 150}, Case{"yoco-tiny", 2, 97},
+                                           Case{"yoco-swa-tiny", 1, 150}, Case{"yoco-swa-tiny", 2, 97}),
+                         [](const auto& info) {
+                           std::string n = std::string(info.param.preset) + "_b" + std::to_string(info.param.batch);
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+// The counted bytes are the formula's, and the self-decoder's do not grow
+// with the prompt: gRet B x Hs x (D^2 + 1) doubles a layer, SWA B x (W - 1) x 2d.
+TEST(ShardedYocoComm, TheCountedBytesAreTheFormulasAndTheSelfDecodersDoNotGrowWithThePrompt) {
+  const int R = g_comm->size();
+  for (const char* preset : {"yoco-tiny", "yoco-swa-tiny"}) {
+    ModelConfig cfg = preset_config(preset);
+    cfg.gret_chunk_size = 16;
+    const YocoModel<double> model(cfg, Weights<double>::init(cfg, 1));
+    std::vector<int64_t> self_bytes;
+    for (int64_t N : {int64_t{64}, int64_t{256}}) {
+      g_comm->reset_counts();
+      ShardedYoco<double> sharded(model, *g_comm, ShardPlan::even(N, R));
+      sharded.prefill(prompt_of(cfg, 1, N), 1);
+      const auto& c = g_comm->counts();
+      const bool gret = cfg.self_decoder() == SelfDecoderKind::gret;
+      const std::string self = gret ? "gret_state" : "swa_window";
+      const int64_t per_layer =
+          gret ? cfg.n_self_heads * (cfg.self_head_dim() * cfg.self_head_dim() + 1) * 8 : (cfg.window() - 1) * 2 * cfg.dim * 8;
+      const int64_t cross = cfg.n_attn_heads * (cfg.attn_head_dim() + 2) * 8;
+      if (R == 1) {
+        EXPECT_EQ(c.count(self) ? c.at(self).bytes_sent : 0, 0);
+      } else {
+        ASSERT_TRUE(c.count(self)) << preset;
+        EXPECT_EQ(c.at(self).calls, cfg.n_self_layers());
+        EXPECT_EQ(c.at(self).bytes_sent, cfg.n_self_layers() * (R - 1) * per_layer) << preset;
+        EXPECT_EQ(c.at("cross_partial").calls, cfg.n_cross_layers());
+        EXPECT_EQ(c.at("cross_partial").bytes_sent, cfg.n_cross_layers() * (R - 1) * cross) << preset;
+        const bool root = g_comm->rank() == R - 1;
+        EXPECT_EQ(c.at("last_hidden").bytes_sent, root ? (R - 1) * cfg.dim * 8 : 0);
+        EXPECT_EQ(c.at("last_hidden").bytes_received, root ? 0 : cfg.dim * 8);
+        self_bytes.push_back(c.at(self).bytes_sent);
+      }
+    }
+    if (R > 1) {
+      EXPECT_EQ(self_bytes[0], self_bytes[1]) << preset << ": 64 vs 256 tokens";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace yoco::dist
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto comm = std::make_unique<yoco::dist::MpiCommunicator>(60.0);
+  yoco::dist::g_comm = comm.get();
+  // Only rank 0 prints the progress; every rank's failures still print.
+  if (comm->rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  const int rc = RUN_ALL_TESTS();
+  int any = rc, worst = 0;
+  MPI_Allreduce(&any, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  comm.reset();
+  return worst;
+}
