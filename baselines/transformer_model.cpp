@@ -35,19 +35,37 @@ Mat<T> TransformerModel<T>::embed(const TokenBatch& tokens) const {
 }
 
 template <class T>
-Mat<T> TransformerModel<T>::layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0,
-                                  TransformerCache<T>* cache) const {
+void TransformerModel<T>::attention_inputs(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0,
+                                           Mat<T>& q, Mat<T>& k, Mat<T>& v) const {
   const std::string p = "layers." + std::to_string(l) + ".";
   const int64_t H = cfg_.n_attn_heads, Hkv = cfg_.n_attn_kv_heads, Da = cfg_.attn_head_dim();
-  ActivationGuard guard((3 * x.size() + x.rows() * (2 * cfg_.q_width() + 2 * cfg_.kv_width())) *
-                        static_cast<int64_t>(sizeof(T)));
   const Mat<T> h = rms_norm<T>(x, w_[p + "attention_norm.weight"].data(), cfg_.norm_eps);
-  Mat<T> q = linear<T>(h, w_[p + "attention.wq.weight"]);
-  Mat<T> k = linear<T>(h, w_[p + "attention.wk.weight"]);
-  const Mat<T> v = linear<T>(h, w_[p + "attention.wv.weight"]);
+  q = linear<T>(h, w_[p + "attention.wq.weight"]);
+  k = linear<T>(h, w_[p + "attention.wk.weight"]);
+  v = linear<T>(h, w_[p + "attention.wv.weight"]);
   const auto pos = stacked_positions(batch, n, pos0);
   apply_rope(q, H, Da, pos, freq_, RopeLayout::half_split);
   apply_rope(k, Hkv, Da, pos, freq_, RopeLayout::half_split);
+}
+
+template <class T>
+Mat<T> TransformerModel<T>::layer_finish(int64_t l, const Mat<T>& x, const Mat<T>& attention_out) const {
+  const std::string p = "layers." + std::to_string(l) + ".";
+  Mat<T> y = x + linear<T>(attention_out, w_[p + "attention.wo.weight"]);
+  const Mat<T> h2 = rms_norm<T>(y, w_[p + "ffn_norm.weight"].data(), cfg_.norm_eps);
+  y += swiglu_ffn<T>(h2, w_[p + "feed_forward.w1.weight"], w_[p + "feed_forward.w3.weight"],
+                     w_[p + "feed_forward.w2.weight"]);
+  return y;
+}
+
+template <class T>
+Mat<T> TransformerModel<T>::layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0,
+                                  TransformerCache<T>* cache) const {
+  const int64_t H = cfg_.n_attn_heads, Hkv = cfg_.n_attn_kv_heads, Da = cfg_.attn_head_dim();
+  ActivationGuard guard((3 * x.size() + x.rows() * (2 * cfg_.q_width() + 2 * cfg_.kv_width())) *
+                        static_cast<int64_t>(sizeof(T)));
+  Mat<T> q, k, v;
+  attention_inputs(l, x, batch, n, pos0, q, k, v);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Da));
   Mat<T> a(x.rows(), cfg_.q_width());
   for (int64_t b = 0; b < batch; ++b) {
@@ -63,11 +81,7 @@ Mat<T> TransformerModel<T>::layer(int64_t l, const Mat<T>& x, int64_t batch, int
     a.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), kc.topRows(pos0 + n), vc.topRows(pos0 + n), H, Hkv, Da,
                                           pos0, 0, 0, scale);
   }
-  Mat<T> y = x + linear<T>(a, w_[p + "attention.wo.weight"]);
-  const Mat<T> h2 = rms_norm<T>(y, w_[p + "ffn_norm.weight"].data(), cfg_.norm_eps);
-  y += swiglu_ffn<T>(h2, w_[p + "feed_forward.w1.weight"], w_[p + "feed_forward.w3.weight"],
-                     w_[p + "feed_forward.w2.weight"]);
-  return y;
+  return layer_finish(l, x, a);
 }
 
 template <class T>

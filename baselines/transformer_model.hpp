@@ -39,12 +39,21 @@ class TransformerModel {
   Mat<T> decode_step(const std::vector<int64_t>& tokens, TransformerCache<T>& cache) const;
   MemoryBreakdown memory(const TransformerCache<T>& cache) const;
 
- private:
+  // The building blocks of the calls above, for a driver that shards the
+  // sequence across ranks (dist/transformer_context_parallel): rows are
+  // [batch * n] sequence-major at positions pos0 + i.
   Mat<T> embed(const TokenBatch& tokens) const;
+  // A layer's attention inputs: q [rows, H * Da], k and v [rows, Hkv * Da], RoPE applied.
+  void attention_inputs(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0, Mat<T>& q, Mat<T>& k,
+                        Mat<T>& v) const;
+  // The rest of the layer: output projection, residual, FFN.
+  Mat<T> layer_finish(int64_t l, const Mat<T>& x, const Mat<T>& attention_out) const;
+  Mat<T> lm_head(const Mat<T>& x) const;
+
+ private:
   // One layer over [batch * n] rows at positions pos0...; with a cache the new
   // keys are appended and attention reads [0, pos0 + n).
   Mat<T> layer(int64_t l, const Mat<T>& x, int64_t batch, int64_t n, int64_t pos0, TransformerCache<T>* cache) const;
-  Mat<T> lm_head(const Mat<T>& x) const;
 
   ModelConfig cfg_;
   Weights<T> w_;

@@ -16,4 +16,11 @@ void Communicator::count_broadcast(int64_t bytes, int root, const std::string& l
   else c.bytes_received += bytes;
 }
 
+void Communicator::count_sendrecv(int64_t send_bytes, int64_t recv_bytes, const std::string& label) {
+  CommCount& c = counts_[label];
+  ++c.calls;
+  c.bytes_sent += send_bytes;
+  c.bytes_received += recv_bytes;
+}
+
 }  // namespace yoco::dist

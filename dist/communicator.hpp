@@ -13,7 +13,7 @@ namespace yoco::dist {
 // What one rank moved under one label: the payload each collective must move
 // at the least (allgather: its part to, and every other part from, each of
 // the other ranks; broadcast: the root its buffer to each other rank, the
-// others it once). A transport's own overheads (headers, tree or ring hops)
+// others it once; sendrecv: what it sends and what it receives). A transport's own overheads (headers, tree or ring hops)
 // are not counted: the formula is the transport-independent one.
 struct CommCount {
   int64_t calls = 0;
@@ -30,6 +30,9 @@ class Communicator {
   virtual void allgather(const void* send, int64_t bytes, void* recv, const std::string& label) = 0;
   // The root's `bytes` of `buf` into every rank's `buf`.
   virtual void broadcast(void* buf, int64_t bytes, int root, const std::string& label) = 0;
+  // To `dest` and from `src` at once (a ring's step): send_bytes out, recv_bytes in.
+  virtual void sendrecv(const void* send, int64_t send_bytes, int dest, void* recv, int64_t recv_bytes, int src,
+                        const std::string& label) = 0;
 
   const std::map<std::string, CommCount>& counts() const { return counts_; }
   void reset_counts() { counts_.clear(); }
@@ -37,6 +40,7 @@ class Communicator {
  protected:
   void count_allgather(int64_t bytes, const std::string& label);
   void count_broadcast(int64_t bytes, int root, const std::string& label);
+  void count_sendrecv(int64_t send_bytes, int64_t recv_bytes, const std::string& label);
 
  private:
   std::map<std::string, CommCount> counts_;

@@ -44,12 +44,12 @@ MpiCommunicator::~MpiCommunicator() {
   if (owns_mpi_ && !finalised) MPI_Finalize();
 }
 
-void MpiCommunicator::wait(void* request, const char* op, const std::string& label) {
-  MPI_Request& req = *static_cast<MPI_Request*>(request);
+void MpiCommunicator::wait(void* requests, int n, const char* op, const std::string& label) {
+  MPI_Request* req = static_cast<MPI_Request*>(requests);
   const auto start = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {
     int done = 0;
-    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
     if (done) return;
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > timeout_s_) {
@@ -72,7 +72,7 @@ void MpiCommunicator::allgather(const void* send, int64_t bytes, void* recv, con
   const int n = elements_of(bytes, "allgather", label);
   MPI_Request req;
   MPI_Iallgather(send, n, MPI_DOUBLE, recv, n, MPI_DOUBLE, MPI_COMM_WORLD, &req);
-  wait(&req, "allgather", label);
+  wait(&req, 1, "allgather", label);
   count_allgather(bytes, label);
 }
 
@@ -80,8 +80,18 @@ void MpiCommunicator::broadcast(void* buf, int64_t bytes, int root, const std::s
   const int n = elements_of(bytes, "broadcast", label);
   MPI_Request req;
   MPI_Ibcast(buf, n, MPI_DOUBLE, root, MPI_COMM_WORLD, &req);
-  wait(&req, "broadcast", label);
+  wait(&req, 1, "broadcast", label);
   count_broadcast(bytes, root, label);
+}
+
+void MpiCommunicator::sendrecv(const void* send, int64_t send_bytes, int dest, void* recv, int64_t recv_bytes,
+                               int src, const std::string& label) {
+  const int ns = elements_of(send_bytes, "sendrecv", label), nr = elements_of(recv_bytes, "sendrecv", label);
+  MPI_Request req[2];
+  MPI_Irecv(recv, nr, MPI_DOUBLE, src, 7, MPI_COMM_WORLD, &req[0]);
+  MPI_Isend(send, ns, MPI_DOUBLE, dest, 7, MPI_COMM_WORLD, &req[1]);
+  wait(req, 2, "sendrecv", label);
+  count_sendrecv(send_bytes, recv_bytes, label);
 }
 
 }  // namespace yoco::dist

@@ -23,9 +23,11 @@ class MpiCommunicator final : public Communicator {
   double timeout_s() const { return timeout_s_; }
   void allgather(const void* send, int64_t bytes, void* recv, const std::string& label) override;
   void broadcast(void* buf, int64_t bytes, int root, const std::string& label) override;
+  void sendrecv(const void* send, int64_t send_bytes, int dest, void* recv, int64_t recv_bytes, int src,
+                const std::string& label) override;
 
  private:
-  void wait(void* request, const char* op, const std::string& label);
+  void wait(void* requests, int n, const char* op, const std::string& label);
   int rank_ = 0, size_ = 1;
   double timeout_s_;
   bool owns_mpi_ = false;

@@ -21,6 +21,26 @@ void attention_partial(const Mat<T>& q, const std::vector<const Mat<T>*>& k, con
                        int64_t rows, int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, double scale,
                        std::vector<double>& out);
 
+// Online softmax for a block of query rows over key blocks that arrive one
+// by one (ring attention): per (row, head) the running max, sum and
+// unnormalised output. Causal by absolute position: key p is seen by a
+// query at q >= p. Rows are [batch * n] sequence-major, keys [batch * m].
+class AttentionAccumulator {
+ public:
+  AttentionAccumulator(int64_t batch, int64_t n, int64_t pos0, int64_t n_heads, int64_t head_dim);
+  template <class T>
+  void add(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, int64_t m, int64_t k_pos0, int64_t n_kv_heads,
+           double scale);
+  // Its state as partials (attention_combine's layout; one row per sequence needs n == 1).
+  void partials(std::vector<double>& out) const;
+  template <class T>
+  Mat<T> result() const;
+
+ private:
+  int64_t batch_, n_, pos0_, heads_, dim_;
+  std::vector<double> m_, l_, acc_;  // [batch * n][heads], acc_ x dim
+};
+
 // `ranks` partials laid out one after another (each batch * H * width
 // doubles) combined into [batch, H * Da], in rank order on every rank.
 template <class T>

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "mpi_communicator.hpp"
+#include "transformer_context_parallel.hpp"
 #include "yoco_sharded.hpp"
 
 namespace yoco::dist {
@@ -30,7 +31,8 @@ std::vector<int64_t> uneven_lengths(int R, int64_t N) {
   len[0] = 5;
   int64_t left = N - 5;
   for (int r = 1; r < R; ++r) {
-    len[r] = r == R - 1 ? left : left / (R - r) + 3 * r;
+    const int64_t skew = r % 2 ? 3 : -3;  // uneven, but every rank keeps at least one token
+    len[r] = r == R - 1 ? left : std::clamp<int64_t>(left / (R - r) + skew, 1, left - (R - 1 - r));
     left -= len[r];
   }
   return len;
@@ -117,6 +119,64 @@ TEST(ShardedYocoComm, TheCountedBytesAreTheFormulasAndTheSelfDecodersDoNotGrowWi
     if (R > 1) {
       EXPECT_EQ(self_bytes[0], self_bytes[1]) << preset << ": 64 vs 256 tokens";
     }
+  }
+}
+
+// The Transformer's context-parallel baseline: 2R uneven chunks (rank r
+// holds chunks r and 2R-1-r), ring attention in every layer.
+std::vector<int64_t> uneven_chunks(int R, int64_t N) {
+  std::vector<int64_t> len = uneven_lengths(2 * R, N);
+  return len;
+}
+
+TEST(ContextParallelTransformer, PrefillAndSixteenDecodeStepsEqualTheSingleProcessReference) {
+  for (const int64_t B : {int64_t{1}, int64_t{2}}) {
+    const ModelConfig cfg = preset_config("transformer-tiny");
+    const TransformerModel<double> model(cfg, Weights<double>::init(cfg, 9));
+    const int64_t N = B == 1 ? 150 : 97, gen = 16;
+    const TokenBatch prompt = prompt_of(cfg, B, N);
+    TransformerCache<double> cache;
+    Mat<double> want = model.prefill(prompt, gen, cache);
+    ContextParallelTransformer<double> cp(model, *g_comm, ShardPlan::of_lengths(uneven_chunks(g_comm->size(), N)));
+    Mat<double> got = cp.prefill(prompt, gen);
+    EXPECT_LE(max_rel(got, want), 1e-12) << "prefill, batch " << B << ", rank " << g_comm->rank();
+    for (int64_t s = 0; s < gen; ++s) {
+      std::vector<int64_t> tok(B);
+      for (int64_t b = 0; b < B; ++b) tok[b] = (13 * s + 7 * b + 1) % cfg.vocab_size;
+      want = model.decode_step(tok, cache);
+      got = cp.decode_step(tok);
+      EXPECT_LE(max_rel(got, want), 1e-12) << "decode step " << s << ", batch " << B << ", rank " << g_comm->rank();
+    }
+  }
+}
+
+// Ring bytes: each rank receives every other rank's keys and values in every
+// layer, so they grow with the prompt (unlike YOCO's self-decoder).
+TEST(ContextParallelTransformerComm, TheRingBytesAreTheFormulasAndGrowWithThePrompt) {
+  const int R = g_comm->size();
+  const ModelConfig cfg = preset_config("transformer-tiny");
+  const TransformerModel<double> model(cfg, Weights<double>::init(cfg, 1));
+  std::vector<int64_t> received;
+  for (int64_t N : {int64_t{64}, int64_t{256}}) {
+    g_comm->reset_counts();
+    const ShardPlan chunks = ShardPlan::even(N, 2 * R);
+    ContextParallelTransformer<double> cp(model, *g_comm, chunks);
+    cp.prefill(prompt_of(cfg, 1, N), 1);
+    const auto& c = g_comm->counts();
+    if (R == 1) {
+      EXPECT_EQ(c.count("ring_kv"), 0u);
+      continue;
+    }
+    // Over R - 1 steps a rank receives the blocks of ranks r-1, ..., r-(R-1): all but its own.
+    const int r = g_comm->rank();
+    const int64_t own = chunks.length(r) + chunks.length(2 * R - 1 - r);
+    const int64_t want = cfg.n_layers * (N - own) * 2 * cfg.kv_width() * 8;
+    EXPECT_EQ(c.at("ring_kv").calls, cfg.n_layers * (R - 1));
+    EXPECT_EQ(c.at("ring_kv").bytes_received, want) << "N " << N;
+    received.push_back(c.at("ring_kv").bytes_received);
+  }
+  if (R > 1) {
+    EXPECT_GT(received[1], received[0]);
   }
 }
 
