@@ -21,6 +21,7 @@ from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from yocoreport.calibrated import calibrated_section  # noqa: E402
+from yocoreport.multi_device import multi_device_section  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
 DEFAULT_README = os.path.join(plot.REPORTS_DIR, "README.md")
@@ -391,6 +392,7 @@ def build_readme(data, figures, readme_path, out_dir=None):
         lines += section_device(data, name, rows, by_dev.get(name, []), readme_dir)
     if out_dir:
         lines += calibrated_section(data, table, readme_dir, out_dir)
+        lines += multi_device_section(table, readme_dir, out_dir)
     history_page = os.path.join(os.path.dirname(os.path.abspath(__file__)), "HISTORY.md")
     if os.path.isfile(history_page) and devices and any(r.device == "cuda" for r in data.results):
         rel = os.path.relpath(history_page, readme_dir).replace(os.sep, "/")

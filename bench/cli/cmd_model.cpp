@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "lists.hpp"
+#include "multi_device.hpp"
 #include "result_output.hpp"
 
 namespace yoco::cli {
@@ -41,6 +42,9 @@ CommandSpec model_spec() {
                                 "each with a band from the fit's residuals"},
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
                                        "compute|memory) at its roofline or at efficiency X"},
+      {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
+                             "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
+      {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
   };
   for (auto& o : analytic_option_specs()) s.options.push_back(o);
   s.notes =
@@ -204,6 +208,50 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
   return out;
 }
 
+// The prefill on R devices (multi_device.hpp), rows per model, length and R:
+// prefill (latency), comm (bytes a device receives), memory (per device). The
+// device column says R, the card and the link.
+std::vector<ResultRow> multi_device_rows(const std::string& devices_spec, const std::string& link_spec,
+                                         const NamedConfigs& models, const std::vector<int64_t>& lengths,
+                                         const AnalyticSettings& s) {
+  const cost::Interconnect link = cost::interconnect(link_spec);
+  std::vector<int> devices;
+  for (const auto& d : split_unique_list("--devices", devices_spec))
+    devices.push_back(static_cast<int>(parse_int("--devices", d, 1, 4096)));
+  std::vector<ResultRow> out;
+  for (int R : devices) {
+    const Provenance prov = Provenance::here("analytic-x" + std::to_string(R),
+                                             std::to_string(R) + " x " + s.device.name + " over " + link.name, "");
+    for (size_t i = 0; i < models.names.size(); ++i)
+      for (int64_t len : lengths) {
+        const cost::MultiDevicePrefill m = cost::multi_device_prefill(models.configs[i], s.storage, s.device, link, R,
+                                                                      s.batch, len, s.prefill_chunk);
+        const std::string note = std::to_string(R) + " devices; compute " + strf("%.4g", m.compute_s) + " s, link " +
+                                 strf("%.4g", m.comm_s) + " s (" +
+                                 (models.configs[i].is_yoco() ? "waited for" : "ring, overlapped per layer") + ")";
+        out.push_back(make_row(prov, models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", m.total_s, "s",
+                               "analytic", 0, note));
+        out.push_back(make_row(prov, models.names[i], len, s.batch, 0, "comm", "comm_bytes_received", m.comm_bytes, "B",
+                               "analytic", 0, "a device, the whole prefill; " + note));
+        out.push_back(make_row(prov, models.names[i], len, s.batch, 0, "memory", "mem_per_device_bytes",
+                               m.memory_per_device, "B", "analytic", 0, "weights + caches / R + state + activations"));
+      }
+  }
+  return out;
+}
+
+void print_multi_device(const std::vector<ResultRow>& rows) {
+  std::cout << "\nPrefill on R devices (sequence sharded; " << rows.front().prov.device_name.substr(
+                                                                  rows.front().prov.device_name.find(" over ") + 6)
+            << ")\n";
+  TextTable t({"model", "N", "devices", "prefill s", "received / device", "memory / device"});
+  for (size_t i = 0; i + 2 < rows.size(); i += 3)
+    t.add_row({rows[i].model, length_label(rows[i].seq_len), rows[i].prov.device_name.substr(0, rows[i].prov.device_name.find(' ')),
+               strf("%.4g", *rows[i].value), strf("%.3g GB", *rows[i + 1].value / 1e9),
+               strf("%.3g GB", *rows[i + 2].value / 1e9)});
+  std::cout << t.str();
+}
+
 void print_calibrated(const std::vector<ResultRow>& rows) {
   std::cout << "\nCalibrated model (" << rows.front().prov.device_name << "; " << rows.front().notes.substr(0, rows.front().notes.find("; band"))
             << ")\n";
@@ -253,14 +301,19 @@ int cmd_model(const Args& args) {
     if (const auto w = a.get("--what-if")) what_if = cost::apply_what_if(cal, *w);
     cal_rows = calibrated_rows(cal, models, lengths, s, what_if);
   }
+  std::vector<ResultRow> multi_rows;
+  if (a.has("--link") && !a.has("--devices")) throw InputError("--link needs --devices");
+  if (const auto d = a.get("--devices")) multi_rows = multi_device_rows(*d, a.get_or("--link", "nvlink"), models, lengths, s);
   std::vector<ResultRow> all = rows;
   all.insert(all.end(), cal_rows.begin(), cal_rows.end());
+  all.insert(all.end(), multi_rows.begin(), multi_rows.end());
   std::vector<ResultRow> ratios;
   for (const auto& r : rows)
     if (r.unit == "x") ratios.push_back(r);
   emit_rows(a, format, all, [&] {
     print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios);
     if (!cal_rows.empty()) print_calibrated(cal_rows);
+    if (!multi_rows.empty()) print_multi_device(multi_rows);
   });
   return 0;
 }

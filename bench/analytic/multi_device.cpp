@@ -1,0 +1,67 @@
+#include "multi_device.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "errors.hpp"
+
+namespace yoco::cost {
+
+Interconnect interconnect(const std::string& spec) {
+  constexpr double kLatency = 10e-6;
+  if (spec == "nvlink") return {"NVLink 4 (450 GB/s a direction)", 450e9, kLatency};
+  if (spec == "pcie") return {"PCIe Gen5 x16 (64 GB/s a direction)", 64e9, kLatency};
+  size_t used = 0;
+  double gbs = 0;
+  try {
+    gbs = std::stod(spec, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != spec.size() || !(gbs > 0))
+    throw InputError("--link: expected nvlink, pcie or a bandwidth in GB/s, got '" + spec + "'");
+  return {spec + " GB/s link", gbs * 1e9, kLatency};
+}
+
+MultiDevicePrefill multi_device_prefill(const ModelConfig& cfg, const Storage& st, const DeviceSpec& dev,
+                                        const Interconnect& link, int devices, int64_t batch, int64_t prompt,
+                                        int64_t prefill_chunk) {
+  if (devices < 1) throw InputError("--devices: every count must be >= 1");
+  if (prompt < devices)
+    throw InputError("a prompt of " + std::to_string(prompt) + " tokens cannot be split over " +
+                     std::to_string(devices) + " devices");
+  MultiDevicePrefill m;
+  m.devices = devices;
+  const double R = devices, B = static_cast<double>(batch), N = static_cast<double>(prompt);
+  const double single = roofline_time(prefill_work(cfg, st, batch, prompt, prefill_chunk), dev);
+  m.compute_s = single / R;
+  const int64_t share = (prompt + devices - 1) / devices;
+  const MemoryCost mem = memory_cost(cfg, st, batch, prompt, prefill_tokens_in_flight(batch, share, prefill_chunk));
+  m.memory_per_device = mem.weights + mem.kv_cache / R + mem.state + mem.activations;
+  if (devices == 1) {
+    m.total_s = m.compute_s;
+    return m;
+  }
+  if (cfg.is_yoco()) {
+    const double D = static_cast<double>(cfg.self_head_dim()), Hs = static_cast<double>(cfg.n_self_heads);
+    const double self_bytes = cfg.self_decoder() == SelfDecoderKind::gret
+                                  ? B * Hs * (D * D + 1) * 4
+                                  : B * static_cast<double>(cfg.window() - 1) * 2 * static_cast<double>(cfg.dim) * 2;
+    const double cross_bytes = B * cfg.n_attn_heads * (cfg.attn_head_dim() + 2) * 4.0;
+    m.comm_bytes = (R - 1) * (cfg.n_self_layers() * self_bytes + cfg.n_cross_layers() * cross_bytes) +
+                   B * static_cast<double>(cfg.dim) * 4;
+    const double collectives = static_cast<double>(cfg.n_self_layers() + cfg.n_cross_layers() + 1);
+    m.comm_s = m.comm_bytes / link.bandwidth + collectives * link.latency_s;
+    m.total_s = m.compute_s + m.comm_s;
+  } else {
+    const double L = static_cast<double>(cfg.n_layers);
+    const double ring_bytes = (R - 1) / R * B * N * 2 * static_cast<double>(cfg.kv_width()) * 2;  // a layer
+    const double ring_s = ring_bytes / link.bandwidth + (R - 1) * link.latency_s;
+    m.comm_bytes = L * ring_bytes + B * static_cast<double>(cfg.dim) * 4;
+    m.comm_s = L * ring_s;
+    m.total_s = L * std::max(m.compute_s / L, ring_s);
+  }
+  return m;
+}
+
+}  // namespace yoco::cost
