@@ -16,10 +16,8 @@ while [ $# -gt 0 ]; do
     *) echo "calibrate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ -z "$YOCO" ]; then
-  for y in build/cpu/bin/yoco build/cuda/bin/yoco; do [ -x "$y" ] && { YOCO="$y"; break; }; done
-fi
-[ -n "$YOCO" ] && [ -x "$YOCO" ] || { echo "calibrate.sh: no yoco binary (build a preset, or pass --yoco)" >&2; exit 2; }
+. scripts/find-yoco.sh
+find_yoco "$YOCO"
 SWEEP=reports/results/nvidia-h100/sweep.csv
 SMALL=reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv
 OUT=reports/model
@@ -33,12 +31,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Keeps the calibrated rows of a `yoco model --format csv` (the analytic ones
 # live in reports/results/analytic-*).
-only_calibrated() { /usr/bin/python3 -c '
-import csv, sys
-r = csv.DictReader(sys.stdin); w = csv.DictWriter(sys.stdout, r.fieldnames, lineterminator="\n")
-if "--header" in sys.argv: w.writeheader()
-for row in r:
-    if row["method"] == "calibrated": w.writerow(row)' "$@"; }
+only_calibrated() { /usr/bin/python3 scripts/result_rows.py keep method=calibrated "$@"; }
 
 "$YOCO" calibrate "$SWEEP" --out "$tmp/cal.csv" --format csv >"$tmp/check.csv"
 "$YOCO" calibrate "$SMALL" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-small.csv"

@@ -20,19 +20,12 @@ while [ $# -gt 0 ]; do
     *) echo "multi-device-projection.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ -z "$YOCO" ]; then
-  for y in build/cpu/bin/yoco build/cuda/bin/yoco; do [ -x "$y" ] && { YOCO="$y"; break; }; done
-fi
-[ -n "$YOCO" ] && [ -x "$YOCO" ] || { echo "multi-device-projection.sh: no yoco binary (build a preset, or pass --yoco)" >&2; exit 2; }
+. scripts/find-yoco.sh
+find_yoco "$YOCO"
 OUT=reports/model/multi-device.csv
 tmp=$(mktemp)
 trap 'rm -f "$tmp" "$tmp".*' EXIT
-keep() { /usr/bin/python3 -c '
-import csv, sys
-r = csv.DictReader(sys.stdin); w = csv.DictWriter(sys.stdout, r.fieldnames, lineterminator="\n")
-if "--header" in sys.argv: w.writeheader()
-for row in r:
-    if row["device"].startswith("analytic-x"): w.writerow(row)' "$@"; }
+keep() { /usr/bin/python3 scripts/result_rows.py keep device^=analytic-x "$@"; }
 "$YOCO" model --model yoco-3b,transformer-3b --lengths 32K,128K,512K,1M,2M,4M --devices 1,2,4,8 --link "$LINK" \
   --format csv | keep --header >"$tmp"
 "$YOCO" model --model yoco-65b,transformer-65b --lengths 128K,512K,1M --devices 1,2,4,8 --link "$LINK" \
