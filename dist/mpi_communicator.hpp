@@ -11,8 +11,11 @@ namespace yoco::dist {
 class MpiCommunicator final : public Communicator {
  public:
   // Initialises MPI unless the program already did (then it also finalises
-  // it); `timeout_s`: the most any one collective may take.
-  explicit MpiCommunicator(double timeout_s = 60.0);
+  // it); `timeout_s`: the most any one collective may take, counted from this
+  // rank's call, so it includes the time its peers compute before theirs
+  // (uneven shards, the last rank's decode self-decoder): keep it well above
+  // the longest step.
+  explicit MpiCommunicator(double timeout_s = 600.0);
   ~MpiCommunicator() override;
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;

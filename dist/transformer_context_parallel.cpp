@@ -43,8 +43,10 @@ std::vector<int> ContextParallelTransformer<T>::chunks_of(int rank) const {
 
 template <class T>
 Mat<T> ContextParallelTransformer<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
+  // Every check that can fail runs on every rank before the first collective.
   check_prefill_args(prompt, max_new_tokens, prompt.length);
   const ModelConfig& cfg = model_.config();
+  validate_tokens(cfg, prompt.ids);
   const int64_t B = prompt.batch, N = prompt.length, L = cfg.n_layers, H = cfg.n_attn_heads,
                 Hkv = cfg.n_attn_kv_heads, Da = cfg.attn_head_dim(), kvw = cfg.kv_width();
   if (chunks_.end(chunks_.ranks() - 1) != N)

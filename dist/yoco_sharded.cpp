@@ -110,8 +110,11 @@ Mat<T> ShardedYoco<T>::cross_decoder(Mat<T> x, int64_t pos) {
 
 template <class T>
 Mat<T> ShardedYoco<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
+  // Every check that can fail runs on every rank before the first collective:
+  // a rank that threw alone would leave the others waiting in it.
   check_prefill_args(prompt, max_new_tokens, prompt.length);
   const ModelConfig& cfg = model_.config();
+  validate_tokens(cfg, prompt.ids);
   const int64_t B = prompt.batch, N = prompt.length;
   if (plan_.end(plan_.ranks() - 1) != N)
     throw InputError("the shard plan covers " + std::to_string(plan_.end(plan_.ranks() - 1)) +
@@ -163,6 +166,7 @@ template <class T>
 Mat<T> ShardedYoco<T>::decode_step(const std::vector<int64_t>& tokens) {
   const ModelConfig& cfg = model_.config();
   const TokenBatch tb = check_decode_args(tokens, batch_, position_, cache_.capacity);
+  validate_tokens(cfg, tokens);  // on every rank: only the last one embeds them
   const int64_t pos = position_;
   std::vector<double> buf(batch_ * cfg.dim);
   if (last_rank()) {

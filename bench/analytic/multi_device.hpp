@@ -4,7 +4,9 @@
 // link of given bandwidth and per-collective latency. Compute divides by R
 // (both prefills are token-parallel: GEMMs, gRet and SWA are linear in the
 // tokens, the Transformer's causal attention is balanced by the 2R-chunk
-// layout); communication is what dist/ sends, by its own formula:
+// layout); communication is dist/'s collectives (the same labels and counts)
+// with the device payloads a GPU path sends (fp32 states and partials, bf16
+// keys and values; dist/'s CPU reference moves them as fp64):
 //  - YOCO, per self-decoder layer one allgather of fp32 (total decay, state)
 //    pairs, B x Hs x (D^2 + 1) x 4 bytes a rank (SWA: the last W - 1 bf16 keys
 //    and values, B x (W - 1) x 2 d x 2), waited for (the scan is a sync point);
@@ -14,7 +16,8 @@
 //    with that layer's attention and GEMMs (ring attention's point), so a
 //    layer takes max(compute, ring).
 // Memory per device: the weights (replicated), the caches / R, the state, the
-// activations of its share.
+// activations of its share (not the ring's two in-flight blocks of keys and
+// values, 2 x B x N / R x 2 kv_width bf16, small beside the cache).
 #include <cstdint>
 #include <string>
 
@@ -39,7 +42,7 @@ struct MultiDevicePrefill {
   double compute_s = 0;        // the roofline of a device's share
   double comm_bytes = 0;       // received by a device over the whole prefill
   double comm_s = 0;           // those bytes and latencies on the link, not overlapped
-  double total_s = 0;          // YOCO: compute + comm; Transformer: per layer max(compute, ring) + the rest
+  double total_s = 0;          // YOCO: compute + comm; Transformer: per layer max(compute / L, ring)
   double memory_per_device = 0;
 };
 MultiDevicePrefill multi_device_prefill(const ModelConfig& cfg, const Storage& st, const DeviceSpec& dev,

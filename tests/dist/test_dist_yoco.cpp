@@ -83,6 +83,25 @@ INSTANTIATE_TEST_SUITE_P(Models, ShardedYocoTest,
                            return n;
                          });
 
+// Bad input is refused on every rank before the first collective (a rank
+// that threw alone would leave the others waiting in it), and the next call
+// still pairs its collectives: the prefill that follows gives the right logits.
+TEST(ShardedYocoErrors, ABadTokenIsRefusedOnEveryRankBeforeAnyCollective) {
+  ModelConfig cfg = preset_config("yoco-tiny");
+  const YocoModel<double> model(cfg, Weights<double>::init(cfg, 3));
+  const int64_t N = 40;
+  TokenBatch bad = prompt_of(cfg, 1, N);
+  bad.ids[0] = cfg.vocab_size;  // on rank 0's shard only
+  ShardedYoco<double> sharded(model, *g_comm, ShardPlan::even(N, g_comm->size()));
+  EXPECT_THROW(sharded.prefill(bad, 2), InputError);
+  const TokenBatch good = prompt_of(cfg, 1, N);
+  YocoCache<double> cache;
+  const Mat<double> want = model.prefill(good, 2, cache);
+  EXPECT_LE(max_rel(sharded.prefill(good, 2), want), 1e-12);
+  EXPECT_THROW(sharded.decode_step({-1}), InputError);  // only the last rank embeds it
+  EXPECT_LE(max_rel(sharded.decode_step({3}), model.decode_step({3}, cache)), 1e-12);
+}
+
 // The counted bytes are the formula's, and the self-decoder's do not grow
 // with the prompt: gRet B x Hs x (D^2 + 1) doubles a layer, SWA B x (W - 1) x 2d.
 TEST(ShardedYocoComm, TheCountedBytesAreTheFormulasAndTheSelfDecodersDoNotGrowWithThePrompt) {
