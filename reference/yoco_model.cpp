@@ -136,43 +136,29 @@ Mat<T> YocoModel<T>::swa_mixer(int64_t l, const Mat<T>& h, int64_t batch, int64_
   for (int64_t b = 0; b < batch; ++b) {
     const auto kb = k.middleRows(b * n, n);
     const auto vb = v.middleRows(b * n, n);
-    if (exchange) {
-      Mat<T>& ring_k = cache->swa_k[l][b];
-      Mat<T>& ring_v = cache->swa_v[l][b];
-      const int64_t prev = prev_k[b].rows(), first = pos0 - prev;
-      Mat<T> keys(prev + n, cfg_.dim), vals(prev + n, cfg_.dim);
-      keys.topRows(prev) = prev_k[b];
-      vals.topRows(prev) = prev_v[b];
-      keys.bottomRows(n) = kb;
-      vals.bottomRows(n) = vb;
-      o.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), keys, vals, Hs, Hs, D, pos0, first, W, scale);
-      // The ring ends holding the window's last W positions, some of them maybe another rank's.
-      for (int64_t t = std::max<int64_t>(first, pos0 + n - W); t < pos0 + n; ++t) {
-        ring_k.row(t % W) = keys.row(t - first);
-        ring_v.row(t % W) = vals.row(t - first);
-      }
-      continue;
-    }
     if (!cache) {
       o.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), kb, vb, Hs, Hs, D, pos0, pos0, W, scale);
       continue;
     }
-    // Keys of the window before this block come from the ring buffer.
+    // The window's keys before this block: from the ranks before this one (a
+    // shard of the sequence), else from this sequence's ring buffer.
     Mat<T>& ring_k = cache->swa_k[l][b];
     Mat<T>& ring_v = cache->swa_v[l][b];
-    const int64_t first = std::max<int64_t>(0, pos0 - (W - 1));
-    const int64_t prev = pos0 - first;
+    const int64_t prev = exchange ? prev_k[b].rows() : pos0 - std::max<int64_t>(0, pos0 - (W - 1));
+    const int64_t first = pos0 - prev;
     Mat<T> keys(prev + n, cfg_.dim), vals(prev + n, cfg_.dim);
     for (int64_t t = first; t < pos0; ++t) {
-      keys.row(t - first) = ring_k.row(t % W);
-      vals.row(t - first) = ring_v.row(t % W);
+      keys.row(t - first) = exchange ? prev_k[b].row(t - first) : ring_k.row(t % W);
+      vals.row(t - first) = exchange ? prev_v[b].row(t - first) : ring_v.row(t % W);
     }
     keys.bottomRows(n) = kb;
     vals.bottomRows(n) = vb;
     o.middleRows(b * n, n) = attention<T>(q.middleRows(b * n, n), keys, vals, Hs, Hs, D, pos0, first, W, scale);
-    for (int64_t t = std::max<int64_t>(pos0, pos0 + n - W); t < pos0 + n; ++t) {
-      ring_k.row(t % W) = kb.row(t - pos0);
-      ring_v.row(t % W) = vb.row(t - pos0);
+    // The ring ends holding the window's last W positions (after a shard's
+    // prefill, some of them maybe another rank's).
+    for (int64_t t = std::max<int64_t>(first, pos0 + n - W); t < pos0 + n; ++t) {
+      ring_k.row(t % W) = keys.row(t - first);
+      ring_v.row(t % W) = vals.row(t - first);
     }
   }
   return linear<T>(o, w_[p + "out_proj.weight"]);
