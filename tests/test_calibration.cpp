@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "config.hpp"
 #include "errors.hpp"
 #include "result_csv.hpp"
+#include "runner/launch_count.hpp"
 
 namespace {
 
@@ -114,24 +116,83 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
   EXPECT_EQ(per_metric["mem_total_bytes"], 11);
 }
 
-// Memory is the runners' own formula (cuda/runner/generation_bytes.hpp), not a
-// fit: the small presets' run (run-09, not in the fit) is predicted as closely
-// as the sweep, every buffer of a 4K prefill step and the cuBLAS workspace
-// counted. (Their prefill and throughput are not yet within the issue's 30%:
-// launch-bound at 4K, and no CUPTI breakdown of them exists to fit per-launch
-// costs on; the note of issue 31 says so.)
-TEST(Calibration, TheSmallPresetsMemoryIsTheRunnersFormulaOutOfSample) {
+// The small presets' run (run-09) is not in the fit: out of sample. Memory is
+// the runners' own formula (cuda/runner/generation_bytes.hpp), every buffer of
+// a 4K prefill step and the cuBLAS workspace counted; the decode step and the
+// throughput (a batch of 1024 prefilled 32 tokens of each sequence a step,
+// host-bound for YOCO: a K/V GEMM and RoPE per sequence a step) within the
+// issue's 30%. Their 4K prefill at batch 1 is not asserted: yoco-small's is
+// predicted 39% short (the generation's cudaFree/cudaMalloc inside the timed
+// prefill is not priced, and no CUPTI breakdown of these points exists yet);
+// the note of issue 31 says so.
+TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const std::string small =
       (repo() / "reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv").string();
   const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
-  int memory_points = 0;
+  std::map<std::string, int> per_metric;
   for (const auto& k : check_calibration(yoco::cli::read_results_csv(small), c)) {
-    if (k.metric != "mem_total_bytes") continue;
-    ++memory_points;
-    EXPECT_LE(std::abs(k.ratio() - 1), 0.01) << k.model << ": predicted " << k.predicted << ", measured " << k.measured;
+    ++per_metric[k.metric];
+    if (k.metric == "prefill_latency_s") continue;
+    const double bound = k.metric == "mem_total_bytes" ? 0.01 : 0.30;
+    EXPECT_LE(std::abs(k.ratio() - 1), bound)
+        << k.model << " " << k.metric << ": predicted " << k.predicted << ", measured " << k.measured;
   }
-  EXPECT_EQ(memory_points, 3);  // yoco-small, yoco-swa-small, transformer-small at 4K
+  EXPECT_EQ(per_metric["mem_total_bytes"], 3);  // yoco-small, yoco-swa-small, transformer-small at 4K
+  EXPECT_EQ(per_metric["decode_step_latency_s"], 3);
+  EXPECT_EQ(per_metric["throughput_tokens_per_s"], 3);
+}
+
+// The runners' host calls (cuda/runner/launch_count.hpp) against the CUPTI
+// launch counts of the committed sweep's decode steps: every kernel CUPTI
+// recorded but cuBLAS's own split-K reductions (the host does not launch
+// them) is a call, up to the few kernels the profile merged into "(rest)".
+TEST(Calibration, TheRunnersDecodeCallsAreTheCuptiLaunchCounts) {
+  const auto rows = yoco::cli::read_results_csv((repo() / "reports/results/nvidia-h100/sweep.csv").string());
+  const std::regex launches(R"((\d+) launches per decode step)"), rest(R"(, (\d+) launches per decode step)");
+  std::map<std::pair<std::string, int64_t>, std::pair<double, double>> named_and_rest;
+  for (const auto& r : rows) {
+    if (r.phase.rfind("decode:", 0) != 0 || r.metric != "kernel_time_s") continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.notes, m, launches)) << r.phase << ": " << r.notes;
+    const double n = std::stod(m[1]);
+    auto& [named, merged] = named_and_rest[{r.model, r.seq_len}];
+    if (r.phase == "decode:(rest)") merged += n;
+    else if (r.phase.find("splitKreduce") == std::string::npos) named += n;
+  }
+  ASSERT_EQ(named_and_rest.size(), 11u);  // yoco-3b at 32K-1M, transformer-3b at 32K-512K
+  for (const auto& [point, counts] : named_and_rest) {
+    const yoco::ModelConfig cfg = yoco::preset_config(point.first);
+    const double calls = yoco::cuda::runner_launches(cfg, 1, 1).decode_step;
+    EXPECT_GE(calls, counts.first) << point.first << " " << point.second;
+    EXPECT_LE(calls, counts.first + counts.second) << point.first << " " << point.second;
+  }
+}
+
+// The host floor: a prefill whose calls take longer to enqueue than its
+// kernels run takes the calls' time; a large one keeps the kernels'.
+TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
+  Calibration c = fit_calibration(synthetic_sweep(1.0, 0), "synthetic");
+  EXPECT_EQ(c.host_points, 0);  // no eager steps in the synthetic sweep: no floor
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const yoco::ModelConfig small = yoco::preset_config("transformer-small");
+  const CalibratedPhase none = calibrated_prefill(small, Storage{}, c, ceil, 1, 1024, 32768);
+  EXPECT_EQ(none.host_s, 0.0);
+  c.host_call_s = 10e-6;
+  const CalibratedPhase p = calibrated_prefill(small, Storage{}, c, ceil, 1, 1024, 32768);
+  const auto n = yoco::cuda::transformer_runner_launches(small);
+  EXPECT_DOUBLE_EQ(p.host_s, 10e-6 * (n.prefill_step + n.prefill_once));  // 1024 tokens: one step
+  EXPECT_DOUBLE_EQ(p.total_s, std::max(none.total_s, p.host_s));
+  EXPECT_GT(p.host_s, none.total_s) << "transformer-small's 1K prefill is host-bound at 10 us a call";
+  // A batch of 1024 a step of 32 tokens each: 120 steps, and YOCO's per-sequence K/V GEMM and RoPE in each.
+  const yoco::ModelConfig y = yoco::preset_config("yoco-small");
+  const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768);
+  const auto ny = yoco::cuda::yoco_runner_launches(y, 1024, 1);
+  EXPECT_GE(ny.prefill_step, 2 * 1024);
+  EXPECT_NEAR(b.host_s, 10e-6 * (120 * ny.prefill_step + ny.prefill_once), 10e-6 * 2 * 120);  // the chunk plan's launches
+  const yoco::ModelConfig big = yoco::preset_config("yoco-3b");
+  const CalibratedPhase l = calibrated_prefill(big, Storage{}, c, ceil, 1, 1 << 20, 32768);
+  EXPECT_LT(l.host_s, 0.02 * l.total_s);  // 32 steps of 32K tokens: the kernels bound it
 }
 
 TEST(Calibration, TheFileRoundTrips) {
@@ -156,6 +217,9 @@ TEST(Calibration, TheFileRoundTrips) {
       }
   EXPECT_EQ(back.sm_count, c.sm_count);
   EXPECT_EQ(back.sm_count, 132);  // the H100 datasheet's
+  EXPECT_DOUBLE_EQ(back.host_call_s, c.host_call_s);
+  EXPECT_GT(c.host_call_s, 1e-6);  // the sweep's eager decode steps: microseconds a call
+  EXPECT_EQ(back.host_points, 11);
   std::filesystem::remove(f);
 }
 

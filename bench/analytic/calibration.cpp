@@ -13,6 +13,7 @@
 #include "gret/gret_plan.hpp"
 #include "result_csv.hpp"
 #include "runner/generation_bytes.hpp"
+#include "runner/launch_count.hpp"
 
 namespace yoco::cost {
 
@@ -98,6 +99,28 @@ std::pair<double, double> nnls2(const std::vector<double>& a, const std::vector<
 
 using Key = std::tuple<std::string, int64_t, int64_t>;  // model, seq_len, batch
 
+// The gRet chunk plan the library picks for a prefill step of `rows` tokens of
+// each of `batch` sequences on `sms` SMs.
+cuda::GretChunkShape gret_step_shape(const ModelConfig& cfg, int64_t batch, int64_t rows) {
+  cuda::GretChunkShape shape;
+  shape.batch = batch;
+  shape.heads = cfg.n_self_heads;
+  shape.head_dim = cfg.self_head_dim();
+  shape.seq_len = rows;
+  shape.row_stride = 4 * cfg.dim;
+  return shape;
+}
+
+int sms_for(const Calibration& c, const DeviceSpec& dev) { return dev.sm_count > 0 ? dev.sm_count : std::max(c.sm_count, 1); }
+
+// The runners' host calls for `batch` sequences prefilled `rows` tokens a step.
+cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t rows, int sms) {
+  double chunk_launches = 1;
+  if (cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret)
+    chunk_launches = cuda::plan_gret_chunk(gret_step_shape(cfg, batch, rows), sms).segments > 1 ? 3 : 1;
+  return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches);
+}
+
 // The preset of a row's model; nullopt for pairs ("a vs b"), "-" and files.
 std::optional<ModelConfig> preset_of(const std::string& model) {
   if (model.empty() || model == "-" || model.find(' ') != std::string::npos) return std::nullopt;
@@ -162,7 +185,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     double roofline, layers, time;
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
-  std::vector<double> gap_pre, gap_dec;
+  std::vector<double> gap_pre, gap_dec, host_call;
   const int64_t chunk = 32768;  // the runners' prefill chunk (the sweep's notes)
   for (const auto& [key, m] : measured) {
     const auto& [model, len, batch] = key;
@@ -171,6 +194,10 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       const auto it = m.find({phase, metric});
       return it == m.end() ? std::nullopt : std::optional<double>(it->second);
     };
+    // The eager step's host enqueue time over its calls (the step's calls do
+    // not depend on the prefill plan).
+    if (const auto enq = get("decode_eager", "decode_host_enqueue_s"); enq && *enq > 0)
+      host_call.push_back(*enq / launches_of(cfg, batch, std::min(len, chunk), sheet.sm_count).decode_step);
     for (const bool is_pre : {true, false}) {
       const std::string ph = is_pre ? "prefill" : "decode";
       const auto kernels = get(ph + ".kernels", "gpu_time_s");
@@ -214,6 +241,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   c.decode_gap = median(gap_dec);
   c.other_bytes = median(others);
   c.sm_count = sheet.sm_count;
+  c.host_call_s = median(host_call);
+  c.host_points = static_cast<int>(host_call.size());
   return c;
 }
 
@@ -260,6 +289,18 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
   return out;
 }
 
+CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk) {
+  const int64_t rows = static_cast<int64_t>(cuda::prefill_rows_per_sequence(
+      static_cast<double>(batch), static_cast<double>(prompt), static_cast<double>(chunk)));
+  CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows), true, c, ceil);
+  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil));
+  const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
+  p.host_s = c.host_call_s * (steps * n.prefill_step + n.prefill_once);
+  p.total_s = std::max(p.total_s, p.host_s);
+  return p;
+}
+
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
                          int64_t prompt, int64_t gen, int64_t chunk) {
   const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
@@ -267,24 +308,21 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
   if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C).total();
   double workspace = 0;
   if (cfg.self_decoder() == SelfDecoderKind::gret) {
-    cuda::GretChunkShape shape;
-    shape.batch = batch;
-    shape.heads = cfg.n_self_heads;
-    shape.head_dim = cfg.self_head_dim();
-    shape.seq_len = static_cast<int64_t>(cuda::prefill_rows_per_sequence(B, P, C));
-    shape.row_stride = 4 * cfg.dim;
-    const int sms = dev.sm_count > 0 ? dev.sm_count : std::max(c.sm_count, 1);
-    workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms)));
+    const cuda::GretChunkShape shape =
+        gret_step_shape(cfg, batch, static_cast<int64_t>(cuda::prefill_rows_per_sequence(B, P, C)));
+    workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms_for(c, dev))));
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
   return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0).total();
 }
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
-                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band) {
+                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
+                             bool sampled_prefill) {
   const int64_t prompt = seq_len - gen;
-  const CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, 1, prompt, prefill_chunk), true, c, ceil);
-  const double prefill = static_cast<double>(batch) * p.total_s;
+  const CalibratedPhase p = sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk)
+                                            : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk);
+  const double prefill = (sampled_prefill ? static_cast<double>(batch) : 1.0) * p.total_s;
   double decode = 0, b = p.band;
   for (int64_t i = 0; i < gen; ++i) {
     const CalibratedPhase d = calibrated_phase(cfg, decode_work(cfg, st, batch, prompt + i), false, c, ceil);
@@ -322,6 +360,12 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
   add("prefill", "gap_fraction", c.prefill_gap, "fraction", "median latency / kernel time - 1; " + from);
   add("decode", "gap_fraction", c.decode_gap, "fraction", "median latency / kernel time - 1; " + from);
   add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, libraries)");
+  add("host", "call_s", c.host_call_s, "s",
+      c.host_points ? "median over " + std::to_string(c.host_points) +
+                          " points of the eager decode step's host enqueue time / the runner's calls "
+                          "(cuda/runner/launch_count.hpp); " + from
+                    : "no eager decode steps: no host floor");
+  add("host", "points", c.host_points, "count", "points with an eager decode step's host enqueue time");
   add("ceilings", "sm_count", c.sm_count, "count", "the device's datasheet (the gRet plan of the memory model)");
   return rows;
 }
@@ -380,6 +424,18 @@ Calibration read_calibration(const std::string& path) {
       else throw bad("unknown metric '" + r.metric + "' for calibration:memory");
       continue;
     }
+    if (ph == "host") {
+      if (r.metric == "call_s") {
+        if (v > 1) throw bad("call_s must be below 1 s");
+        c.host_call_s = v;
+      } else if (r.metric == "points") {
+        if (v > 1e9) throw bad("points must be a count below 1e9");
+        c.host_points = static_cast<int>(v);
+      } else {
+        throw bad("unknown metric '" + r.metric + "' for calibration:host");
+      }
+      continue;
+    }
     // <phase>.<family>.<bound>
     const size_t d1 = ph.find('.'), d2 = d1 == std::string::npos ? d1 : ph.find('.', d1 + 1);
     const std::string phase = ph.substr(0, d1);
@@ -391,7 +447,7 @@ Calibration read_calibration(const std::string& path) {
     const int b = bound == "compute" ? 0 : bound == "memory" ? 1 : -1;
     if ((phase != "prefill" && phase != "decode") || f < 0 || b < 0)
       throw bad("unknown phase '" + r.phase + "' (calibration:<prefill|decode>.<gemm|attention|gret|norms>." +
-                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory)");
+                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory, calibration:host)");
     FamilyFit& fit = (phase == "prefill" ? c.prefill : c.decode)[f][b];
     if (r.metric == "inverse_efficiency") {
       fit.inverse_efficiency = v;  // 0: a family whose time is its fixed cost alone
@@ -463,12 +519,14 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     if (!cfg) continue;
     CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_phase(*cfg, prefill_work(*cfg, st, r.batch, r.seq_len, chunk), true, c, ceil).total_s;
+      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
       k.predicted = calibrated_phase(*cfg, decode_work(*cfg, st, r.batch, r.seq_len), false, c, ceil).total_s;
     } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
                (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
-      k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk);
+      // As the point ran its prefill: the whole batch, or one prompt x batch ("prefill sampled" in its notes).
+      const bool sampled = r.notes.find("prefill sampled") != std::string::npos;
+      k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled);
     } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
       // The point's caches hold its prompt (the sweep's memory rows: "caches of exactly that").
       k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk);

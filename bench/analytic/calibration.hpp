@@ -60,6 +60,12 @@ struct Calibration {
   std::array<std::array<FamilyFit, 2>, kFamilies> prefill{}, decode{};
   double prefill_gap = 0, decode_gap = 0;  // host gaps: fraction of the kernels' time
   double other_bytes = 0;  // the CUDA context, libraries (median of mem_other_bytes; not in mem_total_bytes)
+  // The host's seconds to enqueue one call (launch, cuBLAS call, copy):
+  // the eager decode steps' host enqueue time over the runner's calls
+  // (cuda/runner/launch_count.hpp), median over the points; 0 (no host floor)
+  // when the sweep has no eager steps.
+  double host_call_s = 0;
+  int host_points = 0;
   int sm_count = 0;        // the measured card's (its datasheet's), for the gRet plan where a target has none
   const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
     return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
@@ -87,7 +93,8 @@ DeviceSpec calibrated_ceilings(const Calibration& c, const DeviceSpec& dev);
 struct CalibratedPhase {
   std::array<double, kFamilies> family_s{};  // kernel time per family
   double gap_s = 0;
-  double total_s = 0;
+  double host_s = 0;    // the host's calls (prefill: they bound the phase from below; decode replays a graph)
+  double total_s = 0;   // max(kernels + gap, host)
   double band = 0;       // the largest worst residual of the fits it used (its uncertainty, relative)
   std::string fallback;  // families that kept the roofline or borrowed the other bound's fit, "" if none
 };
@@ -95,6 +102,13 @@ struct CalibratedPhase {
 // (calibrated_ceilings).
 CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
                                  const Calibration& c, const DeviceSpec& ceil);
+
+// A prefill of `batch` prompts of `prompt` tokens as the runners run it:
+// steps of batch x prefill_rows_per_sequence tokens (at most `chunk` in all),
+// the kernels' calibrated time, or the host's calls where they take longer
+// (small models, a few tokens of each sequence a step).
+CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk);
 
 // Memory as the runner allocates it (mem_total_bytes: weights, caches, state,
 // activations) for `batch` sequences of `prompt` + `gen` tokens, prefilled in
@@ -104,10 +118,13 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
                          int64_t prompt, int64_t gen, int64_t chunk);
 
 // DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
-// (if given) receives the larger band of its prefill and decode steps.
+// (if given) receives the larger band of its prefill and decode steps. The
+// prompts are prefilled as the runners do, the whole batch a step; with
+// `sampled_prefill`, as the sweep samples a long point's prefill: one
+// prompt's prefill x batch.
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk,
-                             double* band = nullptr);
+                             double* band = nullptr, bool sampled_prefill = false);
 
 }  // namespace yoco::cost
 

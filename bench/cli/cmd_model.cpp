@@ -177,12 +177,14 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
   for (size_t i = 0; i < models.names.size(); ++i) {
     const ModelConfig& cfg = models.configs[i];
     for (int64_t len : lengths) {
-      const cost::CalibratedPhase p = cost::calibrated_phase(
-          cfg, cost::prefill_work(cfg, s.storage, s.batch, len, s.prefill_chunk), true, cal, ceil);
+      const cost::CalibratedPhase p =
+          cost::calibrated_prefill(cfg, s.storage, cal, ceil, s.batch, len, s.prefill_chunk);
       const cost::CalibratedPhase d =
           cost::calibrated_phase(cfg, cost::decode_work(cfg, s.storage, s.batch, len), false, cal, ceil);
+      const bool host_bound = p.host_s > 0 && p.host_s >= p.total_s;
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
-          p.fallback.empty() ? "" : "; fallback: " + p.fallback);
+          (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
+              (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""));
       for (int f = 0; f < cost::kFamilies; ++f)
         if (p.family_s[f] > 0)
           add(models.names[i], len, s.batch, 0, std::string("prefill.") + cost::family_name(static_cast<cost::Family>(f)),

@@ -146,6 +146,12 @@ def calibrated_section(data, table, readme_dir, out_dir):
                 lines += ["(figure not drawn: %s)" % exc, ""]
         # Out of sample: points the fit never saw (the small presets of an earlier run).
         small = os.path.join(MODEL_DIR, "check-small-%s.csv" % dev)
+        cal = os.path.join(MODEL_DIR, "calibration-%s.csv" % dev)
+        host = "not in this calibration"
+        if os.path.isfile(cal):
+            for r in _rows(cal):
+                if r["phase"] == "calibration:host" and r["metric"] == "call_s" and float(r["value"]) > 0:
+                    host = "%.1f µs a call" % (1e6 * float(r["value"]))
         if os.path.isfile(small):
             body, worst = [], OrderedDict()
             for p in _rows(small):
@@ -159,11 +165,15 @@ def calibrated_section(data, table, readme_dir, out_dir):
                       "not in the fit): worst " + ", ".join("%s %.0f%%" % (METRICS[m], 100 * w)
                                                             for m, w in worst.items()) +
                       ". Memory carries down exactly (the runners' formula counts the 4K step's buffers and "
-                      "the 32 MiB cuBLAS workspace that dominate it); the time fit does not: their prefill is "
-                      "launch-bound (fixed costs the large prefills fit as zero), their decode steps keep the "
-                      "per-layer costs (within 28%%), and their throughput follows the prefill. Open: per-launch "
-                      "costs, fitted on a CUPTI breakdown of the small presets (the GPU suite's models step takes "
-                      "one since) ([%s](%s))." % (rel(small), rel(small)), "",
+                      "the 32 MiB cuBLAS workspace that dominate it). Time carries down through the host: the "
+                      "runners' calls (cuda/runner/launch_count.hpp, checked against the sweep's CUPTI launch "
+                      "counts) times the host's cost of a call (the sweep's eager decode steps: %s) bound a "
+                      "prefill from below, which is what a batch of 1024 prefilled 32 tokens of each sequence a "
+                      "step is (YOCO's runner projects the global K/V one sequence at a time: two calls per "
+                      "sequence per step). Open: the 4K prefill at batch 1, which the model puts short for YOCO: "
+                      "the generation's cudaFree/cudaMalloc inside the timed prefill is not priced, and no CUPTI "
+                      "breakdown of these points exists yet (the GPU suite's models step takes one since) "
+                      "([%s](%s))." % (host, rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.
         for proj in sorted(glob.glob(os.path.join(MODEL_DIR, "projection-*.csv"))):

@@ -1,0 +1,84 @@
+#pragma once
+// Host calls the CUDA runners make: kernel launches, cuBLAS calls, async
+// copies and memsets, each of which costs the host a few microseconds to
+// enqueue. On a large model the GPU is far behind the host and this cost
+// hides; on a small one (or a prefill step of a few tokens per sequence) the
+// GPU waits for the host, and the step takes calls x the host's cost of a
+// call. One definition for the calibrated cost model
+// (bench/analytic/calibration.cpp: the host floor of a prefill, the host cost
+// of a call fitted on the eager decode steps) and its tests, which hold the
+// decode counts against the CUPTI launch counts of the committed sweep. Plain
+// C++ (no CUDA), in double. Keep in step with cuda/runner/yoco_cuda_model.cpp
+// (allocate_generation, self_decoder_chunk and the mixers, prefill,
+// enqueue_decode_step, cross_decoder_step) and
+// baselines/transformer_cuda_model.cpp (allocate_caches, run_layers,
+// run_chunk, prefill, decode_step).
+//
+// Counted as the host makes them: a cuBLAS GEMM is one call (cuBLAS may add
+// a split-K reduction kernel of its own: CUPTI counts it, the host does not
+// launch it), FlashDecoding is two launches (split and combine; one when a
+// single split covers the cache), gRet chunk's launches are its plan's (one
+// kernel, or state pass + scan + fused pass over segments).
+#include "config.hpp"
+
+namespace yoco::cuda {
+
+struct RunnerLaunches {
+  double prefill_step = 0;  // each prefill step (batch x n tokens)
+  double prefill_once = 0;  // once a prefill: the generation's memsets, the last positions' head
+  double decode_step = 0;   // one decode step (what a CUDA graph replays)
+};
+
+inline constexpr double kFlashDecodeLaunches = 2;  // split + combine (the caches of the sweep need splits)
+
+// YOCO. gret_chunk_launches: the chunk kernel's launches for a prefill step
+// of the plan the library picks (1, or 3 with segments); unused for SWA.
+inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches) {
+  const double Ls = static_cast<double>(c.n_self_layers()), Lc = static_cast<double>(c.n_cross_layers());
+  const bool gret = c.self_decoder() == SelfDecoderKind::gret;
+  // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM; a sublayer's add + RMSNorm before it.
+  const double ffn = 3, norm = 1;
+  RunnerLaunches n;
+  // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE q, RoPE k, log decay, the
+  // chunk kernel, norm + gate, out_proj. SWA: q|k|v GEMM, RoPE q, RoPE k,
+  // three position setters, ring gather, the chunk's keys into the window,
+  // flash prefill, ring update, out_proj.
+  const double self_mixer = gret ? 7 + gret_chunk_launches : 11;
+  // upload of the tokens, embedding; the self-decoder; kv norm; per sequence
+  // the global K/V GEMM and K's RoPE.
+  n.prefill_step = 2 + Ls * (norm + self_mixer + norm + ffn) + 1 + 2 * batch;
+  // allocate_generation: two memsets, the positions; M's last rows, positions
+  // twice; the cross-decoder step (q_proj, RoPE, FlashDecoding, out_proj per
+  // layer), the final norm and the LM head.
+  const double cross_step = Lc * (norm + 2 + kFlashDecodeLaunches + 1 + norm + ffn) + 2;
+  n.prefill_once = 3 + 3 + cross_step;
+  // Decode: embedding; per self layer the fused projection, RoPE q, then gRet
+  // (gt_proj, RoPE k, log decay, the step) or SWA (RoPE k, ring append, q rows,
+  // FlashDecoding), out_proj; the global K/V row (norm, GEMM, RoPE, append);
+  // the cross-decoder step; advance positions.
+  const double self_step = gret ? 4 : 3 + kFlashDecodeLaunches;
+  n.decode_step = 1 + Ls * (norm + 2 + self_step + 1 + norm + ffn) + 4 + cross_step + 1;
+  return n;
+}
+
+// The GQA Transformer.
+inline RunnerLaunches transformer_runner_launches(const ModelConfig& c) {
+  const double L = static_cast<double>(c.n_layers);
+  RunnerLaunches n;
+  // Two uploads (tokens, query ranges), embedding; per layer norm, QKV GEMM,
+  // RoPE on q and k, cache write, flash prefill, o_proj, norm, W1|W3, SwiGLU, W2.
+  n.prefill_step = 3 + L * 10;
+  // A memset per layer's cache; the last step's final norm, last-row gather and
+  // LM head; the decode positions.
+  n.prefill_once = L + 3 + 1;
+  // Embedding; per layer norm, QKV GEMM, RoPE, cache write, dense q copy,
+  // FlashDecoding, o_proj, norm, W1|W3, SwiGLU, W2; final norm, LM head, advance.
+  n.decode_step = 1 + L * (10 + kFlashDecodeLaunches) + 3;
+  return n;
+}
+
+inline RunnerLaunches runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches) {
+  return c.is_yoco() ? yoco_runner_launches(c, batch, gret_chunk_launches) : transformer_runner_launches(c);
+}
+
+}  // namespace yoco::cuda
