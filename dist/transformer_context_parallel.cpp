@@ -1,6 +1,8 @@
 #include "transformer_context_parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 
 #include "inference_checks.hpp"
@@ -42,7 +44,7 @@ std::vector<int> ContextParallelTransformer<T>::chunks_of(int rank) const {
 }
 
 template <class T>
-Mat<T> ContextParallelTransformer<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
+std::vector<Mat<T>> ContextParallelTransformer<T>::layers(const TokenBatch& prompt, int64_t max_new_tokens) {
   // Every check that can fail runs on every rank before the first collective.
   check_prefill_args(prompt, max_new_tokens, prompt.length);
   const ModelConfig& cfg = model_.config();
@@ -97,6 +99,15 @@ Mat<T> ContextParallelTransformer<T>::prefill(const TokenBatch& prompt, int64_t 
     }
     for (int i = 0; i < 2; ++i) x[i] = model_.layer_finish(l, x[i], acc[i].template result<T>());
   }
+  return x;
+}
+
+template <class T>
+Mat<T> ContextParallelTransformer<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
+  const std::vector<Mat<T>> x = layers(prompt, max_new_tokens);
+  const ModelConfig& cfg = model_.config();
+  const int64_t B = prompt.batch, N = prompt.length, L = cfg.n_layers, kvw = cfg.kv_width();
+  const int r = comm_.rank();
   // The last position is the last row of chunk 2R - 1: rank 0's second piece.
   std::vector<double> buf(B * cfg.dim);
   if (r == 0)
@@ -157,6 +168,75 @@ Mat<T> ContextParallelTransformer<T>::decode_step(const std::vector<int64_t>& to
   if (keeper) pieces_.back().n = gen + 1;
   position_ = pos + 1;
   return model_.lm_head(x);
+}
+
+template <class T>
+Mat<T> ContextParallelTransformer<T>::forward(const TokenBatch& tokens) {
+  const std::vector<Mat<T>> x = layers(tokens, 0);
+  const ModelConfig& cfg = model_.config();
+  const int R = comm_.size();
+  const int64_t B = tokens.batch, N = tokens.length, V = cfg.vocab_size;
+  int64_t most = 0;  // rows of a rank's two chunks, padded to the largest
+  for (int j = 0; j < R; ++j) {
+    int64_t rows = 0;
+    for (int c : chunks_of(j)) rows += chunks_.length(c);
+    most = std::max(most, rows);
+  }
+  std::vector<double> mine(B * most * V, 0.0), all(mine.size() * R);
+  int64_t at = 0;
+  for (int i = 0; i < 2; ++i) {
+    const Mat<T> logits = model_.lm_head(x[i]);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < pieces_[i].n; ++t)
+        for (int64_t e = 0; e < V; ++e) mine[(b * most + at + t) * V + e] = static_cast<double>(logits(b * pieces_[i].n + t, e));
+    at += pieces_[i].n;
+  }
+  comm_.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(double)), all.data(), "logits");
+  Mat<T> out(B * N, V);
+  for (int j = 0; j < R; ++j) {
+    int64_t off = 0;
+    for (int c : chunks_of(j)) {
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < chunks_.length(c); ++t)
+          for (int64_t e = 0; e < V; ++e)
+            out(b * N + chunks_.begin(c) + t, e) = static_cast<T>(all[((j * B + b) * most + off + t) * V + e]);
+      off += chunks_.length(c);
+    }
+  }
+  position_ = 0;  // no decoding from a forward
+  batch_ = 0;
+  return out;
+}
+
+template <class T>
+void ContextParallelTransformer<T>::skip_positions(int64_t n) {
+  if (batch_ == 0) throw std::logic_error("ContextParallelTransformer::skip_positions before prefill");
+  if (n < 0 || position_ + n > capacity_)
+    throw std::logic_error("ContextParallelTransformer::skip_positions past the capacity");
+  if (comm_.rank() == 0) {  // the keeper: n zero rows a sequence appended to the generated piece
+    Piece& g = pieces_.back();
+    for (size_t l = 0; l < g.k.size(); ++l) {
+      Mat<T> nk = Mat<T>::Zero(batch_ * (g.n + n), g.k[l].cols()), nv = nk;
+      for (int64_t b = 0; b < batch_; ++b) {
+        nk.middleRows(b * (g.n + n), g.n) = g.k[l].middleRows(b * g.n, g.n);
+        nv.middleRows(b * (g.n + n), g.n) = g.v[l].middleRows(b * g.n, g.n);
+      }
+      g.k[l] = std::move(nk);
+      g.v[l] = std::move(nv);
+    }
+    g.n += n;
+  }
+  position_ += n;
+}
+
+template <class T>
+MemoryBreakdown ContextParallelTransformer<T>::memory() const {
+  MemoryBreakdown m;
+  m.weights = model_.weights().bytes();
+  for (const Piece& p : pieces_)
+    for (size_t l = 0; l < p.k.size(); ++l)
+      m.kv_cache += static_cast<int64_t>((p.k[l].size() + p.v[l].size()) * sizeof(T));
+  return m;
 }
 
 template class ContextParallelTransformer<float>;

@@ -26,7 +26,18 @@ class ContextParallelTransformer {
 
   Mat<T> prefill(const TokenBatch& prompt, int64_t max_new_tokens);
   Mat<T> decode_step(const std::vector<int64_t>& tokens);
+  // Logits at every position, [B * N, vocab], the same on every rank: the
+  // prefill's ring attention through every layer, the LM head on this rank's
+  // two chunks, the logits gathered ("logits"). Replaces the decoding cache.
+  Mat<T> forward(const TokenBatch& tokens);
+  // Timing only: the cache advanced by n positions (zero keys and values
+  // appended on the rank that keeps the generated tokens).
+  void skip_positions(int64_t n);
+  // weights and this rank's shard of every layer's KV cache (as allocated:
+  // the keeper's generated rows as they grow); activations: the caller's.
+  MemoryBreakdown memory() const;
   int64_t position() const { return position_; }
+  int64_t capacity() const { return capacity_; }
 
  private:
   // This rank's pieces of the sequence: [begin, begin + n) with its layers' keys and values.
@@ -35,6 +46,9 @@ class ContextParallelTransformer {
     std::vector<Mat<T>> k, v;  // per layer, [batch * n, Hkv * Da] (the generated piece grows)
   };
   std::vector<int> chunks_of(int rank) const;
+  // Checks, then every layer over this rank's two chunks (ring attention);
+  // sets pieces_ (with their keys and values) and returns the pieces' outputs.
+  std::vector<Mat<T>> layers(const TokenBatch& prompt, int64_t max_new_tokens);
 
   const TransformerModel<T>& model_;
   Communicator& comm_;

@@ -109,45 +109,53 @@ Mat<T> ShardedYoco<T>::cross_decoder(Mat<T> x, int64_t pos) {
 }
 
 template <class T>
-Mat<T> ShardedYoco<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
-  // Every check that can fail runs on every rank before the first collective:
-  // a rank that threw alone would leave the others waiting in it.
-  check_prefill_args(prompt, max_new_tokens, prompt.length);
+Mat<T> ShardedYoco<T>::shard_self_decoder(const TokenBatch& prompt, int64_t extra_rows, YocoCache<T>& cache) {
   const ModelConfig& cfg = model_.config();
-  validate_tokens(cfg, prompt.ids);
   const int64_t B = prompt.batch, N = prompt.length;
   if (plan_.end(plan_.ranks() - 1) != N)
     throw InputError("the shard plan covers " + std::to_string(plan_.end(plan_.ranks() - 1)) +
                      " positions, the prompt has " + std::to_string(N));
   const int r = comm_.rank();
   const int64_t pos0 = plan_.begin(r), n = plan_.length(r);
-  batch_ = B;
-  cache_ = YocoCache<T>{};
-  cache_.batch = B;
-  cache_.capacity = N + max_new_tokens;
+  cache = YocoCache<T>{};
+  cache.batch = B;
+  cache.capacity = N + extra_rows;
   const int64_t Ls = cfg.n_self_layers(), D = cfg.self_head_dim(), Hs = cfg.n_self_heads;
   if (cfg.self_decoder() == SelfDecoderKind::gret) {
-    cache_.gret_state.assign(Ls, std::vector<Mat<T>>(B * Hs, Mat<T>::Zero(D, D)));
+    cache.gret_state.assign(Ls, std::vector<Mat<T>>(B * Hs, Mat<T>::Zero(D, D)));
   } else {
-    cache_.swa_k.assign(Ls, std::vector<Mat<T>>(B, Mat<T>::Zero(cfg.window(), cfg.dim)));
-    cache_.swa_v = cache_.swa_k;
+    cache.swa_k.assign(Ls, std::vector<Mat<T>>(B, Mat<T>::Zero(cfg.window(), cfg.dim)));
+    cache.swa_v = cache.swa_k;
   }
-  // This shard's rows of the global cache; the last rank's also the generated ones.
-  local_rows_ = n;
-  const int64_t rows_cap = n + (last_rank() ? max_new_tokens : 0);
-  cache_.k_hat.assign(B, Mat<T>::Zero(rows_cap, cfg.kv_width()));
-  cache_.v_hat.assign(B, Mat<T>::Zero(rows_cap, cfg.kv_width()));
+  const int64_t rows_cap = n + (last_rank() ? extra_rows : 0);
+  cache.k_hat.assign(B, Mat<T>::Zero(rows_cap, cfg.kv_width()));
+  cache.v_hat.assign(B, Mat<T>::Zero(rows_cap, cfg.kv_width()));
 
   const ShardExchange<T> exchange(comm_, plan_, cfg);
   Mat<T> x = model_.embed(prompt.slice(pos0, n));
   for (int64_t l = 0; l < Ls; ++l)
-    x = model_.self_layer(l, x, B, n, pos0, GretParadigm::chunkwise, &cache_, &exchange);
+    x = model_.self_layer(l, x, B, n, pos0, GretParadigm::chunkwise, &cache, &exchange);
   Mat<T> k, v;
   model_.global_kv(x, B, n, pos0, k, v);
   for (int64_t b = 0; b < B; ++b) {
-    cache_.k_hat[b].topRows(n) = k.middleRows(b * n, n);
-    cache_.v_hat[b].topRows(n) = v.middleRows(b * n, n);
+    cache.k_hat[b].topRows(n) = k.middleRows(b * n, n);
+    cache.v_hat[b].topRows(n) = v.middleRows(b * n, n);
   }
+  return x;
+}
+
+template <class T>
+Mat<T> ShardedYoco<T>::prefill(const TokenBatch& prompt, int64_t max_new_tokens) {
+  // Every check that can fail runs on every rank before the first collective:
+  // a rank that threw alone would leave the others waiting in it.
+  check_prefill_args(prompt, max_new_tokens, prompt.length);
+  const ModelConfig& cfg = model_.config();
+  validate_tokens(cfg, prompt.ids);
+  const int64_t B = prompt.batch, N = prompt.length, n = plan_.length(comm_.rank());
+  batch_ = B;
+  // This shard's rows of the global cache; the last rank's also the generated ones.
+  const Mat<T> x = shard_self_decoder(prompt, max_new_tokens, cache_);
+  local_rows_ = n;
   // The last position's hidden state, from the last rank to every rank.
   Mat<T> last(B, cfg.dim);
   std::vector<double> buf(B * cfg.dim);
@@ -190,6 +198,73 @@ Mat<T> ShardedYoco<T>::decode_step(const std::vector<int64_t>& tokens) {
   position_ = pos + 1;
   cache_.position = position_;
   return cross_decoder(x, pos);
+}
+
+template <class T>
+Mat<T> ShardedYoco<T>::forward(const TokenBatch& tokens) {
+  if (tokens.batch < 1 || tokens.length < 1) throw InputError("forward needs at least one token");
+  const ModelConfig& cfg = model_.config();
+  validate_tokens(cfg, tokens.ids);
+  const int R = comm_.size(), r = comm_.rank();
+  const int64_t B = tokens.batch, N = tokens.length, pos0 = plan_.begin(r), n = plan_.length(r),
+                kvw = cfg.kv_width(), V = cfg.vocab_size;
+  int64_t most = 0;
+  for (int j = 0; j < R; ++j) most = std::max(most, plan_.length(j));
+  YocoCache<T> cache;
+  Mat<T> x = shard_self_decoder(tokens, 0, cache);
+  // The global K-hat / V-hat, gathered once: [B, most, 2 kvw] a rank (padded).
+  const int64_t width = B * most * 2 * kvw;
+  std::vector<double> mine(width, 0.0), all(width * R);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t e = 0; e < kvw; ++e) {
+        mine[((b * most + i) * 2 + 0) * kvw + e] = static_cast<double>(cache.k_hat[b](i, e));
+        mine[((b * most + i) * 2 + 1) * kvw + e] = static_cast<double>(cache.v_hat[b](i, e));
+      }
+  comm_.allgather(mine.data(), static_cast<int64_t>(mine.size() * sizeof(double)), all.data(), "kv_gather");
+  std::vector<Mat<T>> ks(B, Mat<T>(pos0 + n, kvw)), vs(B, Mat<T>(pos0 + n, kvw));
+  std::vector<const Mat<T>*> kp(B), vp(B);
+  for (int j = 0; j <= r; ++j)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < plan_.length(j); ++i)
+        for (int64_t e = 0; e < kvw; ++e) {
+          ks[b](plan_.begin(j) + i, e) = static_cast<T>(all[j * width + ((b * most + i) * 2 + 0) * kvw + e]);
+          vs[b](plan_.begin(j) + i, e) = static_cast<T>(all[j * width + ((b * most + i) * 2 + 1) * kvw + e]);
+        }
+  for (int64_t b = 0; b < B; ++b) kp[b] = &ks[b], vp[b] = &vs[b];
+  for (int64_t l = 0; l < cfg.n_cross_layers(); ++l) x = model_.cross_layer(l, x, B, n, pos0, kp, vp, pos0 + n);
+  const Mat<T> local = model_.lm_head(x);
+  // Every rank's logits ([B, most, V] a rank, padded) into [B * N, V] rows b * N + t.
+  std::vector<double> lmine(B * most * V, 0.0), lall(B * most * V * R);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t e = 0; e < V; ++e) lmine[(b * most + i) * V + e] = static_cast<double>(local(b * n + i, e));
+  comm_.allgather(lmine.data(), static_cast<int64_t>(lmine.size() * sizeof(double)), lall.data(), "logits");
+  Mat<T> out(B * N, V);
+  for (int j = 0; j < R; ++j)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < plan_.length(j); ++i)
+        for (int64_t e = 0; e < V; ++e)
+          out(b * N + plan_.begin(j) + i, e) = static_cast<T>(lall[(j * B * most + b * most + i) * V + e]);
+  return out;
+}
+
+template <class T>
+void ShardedYoco<T>::skip_positions(int64_t n) {
+  if (batch_ == 0) throw std::logic_error("ShardedYoco::skip_positions before prefill");
+  if (n < 0 || position_ + n > cache_.capacity) throw std::logic_error("ShardedYoco::skip_positions past the capacity");
+  position_ += n;
+  cache_.position = position_;
+  if (last_rank()) local_rows_ += n;  // the skipped rows stay zero: timing only
+}
+
+template <class T>
+MemoryBreakdown ShardedYoco<T>::memory() const {
+  MemoryBreakdown m;
+  m.weights = model_.weights().bytes();
+  m.kv_cache = cache_.kv_cache_bytes();
+  m.state = cache_.state_bytes();
+  return m;
 }
 
 template class ShardedYoco<float>;

@@ -32,6 +32,20 @@ class ShardedYoco {
   Mat<T> prefill(const TokenBatch& prompt, int64_t max_new_tokens);
   // One token per sequence (the same on every rank); [B, vocab].
   Mat<T> decode_step(const std::vector<int64_t>& tokens);
+  // Logits at every position, [B * N, vocab], the same on every rank (the
+  // decoding cache untouched): the self-decoder sharded as in prefill, the
+  // global K-hat / V-hat gathered once ("kv_gather": every cross layer reads
+  // the same gathered cache, paper appendix A), the cross-decoder over this
+  // rank's positions, the logits gathered ("logits").
+  Mat<T> forward(const TokenBatch& tokens);
+  // Timing only (a sampled decode late in a long generation): the cache
+  // advanced by n positions without computing them.
+  void skip_positions(int64_t n);
+  // weights, this rank's shard of the global cache (the last rank's with
+  // room for the generated rows), the states or windows; activations are the
+  // caller's to meter.
+  MemoryBreakdown memory() const;
+  int64_t capacity() const { return cache_.capacity; }
 
   const ShardPlan& plan() const { return plan_; }
   int64_t position() const { return position_; }
@@ -40,6 +54,10 @@ class ShardedYoco {
 
  private:
   Mat<T> cross_decoder(Mat<T> x, int64_t pos);
+  // This rank's shard through the self-decoder into `cache` (fresh states or
+  // windows, its K-hat / V-hat rows first in k_hat / v_hat, `extra_rows` more
+  // on the last rank); returns the shard's M rows.
+  Mat<T> shard_self_decoder(const TokenBatch& prompt, int64_t extra_rows, YocoCache<T>& cache);
   bool last_rank() const { return comm_.rank() == comm_.size() - 1; }
 
   const YocoModel<T>& model_;

@@ -61,9 +61,12 @@ class CliTest : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // Runs `yoco <args>`; `args` is pasted into a shell command line as is.
-  CliRun yoco(const std::string& args) {
+  CliRun yoco(const std::string& args) { return shell(shell_quote(YOCO_CLI_PATH) + " " + args); }
+
+  // Runs a shell command line, stdout and stderr captured apart.
+  CliRun shell(const std::string& command) {
     const std::string out = path(unique_name("stdout")), err = path(unique_name("stderr"));
-    const std::string cmd = shell_quote(YOCO_CLI_PATH) + " " + args + " >" + shell_quote(out) + " 2>" + shell_quote(err);
+    const std::string cmd = command + " >" + shell_quote(out) + " 2>" + shell_quote(err);
     const int raw = std::system(cmd.c_str());
     CliRun r;
     if (raw == -1) r.status = -1000;

@@ -7,10 +7,14 @@
 #include "commands.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_status.hpp"
+#if defined(YOCO_HAVE_DIST)
+#include "dist_backend.hpp"
+#endif
 #include "default_job.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "lists.hpp"
+#include "mpi_job.hpp"
 #include "result_output.hpp"
 #include "sweep.hpp"
 #include "sweep_file.hpp"
@@ -167,6 +171,12 @@ int cmd_bench(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const std::string device = a.get_or("--device", "cpu");
   if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
+  if (mpi_job() && (args.empty() || a.has("--default-job") || a.has("--quick")))
+    throw InputError("the default job runs one process: under mpirun give the sweep (--model, --lengths; "
+                     "the rows say the rank count)");
+  if (mpi_job() && device == "cuda")
+    throw InputError("--device cuda under mpirun: the ranks' CUDA path is not built yet; under mpirun the CPU "
+                     "reference runs with the sequence sharded over the ranks (drop --device cuda)");
   if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
@@ -203,7 +213,15 @@ int cmd_bench(const Args& args) {
   if (auto out = a.get("--out")) prepare_output_path(*out);  // before any measurement
   const int points = static_cast<int>(s.models.size() * s.lengths.size());
   const SweepFile file(a.get("--out"), a.has("--resume"), points);  // --resume: read and checked first
-  Progress progress(points);
+  Progress progress(points, !primary_process());
+#if defined(YOCO_HAVE_DIST)
+  if (dist::Communicator* comm = mpi_job()) {
+    DistCpuBackend backend(s.device_name, *comm);
+    const auto rows = run_sweep(s, backend, progress, file.io());
+    emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
+    return 0;
+  }
+#endif
   const auto rows = run_cpu_sweep(s, progress, file.io());
   emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
   return 0;

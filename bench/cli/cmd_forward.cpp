@@ -5,6 +5,7 @@
 #include "atomic_file.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
+#include "mpi_job.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
 #include "npy.hpp"
@@ -57,6 +58,12 @@ int cmd_forward(const Args& args) {
       throw InputError(std::string(opt) + " applies to YOCO gRet models only; " + m.cfg.name + " is " +
                        (m.cfg.is_yoco() ? "a YOCO model with a sliding-window self-decoder" : "a Transformer"));
   if (a.has("--chunk")) m.cfg.gret_chunk_size = chunk;
+  // Under mpirun each rank runs its shard chunkwise, the states scanned across the ranks.
+  const bool sharded = mpi_job() != nullptr;
+  if (sharded && a.has("--paradigm") && paradigm != GretParadigm::chunkwise)
+    throw InputError("--paradigm " + std::string(paradigm_name(paradigm)) +
+                     " under mpirun: the sharded forward runs gRet chunkwise within each rank's shard (give "
+                     "--paradigm chunkwise, or run without mpirun)");
 
   const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
   const int64_t n = static_cast<int64_t>(ids.size());
@@ -64,10 +71,11 @@ int cmd_forward(const Args& args) {
   require_host_memory(m.cuda ? logits_host  // the GPU's logits on the host, as float and as double
                              : forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
                       "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
-  check_output_path(out);  // an unwritable --out is said before the work
+  if (primary_process()) check_output_path(out);  // an unwritable --out is said before the work
   const auto runner = create_model_runner(m);
   // The GPU has one gRet form, its chunk kernel: chunkwise (parallel names the same function).
-  const GretParadigm run_paradigm = m.cuda ? (gret ? GretParadigm::chunkwise : GretParadigm::parallel) : paradigm;
+  const GretParadigm run_paradigm =
+      m.cuda || sharded ? (gret ? GretParadigm::chunkwise : GretParadigm::parallel) : paradigm;
   const Mat<double> logits =
       device_memory_errors_as_input(m, [&] { return runner->forward(TokenBatch::single(ids), run_paradigm); });
 
@@ -75,11 +83,15 @@ int cmd_forward(const Args& args) {
   const int64_t V = m.cfg.vocab_size;
   std::vector<int64_t> shape = all ? std::vector<int64_t>{n, V} : std::vector<int64_t>{V};
   const double* data = all ? logits.data() : logits.data() + (n - 1) * V;  // row-major
-  write_npy(out, !m.cuda && m.precision == Precision::f64 ? NpyDType::f64 : NpyDType::f32, shape, data);
+  if (primary_process())  // under mpirun every rank holds the same logits: rank 0 writes them
+    write_npy(out, !m.cuda && m.precision == Precision::f64 ? NpyDType::f64 : NpyDType::f32, shape, data);
 
   std::string paradigm_text = "n/a";
   if (gret && m.cuda) {
     paradigm_text = "chunkwise (the GPU's chunk kernel)";
+  } else if (gret && sharded) {
+    paradigm_text = "chunkwise (chunk " + std::to_string(m.cfg.gret_chunk_size) +
+                    ") within each rank's shard, the states scanned across the ranks";
   } else if (gret) {
     paradigm_text = paradigm_name(paradigm);
     if (paradigm == GretParadigm::chunkwise) paradigm_text += " (chunk " + std::to_string(m.cfg.gret_chunk_size) + ")";

@@ -12,6 +12,9 @@
 #include "model_options.hpp"
 #include "report.hpp"
 #include "tokens.hpp"
+#if defined(YOCO_HAVE_DIST)
+#include "dist_backend.hpp"
+#endif
 
 namespace yoco::cli {
 
@@ -107,6 +110,16 @@ int cmd_generate(const Args& args) {
             << (m.cuda ? "; the device arena's buffers" : "") << "):\n";
   print_memory(std::cout, run.memory, "  ");
   if (m.cuda) print_device_other(std::cout, *runner, "  ");
+#if defined(YOCO_HAVE_DIST)
+  if (auto* d = dynamic_cast<DistRunner*>(runner.get())) {
+    // Memory above is rank 0's; what the ranks moved (a collective: every rank).
+    std::cout << "communication over " << d->communicator().size() << " ranks (memory above: rank 0's; "
+              << d->sharding() << "):\n";
+    for (const PhaseReading& r : comm_readings(*d))
+      if (r.reading.metric == "comm_bytes_received")
+        std::cout << strf("  %-28s %12.0f B received by the busiest rank\n", r.phase.c_str(), r.reading.value);
+  }
+#endif
 
   if (!check) return 0;
   const DecodeCheck c = check_decode_against_forward(*runner, prompt, run);

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "errors.hpp"
+#include "mpi_job.hpp"
 
 namespace {
 
@@ -80,27 +81,32 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  using yoco::cli::end_job_after_error;
+  using yoco::cli::rank_prefix;
+  // Under mpirun every rank meets the same bad input: rank 0 says so for the job.
+  const auto quiet = [] { return !yoco::cli::primary_process(); };
   try {
+    yoco::cli::start_mpi_job();
     return dispatch(argc, argv);
   } catch (const yoco::InputError& e) {
     std::cout.flush();
-    std::cerr << "yoco: error: " << e.what() << "\n";
-    return 2;
+    if (!quiet()) std::cerr << "yoco: error: " << e.what() << "\n";
+    return end_job_after_error(2);
   } catch (const yoco::DeviceError& e) {
     std::cout.flush();
-    std::cerr << "yoco: device error: " << e.what() << "\n";
-    return 1;
+    std::cerr << "yoco: " << rank_prefix() << "device error: " << e.what() << "\n";
+    return end_job_after_error(1);
   } catch (const std::bad_alloc&) {
     std::cout.flush();
-    std::cerr << "yoco: internal error: out of memory (std::bad_alloc)\n";
-    return 1;
+    std::cerr << "yoco: " << rank_prefix() << "internal error: out of memory (std::bad_alloc)\n";
+    return end_job_after_error(1);
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "yoco: internal error: " << e.what() << "\n";
-    return 1;
+    std::cerr << "yoco: " << rank_prefix() << "internal error: " << e.what() << "\n";
+    return end_job_after_error(1);
   } catch (...) {
     std::cout.flush();
-    std::cerr << "yoco: internal error: unknown exception\n";
-    return 1;
+    std::cerr << "yoco: " << rank_prefix() << "internal error: unknown exception\n";
+    return end_job_after_error(1);
   }
 }

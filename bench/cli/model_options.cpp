@@ -3,10 +3,14 @@
 #include "cuda_status.hpp"
 #include "errors.hpp"
 #include "format.hpp"
+#include "mpi_job.hpp"
 #include "tokens.hpp"
 
 #if defined(YOCO_HAVE_CUDA)
 #include "cuda_runner.hpp"
+#endif
+#if defined(YOCO_HAVE_DIST)
+#include "dist_runner.hpp"
 #endif
 
 namespace yoco::cli {
@@ -41,6 +45,9 @@ ModelChoice model_choice(const ParsedArgs& a) {
   m.seed = a.get_u64("--seed", 0);
   m.cfg = resolve_model(a.require("--model"));
   m.weights = a.has("--weights") ? WeightSource::from_file(*a.get("--weights")) : WeightSource::from_seed(m.seed);
+  if (m.cuda && mpi_job())
+    throw InputError("--device cuda under mpirun: the ranks' CUDA path is not built yet; under mpirun the CPU "
+                     "reference runs with the sequence sharded over the ranks (drop --device cuda)");
   if (m.cuda) {
     const CudaStatus c = cuda_status();
     if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
@@ -49,6 +56,9 @@ ModelChoice model_choice(const ParsedArgs& a) {
 }
 
 std::unique_ptr<ModelRunner> create_model_runner(const ModelChoice& m) {
+#if defined(YOCO_HAVE_DIST)
+  if (!m.cuda && mpi_job()) return DistRunner::create(m.cfg, m.precision, m.weights, *mpi_job());
+#endif
   if (!m.cuda) return ModelRunner::create(m.cfg, m.precision, m.weights);
 #if defined(YOCO_HAVE_CUDA)
   cuda::CudaWeightSource src;

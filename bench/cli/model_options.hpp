@@ -33,8 +33,10 @@ struct ModelChoice {
 // without CUDA or a machine without a device (cuda_status's reason).
 ModelChoice model_choice(const ParsedArgs& a);
 
-// The runner of the choice: the CPU reference (ModelRunner::create) or, with
-// --device cuda, the CUDA runner (harness/cuda_runner.hpp).
+// The runner of the choice: the CPU reference (ModelRunner::create), under
+// mpirun the reference with the sequence sharded over the ranks
+// (harness/dist_runner.hpp), or, with --device cuda, the CUDA runner
+// (harness/cuda_runner.hpp).
 std::unique_ptr<ModelRunner> create_model_runner(const ModelChoice& m);
 
 // With a CUDA runner: one line "other  <bytes> (CUDA context and libraries, cudaMemGetInfo)"

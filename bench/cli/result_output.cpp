@@ -5,6 +5,7 @@
 
 #include "atomic_file.hpp"
 #include "errors.hpp"
+#include "mpi_job.hpp"
 
 namespace yoco::cli {
 
@@ -17,6 +18,7 @@ OutputFormat parse_output_format(const ParsedArgs& a) {
 }
 
 void prepare_output_path(const std::string& path) {
+  if (!primary_process()) return;  // under mpirun rank 0 writes the files
   const std::filesystem::path p(path);
   std::error_code ec;
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);  // as save_results_csv does
@@ -25,6 +27,7 @@ void prepare_output_path(const std::string& path) {
 
 void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,
                const std::function<void()>& print_table) {
+  if (!primary_process()) return;  // under mpirun rank 0 prints and writes for the job
   if (auto out = a.get("--out")) {
     save_results_csv(*out, rows);
     std::cerr << "wrote " << rows.size() << " rows to " << *out << "\n";

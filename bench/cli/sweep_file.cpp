@@ -1,5 +1,7 @@
 #include "sweep_file.hpp"
 
+#include "mpi_job.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <iostream>
 
 #include "errors.hpp"
+#include "mpi_job.hpp"
 #include "result_csv.hpp"
 
 namespace yoco::cli {
@@ -111,6 +114,7 @@ SweepIo SweepFile::io() const {
     io.previous_file = *out_;
   }
   const std::string out = *out_;
+  if (!primary_process()) return io;  // under mpirun rank 0 writes the file (every rank reads it to --resume)
   io.on_point = [out](const std::vector<ResultRow>& rows, int points_done) {
     BlockStopSignals hold;
     save_results_csv(out, rows);  // atomic: the file is always a whole, valid CSV

@@ -15,13 +15,16 @@ CpuBackend::CpuBackend(const std::string& device_name)
 
 Ceilings CpuBackend::measure_ceilings(Progress& progress) {
   progress.step("measuring this machine's GEMM rate and copy bandwidth");
-  const CpuCeilings ceil = measure_cpu_ceilings();
+  return ceilings_of(measure_cpu_ceilings(), cpu_);
+}
+
+Ceilings CpuBackend::ceilings_of(const CpuCeilings& ceil, const std::string& cpu_name) {
   Ceilings c;
   c.rows.push_back({"gemm_peak_tflops", ceil.gemm_flops / 1e12, "TFLOP/s", "measured", ceil.repeats,
                     "Eigen fp32 GEMM 768x768x768, median", ceil.gemm_min / 1e12, ceil.gemm_max / 1e12});
   c.rows.push_back({"copy_bw_gbs", ceil.copy_bw / 1e9, "GB/s", "measured", ceil.repeats,
                     "memcpy of 256 MiB, read + write counted, median", ceil.copy_min / 1e9, ceil.copy_max / 1e9});
-  c.roofline = cpu_roofline_spec(ceil, cpu_);
+  c.roofline = cpu_roofline_spec(ceil, cpu_name);
   return c;
 }
 

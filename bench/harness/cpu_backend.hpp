@@ -2,6 +2,7 @@
 // The CPU backend of the sweep: the reference models timed with steady_clock,
 // the reference's memory accounting and the process's peak RSS, the Eigen GEMM
 // and memcpy ceilings of this machine (the analytic rows' roofline).
+#include "cpu_ceilings.hpp"
 #include "device_backend.hpp"
 
 namespace yoco::cli {
@@ -13,6 +14,9 @@ class CpuBackend : public DeviceBackend {
 
   Provenance provenance() const override { return prov_; }
   Ceilings measure_ceilings(Progress& progress) override;
+  // The rows and roofline of measured rates (what measure_ceilings returns).
+  static Ceilings ceilings_of(const CpuCeilings& c, const std::string& cpu_name);
+  const std::string& cpu_name() const { return cpu_; }
   cost::Storage analytic_storage(Precision p) const override;
   double usable_memory_bytes() const override;
   std::string usable_memory_name() const override { return "80% of host memory"; }

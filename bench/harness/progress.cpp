@@ -24,8 +24,8 @@ bool lines_wanted() {
 }
 }  // namespace
 
-Progress::Progress(int total_points)
-    : enabled_(isatty(STDERR_FILENO) == 1 || lines_wanted()),
+Progress::Progress(int total_points, bool silent)
+    : enabled_(!silent && (isatty(STDERR_FILENO) == 1 || lines_wanted())),
       lines_(isatty(STDERR_FILENO) != 1 && lines_wanted()),
       total_(total_points),
       start_(std::chrono::steady_clock::now()) {}

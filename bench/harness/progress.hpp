@@ -10,7 +10,8 @@ namespace yoco::cli {
 
 class Progress {
  public:
-  explicit Progress(int total_points);
+  // `silent`: never draws (the ranks of an MPI job but rank 0).
+  explicit Progress(int total_points, bool silent = false);
   bool enabled() const { return enabled_; }
   // Starts point i (1-based); `predicted_left_s` < 0 when unknown.
   void point(int i, const std::string& what, double predicted_left_s);

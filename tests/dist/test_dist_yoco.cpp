@@ -199,6 +199,72 @@ TEST(ContextParallelTransformerComm, TheRingBytesAreTheFormulasAndGrowWithThePro
   }
 }
 
+// The all-position forward: the self-decoder sharded (uneven shards, one
+// shorter than a gRet chunk and the SWA window), the global K-hat / V-hat
+// gathered once, every position's logits on every rank; the Transformer's from
+// its ring attention. Equal to the single-process forward; the decoding cache
+// is left as it was.
+TEST(ShardedForward, EveryPositionsLogitsEqualTheSingleProcessForward) {
+  const int R = g_comm->size();
+  for (const char* preset : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"}) {
+    ModelConfig cfg = preset_config(preset);
+    cfg.gret_chunk_size = 16;
+    for (const int64_t B : {int64_t{1}, int64_t{2}}) {
+      const int64_t N = B == 1 ? 150 : 97;
+      const TokenBatch tokens = prompt_of(cfg, B, N);
+      Mat<double> got, want;
+      if (cfg.is_yoco()) {
+        const YocoModel<double> model(cfg, Weights<double>::init(cfg, 5));
+        want = model.forward(tokens);
+        ShardedYoco<double> sharded(model, *g_comm, ShardPlan::of_lengths(uneven_lengths(R, N)));
+        got = sharded.forward(tokens);
+        EXPECT_EQ(g_comm->counts().at("kv_gather").calls, 1) << "the global cache is gathered once, whatever the layers";
+      } else {
+        const TransformerModel<double> model(cfg, Weights<double>::init(cfg, 5));
+        want = model.forward(tokens);
+        ContextParallelTransformer<double> cp(model, *g_comm, ShardPlan::of_lengths(uneven_chunks(R, N)));
+        got = cp.forward(tokens);
+      }
+      g_comm->reset_counts();
+      ASSERT_EQ(got.rows(), B * N) << preset;
+      EXPECT_LE(max_rel(got, want), 1e-12) << preset << " batch " << B << ", rank " << g_comm->rank() << " of " << R;
+    }
+  }
+}
+
+// Skipping positions (the sweep's sampled decode) moves the cache on: the
+// step after a skip of k runs at position N + k, and what memory() counts
+// includes the rows the keeper appended.
+TEST(ShardedSkip, ADecodeStepAfterASkipRunsAtTheSkippedPosition) {
+  for (const char* preset : {"yoco-tiny", "transformer-tiny"}) {
+    const ModelConfig cfg = preset_config(preset);
+    const int64_t N = 40, gen = 8;
+    const TokenBatch prompt = prompt_of(cfg, 1, N);
+    if (cfg.is_yoco()) {
+      const YocoModel<double> model(cfg, Weights<double>::init(cfg, 5));
+      ShardedYoco<double> s(model, *g_comm, ShardPlan::even(N, g_comm->size()));
+      s.prefill(prompt, gen);
+      s.skip_positions(5);
+      EXPECT_EQ(s.position(), N + 5);
+      s.decode_step({1});
+      EXPECT_EQ(s.position(), N + 6);
+      EXPECT_THROW(s.skip_positions(gen), std::logic_error);  // past the capacity
+      EXPECT_GT(s.memory().kv_cache, 0);
+    } else {
+      const TransformerModel<double> model(cfg, Weights<double>::init(cfg, 5));
+      ContextParallelTransformer<double> cp(model, *g_comm, ShardPlan::even(N, 2 * g_comm->size()));
+      cp.prefill(prompt, gen);
+      const int64_t before = cp.memory().kv_cache;
+      cp.skip_positions(5);
+      cp.decode_step({1});
+      EXPECT_EQ(cp.position(), N + 6);
+      // The keeper (rank 0) holds 6 generated rows a layer now.
+      const int64_t row = 2 * cfg.kv_width() * static_cast<int64_t>(sizeof(double)) * cfg.n_layers;
+      EXPECT_EQ(cp.memory().kv_cache - before, g_comm->rank() == 0 ? 6 * row : 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace yoco::dist
 

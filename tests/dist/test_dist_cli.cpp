@@ -1,0 +1,155 @@
+// `yoco forward|generate|bench` under `mpirun -np R` (issue 33): the command
+// line with the sequence sharded over real ranks, end to end, against the same
+// commands in one process. This binary runs as one process and starts the MPI
+// jobs itself (YOCO_MPIEXEC), 2 cores oversubscribed in CI.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.hpp"
+#include "config.hpp"
+#include "result_csv.hpp"
+
+namespace {
+
+using yoco_test::CliRun;
+using yoco_test::shell_quote;
+
+class DistCli : public yoco_test::CliTest {
+ protected:
+  // `yoco <args>` on R ranks (`timeout`: a launcher that stayed up fails the test instead of hanging it).
+  CliRun mpi(int R, const std::string& args) {
+    return shell("env " YOCO_MPI_ENV_LINE " timeout -k 5 300 " + shell_quote(YOCO_MPIEXEC) + " -np " + std::to_string(R) + " --oversubscribe " +
+                 shell_quote(YOCO_CLI_PATH) + " " + args);
+  }
+};
+
+// The f64 logits of a .npy that `yoco forward --dtype f64` wrote (format 1.0).
+std::vector<double> read_npy_f64(const std::string& path) {
+  const std::string bytes = yoco_test::slurp(path);
+  EXPECT_GE(bytes.size(), 10u) << path;
+  if (bytes.size() < 10) return {};
+  EXPECT_NE(bytes.find("'descr': '<f8'"), std::string::npos) << path;
+  const size_t header = 10 + static_cast<unsigned char>(bytes[8]) + 256 * static_cast<unsigned char>(bytes[9]);
+  std::vector<double> v((bytes.size() - header) / sizeof(double));
+  std::memcpy(v.data(), bytes.data() + header, v.size() * sizeof(double));
+  return v;
+}
+
+std::string lines_starting(const std::string& text, const std::string& prefix) {
+  std::string out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind(prefix, 0) == 0) out += l + "\n";
+  return out;
+}
+
+const char* const kPresets[] = {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"};
+
+// Greedy generation on 3 ranks (a prompt that does not divide evenly, batch
+// 2) gives the ids of one process, and its own --check passes: the sharded
+// cached logits against the sharded forward.
+TEST_F(DistCli, GenerateOnThreeRanksGivesTheIdsOfOneProcess) {
+  for (const char* preset : kPresets) {
+    const std::string args =
+        std::string("generate --model ") + preset + " --prompt-len 37 --gen 8 --batch 2 --dtype f64";
+    const CliRun one = yoco(args), three = mpi(3, args + " --check");
+    ASSERT_EQ(one.status, 0) << one.all();
+    ASSERT_EQ(three.status, 0) << three.all();
+    EXPECT_EQ(lines_starting(three.out, "seq "), lines_starting(one.out, "seq ")) << preset;
+    EXPECT_NE(lines_starting(three.out, "seq ").find("seq 1:"), std::string::npos);
+    EXPECT_NE(three.out.find("sequence sharded over 3 MPI ranks"), std::string::npos) << three.out;
+    EXPECT_NE(three.out.find("check:"), std::string::npos);
+    EXPECT_NE(three.out.find("PASS"), std::string::npos) << three.out;
+    // Rank 0 alone prints: one header line for the job.
+    EXPECT_EQ(lines_starting(three.out, "model ").find('\n'), lines_starting(three.out, "model ").size() - 1)
+        << "one header line: " << three.out;
+    EXPECT_NE(three.out.find("comm_decode"), std::string::npos) << "the bytes the ranks moved: " << three.out;
+  }
+}
+
+// Every position's logits on 2 and 4 ranks equal one process's to 1e-12.
+TEST_F(DistCli, ForwardOnRanksWritesTheLogitsOfOneProcess) {
+  std::string tokens;
+  for (int i = 0; i < 53; ++i) tokens += (i ? "," : "") + std::to_string((37 * i + 5) % 500);
+  for (const char* preset : kPresets) {
+    const std::string args = std::string("forward --model ") + preset + " --tokens " + tokens +
+                             " --dtype f64 --all-positions --out ";
+    ASSERT_EQ(yoco(args + path("one.npy")).status, 0);
+    const std::vector<double> want = read_npy_f64(path("one.npy"));
+    double scale = 0;
+    for (double x : want) scale = std::max(scale, std::abs(x));
+    for (const int R : {2, 4}) {
+      const CliRun r = mpi(R, args + path("ranks.npy"));
+      ASSERT_EQ(r.status, 0) << r.all();
+      const std::vector<double> got = read_npy_f64(path("ranks.npy"));
+      ASSERT_EQ(got.size(), want.size()) << preset << " on " << R;
+      double worst = 0;
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+      EXPECT_LE(worst / scale, 1e-12) << preset << " on " << R << " ranks";
+    }
+  }
+}
+
+// The sweep on 2 ranks: rows of device cpu-x2, written once, with what the
+// ranks moved. YOCO's self-decoder sends the same bytes at 1K and 2K (a
+// fixed-size gRet state a layer); the Transformer's ring doubles with the
+// prompt.
+TEST_F(DistCli, BenchOnTwoRanksCountsTheBytesTheRanksMove) {
+  const std::string out = path("sweep.csv");
+  const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 1K,2K --metrics prefill,decode "
+                          "--repeats 1 --warmup 0 --decode-sample 4 --format csv --out " + out);
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'),
+            static_cast<long>(yoco::cli::read_results_csv(out).size()) + 1)
+      << "stdout is rank 0's CSV alone";
+  std::map<std::string, double> v;  // model len phase metric -> value
+  int measured = 0;
+  for (const auto& row : yoco::cli::read_results_csv(out)) {
+    if (row.method == "analytic") continue;
+    EXPECT_EQ(row.prov.device, "cpu-x2") << row.phase;
+    EXPECT_NE(row.prov.device_name.find("2 MPI ranks on "), std::string::npos) << row.prov.device_name;
+    if (row.value) v[row.model + " " + std::to_string(row.seq_len) + " " + row.phase + " " + row.metric] = *row.value;
+    measured += row.phase == "prefill" && row.metric == "prefill_latency_s";
+  }
+  EXPECT_EQ(measured, 4);
+  auto at = [&](const std::string& key) {
+    EXPECT_TRUE(v.count(key)) << key;
+    return v[key];
+  };
+  const yoco::ModelConfig y = yoco::preset_config("yoco-tiny");
+  // Rank 1 receives rank 0's (log decay, state) of every head and layer: B x Hs x (D^2 + 1) doubles a layer.
+  const double gret = static_cast<double>(y.n_self_layers() * y.n_self_heads) *
+                      static_cast<double>(y.self_head_dim() * y.self_head_dim() + 1) * 8;
+  EXPECT_EQ(at("yoco-tiny 1024 comm:gret_state comm_bytes_received"), gret);
+  EXPECT_EQ(at("yoco-tiny 2048 comm:gret_state comm_bytes_received"), gret);
+  EXPECT_GT(at("yoco-tiny 1024 comm_decode comm_bytes_received"), 0);
+  EXPECT_EQ(at("transformer-tiny 2048 comm:ring_kv comm_bytes_received"),
+            2 * at("transformer-tiny 1024 comm:ring_kv comm_bytes_received"));
+  EXPECT_GT(at("transformer-tiny 1024 comm:ring_kv comm_bytes_received"),
+            at("yoco-tiny 1024 comm comm_bytes_received"));
+}
+
+// Bad input under mpirun: exit 2, the message once (rank 0's), every rank ended.
+TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
+  const auto expect_refused = [&](const CliRun& r, const std::string& needle) {
+    EXPECT_EQ(r.status, 2) << r.all();
+    size_t n = 0;
+    for (size_t p = r.err.find("yoco: error: "); p != std::string::npos; p = r.err.find("yoco: error: ", p + 1)) ++n;
+    EXPECT_EQ(n, 1u) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  };
+  expect_refused(mpi(2, "generate --model nope --prompt-len 4 --gen 1"), "unknown model preset 'nope'");
+  expect_refused(mpi(3, "generate --model transformer-tiny --prompt-len 5 --gen 1"),
+                 "a prompt of 5 tokens cannot be split over 3 ranks");
+  expect_refused(mpi(2, "bench"), "the default job runs one process");
+  expect_refused(mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 1 --device cuda"), "under mpirun");
+  expect_refused(mpi(2, "forward --model yoco-tiny --tokens 1,2,3 --paradigm recurrent --out " + path("x.npy")),
+                 "--paradigm recurrent under mpirun");
+}
+
+}  // namespace
