@@ -1,6 +1,33 @@
 #include "communicator.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
 namespace yoco::dist {
+
+void Communicator::wait_or_end(const char* op, const std::string& label, double timeout_s,
+                               const std::function<bool()>& done, const std::function<void()>& abandon) const {
+  const auto start = std::chrono::steady_clock::now();
+  for (int spins = 0;; ++spins) {
+    if (done()) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > timeout_s) {
+      std::fprintf(stderr,
+                   "yoco: rank %d of %d: %s '%s' did not complete within %.0f s: another rank exited early or "
+                   "stopped taking part; ending every rank\n",
+                   rank(), size(), op, label.c_str(), timeout_s);
+      std::fflush(stderr);
+      if (abandon) abandon();
+      // Not MPI_Abort: with a peer already finalised, OpenMPI 4.1's abort can
+      // hang in mpirun (1 run in 6 here).
+      std::_Exit(3);
+    }
+    // Ranks may share cores (mpirun --oversubscribe): yield after a short spin.
+    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
 
 void Communicator::count_allgather(int64_t bytes, const std::string& label) {
   CommCount& c = counts_[label];

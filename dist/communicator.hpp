@@ -5,6 +5,7 @@
 // the bytes it moves under that label, so the communication of a prefill or a
 // decode step is a result (phase `comm`), not an estimate.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -38,6 +39,13 @@ class Communicator {
   void reset_counts() { counts_.clear(); }
 
  protected:
+  // Polls `done` until it returns true. Past `timeout_s` (counted from this
+  // call) it says which collective did not complete (this rank, `op`,
+  // `label`) on stderr, runs `abandon` (the backend's cleanup), and ends this
+  // process unfinalised with status 3: a rank that exits non-zero without
+  // finalising makes mpirun end the whole job. Never returns in that case.
+  void wait_or_end(const char* op, const std::string& label, double timeout_s, const std::function<bool()>& done,
+                   const std::function<void()>& abandon = {}) const;
   void count_allgather(int64_t bytes, const std::string& label);
   void count_broadcast(int64_t bytes, int root, const std::string& label);
   void count_sendrecv(int64_t send_bytes, int64_t recv_bytes, const std::string& label);

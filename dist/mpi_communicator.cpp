@@ -2,12 +2,8 @@
 
 #include <mpi.h>
 
-#include <chrono>
 #include <climits>
-#include <cstdio>
-#include <cstdlib>
 #include <stdexcept>
-#include <thread>
 
 #include "errors.hpp"
 
@@ -46,26 +42,11 @@ MpiCommunicator::~MpiCommunicator() {
 
 void MpiCommunicator::wait(void* requests, int n, const char* op, const std::string& label) {
   MPI_Request* req = static_cast<MPI_Request*>(requests);
-  const auto start = std::chrono::steady_clock::now();
-  for (int spins = 0;; ++spins) {
+  wait_or_end(op, label, timeout_s_, [&] {
     int done = 0;
     MPI_Testall(n, req, &done, MPI_STATUSES_IGNORE);
-    if (done) return;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (waited > timeout_s_) {
-      std::fprintf(stderr,
-                   "yoco: rank %d of %d: %s '%s' did not complete within %.0f s: another rank exited early or "
-                   "stopped taking part; ending every rank\n",
-                   rank_, size_, op, label.c_str(), timeout_s_);
-      std::fflush(stderr);
-      // Not MPI_Abort: with a peer already finalised, OpenMPI 4.1's abort can
-      // hang in mpirun (1 run in 6 here). A rank that exits non-zero without
-      // finalising makes mpirun end the whole job.
-      std::_Exit(3);
-    }
-    // Ranks may share cores (mpirun --oversubscribe): yield after a short spin.
-    if (spins > 64) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+    return done != 0;
+  });
 }
 
 void MpiCommunicator::allgather(const void* send, int64_t bytes, void* recv, const std::string& label) {

@@ -113,6 +113,18 @@ if [ -z "${YOCO_CUPTI_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcupti
 print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/**/libcupti.so.13", recursive=True))), ""))' 2>/dev/null)
   [ -n "$wheel_cupti" ] && export YOCO_CUPTI_LIB="$wheel_cupti"
 fi
+# Shared libraries the lent image may lack, for binaries built here: OpenMPI's
+# (yoco, bench_cuda_kernels and test_cupti_collector link dist/ when this
+# machine has MPI; scripts/carry-libs.sh copies them into .carry/lib) and
+# NCCL's (test_nccl_communicator: the toolkit's, else the nvidia-nccl wheel's).
+LIBDIRS=""
+[ -d .carry/lib ] && LIBDIRS=$(cd .carry/lib && pwd)
+if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2' && [ ! -e /usr/local/cuda/lib64/libnccl.so.2 ]; then
+  wheel_nccl=$(python3 -c 'import glob, os, site
+print(next(iter(sorted(os.path.dirname(p) for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/**/libnccl.so.2", recursive=True))), ""))' 2>/dev/null)
+  [ -n "$wheel_nccl" ] && LIBDIRS="${LIBDIRS:+$LIBDIRS:}$wheel_nccl"
+fi
+[ -n "$LIBDIRS" ] && export LD_LIBRARY_PATH="$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
@@ -144,13 +156,14 @@ echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=1
 
 note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 note "libcupti for --cupti: ${YOCO_CUPTI_LIB:-the loader's or the toolkit's}"
+note "libraries added to the loader's path: ${LIBDIRS:-none}"
 if has_step info; then
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
     nvidia-smi
     nvcc --version 2>/dev/null | tail -2
     ldd "$BIN"/test_flash_decode 2>&1 | head -20
-    ldd "$BIN"/yoco 2>&1 | grep -E 'cuda|cublas|not found'
+    ldd "$BIN"/yoco 2>&1 | grep -E 'cuda|cublas|mpi|not found'
     # libcupti is loaded by --cupti at run time (YOCO_CUPTI_LIB overrides): where is it here?
     ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* \
       /usr/local/cuda/targets/*/lib/libcupti.so* 2>&1 | head -5
@@ -270,6 +283,11 @@ if has_step models && [ -x "$BIN/yoco" ]; then
   # launch-bound, and per-launch costs need a breakdown to be fitted on).
   run_step models.small 240 "$BIN/yoco" bench --device cuda --model yoco-small,yoco-swa-small,transformer-small \
     --lengths 4K,16K --gen 256 --repeats 3 --cupti --out "$LOGS/models_small.csv"
+  # YOCO's global K/V projected for the whole batch at once (YOCO_GLOBAL_KV=batched,
+  # not yet the default): the throughput points, where the per-sequence GEMMs of
+  # a batch of 1024 made the prefill host-bound (run-09); its own file, beside.
+  run_step models.small_batched_kv 120 env YOCO_GLOBAL_KV=batched "$BIN/yoco" bench --device cuda \
+    --model yoco-small,yoco-swa-small --lengths 4K --gen 256 --metrics throughput --out "$LOGS/batched_kv_small.csv"
   # A point that cannot fit (transformer-3b's caches at 2M tokens: ~220 GB) must become
   # out_of_memory rows, and the next point must still run.
   run_step models.oom 240 "$BIN/yoco" bench --device cuda --model transformer-3b --lengths 2M,2K \
