@@ -39,9 +39,12 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
 // workspace for a prefill step (gret_chunk_workspace_bytes of the plan the
 // library picks on the device); gret_pending_per_layer: the decode step's
 // records beside each state (gret_decode_state_extra_bytes; 0 for the eager
-// step, the default). Both 0 for SWA.
+// step, the default). Both 0 for SWA. batched_global_kv: the prefill step's
+// global K/V projected for the whole batch at once into a rows buffer, then
+// written into each sequence's cache (GlobalKvProjection::batched, batch > 1).
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
-                                             double chunk, double gret_chunk_workspace, double gret_pending_per_layer) {
+                                             double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
+                                             bool batched_global_kv = false) {
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
@@ -58,6 +61,7 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
   } else {
     extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
   }
+  if (batched_global_kv && batch > 1) extra += rows * 2 * kvw * 2 + (gret ? 8 * batch : 0);  // rows; chunk start
   // The decode step's buffers (and the early exit's): B rows of everything, logits, split-KV partials.
   const double step =
       batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +

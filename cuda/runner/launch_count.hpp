@@ -33,7 +33,9 @@ inline constexpr double kFlashDecodeLaunches = 2;  // split + combine (the cache
 
 // YOCO. gret_chunk_launches: the chunk kernel's launches for a prefill step
 // of the plan the library picks (1, or 3 with segments); unused for SWA.
-inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches) {
+// batched_global_kv: GlobalKvProjection::batched (one GEMM for the batch).
+inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
+                                           bool batched_global_kv = false) {
   const double Ls = static_cast<double>(c.n_self_layers()), Lc = static_cast<double>(c.n_cross_layers());
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM; a sublayer's add + RMSNorm before it.
@@ -45,8 +47,10 @@ inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, d
   // flash prefill, ring update, out_proj.
   const double self_mixer = gret ? 7 + gret_chunk_launches : 11;
   // upload of the tokens, embedding; the self-decoder; kv norm; per sequence
-  // the global K/V GEMM and K's RoPE.
-  n.prefill_step = 2 + Ls * (norm + self_mixer + norm + ffn) + 1 + 2 * batch;
+  // the global K/V GEMM and K's RoPE (batched, past one sequence: one GEMM,
+  // RoPE, the chunk's start, the rows into the cache).
+  const double global_kv = batched_global_kv && batch > 1 ? 4 : 2 * batch;
+  n.prefill_step = 2 + Ls * (norm + self_mixer + norm + ffn) + 1 + global_kv;
   // allocate_generation: two memsets, the positions; M's last rows, positions
   // twice; the cross-decoder step (q_proj, RoPE, FlashDecoding, out_proj per
   // layer), the final norm and the LM head.

@@ -2,8 +2,11 @@
 
 #include <nvtx3/nvToolsExt.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include "errors.hpp"
 
 namespace yoco::cuda {
 
@@ -19,6 +22,14 @@ void check_cuda(cudaError_t e, const char* what) {
 
 void check_gemm(const std::string& error, const char* what) {
   if (!error.empty()) throw std::runtime_error(std::string("cuBLAS error in ") + what + ": " + error);
+}
+
+GlobalKvProjection global_kv_projection_from_env() {
+  const char* e = std::getenv("YOCO_GLOBAL_KV");
+  const std::string v = e ? e : "";
+  if (v.empty() || v == "per-sequence") return GlobalKvProjection::per_sequence;
+  if (v == "batched") return GlobalKvProjection::batched;
+  throw InputError("YOCO_GLOBAL_KV is '" + v + "': it must be 'per-sequence' or 'batched' (or unset)");
 }
 
 namespace {

@@ -26,6 +26,16 @@ inline void check_cuda(cudaError_t e, const std::string& what) { check_cuda(e, w
 void check_gemm(const std::string& error, const char* what);
 inline void check_gemm(const std::string& error, const std::string& what) { check_gemm(error, what.c_str()); }
 
+// How a YOCO prefill step of several sequences projects the global K/V:
+// a GEMM per sequence straight into its cache rows (per_sequence: 2 launches a
+// sequence a step, the measured default), or one GEMM for the batch's rows,
+// RoPE, and the rows copied into each cache (batched: 4 launches a step; not
+// yet run on a GPU). Batch 1 always goes straight into the cache.
+enum class GlobalKvProjection { per_sequence, batched };
+// YOCO_GLOBAL_KV=per-sequence|batched (unset: per-sequence), read when a model
+// is made; InputError naming the variable for anything else.
+GlobalKvProjection global_kv_projection_from_env();
+
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The
 // names are copied, so temporaries are fine.

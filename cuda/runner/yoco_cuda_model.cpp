@@ -178,6 +178,7 @@ class YocoCudaModel final : public CudaModel {
   // overrides read once, here).
   GretDecodeVariant decode_ = GretDecodeVariant::eager;
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
+  GlobalKvProjection global_kv_ = GlobalKvProjection::per_sequence;
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -217,6 +218,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   eps_ = static_cast<float>(cfg_.norm_eps);
   decode_ = select_gret_decode(cfg_.self_head_dim(), gret_decode_variant_from_env());
   chunk_variant_ = gret_chunk_variant_from_env();
+  global_kv_ = global_kv_projection_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -432,7 +434,22 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   }
   NvtxRange range("global K/V");
   norm(r, kv_norm_, h);  // leaves M in r.x
-  const bf16* wkv = wkv_;    // [Wk; Wv]: one GEMM per sequence, straight into the cache
+  const bf16* wkv = wkv_;  // [Wk; Wv]
+  if (batch > 1 && global_kv_ == GlobalKvProjection::batched) {
+    // One GEMM for the batch's rows, RoPE on K (position s + row % n), then
+    // each sequence's n rows into its cache at s: 4 launches, not 2 a sequence.
+    bf16* rows = scratch_.bf16("global K/V rows", R * 2 * kvw_);
+    int64_t* start = scratch_.i64("chunk start", batch);
+    check_gemm(gemm_.linear(h, R, d_, wkv, 2 * kvw_, rows, stream_), "global K/V projection (batch)");
+    check_cuda(launch_rope(rows, R, 2 * kvw_, Hkv_, Da_, s, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
+               "global K RoPE (batch)");
+    check_cuda(launch_set_positions(start, nullptr, batch, s, stream_), "chunk start");
+    check_cuda(launch_cache_write_rows(rows, 2 * kvw_, batch, n, 2 * kvw_, start, kv_.as<bf16>(), capacity_, 2 * kvw_, 0,
+                                       stream_),
+               "global K/V rows into the cache");
+    return;
+  }
+  // One GEMM per sequence, straight into its cache rows (batch 1: no copy).
   for (int64_t b = 0; b < batch; ++b) {
     bf16* dst = kv_.as<bf16>() + (b * capacity_ + s) * 2 * kvw_;
     check_gemm(gemm_.linear(h + b * n * d_, n, d_, wkv, 2 * kvw_, dst, stream_), "global K/V projection");
@@ -722,7 +739,9 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
         select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
         static_cast<int64_t>(std::min(batch, 1e9))));
   }
-  return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending).total();
+  return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending,
+                               global_kv_projection_from_env() == GlobalKvProjection::batched)
+      .total();
 }
 
 std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {

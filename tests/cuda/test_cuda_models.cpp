@@ -577,6 +577,41 @@ TEST(CudaModelGretChunk, AnUnknownChunkChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_GRET_CHUNK", "v9");
 }
 
+// The global K/V of a batch projected at once (YOCO_GLOBAL_KV=batched: one
+// GEMM, RoPE, the rows copied into each cache) gives what a GEMM per sequence
+// gives: a batch of 3 prefilled in steps of 291 rows (97 tokens of each
+// sequence, a ragged last step) and decoded 16 steps, every row within the
+// bound of the per-sequence run, the middle one of the reference; gRet and SWA.
+TEST(CudaModelGlobalKv, TheBatchedProjectionMatchesThePerSequenceOne) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
+    const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + kSteps, V, kTokenSeed + 1), r.seq,
+                                                    random_tokens(N + kSteps, V, kTokenSeed + 2)};
+    const ScopedEnv env("YOCO_GLOBAL_KV");
+    env.set("per-sequence");
+    auto per_model = make_model(cfg);
+    const auto per = prefill_and_decode(*per_model, seqs, N, steps, 291);
+    ASSERT_FALSE(HasFatalFailure());
+    env.set("batched");
+    auto batched_model = make_model(cfg);
+    const auto batched = prefill_and_decode(*batched_model, seqs, N, steps, 291);
+    ASSERT_FALSE(HasFatalFailure());
+    expect_within_bound(c.name + " batched global K/V, middle row", batched[1], r, N - 1);
+    for (size_t b = 0; b < 3; ++b)
+      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", batched vs per-sequence global K/V",
+                               batched[b], per[b], r, N - 1);
+  }
+}
+
+TEST(CudaModelGlobalKv, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_GLOBAL_KV", "fused");
+}
+
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;
   std::replace(s.begin(), s.end(), '-', '_');
