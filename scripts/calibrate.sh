@@ -45,6 +45,16 @@ for w in $WHATIFS; do
     >>"$tmp/whatif.csv"
   first=""
 done
+# Issue 34's trade-off, projected: yoco-3b's memory and prefill by prefill chunk
+# (memory is the runners' formula; the prefill carries the 32K chunk's
+# efficiencies, so only the GPU suite's step `chunks` can say what a smaller
+# chunk costs).
+first=--header
+for c in 4096 8192 16384 32768; do
+  "$YOCO" model --calibration "$tmp/cal.csv" --device-spec h100 --model yoco-3b --lengths 512K,1M \
+    --prefill-chunk "$c" --format csv | only_calibrated $first >>"$tmp/chunks.csv"
+  first=""
+done
 # Every file lands at once, or none does (the projections name the calibration file they came from).
 sed -i "s#$tmp/cal.csv#$CAL#g" "$tmp"/*.csv
 mv "$tmp/cal.csv" "$CAL"
@@ -52,4 +62,5 @@ mv "$tmp/check.csv" "$OUT/check-nvidia-h100.csv"
 mv "$tmp/check-small.csv" "$OUT/check-small-nvidia-h100.csv"
 for dev in h100 h200 b200; do mv "$tmp/projection-$dev.csv" "$OUT/projection-$dev.csv"; done
 mv "$tmp/whatif.csv" "$OUT/whatif-h100.csv"
+mv "$tmp/chunks.csv" "$OUT/chunks-h100.csv"
 echo "calibrate.sh: wrote $CAL and the checks, projections and what-ifs beside it in $OUT/"

@@ -16,6 +16,8 @@
 # not yet timed): that may pass 10, so until a timed run says otherwise run it
 # as two calls, `--only info,tests,sanitize` then `--only info,bench,peers,sass,models`
 # (the benchmarks and their peers stay in one call: their ratios need it).
+# Step `chunks` (not in the default): yoco-3b at 512K and 1M with prefill
+# chunks of 8192, 16384 and 32768 tokens (memory and prefill; issue 34).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
 # 4K: README's profiling commands, checked. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
@@ -24,7 +26,7 @@
 # by the step's timeout continues in the next call from the file brought back
 # into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,models-3b,profile,sweep]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,models-3b,chunks,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -88,7 +90,7 @@ while [ $# -gt 0 ]; do
     --fla-check-lengths) FLA_CHECK_LENGTHS="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n '2,56p' "$0"; exit 0 ;;
+    -h|--help) sed -n "2,$(($(grep -n '^set -uo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -299,7 +301,18 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
 fi
-if has_step models || has_step models-3b; then
+if has_step chunks && [ -x "$BIN/yoco" ]; then
+  # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by prefill
+  # chunk (the runners' activation working set is one chunk's: the calibrated
+  # model puts 1M at 12.1 GB with chunks of 8192 tokens, 14.7 GB with 32768;
+  # whether the prefill keeps its time is what this measures). About 4 minutes.
+  for chunk in 8192 16384 32768; do
+    run_step "chunks.$chunk" 150 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
+      --metrics memory,prefill --prefill-chunk "$chunk" --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_chunk_$chunk.csv"
+  done
+fi
+if has_step models || has_step models-3b || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.
   awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_*.csv >"$OUTDIR/models.csv" 2>/dev/null
 fi

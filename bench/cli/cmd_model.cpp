@@ -182,8 +182,9 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
       const cost::CalibratedPhase d =
           cost::calibrated_phase(cfg, cost::decode_work(cfg, s.storage, s.batch, len), false, cal, ceil);
       const bool host_bound = p.host_s > 0 && p.host_s >= p.total_s;
+      const std::string chunk_note = "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens";
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
-          (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
+          chunk_note + (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
               (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""));
       for (int f = 0; f < cost::kFamilies; ++f)
         if (p.family_s[f] > 0)
@@ -193,7 +194,7 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
           d.fallback.empty() ? "" : "; fallback: " + d.fallback);
       add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
           cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk), "B", 0.0,
-          "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
+          chunk_note + "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
       if (len > s.gen) {
         const cost::ThroughputCost t =
             cost::throughput_cost(cfg, s.storage, s.device, len, s.gen, s.tp_batch, s.prefill_chunk, s.max_batch);
