@@ -50,10 +50,15 @@ void NcclCommunicator::wait(const char* op, const std::string& label) {
   wait_or_end(op, label, timeout_s_, [&] {
     const cudaError_t e = cudaStreamQuery(stream_);
     if (e == cudaSuccess) return true;
-    if (e != cudaErrorNotReady) check(e, std::string(op) + " '" + label + "'");
     ncclResult_t async = ncclSuccess;
-    check(ncclCommGetAsyncError(comm_, &async), "ncclCommGetAsyncError");
-    check(async, std::string(op) + " '" + label + "' (asynchronous error)");
+    const ncclResult_t q = ncclCommGetAsyncError(comm_, &async);
+    if (e != cudaErrorNotReady || q != ncclSuccess || async != ncclSuccess) {
+      // Kernels may still wait on a peer: abort (a destroy would block), then say why.
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+      check(e == cudaErrorNotReady ? cudaSuccess : e, std::string(op) + " '" + label + "'");
+      check(q != ncclSuccess ? q : async, std::string(op) + " '" + label + "' (asynchronous error)");
+    }
     return false;
   }, [&] {
     ncclCommAbort(comm_);  // frees the kernels stuck waiting for the peer
@@ -81,10 +86,14 @@ void NcclCommunicator::sendrecv(const void* send, int64_t send_bytes, int dest, 
   if (send_bytes < 0 || recv_bytes < 0 || dest < 0 || dest >= size_ || src < 0 || src >= size_)
     throw std::invalid_argument("sendrecv '" + label + "': bad size or rank");
   // Grouped: a ring's send and receive go together (no rank waits on the next one's receive).
+  // The group is always closed (an open one would hold every later call on this thread).
   check(ncclGroupStart(), "ncclGroupStart");
-  check(ncclSend(send, static_cast<size_t>(send_bytes), ncclChar, dest, comm_, stream_), "send '" + label + "'");
-  check(ncclRecv(recv, static_cast<size_t>(recv_bytes), ncclChar, src, comm_, stream_), "recv '" + label + "'");
-  check(ncclGroupEnd(), "ncclGroupEnd '" + label + "'");
+  const ncclResult_t sent = ncclSend(send, static_cast<size_t>(send_bytes), ncclChar, dest, comm_, stream_);
+  const ncclResult_t received = ncclRecv(recv, static_cast<size_t>(recv_bytes), ncclChar, src, comm_, stream_);
+  const ncclResult_t ended = ncclGroupEnd();
+  check(sent, "send '" + label + "'");
+  check(received, "recv '" + label + "'");
+  check(ended, "ncclGroupEnd '" + label + "'");
   wait("sendrecv", label);
   count_sendrecv(send_bytes, recv_bytes, label);
 }

@@ -1,11 +1,13 @@
 // yoco: the suite's command line. Exit status: 0 success, 1 internal failure
 // (or a failed check), 2 bad input (yoco::InputError: the message names the
 // file, field, option or tensor at fault).
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "commands.hpp"
@@ -90,7 +92,15 @@ int main(int argc, char** argv) {
     return dispatch(argc, argv);
   } catch (const yoco::InputError& e) {
     std::cout.flush();
-    if (!quiet()) std::cerr << "yoco: error: " << e.what() << "\n";
+    if (quiet()) {
+      // Rank 0 meets the same input and says so for the job (mpirun ends this
+      // rank when it exits); an error of this rank's alone (a file only its
+      // node has) is said after the wait, with the rank.
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      std::cerr << "yoco: " << rank_prefix() << "error: " << e.what() << "\n";
+    } else {
+      std::cerr << "yoco: error: " << e.what() << "\n";
+    }
     return end_job_after_error(2);
   } catch (const yoco::DeviceError& e) {
     std::cout.flush();

@@ -82,11 +82,12 @@ SweepFile::SweepFile(std::optional<std::string> out, bool resume, int total_poin
     if (std::filesystem::exists(*out_, ec)) {
       previous_ = read_results_csv(*out_);
       has_previous_ = true;
-    } else {
+    } else if (primary_process()) {
       std::cerr << "yoco bench: --resume: " << *out_ << " does not exist yet; starting the sweep from its first point\n";
     }
   }
-  if (!out_) return;
+  // Under mpirun rank 0 writes the file and alone says what an interrupt kept.
+  if (!out_ || !primary_process()) return;
   g_points_kept = 0;
   g_total_points = total_points;
   std::strncpy(g_file, out_->c_str(), sizeof(g_file) - 1);

@@ -73,7 +73,8 @@ const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std:
 // (the CUDA backend's eager steps) come with decode.
 // The --cupti rows (prefill.gemm, decode:<kernel>, ...) come with their phase's metric.
 std::string metric_of_phase(const std::string& phase) {
-  if (phase == "decode_eager") return "decode";
+  // comm / comm_decode rows (R MPI ranks) come from decode_extras, as decode_eager's do.
+  if (phase == "decode_eager" || phase.rfind("comm", 0) == 0) return "decode";
   if (phase == "kv_cache") return "memory";  // read off the memory breakdown
   const size_t cut = phase.find_first_of(".:");
   return cut == std::string::npos ? phase : phase.substr(0, cut);
@@ -393,6 +394,14 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             } catch (const std::bad_alloc& e) {
               res.tp_skip_method = "out_of_memory";
               res.tp_skip_note = oom_note(e) + " (throughput at batch " + std::to_string(res.throughput_batch) + ")";
+              res.throughput.reset();
+              res.throughput_batch = 0;
+            } catch (const InputError& e) {
+              // A run the runner refuses (a sharded model cannot take the one-token
+              // prompt of a sampled throughput): the throughput alone is lost.
+              res.tp_skip_method = "failed";
+              res.tp_skip_note = std::string(e.what()) + " (throughput at batch " +
+                                 std::to_string(res.throughput_batch) + ")";
               res.throughput.reset();
               res.throughput_batch = 0;
             }

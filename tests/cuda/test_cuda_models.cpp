@@ -600,6 +600,12 @@ TEST(CudaModelGlobalKv, TheBatchedProjectionMatchesThePerSequenceOne) {
     auto batched_model = make_model(cfg);
     const auto batched = prefill_and_decode(*batched_model, seqs, N, steps, 291);
     ASSERT_FALSE(HasFatalFailure());
+    // Proof that the batched branch ran: its rows buffer (291 rows of K|V) in the scratch.
+    const int64_t rows_bytes = 291 * 2 * cfg.kv_width() * 2;
+    EXPECT_GE(batched_model->arena().report().at(MemCategory::activations) -
+                  per_model->arena().report().at(MemCategory::activations),
+              rows_bytes)
+        << c.name << ": YOCO_GLOBAL_KV=batched left no rows buffer";
     expect_within_bound(c.name + " batched global K/V, middle row", batched[1], r, N - 1);
     for (size_t b = 0; b < 3; ++b)
       expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", batched vs per-sequence global K/V",

@@ -132,6 +132,11 @@ TEST_F(DistCli, BenchOnTwoRanksCountsTheBytesTheRanksMove) {
             2 * at("transformer-tiny 1024 comm:ring_kv comm_bytes_received"));
   EXPECT_GT(at("transformer-tiny 1024 comm:ring_kv comm_bytes_received"),
             at("yoco-tiny 1024 comm comm_bytes_received"));
+  // The same sweep resumed on the ranks: every point kept (the comm rows belong to decode).
+  const CliRun again = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 1K,2K --metrics prefill,decode "
+                              "--repeats 1 --warmup 0 --decode-sample 4 --format csv --resume --out " + out);
+  ASSERT_EQ(again.status, 0) << again.all();
+  EXPECT_NE(again.err.find("resuming: 4 of 4 points done"), std::string::npos) << again.err;
 }
 
 // Bad input under mpirun: exit 2, the message once (rank 0's), every rank ended.
