@@ -16,12 +16,6 @@ namespace yoco {
 
 namespace {
 
-template <class T>
-Mat<double> to_double(Mat<T>&& m) {
-  if constexpr (std::is_same_v<T, double>) return std::move(m);
-  else return m.template cast<double>();
-}
-
 // Model = YocoModel<T> (driver ShardedYoco<T>, R contiguous shards) or
 // TransformerModel<T> (ContextParallelTransformer<T>, 2R chunks).
 template <class Model, class Driver, class T>

@@ -39,12 +39,6 @@ int64_t ModelRunner::param_count() const { return yoco::param_count(config()); }
 
 namespace {
 
-template <class T>
-Mat<double> to_double(Mat<T>&& m) {
-  if constexpr (std::is_same_v<T, double>) return std::move(m);
-  else return m.template cast<double>();
-}
-
 // Model = YocoModel<T> or TransformerModel<T>; Cache its cache type.
 template <class Model, class Cache, class T>
 class Runner final : public ModelRunner {

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
+#include <utility>
 
 #include "config.hpp"
 #include "gret.hpp"
@@ -30,6 +32,13 @@ struct WeightSource {
   static WeightSource from_file(std::string p) { return {std::move(p), 0}; }
   std::string describe() const;  // "seed 0" | "file W.safetensors"
 };
+
+// A model's logits as the runners hand them back (float -> double is exact).
+template <class T>
+Mat<double> to_double(Mat<T>&& m) {
+  if constexpr (std::is_same_v<T, double>) return std::move(m);
+  else return m.template cast<double>();
+}
 
 class ModelRunner {
  public:
