@@ -16,6 +16,11 @@
 # not yet timed): that may pass 10, so until a timed run says otherwise run it
 # as two calls, `--only info,tests,sanitize` then `--only info,bench,peers,sass,models`
 # (the benchmarks and their peers stay in one call: their ratios need it).
+# Step `dist` (issue 33): the CUDA YOCO runner sharded over MPI ranks that
+# share the one GPU (test_dist_cuda under mpirun -np 1, 2, 3; NCCL with one
+# rank), then `yoco generate --device cuda --check` under mpirun; the lent image
+# has no OpenMPI, so scripts/carry-libs.sh --mpirun carries a relocatable copy
+# in .carry/openmpi, which this script puts on PATH (OPAL_PREFIX).
 # Step `chunks` (not in the default): yoco-3b at 512K and 1M with prefill
 # chunks of 8192, 16384 and 32768 tokens (memory and prefill; issue 34).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
@@ -26,7 +31,7 @@
 # by the step's timeout continues in the next call from the file brought back
 # into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,bench,peers,sass,models,models-3b,chunks,profile,sweep]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -64,7 +69,7 @@ cd "$(dirname "$0")/.."
 
 BIN=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
-STEPS="info,tests,sanitize,bench,peers,sass,models"
+STEPS="info,tests,sanitize,dist,bench,peers,sass,models"
 TEST_REGEX="."
 SANITIZE_REGEX="."
 PEERS="sdpa,fla"
@@ -127,6 +132,18 @@ print(next(iter(sorted(os.path.dirname(p) for d in site.getsitepackages() for p 
   [ -n "$wheel_nccl" ] && LIBDIRS="${LIBDIRS:+$LIBDIRS:}$wheel_nccl"
 fi
 [ -n "$LIBDIRS" ] && export LD_LIBRARY_PATH="$LIBDIRS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# mpirun for step `dist`: the machine's, else the carried OpenMPI (relocated by
+# OPAL_PREFIX; its PMIx plugins beside it). Ranks as root, shared memory
+# without cross-memory attach (containers often forbid it), no load errors
+# from components whose libraries (InfiniBand, UCX) the image lacks.
+MPIRUN=$(command -v mpirun || true)
+if [ -z "$MPIRUN" ] && [ -x .carry/openmpi/bin/mpirun ]; then
+  export OPAL_PREFIX=$(cd .carry/openmpi && pwd)
+  export PATH="$OPAL_PREFIX/bin:$PATH" PMIX_MCA_mca_base_component_path="$OPAL_PREFIX/pmix"
+  MPIRUN="$OPAL_PREFIX/bin/mpirun"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mca_base_component_show_load_errors=0 \
+  OMPI_MCA_btl_vader_single_copy_mechanism=none
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 note() { echo "$*" | tee -a "$SUMMARY"; }
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
@@ -159,6 +176,7 @@ echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=1
 note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 note "libcupti for --cupti: ${YOCO_CUPTI_LIB:-the loader's or the toolkit's}"
 note "libraries added to the loader's path: ${LIBDIRS:-none}"
+note "mpirun for step dist: ${MPIRUN:-none (carry it: scripts/carry-libs.sh --mpirun)}"
 if has_step info; then
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
@@ -238,6 +256,30 @@ if has_step sanitize && command -v compute-sanitizer >/dev/null; then
         "$BIN/$t" --gtest_color=no --gtest_filter="$(sanitize_filter "$t")" ;;
     esac
   done
+fi
+
+if has_step dist; then
+  # Ranks sharing the one GPU through the MPI backend (host-staged); NCCL with
+  # one rank (it refuses two ranks on one device).
+  if [ -z "$MPIRUN" ]; then
+    note "$(printf '%-48s %s' dist "MISSING (no mpirun: scripts/carry-libs.sh --mpirun, carry .carry/openmpi)")"
+  elif [ ! -x "$BIN/test_dist_cuda" ]; then
+    note "$(printf '%-48s %s' dist "MISSING (test_dist_cuda not built: the cuda preset with MPI)")"
+  else
+    run_step dist.test_np1 240 "$MPIRUN" -np 1 --oversubscribe "$BIN/test_dist_cuda" --gtest_color=no
+    for np in 2 3; do
+      run_step "dist.test_np$np" 300 "$MPIRUN" -np "$np" --oversubscribe "$BIN/test_dist_cuda" --gtest_color=no \
+        --gtest_filter='-*Nccl*'
+    done
+    if [ -x "$BIN/yoco" ]; then
+      # The command line end to end: cached logits against the sharded forward.
+      prompt=$(seq -s, 1 700)
+      run_step dist.generate_gret_np2 120 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" generate --device cuda \
+        --model yoco-small --tokens "$prompt" --gen 16 --check
+      run_step dist.generate_swa_np3 120 "$MPIRUN" -np 3 --oversubscribe "$BIN/yoco" generate --device cuda \
+        --model yoco-swa-small --tokens "$prompt" --gen 16 --check
+    fi
+  fi
 fi
 
 if has_step bench && [ -x "$BIN/bench_cuda_kernels" ]; then

@@ -175,8 +175,9 @@ int cmd_bench(const Args& args) {
     throw InputError("the default job runs one process: under mpirun give the sweep (--model, --lengths; "
                      "the rows say the rank count)");
   if (mpi_job() && device == "cuda")
-    throw InputError("--device cuda under mpirun: the ranks' CUDA path is not built yet; under mpirun the CPU "
-                     "reference runs with the sequence sharded over the ranks (drop --device cuda)");
+    throw InputError("yoco bench --device cuda under mpirun: the sweep's sharded GPU backend is not built yet "
+                     "(generate and forward run sharded on the GPU); under mpirun bench runs the CPU reference "
+                     "sharded (drop --device cuda)");
   if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");

@@ -12,6 +12,9 @@
 #if defined(YOCO_HAVE_DIST)
 #include "dist_runner.hpp"
 #endif
+#if defined(YOCO_HAVE_DIST_CUDA)
+#include "dist_cuda_runner.hpp"
+#endif
 
 namespace yoco::cli {
 
@@ -45,9 +48,15 @@ ModelChoice model_choice(const ParsedArgs& a) {
   m.seed = a.get_u64("--seed", 0);
   m.cfg = resolve_model(a.require("--model"));
   m.weights = a.has("--weights") ? WeightSource::from_file(*a.get("--weights")) : WeightSource::from_seed(m.seed);
+#if !defined(YOCO_HAVE_DIST_CUDA)
   if (m.cuda && mpi_job())
-    throw InputError("--device cuda under mpirun: the ranks' CUDA path is not built yet; under mpirun the CPU "
-                     "reference runs with the sequence sharded over the ranks (drop --device cuda)");
+    throw InputError("--device cuda under mpirun: this yoco was built without the sharded CUDA path (the cuda "
+                     "preset with MPI); under mpirun the CPU reference runs sharded (drop --device cuda)");
+#endif
+  if (m.cuda && mpi_job() && !m.cfg.is_yoco())
+    throw InputError("--device cuda under mpirun: the sharded CUDA path serves YOCO; " + m.cfg.name +
+                     " (the Transformer's context-parallel baseline) runs on the CPU reference under mpirun "
+                     "(drop --device cuda)");
   if (m.cuda) {
     const CudaStatus c = cuda_status();
     if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
@@ -58,6 +67,14 @@ ModelChoice model_choice(const ParsedArgs& a) {
 std::unique_ptr<ModelRunner> create_model_runner(const ModelChoice& m) {
 #if defined(YOCO_HAVE_DIST)
   if (!m.cuda && mpi_job()) return DistRunner::create(m.cfg, m.precision, m.weights, *mpi_job());
+#endif
+#if defined(YOCO_HAVE_DIST_CUDA)
+  if (m.cuda && mpi_job()) {
+    cuda::CudaWeightSource src;
+    src.path = m.weights.path;
+    src.seed = m.weights.seed;
+    return device_memory_errors_as_input(m, [&] { return create_dist_cuda_runner(m.cfg, src, *mpi_job()); });
+  }
 #endif
   if (!m.cuda) return ModelRunner::create(m.cfg, m.precision, m.weights);
 #if defined(YOCO_HAVE_CUDA)

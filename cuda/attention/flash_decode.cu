@@ -323,8 +323,9 @@ cudaError_t launch(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bf
   p.ring = s.ring ? 1 : 0;
   p.splits = splits;
   p.scale_log2 = s.scale * 1.4426950408889634f;
-  p.part_o = workspace;
-  p.part_lse = splits > 1 ? workspace + s.batch * s.n_heads * splits * D : nullptr;
+  const DecodePartials parts = decode_partials(s, splits, workspace);
+  p.part_o = parts.part_o;
+  p.part_lse = parts.part_lse;
   p.out = splits == 1 ? out : nullptr;
   const int64_t blocks = s.batch * s.n_kv_heads * splits;
   split_kernel<D><<<static_cast<unsigned>(blocks), kThreads, T::kSmem, stream>>>(p);
@@ -359,6 +360,13 @@ int choose_decode_splits(const DecodeAttentionShape& s, int64_t max_len, int sm_
 
 int64_t decode_workspace_floats(const DecodeAttentionShape& s, int splits) {
   return s.batch * s.n_heads * splits * (s.head_dim + 1);
+}
+
+DecodePartials decode_partials(const DecodeAttentionShape& s, int splits, float* workspace) {
+  DecodePartials p;
+  p.part_o = workspace;
+  p.part_lse = splits > 1 && workspace ? workspace + s.batch * s.n_heads * splits * s.head_dim : nullptr;
+  return p;
 }
 
 bool flash_decode_supported(int64_t head_dim, int64_t group) {

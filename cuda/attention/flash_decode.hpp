@@ -52,6 +52,15 @@ int choose_decode_splits(const DecodeAttentionShape& s, int64_t max_len, int sm_
 // Any splits >= 1 is valid (splits beyond a sequence's KV tiles are empty and
 // weigh nothing); a sequence with no visible key gets a zero output.
 int64_t decode_workspace_floats(const DecodeAttentionShape& s, int splits);
+// Where a launch with splits > 1 leaves each split's partial in `workspace`
+// (a cross-device combine reads them: dist/cuda_shard_link): part_o [batch, H,
+// splits, D] fp32, the split's normalised output; part_lse [batch, H, splits]
+// fp32, log2 of the sum of exp(scale q.k) over its keys, -inf for an empty split.
+struct DecodePartials {
+  float* part_o = nullptr;
+  float* part_lse = nullptr;
+};
+DecodePartials decode_partials(const DecodeAttentionShape& s, int splits, float* workspace);
 // Whether launch_flash_decode serves this head dim (64, 128, 256) and GQA group
 // (query heads per KV head, 1..8).
 bool flash_decode_supported(int64_t head_dim, int64_t group);

@@ -105,8 +105,15 @@ class CudaModel {
 // transformer_generation_device_bytes (baselines/transformer_cuda_model.hpp).
 double yoco_generation_device_bytes(const ModelConfig& cfg, double batch, double prompt, double gen, double chunk);
 
+class YocoShardLink;  // runner/shard_link.hpp
+
 // A YOCO model (gRet or SWA self-decoder); the Transformer's is
 // baselines/transformer_cuda_model.hpp create_transformer_cuda_model.
-std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source);
+// With a `link`, this rank's shard of a sequence split across ranks
+// (runner/shard_link.hpp): prefill takes the whole prompt and runs the
+// rank's positions as one step; decode steps run eagerly (no graph); forward
+// gathers the global K/V once; the logits are every rank's.
+std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
+                                                  YocoShardLink* link = nullptr);
 
 }  // namespace yoco::cuda

@@ -31,6 +31,7 @@
 #include "ops.hpp"
 #include "param_layout.hpp"
 #include "runner/runner_support.hpp"
+#include "runner/shard_link.hpp"
 
 namespace yoco::cuda {
 
@@ -116,7 +117,9 @@ struct StepBuffers {
 
 class YocoCudaModel final : public CudaModel {
  public:
-  YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source);
+  // link: null for the whole sequence on this GPU, else this rank's shard of
+  // it (runner/shard_link.hpp; outlives the model).
+  YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, YocoShardLink* link);
   ~YocoCudaModel() override;
 
   const ModelConfig& config() const override { return cfg_; }
@@ -133,8 +136,9 @@ class YocoCudaModel final : public CudaModel {
 
  private:
   void drop_generation();
-  // Caches for `batch` sequences of `capacity` tokens, zeroed state, positions.
-  void allocate_generation(int64_t batch, int64_t capacity);
+  // Caches for `batch` sequences of `capacity` tokens (`rows` of them in this
+  // rank's global K/V: all of them unsharded), zeroed state, positions.
+  void allocate_generation(int64_t batch, int64_t capacity, int64_t rows);
   // Embedding and the self-decoder over `batch` x `n` tokens at positions
   // s..s+n-1 (tokens already on the device), then the global K/V of those
   // tokens written into the cache rows s..s+n-1. Leaves M (the self-decoder
@@ -155,6 +159,21 @@ class YocoCudaModel final : public CudaModel {
   void cross_decoder_step(Residual& r, int64_t batch, const StepBuffers& b);
   // The decode step's work, all on the stream (captured into the graph).
   void enqueue_decode_step(int64_t batch, const StepBuffers& b);
+  // Its self-decoder part: the new token through the self-decoder, its row
+  // appended to the global cache; leaves M in r (nothing pending).
+  void enqueue_self_decoder_step(int64_t batch, const StepBuffers& b, Residual& r);
+  // A decode step on one rank of a sharded sequence (eager: it meets the
+  // other ranks twice a cross layer).
+  void sharded_decode_step(const StepBuffers& b);
+  // Device positions as the kernels read them: positions_ (absolute: RoPE,
+  // ring slots) and lengths_ (this rank's visible global-cache rows); the
+  // append row and the SWA ring's count are those two unsharded.
+  void set_sharded_positions(int64_t pos, int64_t visible_rows);
+  // The link's shard of a prompt of `length` tokens (the link plans it before
+  // each prefill or forward), checked, into shard_; the generation dropped.
+  void take_shard(const char* what, int64_t length);
+  const int64_t* append_rows() const { return link_ ? append_rows_.as<int64_t>() : positions_.as<int64_t>(); }
+  const int64_t* ring_lengths() const { return link_ ? ring_lengths_.as<int64_t>() : lengths_.as<int64_t>(); }
   StepBuffers prepare_decode_buffers(int64_t batch);
 
   bool gret() const { return cfg_.self_decoder() == SelfDecoderKind::gret; }
@@ -191,6 +210,13 @@ class YocoCudaModel final : public CudaModel {
   // | SWA rings [Ls, batch, W, 2d] bf16 (category state)
   DeviceBuffer state_;
   DeviceBuffer positions_, lengths_;  // [batch] int64: the next token's position, and position + 1
+  // Sharded only: this rank's shard and its link, the first position its
+  // global-cache rows hold, the rows a sequence has there; [batch] int64 the
+  // row the next token appends to, and the SWA ring's token count.
+  YocoShardLink* link_ = nullptr;
+  YocoShard shard_;
+  int64_t row0_ = 0, rows_ = 0;
+  DeviceBuffer append_rows_, ring_lengths_;
   int cross_splits_ = 1, swa_splits_ = 1;
   uint64_t generation_ = 0;
   int64_t logits_rows_ = 0;
@@ -198,7 +224,8 @@ class YocoCudaModel final : public CudaModel {
   TokenUpload upload_;
 };
 
-YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source) : cfg_(cfg), scratch_(arena_) {
+YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, YocoShardLink* link)
+    : cfg_(cfg), scratch_(arena_), link_(link) {
   if (!cfg_.is_yoco()) throw InputError(cfg_.name + " is not a YOCO config");
   if (const std::string why = cuda_model_unsupported(cfg_); !why.empty())
     throw InputError(cfg_.name + " cannot run on the CUDA runners: " + why);
@@ -264,7 +291,9 @@ void YocoCudaModel::drop_generation() {
   state_.reset();
   positions_.reset();
   lengths_.reset();
-  batch_ = position_ = capacity_ = 0;
+  append_rows_.reset();
+  ring_lengths_.reset();
+  batch_ = position_ = capacity_ = rows_ = 0;
   logits_rows_ = 0;
 }
 
@@ -274,7 +303,7 @@ DecodeAttentionShape YocoCudaModel::cross_decode_shape(int64_t batch) const {
   s.n_heads = H_;
   s.n_kv_heads = Hkv_;
   s.head_dim = Da_;
-  s.capacity = capacity_;
+  s.capacity = rows_;
   s.window = 0;
   s.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Da_)));
   s.kv_stride = 2 * kvw_;
@@ -301,12 +330,12 @@ int64_t YocoCudaModel::decode_workspace_size(int64_t batch) const {
   return std::max<int64_t>(n, 1);
 }
 
-void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity) {
+void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity, int64_t rows) {
   drop_generation();
-  const std::string what = std::to_string(batch) + " x " + std::to_string(capacity) + " tokens";
-  if (capacity > INT64_MAX / (4 * kvw_) / batch)
+  const std::string what = std::to_string(batch) + " x " + std::to_string(rows) + " tokens";
+  if (rows > INT64_MAX / (4 * kvw_) / batch)
     throw DeviceOutOfMemory("kv_cache: the global K/V of " + what + " does not fit (the size overflows 64 bits)");
-  const int64_t kv_bytes = batch * capacity * 2 * kvw_ * 2;
+  const int64_t kv_bytes = batch * rows * 2 * kvw_ * 2;
   kv_ = arena_.require(MemCategory::kv_cache, kv_bytes, "kv_cache: the global K/V of " + what);
   // Zeroed: a key tile cut by the causal edge loads rows not written yet, and a
   // masked key's P = 0 times a NaN left in reused memory would still be NaN.
@@ -321,11 +350,18 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity) {
   positions_ = arena_.require(MemCategory::state, batch * 8, "state: decode positions");
   lengths_ = arena_.require(MemCategory::state, batch * 8, "state: decode lengths");
   check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, 0, stream_), "positions");
+  if (link_) {
+    append_rows_ = arena_.require(MemCategory::state, batch * 8, "state: decode append rows");
+    ring_lengths_ = arena_.require(MemCategory::state, batch * 8, "state: decode ring lengths");
+  }
   batch_ = batch;
   capacity_ = capacity;
+  rows_ = rows;
   ++generation_;
   const int sms = device_sm_count();
-  cross_splits_ = choose_decode_splits(cross_decode_shape(batch), capacity, sms);
+  cross_splits_ = choose_decode_splits(cross_decode_shape(batch), rows, sms);
+  // Sharded, the cross attention always leaves split partials for the combine across ranks.
+  if (link_) cross_splits_ = std::max(cross_splits_, 2);
   if (!gret()) swa_splits_ = choose_decode_splits(swa_decode_shape(batch), W_, sms);
 }
 
@@ -369,6 +405,14 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
   void* ws = ws_bytes ? scratch_.get("gret chunk workspace", static_cast<int64_t>(ws_bytes)) : nullptr;
   check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes, stream_),
              p + "gRet chunk");
+  // Sharded: the chunk kernel ran from a zero state; with the state entering
+  // this shard (the scan over the lower ranks) it runs again, and its outputs
+  // and final state are the unsharded ones. (A correction of o by exp(G_t) q_t
+  // S_in would save this second pass: cuda/runner/NOTES-runners.md.)
+  if (link_ && link_->gret_state_in(l, gret_state(l), lg, batch, n, Hs_, D_, stream_))
+    check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes,
+                                 stream_),
+               p + "gRet chunk from the incoming state");
   check_cuda(launch_gret_norm_gate(o, qkvg + 3 * d_, SW, R, Hs_, D_, eps_, o, stream_), p + "norm + gate");
   check_gemm(gemm_.linear(o, R, d_, self_w_[l].out, d_, out, stream_), p + "out_proj");
 }
@@ -395,6 +439,8 @@ void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int
   check_cuda(launch_set_positions(chunk_start, nullptr, batch, s, stream_), "chunk start");
   check_cuda(launch_set_positions(chunk_len, nullptr, batch, n, stream_), "chunk length");
   bf16* ring = swa_ring(l);
+  // Sharded: the window before this shard's first position comes from the lower ranks, into the ring's slots.
+  if (link_ && s == shard_.begin) link_->swa_window_in(l, qkv + d_, SW, batch, n, d_, W_, ring, stream_);
   check_cuda(launch_ring_gather(ring, 2 * d_, W_, batch, first, prev, 2 * d_, win, rows, 2 * d_, stream_),
              p + "window from the ring");
   check_cuda(launch_cache_write_rows(qkv + d_, SW, batch, n, 2 * d_, prev_dev, win, rows, 2 * d_, 0, stream_),
@@ -443,15 +489,15 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
     check_gemm(gemm_.linear(h, R, d_, wkv, 2 * kvw_, rows, stream_), "global K/V projection (batch)");
     check_cuda(launch_rope(rows, R, 2 * kvw_, Hkv_, Da_, s, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                "global K RoPE (batch)");
-    check_cuda(launch_set_positions(start, nullptr, batch, s, stream_), "chunk start");
-    check_cuda(launch_cache_write_rows(rows, 2 * kvw_, batch, n, 2 * kvw_, start, kv_.as<bf16>(), capacity_, 2 * kvw_, 0,
+    check_cuda(launch_set_positions(start, nullptr, batch, s - row0_, stream_), "chunk start");
+    check_cuda(launch_cache_write_rows(rows, 2 * kvw_, batch, n, 2 * kvw_, start, kv_.as<bf16>(), rows_, 2 * kvw_, 0,
                                        stream_),
                "global K/V rows into the cache");
     return;
   }
   // One GEMM per sequence, straight into its cache rows (batch 1: no copy).
   for (int64_t b = 0; b < batch; ++b) {
-    bf16* dst = kv_.as<bf16>() + (b * capacity_ + s) * 2 * kvw_;
+    bf16* dst = kv_.as<bf16>() + (b * rows_ + s - row0_) * 2 * kvw_;
     check_gemm(gemm_.linear(h + b * n * d_, n, d_, wkv, 2 * kvw_, dst, stream_), "global K/V projection");
     check_cuda(launch_rope(dst, n, 2 * kvw_, Hkv_, Da_, s, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                "global K RoPE");
@@ -488,6 +534,10 @@ void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch, const StepBuf
                "cross-decoder RoPE q");
     check_cuda(launch_flash_decode(qv, k, k + kvw_, lengths_.as<int64_t>(), shape, cross_splits_, ws, out, stream_),
                "cross-decoder FlashDecoding over the global cache");
+    if (link_) {
+      const DecodePartials parts = decode_partials(shape, cross_splits_, ws);
+      link_->attention_across(parts.part_o, parts.part_lse, batch, H_, cross_splits_, Da_, out, stream_);
+    }
   });
   check_gemm(gemm_.linear_f32(h, batch, d_, lm_head_, V_, logits, stream_), "LM head");
   logits_rows_ = batch;
@@ -505,37 +555,53 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
   check_prefill_args(tb, max_new_tokens, prefill_chunk);
   if (max_new_tokens > INT64_MAX - length) throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
+  if (link_) {
+    take_shard("prefill", length);
+    row0_ = shard_.begin;  // this rank's cache rows start at its first position
+  }
   NvtxRange range("prefill");
   try {
-    allocate_generation(batch, length + max_new_tokens);
+    // Sharded: this rank's positions, as one step (each layer meets the other
+    // ranks' finished shards), its rows of the global K/V (the last rank's
+    // with room for the generated ones).
+    const int64_t begin = link_ ? row0_ : 0, end = link_ ? row0_ + shard_.length : length, held = end - begin;
+    const int64_t rows = link_ ? held + (shard_.last() ? max_new_tokens : 0) : length + max_new_tokens;
+    allocate_generation(batch, length + max_new_tokens, rows);
     // The decode step's buffers now, so that an out-of-memory shows at the
     // prefill and the first step allocates nothing.
     const StepBuffers step = prepare_decode_buffers(batch);
-    const int64_t chunk = cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
+    const int64_t chunk = link_ ? held : cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
     std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));
-    for (int64_t s = 0; s < length; s += chunk) {
+    for (int64_t s = begin; s < end; s += chunk) {
       NvtxRange c("prefill chunk at " + std::to_string(s));
-      const int64_t n = std::min(chunk, length - s);
+      const int64_t n = std::min(chunk, end - s);
       for (int64_t b = 0; b < batch; ++b)
         std::copy_n(tokens.begin() + b * length + s, n, ids.begin() + b * n);
       upload_.upload(ids.data(), batch * n, tok, stream_);
       self_decoder_chunk(tok, batch, n, s);
     }
     // Early exit: the cross-decoder for the last position of each sequence only.
-    const int64_t n_last = length - ((length - 1) / chunk) * chunk;
+    const int64_t n_last = held - ((held - 1) / chunk) * chunk;
     Residual r;
     r.rows = batch;
     r.x = step.x;
     r.delta = step.delta;
-    check_cuda(cudaMemcpy2DAsync(r.x, d_ * 4, scratch_.f32("residual", 0) + (n_last - 1) * d_, n_last * d_ * 4, d_ * 4,
-                                 batch, cudaMemcpyDeviceToDevice, stream_),
-               "last positions of M");
-    check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length - 1, stream_),
-               "positions");
+    if (!link_ || shard_.last())
+      check_cuda(cudaMemcpy2DAsync(r.x, d_ * 4, scratch_.f32("residual", 0) + (n_last - 1) * d_, n_last * d_ * 4,
+                                   d_ * 4, batch, cudaMemcpyDeviceToDevice, stream_),
+                 "last positions of M");
+    if (link_) {
+      link_->hidden_from_last(r.x, batch * d_, stream_);
+      set_sharded_positions(length - 1, held);  // every row a rank holds is before the last position
+    } else {
+      check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length - 1, stream_),
+                 "positions");
+    }
     cross_decoder_step(r, batch, step);
-    check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length, stream_),
-               "positions");
+    if (!link_)
+      check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length, stream_),
+                 "positions");
     position_ = length;
   } catch (const DeviceOutOfMemory&) {
     drop_generation();
@@ -568,12 +634,19 @@ StepBuffers YocoCudaModel::prepare_decode_buffers(int64_t batch) {
 }
 
 void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
-  const int64_t SW = self_width();
-  const int64_t* pos = positions_.as<int64_t>();
   Residual r;
   r.rows = batch;
   r.x = b.x;
   r.delta = b.delta;
+  enqueue_self_decoder_step(batch, b, r);
+  cross_decoder_step(r, batch, b);
+  check_cuda(launch_advance_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, stream_),
+             "advance positions");
+}
+
+void YocoCudaModel::enqueue_self_decoder_step(int64_t batch, const StepBuffers& b, Residual& r) {
+  const int64_t SW = self_width();
+  const int64_t* pos = positions_.as<int64_t>();
   bf16 *h = b.h, *proj = b.proj, *o = b.o, *qd = b.q;
   const double* f = self_freq_.as<double>();
   check_cuda(launch_embedding(b.tokens, batch, embed_, d_,
@@ -606,7 +679,7 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
       // FlashDecoding reads dense q rows.
       check_cuda(cudaMemcpy2DAsync(qd, d_ * 2, proj, SW * 2, d_ * 2, batch, cudaMemcpyDeviceToDevice, stream_),
                  "self-decoder q rows");
-      check_cuda(launch_flash_decode(qd, ring, ring + d_, lengths_.as<int64_t>(), swa_decode_shape(batch), swa_splits_,
+      check_cuda(launch_flash_decode(qd, ring, ring + d_, ring_lengths(), swa_decode_shape(batch), swa_splits_,
                                      b.workspace, o, stream_),
                  "self-decoder SWA FlashDecoding over the ring");
     }
@@ -624,12 +697,42 @@ void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
   check_cuda(launch_rope_at(kvrow, batch, 2 * kvw_, Hkv_, Da_, pos, 1, cross_freq_.as<double>(), RopeLayout::interleaved,
                             1.0, stream_),
              "global K RoPE");
-  check_cuda(launch_cache_write_rows(kvrow, 2 * kvw_, batch, 1, 2 * kvw_, pos, kv_.as<bf16>(), capacity_, 2 * kvw_, 0,
-                                     stream_),
+  check_cuda(launch_cache_write_rows(kvrow, 2 * kvw_, batch, 1, 2 * kvw_, append_rows(), kv_.as<bf16>(), rows_,
+                                     2 * kvw_, 0, stream_),
              "global K/V append");
-  cross_decoder_step(r, batch, b);
-  check_cuda(launch_advance_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, stream_),
-             "advance positions");
+}
+
+void YocoCudaModel::set_sharded_positions(int64_t pos, int64_t visible_rows) {
+  check_cuda(launch_set_positions(positions_.as<int64_t>(), nullptr, batch_, pos, stream_), "positions");
+  check_cuda(launch_set_positions(lengths_.as<int64_t>(), nullptr, batch_, visible_rows, stream_), "visible rows");
+  check_cuda(launch_set_positions(append_rows_.as<int64_t>(), nullptr, batch_, pos - row0_, stream_), "append rows");
+  check_cuda(launch_set_positions(ring_lengths_.as<int64_t>(), nullptr, batch_, pos + 1, stream_), "ring lengths");
+}
+
+void YocoCudaModel::take_shard(const char* what, int64_t length) {
+  const YocoShard sh = link_->shard();
+  if (sh.ranks < 1 || sh.rank < 0 || sh.rank >= sh.ranks || sh.begin < 0 || sh.length < 1 ||
+      sh.begin + sh.length > sh.total || (sh.last() && sh.begin + sh.length != sh.total) || sh.total != length)
+    throw InputError(std::string(what) + " of " + std::to_string(length) + " tokens: rank " + std::to_string(sh.rank) +
+                     " of " + std::to_string(sh.ranks) + " holds positions [" + std::to_string(sh.begin) + ", " +
+                     std::to_string(sh.begin + sh.length) + ") of a " + std::to_string(sh.total) + "-token shard plan");
+  drop_generation();
+  shard_ = sh;
+}
+
+void YocoCudaModel::sharded_decode_step(const StepBuffers& b) {
+  const int64_t pos = position_;
+  const bool last = shard_.last();
+  // The last rank appends the new row: it sees its rows up to it; the others all theirs.
+  set_sharded_positions(pos, last ? pos - row0_ + 1 : shard_.length);
+  Residual r;
+  r.rows = batch_;
+  r.x = b.x;
+  r.delta = b.delta;
+  if (last) enqueue_self_decoder_step(batch_, b, r);  // where the final states / windows are
+  link_->hidden_from_last(r.x, batch_ * d_, stream_);
+  r.pending = false;
+  cross_decoder_step(r, batch_, b);
 }
 
 void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
@@ -640,6 +743,13 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   try {
     const StepBuffers b = prepare_decode_buffers(batch_);  // allocated at the prefill: lookups here
     upload_.upload(tokens.data(), batch_, b.tokens, stream_);
+    if (link_) {
+      const auto t0 = std::chrono::steady_clock::now();
+      sharded_decode_step(b);
+      last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++position_;
+      return;
+    }
     // The graph stays valid while the batch, the caches and the buffers do.
     const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
     const auto t0 = std::chrono::steady_clock::now();
@@ -659,6 +769,7 @@ void YocoCudaModel::skip_positions(int64_t n) {
     throw InputError("cannot skip " + std::to_string(n) + " positions: the cache holds " + std::to_string(capacity_) +
                      " tokens and " + std::to_string(position_) + " are used");
   position_ += n;
+  if (link_) return;  // a sharded step sets its positions itself
   check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch_, position_, stream_),
              "positions");
 }
@@ -674,14 +785,28 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
                      " x length " + std::to_string(length));
   validate_tokens(cfg_, tokens);
+  if (link_) {
+    take_shard("forward", length);
+    row0_ = 0;  // the whole global K/V gathers here: rows are positions
+  }
+  // Sharded: this rank's positions [begin, begin + n) through the model, the
+  // global K/V of every rank gathered once for all cross layers (paper
+  // appendix A), then every rank's logits gathered.
+  const int64_t begin = link_ ? shard_.begin : 0, n = link_ ? shard_.length : length;
   NvtxRange range("forward");
   std::vector<float> out;
   try {
-    allocate_generation(batch, length);
-    const int64_t R = batch * length;
+    allocate_generation(batch, length, length);
+    const int64_t R = batch * n;
     int64_t* tok = scratch_.i64("tokens", R);
-    upload_.upload(tokens.data(), R, tok, stream_);
-    self_decoder_chunk(tok, batch, length, 0);
+    std::vector<int64_t> ids(static_cast<size_t>(R));
+    for (int64_t b = 0; b < batch; ++b) std::copy_n(tokens.begin() + b * length + begin, n, ids.begin() + b * n);
+    upload_.upload(ids.data(), R, tok, stream_);
+    self_decoder_chunk(tok, batch, n, begin);
+    const int64_t kv_row = 2 * kvw_ * 2;  // bytes of a K-hat | V-hat row
+    if (link_)
+      link_->gather_rows(kv_.as<bf16>() + begin * 2 * kvw_, length, kv_.as<bf16>(), length, batch, kv_row, "kv_gather",
+                         stream_);
     // The cross-decoder over every position (no early exit): causal flash
     // attention of all queries over the global cache.
     Residual r;
@@ -693,19 +818,24 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     bf16* a = scratch_.bf16("cross attention", R * qw_);
     int64_t* zero = scratch_.i64("chunk start", batch);
     int64_t* len = scratch_.i64("chunk length", batch);
-    check_cuda(launch_set_positions(zero, nullptr, batch, 0, stream_), "query start");
-    check_cuda(launch_set_positions(len, nullptr, batch, length, stream_), "query length");
-    const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, length, length, qw_, 2 * kvw_, 0);
+    check_cuda(launch_set_positions(zero, nullptr, batch, begin, stream_), "query start");
+    check_cuda(launch_set_positions(len, nullptr, batch, n, stream_), "query length");
+    const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, n, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
     cross_decoder(r, h, q, a, scratch_.bf16("ffn in", R * 2 * F_), scratch_.bf16("ffn hidden", R * F_),
                   [&](bf16* qv, bf16* out) {
-      check_cuda(launch_rope(qv, R, qw_, H_, Da_, 0, length, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
+      check_cuda(launch_rope(qv, R, qw_, H_, Da_, begin, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                  "cross-decoder RoPE q");
       check_cuda(launch_flash_prefill(qv, k, k + kvw_, zero, len, s, out, nullptr, stream_), "cross attention");
     });
     float* logits = scratch_.f32("forward logits", R * V_);
     check_gemm(gemm_.linear_f32(h, R, d_, lm_head_, V_, logits, stream_), "LM head");
-    out = download_floats(logits, R * V_, stream_);
+    if (link_) {
+      float* all = scratch_.f32("forward logits of every rank", batch * length * V_);
+      link_->gather_rows(logits, n, all, length, batch, V_ * 4, "logits", stream_);
+      logits = all;
+    }
+    out = download_floats(logits, batch * length * V_, stream_);
   } catch (const DeviceOutOfMemory&) {
     drop_generation();
     scratch_.clear();
@@ -744,8 +874,9 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
       .total();
 }
 
-std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {
-  return std::make_unique<YocoCudaModel>(cfg, source);
+std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
+                                                  YocoShardLink* link) {
+  return std::make_unique<YocoCudaModel>(cfg, source, link);
 }
 
 }  // namespace yoco::cuda

@@ -1,0 +1,80 @@
+#pragma once
+// YOCO on the GPU with the sequence split across ranks (issue 33, paper
+// appendix A): the four points where one rank's runner meets the others, as
+// an interface the runner calls and dist/ implements over a communicator
+// (dist/cuda_shard_link.hpp). The runner knows no transport; the link knows no
+// kernel. The pair of dist/yoco_sharded.hpp ShardedYoco (the CPU reference of
+// the same algorithm, whose logits the sharded runner must equal).
+//
+// A rank holds positions [begin, begin + length) of every sequence: its shard
+// runs through the self-decoder as one prefill step, layer by layer, so that
+// each layer's exchange sees every rank's finished shard; at prefill its rows
+// of the global K-hat / V-hat stay on it (never gathered: the last position's
+// attention combines across ranks). The last rank also holds the final gRet
+// states / SWA windows and the rows decode appends. A forward (logits at
+// every position) gathers the global K-hat / V-hat once instead.
+//
+// Every call synchronises the runner's stream (the exchange is host-staged or
+// a blocking NCCL collective) and is made by every rank in the same order.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace yoco::cuda {
+
+struct YocoShard {
+  int rank = 0, ranks = 1;
+  int64_t begin = 0;   // first position of every sequence on this rank
+  int64_t length = 0;  // positions on this rank (>= 1)
+  int64_t total = 0;   // the prompt's length (the last rank's begin + length)
+  bool last() const { return rank == ranks - 1; }
+};
+
+class YocoShardLink {
+ public:
+  virtual ~YocoShardLink() = default;
+  virtual const YocoShard& shard() const = 0;
+
+  // gRet self-decoder layer `layer`. On entry `state` ([batch * heads, D, D]
+  // fp32, device) holds this shard's final states from a zero state, and
+  // `log_gamma` ([batch, n, heads] fp32, device) the shard's log decays.
+  // Returns false when the state entering this shard is zero (rank 0): state
+  // and outputs are final as they are. Else writes that incoming state into
+  // `state` -- S_in(r) = sum_{j<r} exp(sum of log decays of ranks j+1..r-1)
+  // S_loc(j), one fixed-size collective -- and returns true: the runner then
+  // reruns the chunk kernel from it (outputs and final state corrected).
+  virtual bool gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n,
+                             int64_t heads, int64_t head_dim, cudaStream_t stream) = 0;
+
+  // SWA self-decoder layer `layer`: `kv` ([batch, n, stride] bf16, device)
+  // holds this shard's RoPE'd keys at columns [0, d) and values at [d, 2d).
+  // Writes the previous ranks' keys | values of positions [max(0, begin -
+  // (window - 1)), begin) into `ring` ([batch, window, 2d] bf16, device, slot
+  // p mod window), the slots a chunk starting at `begin` reads.
+  virtual void swa_window_in(int64_t layer, const __nv_bfloat16* kv, int64_t stride, int64_t batch, int64_t n,
+                             int64_t d, int64_t window, __nv_bfloat16* ring, cudaStream_t stream) = 0;
+
+  // Cross attention of one query per sequence over every rank's keys: this
+  // rank's FlashDecoding split partials over its rows (part_o [batch, heads,
+  // splits, D] fp32, each split's normalised output; part_lse [batch, heads,
+  // splits] fp32, its log2-sum-exp, -inf when empty) combined by log-sum-exp
+  // with every other rank's into `out` ([batch, heads * D] bf16, device).
+  virtual void attention_across(const float* part_o, const float* part_lse, int64_t batch, int64_t heads, int splits,
+                                int64_t head_dim, __nv_bfloat16* out, cudaStream_t stream) = 0;
+
+  // The last rank's `elems` floats of `x` (device) into every rank's `x`.
+  virtual void hidden_from_last(float* x, int64_t elems, cudaStream_t stream) = 0;
+
+  // Every rank's rows of a sequence-major tensor, in position order, on every
+  // rank (forward: the global K-hat / V-hat gathered once for all cross
+  // layers, label "kv_gather"; the logits, "logits"). Row i < length of
+  // sequence b of this rank is at `mine` + (b * mine_seq_rows + i) *
+  // row_bytes; position p < total of sequence b goes to `all` + (b *
+  // all_seq_rows + p) * row_bytes (device memory both; `mine` may lie inside
+  // `all`).
+  virtual void gather_rows(const void* mine, int64_t mine_seq_rows, void* all, int64_t all_seq_rows, int64_t batch,
+                           int64_t row_bytes, const char* label, cudaStream_t stream) = 0;
+};
+
+}  // namespace yoco::cuda

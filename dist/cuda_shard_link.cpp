@@ -1,0 +1,228 @@
+#include "cuda_shard_link.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "dtype.hpp"
+#include "errors.hpp"
+#include "partial_attention.hpp"
+#include "runner/runner_support.hpp"
+
+namespace yoco::dist {
+
+using cuda::check_cuda;
+
+namespace {
+
+template <class T>
+int64_t bytes_of(const std::vector<T>& v) {
+  return static_cast<int64_t>(v.size() * sizeof(T));
+}
+
+// Device -> host (the stream's earlier work first); returns once the bytes are here.
+void download(void* dst, const void* src, int64_t bytes, cudaStream_t stream, const char* what) {
+  check_cuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream), what);
+  check_cuda(cudaStreamSynchronize(stream), what);
+}
+
+void upload(void* dst, const void* src, int64_t bytes, cudaStream_t stream, const char* what) {
+  check_cuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream), what);
+  check_cuda(cudaStreamSynchronize(stream), what);  // the host buffer goes away after the call
+}
+
+}  // namespace
+
+CudaShardLink::CudaShardLink(Communicator& comm)
+    : comm_(comm), device_collectives_(std::strcmp(comm.backend(), "nccl") == 0) {}
+
+CudaShardLink::~CudaShardLink() {
+  for (void* p : staging_)
+    if (p) cudaFree(p);
+}
+
+void CudaShardLink::plan(const ShardPlan& plan) {
+  if (plan.ranks() != comm_.size())
+    throw InputError("the shard plan has " + std::to_string(plan.ranks()) + " ranks, the communicator " +
+                     std::to_string(comm_.size()));
+  plan_ = plan;
+  const int r = comm_.rank();
+  shard_.rank = r;
+  shard_.ranks = comm_.size();
+  shard_.begin = plan_.begin(r);
+  shard_.length = plan_.length(r);
+  shard_.total = plan_.end(plan_.ranks() - 1);
+}
+
+void* CudaShardLink::device_staging(int which, int64_t bytes) {
+  if (staging_bytes_[which] < bytes) {
+    if (staging_[which]) cudaFree(staging_[which]);
+    staging_[which] = nullptr;
+    staging_bytes_[which] = 0;
+    check_cuda(cudaMalloc(&staging_[which], static_cast<size_t>(bytes)), "the NCCL staging buffer");
+    staging_bytes_[which] = bytes;
+  }
+  return staging_[which];
+}
+
+void CudaShardLink::allgather(const void* send, int64_t bytes, void* recv, const std::string& label) {
+  if (!device_collectives_) return comm_.allgather(send, bytes, recv, label);
+  const int64_t all = bytes * comm_.size();
+  void* ds = device_staging(0, std::max<int64_t>(bytes, 1));
+  void* dr = device_staging(1, std::max<int64_t>(all, 1));
+  // Synchronous copies: the bytes are in place before the collective is enqueued, and read after it completed.
+  check_cuda(cudaMemcpy(ds, send, static_cast<size_t>(bytes), cudaMemcpyHostToDevice), "NCCL staging in");
+  comm_.allgather(ds, bytes, dr, label);
+  check_cuda(cudaMemcpy(recv, dr, static_cast<size_t>(all), cudaMemcpyDeviceToHost), "NCCL staging out");
+}
+
+void CudaShardLink::broadcast(void* buf, int64_t bytes, int root, const std::string& label) {
+  if (!device_collectives_) return comm_.broadcast(buf, bytes, root, label);
+  void* d = device_staging(0, std::max<int64_t>(bytes, 1));
+  check_cuda(cudaMemcpy(d, buf, static_cast<size_t>(bytes), cudaMemcpyHostToDevice), "NCCL staging in");
+  comm_.broadcast(d, bytes, root, label);
+  check_cuda(cudaMemcpy(buf, d, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost), "NCCL staging out");
+}
+
+bool CudaShardLink::gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n,
+                                  int64_t heads, int64_t head_dim, cudaStream_t stream) {
+  (void)layer;
+  const int64_t pairs = batch * heads, DD = head_dim * head_dim, width = 1 + DD;
+  std::vector<float> lg(static_cast<size_t>(batch * n * heads)), local(static_cast<size_t>(pairs * DD));
+  download(lg.data(), log_gamma, bytes_of(lg), stream, "gRet shard: log decays to the host");
+  download(local.data(), state, bytes_of(local), stream, "gRet shard: local states to the host");
+  // Per (sequence, head): the shard's total log decay (summed in double), then its local state.
+  std::vector<float> mine(static_cast<size_t>(pairs * width)), all(mine.size() * comm_.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      double total = 0;
+      for (int64_t t = 0; t < n; ++t) total += static_cast<double>(lg[(b * n + t) * heads + h]);
+      const int64_t i = b * heads + h;
+      mine[i * width] = static_cast<float>(total);
+      std::copy_n(local.begin() + i * DD, DD, mine.begin() + i * width + 1);
+    }
+  allgather(mine.data(), bytes_of(mine), all.data(), "gret_state");
+  const int r = comm_.rank();
+  if (r == 0) return false;  // nothing enters the first shard: its states and outputs are final
+  // S_in(r) = sum_{j < r} (decay of ranks j+1 .. r-1) S_loc(j), as a running scan in rank order, in double.
+  std::vector<float> in(static_cast<size_t>(pairs * DD));
+  std::vector<double> s(static_cast<size_t>(DD));
+  for (int64_t i = 0; i < pairs; ++i) {
+    std::fill(s.begin(), s.end(), 0.0);
+    for (int j = 0; j < r; ++j) {
+      const float* p = &all[(j * pairs + i) * width];
+      const double decay = std::exp(static_cast<double>(p[0]));
+      for (int64_t e = 0; e < DD; ++e) s[e] = decay * s[e] + static_cast<double>(p[1 + e]);
+    }
+    for (int64_t e = 0; e < DD; ++e) in[i * DD + e] = static_cast<float>(s[e]);
+  }
+  upload(state, in.data(), bytes_of(in), stream, "gRet shard: the incoming state to the device");
+  return true;
+}
+
+void CudaShardLink::swa_window_in(int64_t layer, const __nv_bfloat16* kv, int64_t stride, int64_t batch, int64_t n,
+                                  int64_t d, int64_t window, __nv_bfloat16* ring, cudaStream_t stream) {
+  (void)layer;
+  const int64_t W1 = window - 1, row = 2 * d;  // elements of a key | value row
+  if (W1 < 1) return;  // a window of one sees no earlier position (every rank the same)
+  // This shard's last min(n, W - 1) rows per sequence, padded to W - 1.
+  const int64_t m = std::min(n, W1), width = batch * W1 * row;
+  std::vector<uint16_t> mine(static_cast<size_t>(width), 0), all(mine.size() * comm_.size());
+  for (int64_t b = 0; b < batch; ++b)
+    check_cuda(cudaMemcpy2DAsync(mine.data() + b * W1 * row, static_cast<size_t>(row * 2), kv + (b * n + n - m) * stride,
+                                 static_cast<size_t>(stride * 2), static_cast<size_t>(row * 2), static_cast<size_t>(m),
+                                 cudaMemcpyDeviceToHost, stream),
+               "SWA shard: the last rows to the host");
+  check_cuda(cudaStreamSynchronize(stream), "SWA shard: the last rows to the host");
+  allgather(mine.data(), bytes_of(mine), all.data(), "swa_window");
+  const int r = comm_.rank();
+  const int64_t begin = plan_.begin(r), first = std::max<int64_t>(0, begin - W1), count = begin - first;
+  if (count == 0) return;
+  // Positions [first, begin) in order, each from the rank that holds it (within its last W - 1 rows).
+  std::vector<uint16_t> prev(static_cast<size_t>(batch * count * row));
+  for (int j = 0; j < r; ++j) {
+    const int64_t tail0 = plan_.end(j) - std::min(plan_.length(j), W1);  // rank j sent [tail0, end_j)
+    for (int64_t t = std::max(first, tail0); t < plan_.end(j); ++t)
+      for (int64_t b = 0; b < batch; ++b)
+        std::copy_n(all.begin() + j * width + (b * W1 + t - tail0) * row, row,
+                    prev.begin() + (b * count + t - first) * row);
+  }
+  // Into the ring's slots p mod W: at most two contiguous runs a sequence.
+  const int64_t slot0 = first % window, run1 = std::min(count, window - slot0);
+  for (int64_t b = 0; b < batch; ++b) {
+    const uint16_t* src = prev.data() + b * count * row;
+    check_cuda(cudaMemcpyAsync(ring + (b * window + slot0) * row, src, static_cast<size_t>(run1 * row * 2),
+                               cudaMemcpyHostToDevice, stream),
+               "SWA shard: the window into the ring");
+    if (count > run1)
+      check_cuda(cudaMemcpyAsync(ring + b * window * row, src + run1 * row, static_cast<size_t>((count - run1) * row * 2),
+                                 cudaMemcpyHostToDevice, stream),
+                 "SWA shard: the window into the ring");
+  }
+  check_cuda(cudaStreamSynchronize(stream), "SWA shard: the window into the ring");
+}
+
+void CudaShardLink::attention_across(const float* part_o, const float* part_lse, int64_t batch, int64_t heads,
+                                     int splits, int64_t head_dim, __nv_bfloat16* out, cudaStream_t stream) {
+  if (splits < 2) throw std::logic_error("CudaShardLink::attention_across needs split partials (splits >= 2)");
+  const int64_t slots = batch * heads * splits;
+  std::vector<float> o(static_cast<size_t>(slots * head_dim)), lse(static_cast<size_t>(slots));
+  download(o.data(), part_o, bytes_of(o), stream, "cross attention: split partials to the host");
+  download(lse.data(), part_lse, bytes_of(lse), stream, "cross attention: split partials to the host");
+  // Each split as one partial of attention_combine's layout (split-major):
+  // m = its natural-log sum of exp(scores), l = 1, the normalised output; an
+  // empty split weighs nothing (l = 0).
+  const int64_t w = partial_width(head_dim), per_split = batch * heads * w;
+  std::vector<double> mine(static_cast<size_t>(splits * per_split), 0.0), all(mine.size() * comm_.size());
+  for (int64_t bh = 0; bh < batch * heads; ++bh)
+    for (int s = 0; s < splits; ++s) {
+      const int64_t slot = bh * splits + s;  // decode_plan::partial_slot
+      double* p = &mine[s * per_split + bh * w];
+      const bool empty = lse[slot] == -std::numeric_limits<float>::infinity();
+      p[0] = empty ? -std::numeric_limits<double>::infinity() : static_cast<double>(lse[slot]) * std::log(2.0);
+      p[1] = empty ? 0.0 : 1.0;
+      for (int64_t e = 0; e < head_dim; ++e) p[2 + e] = empty ? 0.0 : static_cast<double>(o[slot * head_dim + e]);
+    }
+  allgather(mine.data(), bytes_of(mine), all.data(), "cross_partial");
+  const Mat<float> combined = attention_combine<float>(all, comm_.size() * splits, batch, heads, head_dim);
+  std::vector<uint16_t> bits(static_cast<size_t>(batch * heads * head_dim));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t e = 0; e < heads * head_dim; ++e) bits[b * heads * head_dim + e] = float_to_bf16_bits(combined(b, e));
+  upload(out, bits.data(), bytes_of(bits), stream, "cross attention: the combined output to the device");
+}
+
+void CudaShardLink::hidden_from_last(float* x, int64_t elems, cudaStream_t stream) {
+  std::vector<float> buf(static_cast<size_t>(elems));
+  const int root = comm_.size() - 1;
+  if (comm_.rank() == root) download(buf.data(), x, bytes_of(buf), stream, "the last hidden state to the host");
+  broadcast(buf.data(), bytes_of(buf), root, "last_hidden");
+  if (comm_.rank() != root) upload(x, buf.data(), bytes_of(buf), stream, "the last hidden state to the device");
+}
+
+void CudaShardLink::gather_rows(const void* mine, int64_t mine_seq_rows, void* all, int64_t all_seq_rows,
+                                int64_t batch, int64_t row_bytes, const char* label, cudaStream_t stream) {
+  const int R = comm_.size(), r = comm_.rank();
+  int64_t most = 0;
+  for (int j = 0; j < R; ++j) most = std::max(most, plan_.length(j));
+  const int64_t n = plan_.length(r), width = batch * most * row_bytes;  // this rank's part, padded
+  std::vector<unsigned char> part(static_cast<size_t>(width), 0), every(part.size() * R);
+  const auto* src = static_cast<const unsigned char*>(mine);
+  for (int64_t b = 0; b < batch; ++b)
+    check_cuda(cudaMemcpyAsync(part.data() + b * most * row_bytes, src + b * mine_seq_rows * row_bytes,
+                               static_cast<size_t>(n * row_bytes), cudaMemcpyDeviceToHost, stream),
+               "gathered rows to the host");
+  check_cuda(cudaStreamSynchronize(stream), "gathered rows to the host");
+  allgather(part.data(), width, every.data(), label);
+  auto* dst = static_cast<unsigned char*>(all);
+  for (int j = 0; j < R; ++j)
+    for (int64_t b = 0; b < batch; ++b)
+      check_cuda(cudaMemcpyAsync(dst + (b * all_seq_rows + plan_.begin(j)) * row_bytes,
+                                 every.data() + j * width + b * most * row_bytes,
+                                 static_cast<size_t>(plan_.length(j) * row_bytes), cudaMemcpyHostToDevice, stream),
+                 "gathered rows to the device");
+  check_cuda(cudaStreamSynchronize(stream), "gathered rows to the device");
+}
+
+}  // namespace yoco::dist
