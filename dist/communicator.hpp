@@ -35,6 +35,12 @@ class Communicator {
   virtual void sendrecv(const void* send, int64_t send_bytes, int dest, void* recv, int64_t recv_bytes, int src,
                         const std::string& label) = 0;
 
+  // Ends this rank at once, saying why on stderr ("yoco: rank r of R: why;
+  // ending every rank"), unfinalised with status 3, which makes mpirun end the
+  // others: for a failure on one rank between collectives (its device out of
+  // memory), which would leave the others waiting in the next one.
+  [[noreturn]] void end_job(const std::string& why) const;
+
   const std::map<std::string, CommCount>& counts() const { return counts_; }
   void reset_counts() { counts_.clear(); }
 

@@ -72,8 +72,11 @@ void CudaShardLink::allgather(const void* send, int64_t bytes, void* recv, const
   const int64_t all = bytes * comm_.size();
   void* ds = device_staging(0, std::max<int64_t>(bytes, 1));
   void* dr = device_staging(1, std::max<int64_t>(all, 1));
-  // Synchronous copies: the bytes are in place before the collective is enqueued, and read after it completed.
+  // A pageable host-to-device cudaMemcpy may return before its DMA lands, and
+  // NCCL's stream is not ordered after the legacy one: the device synchronised
+  // before the collective is enqueued. (Device-to-host copies return complete.)
   check_cuda(cudaMemcpy(ds, send, static_cast<size_t>(bytes), cudaMemcpyHostToDevice), "NCCL staging in");
+  check_cuda(cudaDeviceSynchronize(), "NCCL staging in");
   comm_.allgather(ds, bytes, dr, label);
   check_cuda(cudaMemcpy(recv, dr, static_cast<size_t>(all), cudaMemcpyDeviceToHost), "NCCL staging out");
 }
@@ -82,6 +85,7 @@ void CudaShardLink::broadcast(void* buf, int64_t bytes, int root, const std::str
   if (!device_collectives_) return comm_.broadcast(buf, bytes, root, label);
   void* d = device_staging(0, std::max<int64_t>(bytes, 1));
   check_cuda(cudaMemcpy(d, buf, static_cast<size_t>(bytes), cudaMemcpyHostToDevice), "NCCL staging in");
+  check_cuda(cudaDeviceSynchronize(), "NCCL staging in");
   comm_.broadcast(d, bytes, root, label);
   check_cuda(cudaMemcpy(buf, d, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost), "NCCL staging out");
 }
@@ -89,7 +93,9 @@ void CudaShardLink::broadcast(void* buf, int64_t bytes, int root, const std::str
 bool CudaShardLink::gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n,
                                   int64_t heads, int64_t head_dim, cudaStream_t stream) {
   (void)layer;
-  const int64_t pairs = batch * heads, DD = head_dim * head_dim, width = 1 + DD;
+  // A pair's total log decay, its D x D state, one float of padding: the MPI
+  // backend moves whole 8-byte words (1 + D^2 is odd).
+  const int64_t pairs = batch * heads, DD = head_dim * head_dim, width = DD + 2;
   std::vector<float> lg(static_cast<size_t>(batch * n * heads)), local(static_cast<size_t>(pairs * DD));
   download(lg.data(), log_gamma, bytes_of(lg), stream, "gRet shard: log decays to the host");
   download(local.data(), state, bytes_of(local), stream, "gRet shard: local states to the host");
@@ -102,6 +108,7 @@ bool CudaShardLink::gret_state_in(int64_t layer, float* state, const float* log_
       const int64_t i = b * heads + h;
       mine[i * width] = static_cast<float>(total);
       std::copy_n(local.begin() + i * DD, DD, mine.begin() + i * width + 1);
+      mine[i * width + DD + 1] = 0.0f;
     }
   allgather(mine.data(), bytes_of(mine), all.data(), "gret_state");
   const int r = comm_.rank();
@@ -171,22 +178,34 @@ void CudaShardLink::attention_across(const float* part_o, const float* part_lse,
   std::vector<float> o(static_cast<size_t>(slots * head_dim)), lse(static_cast<size_t>(slots));
   download(o.data(), part_o, bytes_of(o), stream, "cross attention: split partials to the host");
   download(lse.data(), part_lse, bytes_of(lse), stream, "cross attention: split partials to the host");
-  // Each split as one partial of attention_combine's layout (split-major):
-  // m = its natural-log sum of exp(scores), l = 1, the normalised output; an
-  // empty split weighs nothing (l = 0).
-  const int64_t w = partial_width(head_dim), per_split = batch * heads * w;
-  std::vector<double> mine(static_cast<size_t>(splits * per_split), 0.0), all(mine.size() * comm_.size());
-  for (int64_t bh = 0; bh < batch * heads; ++bh)
+  // This rank's splits merged into one partial per (sequence, head) in
+  // attention_combine's layout -- m, l = sum exp(m_s - m), the unnormalised
+  // output sum exp(m_s - m) o_s, with m_s = lse_s ln 2 (the GPU's lse is log2 of
+  // the sum of exp(scores)) -- so that every rank sends the same B x H x (Da + 2)
+  // doubles whatever its split count (which follows its row count), as the CPU
+  // reference does. No key on this rank: (-inf, 0, 0), weighing nothing.
+  const double ninf = -std::numeric_limits<double>::infinity(), ln2 = std::log(2.0);
+  const int64_t w = partial_width(head_dim);
+  std::vector<double> mine(static_cast<size_t>(batch * heads * w), 0.0), all(mine.size() * comm_.size());
+  for (int64_t bh = 0; bh < batch * heads; ++bh) {
+    double* p = &mine[bh * w];
+    double m = ninf;
     for (int s = 0; s < splits; ++s) {
-      const int64_t slot = bh * splits + s;  // decode_plan::partial_slot
-      double* p = &mine[s * per_split + bh * w];
-      const bool empty = lse[slot] == -std::numeric_limits<float>::infinity();
-      p[0] = empty ? -std::numeric_limits<double>::infinity() : static_cast<double>(lse[slot]) * std::log(2.0);
-      p[1] = empty ? 0.0 : 1.0;
-      for (int64_t e = 0; e < head_dim; ++e) p[2 + e] = empty ? 0.0 : static_cast<double>(o[slot * head_dim + e]);
+      const float l2 = lse[bh * splits + s];  // decode_plan::partial_slot
+      if (l2 != -std::numeric_limits<float>::infinity()) m = std::max(m, static_cast<double>(l2) * ln2);
     }
+    p[0] = m;
+    if (m == ninf) continue;
+    for (int s = 0; s < splits; ++s) {
+      const int64_t slot = bh * splits + s;
+      if (lse[slot] == -std::numeric_limits<float>::infinity()) continue;
+      const double f = std::exp(static_cast<double>(lse[slot]) * ln2 - m);
+      p[1] += f;
+      for (int64_t e = 0; e < head_dim; ++e) p[2 + e] += f * static_cast<double>(o[slot * head_dim + e]);
+    }
+  }
   allgather(mine.data(), bytes_of(mine), all.data(), "cross_partial");
-  const Mat<float> combined = attention_combine<float>(all, comm_.size() * splits, batch, heads, head_dim);
+  const Mat<float> combined = attention_combine<float>(all, comm_.size(), batch, heads, head_dim);
   std::vector<uint16_t> bits(static_cast<size_t>(batch * heads * head_dim));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t e = 0; e < heads * head_dim; ++e) bits[b * heads * head_dim + e] = float_to_bf16_bits(combined(b, e));
@@ -206,7 +225,8 @@ void CudaShardLink::gather_rows(const void* mine, int64_t mine_seq_rows, void* a
   const int R = comm_.size(), r = comm_.rank();
   int64_t most = 0;
   for (int j = 0; j < R; ++j) most = std::max(most, plan_.length(j));
-  const int64_t n = plan_.length(r), width = batch * most * row_bytes;  // this rank's part, padded
+  // This rank's part, padded to the longest shard and to whole 8-byte words (the MPI backend's unit).
+  const int64_t n = plan_.length(r), width = (batch * most * row_bytes + 7) / 8 * 8;
   std::vector<unsigned char> part(static_cast<size_t>(width), 0), every(part.size() * R);
   const auto* src = static_cast<const unsigned char*>(mine);
   for (int64_t b = 0; b < batch; ++b)

@@ -8,10 +8,10 @@
 // combine run on the host in double (a few KB to a few MB a layer; the
 // prefill's GEMMs are seconds at the lengths where sharding pays).
 //
-// Collective labels as on the CPU: gret_state (B x Hs x (1 + D x D) fp32 a
-// rank, the shard's total log decay and local state per head), swa_window
-// (B x (W - 1) x 2d bf16 a rank), cross_partial (splits x B x H x (Da + 2)
-// doubles a rank, one FlashDecoding split's (m, l, output) each),
+// Collective labels as on the CPU: gret_state (B x Hs x (2 + D x D) fp32 a
+// rank, the shard's total log decay, local state and a pad word per head),
+// swa_window (B x (W - 1) x 2d bf16 a rank), cross_partial (B x H x (Da + 2)
+// doubles a rank: its FlashDecoding splits merged into one (m, l, output)),
 // last_hidden (B x d fp32, from the last rank); forward's kv_gather (B x n x
 // 2 kvw bf16 a rank, padded to the longest shard) and logits (B x n x V fp32).
 #include <cstdint>

@@ -278,6 +278,10 @@ if has_step dist; then
         --model yoco-small --tokens "$prompt" --gen 16 --check
       run_step dist.generate_swa_np3 120 "$MPIRUN" -np 3 --oversubscribe "$BIN/yoco" generate --device cuda \
         --model yoco-swa-small --tokens "$prompt" --gen 16 --check
+      # The sweep on 2 ranks (device cuda-x2): latency, memory and the comm rows.
+      run_step dist.bench_np2 180 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" bench --device cuda \
+        --model yoco-small,yoco-swa-small --lengths 4K --gen 64 --repeats 2 --metrics memory,prefill,decode \
+        --out "$LOGS/models_dist_np2.csv"
     fi
   fi
 fi

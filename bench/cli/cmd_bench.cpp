@@ -15,6 +15,9 @@
 #include "format.hpp"
 #include "lists.hpp"
 #include "mpi_job.hpp"
+#if defined(YOCO_HAVE_DIST_CUDA)
+#include "dist_cuda_backend.hpp"
+#endif
 #include "result_output.hpp"
 #include "sweep.hpp"
 #include "sweep_file.hpp"
@@ -174,10 +177,11 @@ int cmd_bench(const Args& args) {
   if (mpi_job() && (args.empty() || a.has("--default-job") || a.has("--quick")))
     throw InputError("the default job runs one process: under mpirun give the sweep (--model, --lengths; "
                      "the rows say the rank count)");
+#if !defined(YOCO_HAVE_DIST_CUDA)
   if (mpi_job() && device == "cuda")
-    throw InputError("yoco bench --device cuda under mpirun: the sweep's sharded GPU backend is not built yet "
-                     "(generate and forward run sharded on the GPU); under mpirun bench runs the CPU reference "
-                     "sharded (drop --device cuda)");
+    throw InputError("--device cuda under mpirun: this yoco was built without the sharded CUDA path (the cuda "
+                     "preset with MPI); under mpirun the CPU reference runs sharded (drop --device cuda)");
+#endif
   if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
@@ -202,6 +206,21 @@ int cmd_bench(const Args& args) {
     if (auto out = a.get("--out")) prepare_output_path(*out);
     const int points = static_cast<int>(s.models.size() * s.lengths.size());
     const SweepFile file(a.get("--out"), a.has("--resume"), points);
+#if defined(YOCO_HAVE_DIST_CUDA)
+    if (dist::Communicator* comm = mpi_job()) {
+      // The sharded CUDA path serves YOCO; the Transformer's context-parallel baseline is the CPU reference's.
+      for (const auto& m : s.models)
+        if (!resolve_model(m).is_yoco())
+          throw InputError("--model " + m + ": --device cuda under mpirun runs YOCO sharded over the ranks; the "
+                           "Transformer's context-parallel baseline runs on the CPU reference (drop --device cuda)");
+      if (s.cupti) throw InputError("--cupti under mpirun: the kernel breakdown is taken in one process");
+      DistCudaBackend backend(s.device_name, *comm);
+      Progress progress(points, !primary_process());
+      const auto rows = run_sweep(s, backend, progress, file.io());
+      emit_rows(a, format, rows, [&] { print_sweep_table(rows); });
+      return 0;
+    }
+#endif
     CudaBackend backend(s.device_name);
     Progress progress(points);
     const auto rows = run_sweep(s, backend, progress, file.io());

@@ -4,6 +4,10 @@
 // run on a backend that is not there.
 #include "cuda_backend.hpp"
 
+#if defined(YOCO_HAVE_DIST)
+#include "dist_runner.hpp"
+#endif
+
 #include <stdexcept>
 
 #include "cuda_status.hpp"
@@ -45,13 +49,14 @@ void check(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) throw std::runtime_error("CUDA error in " + what + ": " + cudaGetErrorString(e));
 }
 
-const CudaRunner& cuda_runner_of(const ModelRunner& r) {
-  const auto* c = dynamic_cast<const CudaRunner*>(&r);
-  if (!c) throw std::logic_error("CudaBackend: a runner it did not create (not a CudaRunner)");
-  return *c;
-}
-CudaRunner& cuda_runner_of(ModelRunner& r) {
-  auto* c = dynamic_cast<CudaRunner*>(&r);
+// The CudaRunner of a runner the backend made: itself, or (under mpirun) the
+// one a sharded runner drives on this rank.
+CudaRunner& cuda_runner_of(const ModelRunner& r) {
+  const ModelRunner* p = &r;
+#if defined(YOCO_HAVE_DIST)
+  if (const auto* d = dynamic_cast<const DistRunner*>(p); d && d->local_runner()) p = d->local_runner();
+#endif
+  auto* c = dynamic_cast<CudaRunner*>(const_cast<ModelRunner*>(p));
   if (!c) throw std::logic_error("CudaBackend: a runner it did not create (not a CudaRunner)");
   return *c;
 }
@@ -88,7 +93,10 @@ CudaBackend::~CudaBackend() = default;
 
 Ceilings CudaBackend::measure_ceilings(Progress& progress) {
   progress.step("measuring the GPU's copy bandwidth and bf16 GEMM rate");
-  const cuda::DeviceCeilings m = cuda::measure_device_ceilings();
+  return ceilings_of(cuda::measure_device_ceilings());
+}
+
+Ceilings CudaBackend::ceilings_of(const cuda::DeviceCeilings& m) const {
   if (!m.error.empty())
     throw DeviceError("measuring the device's ceilings (a device-to-device copy, a bf16 cuBLAS GEMM) failed: " +
                       m.error + "; nothing was measured");
@@ -130,10 +138,14 @@ std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig& cfg, 
   cuda::CudaWeightSource src;
   src.seed = seed;
   std::unique_ptr<ModelRunner> r = create_cuda_runner(cfg, src);
-  CudaRunner& cr = cuda_runner_of(*r);
+  adopt(*r);
+  return r;
+}
+
+void CudaBackend::adopt(ModelRunner& runner) {
+  CudaRunner& cr = cuda_runner_of(runner);
   model_ = &cr.model();
   cr.on_destroy([this] { model_ = nullptr; });  // no dangling pointer once the sweep drops the runner
-  return r;
 }
 
 double CudaBackend::time(const std::function<void()>& region) {
@@ -375,6 +387,8 @@ double CudaBackend::generation_bytes(const ModelConfig&, Precision, double, doub
 std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig&, Precision, uint64_t) {
   lacks("create runners");
 }
+void CudaBackend::adopt(ModelRunner&) { lacks("time a runner"); }
+Ceilings CudaBackend::ceilings_of(const cuda::DeviceCeilings&) const { lacks("measure its ceilings"); }
 double CudaBackend::time(const std::function<void()>&) { lacks("time (CUDA events)"); }
 void CudaBackend::reset_peak_memory() { lacks("reset its peak memory mark"); }
 std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner&, int64_t, Precision) {

@@ -24,6 +24,7 @@
 
 namespace yoco::cuda {
 class CudaModel;
+struct DeviceCeilings;
 }
 
 namespace yoco::cli {
@@ -49,12 +50,17 @@ class CudaBackend : public DeviceBackend {
 
   Provenance provenance() const override { return prov_; }
   Ceilings measure_ceilings(Progress& progress) override;
+  // The rows and roofline of measured ceilings (DeviceError when they failed).
+  Ceilings ceilings_of(const cuda::DeviceCeilings& m) const;
   cost::Storage analytic_storage(Precision p) const override;
   double usable_memory_bytes() const override;
   std::string usable_memory_name() const override { return "90% of free device memory"; }
   double generation_bytes(const ModelConfig& cfg, Precision p, double batch, double prompt, double gen,
                           double prefill_chunk) const override;
   std::unique_ptr<ModelRunner> create_runner(const ModelConfig& cfg, Precision p, uint64_t seed) override;
+  // Times and reads the memory of `runner` (a CudaRunner, or a sharded
+  // runner's local one) from now on: what create_runner does with its own.
+  void adopt(ModelRunner& runner);
   double time(const std::function<void()>& region) override;
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;

@@ -8,11 +8,6 @@
 
 namespace yoco::cli {
 
-namespace {
-// The harness's own collectives (agreeing on times and readings) are not the
-// model's communication: their labels start with this and stay out of the rows.
-constexpr const char* kHarness = "harness:";
-}  // namespace
 
 DistCpuBackend::DistCpuBackend(const std::string& device_name, dist::Communicator& comm)
     : cpu_(device_name), comm_(comm) {
@@ -21,18 +16,18 @@ DistCpuBackend::DistCpuBackend(const std::string& device_name, dist::Communicato
                            std::to_string(comm.size()) + " MPI ranks on " + cpu.device_name, cpu.driver);
 }
 
-double DistCpuBackend::max_over_ranks(double v, const char* what) {
-  std::vector<double> all(static_cast<size_t>(comm_.size()));
-  comm_.allgather(&v, sizeof(double), all.data(), std::string(kHarness) + what);
+double max_over_ranks(dist::Communicator& comm, double v, const char* what) {
+  std::vector<double> all(static_cast<size_t>(comm.size()));
+  comm.allgather(&v, sizeof(double), all.data(), std::string(kHarnessLabel) + what);
   return *std::max_element(all.begin(), all.end());
 }
 
-std::vector<Reading> DistCpuBackend::agreed(std::vector<Reading> rows, const char* what) {
+std::vector<Reading> agreed_over_ranks(dist::Communicator& comm, std::vector<Reading> rows, const char* what) {
   for (auto& r : rows) {
-    r.value = max_over_ranks(r.value, what);
-    if (r.min) r.min = max_over_ranks(*r.min, what);
-    if (r.max) r.max = max_over_ranks(*r.max, what);
-    r.notes += "; the largest of the " + std::to_string(comm_.size()) + " ranks";
+    r.value = max_over_ranks(comm, r.value, what);
+    if (r.min) r.min = max_over_ranks(comm, *r.min, what);
+    if (r.max) r.max = max_over_ranks(comm, *r.max, what);
+    r.notes += "; the largest of the " + std::to_string(comm.size()) + " ranks";
   }
   return rows;
 }
@@ -46,7 +41,7 @@ Ceilings DistCpuBackend::measure_ceilings(Progress& progress) {
     c = measure_cpu_ceilings();
   }
   double v[7] = {c.gemm_flops, c.gemm_min, c.gemm_max, c.copy_bw, c.copy_min, c.copy_max, static_cast<double>(c.repeats)};
-  comm_.broadcast(v, sizeof(v), 0, std::string(kHarness) + "ceilings");
+  comm_.broadcast(v, sizeof(v), 0, std::string(kHarnessLabel) + "ceilings");
   c = {v[0], v[1], v[2], v[3], v[4], v[5], static_cast<int>(v[6])};
   return CpuBackend::ceilings_of(c, cpu_.cpu_name());
 }
@@ -68,14 +63,16 @@ std::unique_ptr<ModelRunner> DistCpuBackend::create_runner(const ModelConfig& cf
 }
 
 double DistCpuBackend::time(const std::function<void()>& region) {
-  return max_over_ranks(cpu_.time(region), "time");
+  return max_over_ranks(comm_, cpu_.time(region), "time");
 }
 
 std::vector<Reading> DistCpuBackend::memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) {
-  return agreed(cpu_.memory_breakdown(runner, n, p), "memory");
+  return agreed_over_ranks(comm_, cpu_.memory_breakdown(runner, n, p), "memory");
 }
 
-std::vector<Reading> DistCpuBackend::memory_peaks() { return agreed(cpu_.memory_peaks(), "memory peaks"); }
+std::vector<Reading> DistCpuBackend::memory_peaks() {
+  return agreed_over_ranks(comm_, cpu_.memory_peaks(), "memory peaks");
+}
 
 std::vector<PhaseReading> DistCpuBackend::decode_extras(ModelRunner& runner, int64_t batch) {
   (void)batch;
@@ -101,7 +98,7 @@ std::vector<PhaseReading> comm_readings(DistRunner& runner) {
       const double v[3] = {static_cast<double>(c.bytes_received), static_cast<double>(c.bytes_sent),
                            static_cast<double>(c.calls)};
       std::vector<double> all(3 * static_cast<size_t>(R));
-      comm.allgather(v, sizeof(v), all.data(), std::string(kHarness) + "comm");
+      comm.allgather(v, sizeof(v), all.data(), std::string(kHarnessLabel) + "comm");
       double recv = 0, sent = 0;
       std::string per_rank;
       for (int r = 0; r < R; ++r) {

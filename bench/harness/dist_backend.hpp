@@ -16,11 +16,21 @@
 
 namespace yoco::cli {
 
+// The harness's own collectives (agreeing on times and readings) are not the
+// model's communication: their labels start with this.
+inline constexpr const char* kHarnessLabel = "harness:";
+
 // What the ranks moved over the runner's last prefill (phase "comm") and last
 // decode step ("comm_decode"), in all and by collective ("comm:<label>"): the
 // busiest rank's bytes received and sent, every rank's received bytes in the
 // notes. A collective: every rank calls it, in the same place.
 std::vector<PhaseReading> comm_readings(DistRunner& runner);
+
+// The largest `v` over the ranks, on every rank (a collective): a sweep's
+// decisions from a measurement must come out the same on every rank.
+double max_over_ranks(dist::Communicator& comm, double v, const char* what);
+// Each reading (value, min, max) the largest over the ranks, said in its notes.
+std::vector<Reading> agreed_over_ranks(dist::Communicator& comm, std::vector<Reading> rows, const char* what);
 
 class DistCpuBackend : public DeviceBackend {
  public:
@@ -42,10 +52,6 @@ class DistCpuBackend : public DeviceBackend {
   std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
 
  private:
-  // The largest value over the ranks, on every rank.
-  double max_over_ranks(double v, const char* what);
-  std::vector<Reading> agreed(std::vector<Reading> rows, const char* what);
-
   CpuBackend cpu_;
   dist::Communicator& comm_;
   Provenance prov_;

@@ -10,6 +10,8 @@
 #include "errors.hpp"
 #include "shard_plan.hpp"
 
+#include <new>
+
 namespace yoco {
 
 namespace {
@@ -32,27 +34,28 @@ class DistCudaRunner final : public DistRunner {
   std::string sharding() const override {
     return "chunk-parallel YOCO on the GPU: contiguous shards of the prompt, one per rank";
   }
+  ModelRunner* local_runner() const override { return runner_.get(); }
 
   Mat<double> forward(const TokenBatch& tokens, GretParadigm paradigm) const override {
     link_.plan(plan(tokens.length));
-    return counted(prefill_comm_, [&] { return runner_->forward(tokens, paradigm); });
+    return counted("a forward", prefill_comm_, [&] { return runner_->forward(tokens, paradigm); });
   }
   Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override {
     link_.plan(plan(prompt.length));
-    return counted(prefill_comm_, [&] { return runner_->prefill(prompt, max_new_tokens, prefill_chunk); });
+    return counted("a prefill", prefill_comm_, [&] { return runner_->prefill(prompt, max_new_tokens, prefill_chunk); });
   }
   void run_prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override {
     link_.plan(plan(prompt.length));
-    counted(prefill_comm_, [&] {
+    counted("a prefill", prefill_comm_, [&] {
       runner_->run_prefill(prompt, max_new_tokens, prefill_chunk);
       return Mat<double>();
     });
   }
   Mat<double> decode_step(const std::vector<int64_t>& tokens) override {
-    return counted(decode_comm_, [&] { return runner_->decode_step(tokens); });
+    return counted("a decode step", decode_comm_, [&] { return runner_->decode_step(tokens); });
   }
   void run_decode_step(const std::vector<int64_t>& tokens) override {
-    counted(decode_comm_, [&] {
+    counted("a decode step", decode_comm_, [&] {
       runner_->run_decode_step(tokens);
       return Mat<double>();
     });
@@ -71,10 +74,20 @@ class DistCudaRunner final : public DistRunner {
                        "prompt or fewer ranks");
     return dist::ShardPlan::even(n, comm_.size());
   }
+  // The call's bytes by label. A device out of memory on one rank ends the
+  // job: the other ranks would wait for it in their next collective, and the
+  // ranks' buffers differ (the last holds the generated rows), so they need
+  // not fail together.
   template <class F>
-  Mat<double> counted(std::map<std::string, dist::CommCount>& into, F&& f) const {
+  Mat<double> counted(const char* what, std::map<std::string, dist::CommCount>& into, F&& f) const {
     comm_.reset_counts();
-    Mat<double> out = f();
+    Mat<double> out;
+    try {
+      out = f();
+    } catch (const std::bad_alloc& e) {
+      comm_.end_job(std::string("out of device memory in ") + what + " (" + e.what() +
+                    "); a sharded run cannot go on one rank short");
+    }
     into = comm_.counts();
     return out;
   }

@@ -30,6 +30,10 @@ class DistRunner : public ModelRunner {
   // How the sequence is split: "chunk-parallel YOCO, contiguous shards" /
   // "context-parallel Transformer, 2R chunks (ring attention)".
   virtual std::string sharding() const = 0;
+  // The single-device runner this rank drives, when there is one (the CUDA
+  // path: a CudaRunner over a model holding this rank's shard), so that a
+  // device backend reads its device's memory and stream; null on the CPU.
+  virtual ModelRunner* local_runner() const { return nullptr; }
 };
 
 }  // namespace yoco

@@ -157,7 +157,7 @@ TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
     const int64_t D = cfg.self_head_dim();
     ASSERT_TRUE(c.count("gret_state"));
     EXPECT_EQ(c.at("gret_state").calls, Ls);
-    EXPECT_EQ(c.at("gret_state").bytes_received, Ls * (R - 1) * B * cfg.n_self_heads * (1 + D * D) * 4);
+    EXPECT_EQ(c.at("gret_state").bytes_received, Ls * (R - 1) * B * cfg.n_self_heads * (2 + D * D) * 4);
   } else {
     ASSERT_TRUE(c.count("swa_window"));
     EXPECT_EQ(c.at("swa_window").calls, Ls);
@@ -165,6 +165,9 @@ TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
   }
   ASSERT_TRUE(c.count("cross_partial"));
   EXPECT_EQ(c.at("cross_partial").calls, Lc * (kSteps + 1));
+  // One merged partial per (sequence, head) a rank, whatever its split count.
+  EXPECT_EQ(c.at("cross_partial").bytes_received,
+            Lc * (kSteps + 1) * (R - 1) * B * cfg.n_attn_heads * (cfg.attn_head_dim() + 2) * 8);
   EXPECT_EQ(c.at("last_hidden").calls, kSteps + 1);
 
   // Logits at every position: the self-decoder sharded, the global K/V
