@@ -22,7 +22,8 @@
 # has no OpenMPI, so scripts/carry-libs.sh --mpirun carries a relocatable copy
 # in .carry/openmpi, which this script puts on PATH (OPAL_PREFIX).
 # Step `chunks` (not in the default): yoco-3b at 512K and 1M with prefill
-# chunks of 8192, 16384 and 32768 tokens (memory and prefill; issue 34).
+# chunks of 8192, 16384 and 32768 tokens, and 32768 with the FFN in blocks of
+# 8192 rows (memory and prefill; issue 34; about 5 minutes).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
 # 4K: README's profiling commands, checked. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
@@ -357,6 +358,12 @@ if has_step chunks && [ -x "$BIN/yoco" ]; then
       --metrics memory,prefill --prefill-chunk "$chunk" --repeats 2 --warmup 1 --budget-s 120 \
       --out "$LOGS/models_chunk_$chunk.csv"
   done
+  # The FFN in row blocks of 8192 (YOCO_FFN_ROWS) at the default chunk: about
+  # 1.2 GB off the working set, the GEMMs still m = 8192 (the formula's
+  # 13.5 GB at 1M); whether the prefill keeps its time is what this measures.
+  run_step chunks.32768_ffn8192 150 env YOCO_FFN_ROWS=8192 "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 32768 --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_chunk_32768_ffn8192.csv"
 fi
 if has_step models || has_step models-3b || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.

@@ -32,6 +32,23 @@ GlobalKvProjection global_kv_projection_from_env() {
   throw InputError("YOCO_GLOBAL_KV is '" + v + "': it must be 'per-sequence' or 'batched' (or unset)");
 }
 
+int64_t ffn_row_block_from_env() {
+  const char* e = std::getenv("YOCO_FFN_ROWS");
+  const std::string v = e ? e : "";
+  if (v.empty()) return 0;
+  size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || n < 0)
+    throw InputError("YOCO_FFN_ROWS is '" + v + "': it must be a whole number of rows >= 1, or 0 (or unset) for "
+                     "the whole prefill step");
+  return static_cast<int64_t>(n);
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

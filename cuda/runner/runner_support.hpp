@@ -36,6 +36,14 @@ enum class GlobalKvProjection { per_sequence, batched };
 // is made; InputError naming the variable for anything else.
 GlobalKvProjection global_kv_projection_from_env();
 
+// The most rows a YOCO prefill step's FFN takes at once (issue 34: its W1|W3
+// output and SwiGLU buffers are half the step's activations; in row blocks of
+// 8192 their GEMMs stay large, m = 8192 being where the ceiling GEMM runs):
+// YOCO_FFN_ROWS=N (N >= 1), unset or 0 for the whole step, the measured
+// default until blocks have run on a GPU. Read when a model is made;
+// InputError naming the variable for anything else.
+int64_t ffn_row_block_from_env();
+
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The
 // names are copied, so temporaries are fine.

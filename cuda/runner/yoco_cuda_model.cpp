@@ -146,8 +146,10 @@ class YocoCudaModel final : public CudaModel {
   void self_decoder_chunk(const int64_t* tokens, int64_t batch, int64_t n, int64_t s);
   void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
   void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
-  // h13: [rows, 2F], act: [rows, F] buffers of the caller's.
+  // h13: [min(rows, ffn_block(rows)), 2F], act: [.., F] buffers of the
+  // caller's; the rows in blocks of ffn_block(rows).
   void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
+  int64_t ffn_block(int64_t rows) const { return ffn_rows_ > 0 ? std::min(rows, ffn_rows_) : rows; }
   void norm(Residual& r, const bf16* w, bf16* out);
   // The cross-decoder layers over r.rows rows of the residual: norm, q
   // projection, `attend(q, out)` (RoPE on q, then attention over the global
@@ -198,6 +200,7 @@ class YocoCudaModel final : public CudaModel {
   GretDecodeVariant decode_ = GretDecodeVariant::eager;
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
   GlobalKvProjection global_kv_ = GlobalKvProjection::per_sequence;
+  int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -246,6 +249,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   decode_ = select_gret_decode(cfg_.self_head_dim(), gret_decode_variant_from_env());
   chunk_variant_ = gret_chunk_variant_from_env();
   global_kv_ = global_kv_projection_from_env();
+  ffn_rows_ = ffn_row_block_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -372,9 +376,13 @@ void YocoCudaModel::norm(Residual& r, const bf16* w, bf16* out) {
 }
 
 void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* a) {
-  check_gemm(gemm_.linear(h, rows, d_, w.w13, 2 * F_, h13, stream_), "ffn W1|W3");
-  check_cuda(launch_swiglu(h13, rows, F_, a, stream_), "ffn swiglu");
-  check_gemm(gemm_.linear(a, rows, F_, w.w2, d_, out, stream_), "ffn W2");
+  const int64_t block = ffn_block(rows);
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t n = std::min(block, rows - r0);
+    check_gemm(gemm_.linear(h + r0 * d_, n, d_, w.w13, 2 * F_, h13, stream_), "ffn W1|W3");
+    check_cuda(launch_swiglu(h13, n, F_, a, stream_), "ffn swiglu");
+    check_gemm(gemm_.linear(a, n, F_, w.w2, d_, out + r0 * d_, stream_), "ffn W2");
+  }
 }
 
 void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out) {
@@ -460,8 +468,8 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   r.x = scratch_.f32("residual", R * d_);
   r.delta = scratch_.bf16("delta", R * d_);
   bf16* h = scratch_.bf16("normed", R * d_);
-  bf16* ffn_in = scratch_.bf16("ffn in", R * 2 * F_);
-  bf16* ffn_hidden = scratch_.bf16("ffn hidden", R * F_);
+  bf16* ffn_in = scratch_.bf16("ffn in", ffn_block(R) * 2 * F_);
+  bf16* ffn_hidden = scratch_.bf16("ffn hidden", ffn_block(R) * F_);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
@@ -822,7 +830,8 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     check_cuda(launch_set_positions(len, nullptr, batch, n, stream_), "query length");
     const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, n, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
-    cross_decoder(r, h, q, a, scratch_.bf16("ffn in", R * 2 * F_), scratch_.bf16("ffn hidden", R * F_),
+    cross_decoder(r, h, q, a, scratch_.bf16("ffn in", ffn_block(R) * 2 * F_),
+                  scratch_.bf16("ffn hidden", ffn_block(R) * F_),
                   [&](bf16* qv, bf16* out) {
       check_cuda(launch_rope(qv, R, qw_, H_, Da_, begin, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                  "cross-decoder RoPE q");
@@ -870,7 +879,8 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
         static_cast<int64_t>(std::min(batch, 1e9))));
   }
   return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending,
-                               global_kv_projection_from_env() == GlobalKvProjection::batched)
+                               global_kv_projection_from_env() == GlobalKvProjection::batched,
+                               static_cast<double>(ffn_row_block_from_env()))
       .total();
 }
 

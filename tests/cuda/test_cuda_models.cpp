@@ -592,6 +592,53 @@ TEST(CudaModelGlobalKv, AnUnknownChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_GLOBAL_KV", "fused");
 }
 
+// The FFN in row blocks (YOCO_FFN_ROWS, issue 34's activation memory): blocks
+// of 100 rows against the whole step -- a batch of 3 prefilled in steps of
+// 291 rows (three blocks and a ragged fourth a step) and decoded 16 steps,
+// every row within the bound of the whole-step run, the middle one of the
+// reference; and the all-position forward (1,200 rows in 12 blocks). The FFN
+// buffers shrink to the block: the arena says so. gRet and SWA.
+TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
+    const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + kSteps, V, kTokenSeed + 1), r.seq,
+                                                    random_tokens(N + kSteps, V, kTokenSeed + 2)};
+    const ScopedEnv env("YOCO_FFN_ROWS");
+    env.set("0");
+    auto whole_model = make_model(cfg);
+    const auto whole = prefill_and_decode(*whole_model, seqs, N, steps, 291);
+    ASSERT_FALSE(HasFatalFailure());
+    env.set("100");
+    auto block_model = make_model(cfg);
+    const auto blocks = prefill_and_decode(*block_model, seqs, N, steps, 291);
+    ASSERT_FALSE(HasFatalFailure());
+    // Proof that the blocks ran: the FFN's buffers hold 100 rows, not 291 (W1|W3 out and hidden, bf16).
+    const int64_t saved = (291 - 100) * 3 * cfg.hidden_dim * 2;
+    EXPECT_GE(whole_model->arena().report().peak_at(MemCategory::activations) -
+                  block_model->arena().report().peak_at(MemCategory::activations),
+              saved)
+        << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
+    expect_within_bound(c.name + " FFN in blocks of 100 rows, middle row", blocks[1], r, N - 1);
+    for (size_t b = 0; b < 3; ++b)
+      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", FFN blocks vs the whole step", blocks[b],
+                               whole[b], r, N - 1);
+    const int64_t T = static_cast<int64_t>(r.seq.size());
+    const std::vector<float> f = block_model->forward(r.seq, 1, T);
+    ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
+    expect_within_bound(c.name + " forward with the FFN in blocks of 100 rows", cuda_test::to_mat(f, T, V), r, 0);
+  }
+}
+
+TEST(CudaModelFfnRows, ABadRowCountIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_FFN_ROWS", "lots");
+  expect_unknown_choice_refused("YOCO_FFN_ROWS", "-5");
+}
+
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string s = info.param;
   std::replace(s.begin(), s.end(), '-', '_');

@@ -1,0 +1,41 @@
+// The CUDA runners' memory formula (cuda/runner/generation_bytes.hpp) for
+// the YOCO runner's FFN row block (YOCO_FFN_ROWS, issue 34): the W1|W3 output
+// and SwiGLU buffers (6F bytes a row in bf16) are sized for a block of rows
+// instead of the whole prefill step, and nothing else moves.
+#include <gtest/gtest.h>
+
+#include "config.hpp"
+#include "runner/generation_bytes.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+GenerationBytes bytes(const ModelConfig& c, double batch, double prompt, double chunk, double ffn_rows) {
+  return yoco_generation_bytes(c, batch, prompt, 1024, chunk, 0.0, 0.0, false, ffn_rows);
+}
+
+TEST(GenerationBytes, TheFfnRowBlockTakesItsBuffersDownToTheBlock) {
+  const ModelConfig c = preset_config("yoco-3b");
+  const double F = static_cast<double>(c.hidden_dim);
+  // yoco-3b at 1M in steps of 32,768 rows: blocks of 8,192 rows keep 24,576
+  // rows' worth of 6F bytes off, 1.21 GB of the step's 3.4 GB.
+  const GenerationBytes whole = bytes(c, 1, 1 << 20, 32768, 0), block = bytes(c, 1, 1 << 20, 32768, 8192);
+  EXPECT_DOUBLE_EQ(whole.activations - block.activations, (32768.0 - 8192.0) * 6 * F);
+  EXPECT_NEAR(whole.activations - block.activations, 1.208e9, 1e6);
+  EXPECT_EQ(whole.weights, block.weights);
+  EXPECT_EQ(whole.caches, block.caches);
+  EXPECT_EQ(whole.state, block.state);
+}
+
+TEST(GenerationBytes, ABlockAsLargeAsTheStepOrZeroChangesNothing) {
+  for (const char* name : {"yoco-3b", "yoco-swa-small", "yoco-small"}) {
+    const ModelConfig c = preset_config(name);
+    const double whole = bytes(c, 3, 4096, 2048, 0).total();
+    EXPECT_EQ(bytes(c, 3, 4096, 2048, 3 * 682).total(), whole) << name;  // 682 rows a sequence a step
+    EXPECT_EQ(bytes(c, 3, 4096, 2048, 1e9).total(), whole) << name;
+    EXPECT_LT(bytes(c, 3, 4096, 2048, 100).total(), whole) << name;
+  }
+}
+
+}  // namespace
+}  // namespace yoco::cuda
