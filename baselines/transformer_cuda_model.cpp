@@ -41,6 +41,7 @@
 #include "ops.hpp"
 #include "param_layout.hpp"
 #include "runner/runner_support.hpp"
+#include "runner/shard_link.hpp"
 #include "token_batch.hpp"
 
 namespace yoco::cuda {
@@ -72,9 +73,23 @@ struct Activations {
 
 enum class Head { none, last_rows, all_rows };
 
+// The decode step's buffers and FlashDecoding's launch, looked up before the
+// step is enqueued (allocated at the prefill: lookups only).
+struct DecodeBuffers {
+  Activations a;
+  int64_t *positions = nullptr, *lengths = nullptr;
+  bf16* q = nullptr;  // [B, qw]: FlashDecoding reads dense queries
+  float* logits = nullptr;
+  DecodeAttentionShape ds;
+  int splits = 1;
+  float* workspace = nullptr;
+};
+
 class TransformerCudaModel final : public CudaModel {
  public:
-  TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source);
+  // link: null for the whole sequence on this GPU, else this rank's shard of
+  // it (runner/shard_link.hpp; outlives the model).
+  TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, ShardLink* link);
   ~TransformerCudaModel() override;
 
   const ModelConfig& config() const override { return cfg_; }
@@ -101,8 +116,18 @@ class TransformerCudaModel final : public CudaModel {
   // Every layer over `rows` rows of `a`; prefill and decode differ only in
   // `attend(layer cache)`: RoPE on q and k, k|v into the cache, attention into a.attn.
   void run_layers(const Activations& a, int64_t rows, const std::function<void(bf16* cache)>& attend);
+  // write_start: [B] the cache row of the chunk's first key (q_start
+  // unsharded; this rank's local row sharded, where each layer's keys and
+  // values of every rank are gathered into `gathered` [B, total, 2 kvw] and
+  // attended there).
   void run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start, const int64_t* q_len,
-                 Head head, bf16* last, float* logits);
+                 const int64_t* write_start, Head head, bf16* last, float* logits, bf16* gathered = nullptr);
+  // A decode step on one rank of a sharded sequence (eager: it meets the
+  // other ranks in every layer).
+  void sharded_decode_step(const std::vector<int64_t>& tokens);
+  DecodeBuffers decode_buffers(int64_t batch);
+  // The new token's q and k rotated at `positions`, q copied out dense into d.q.
+  void decode_rope_and_q(const DecodeBuffers& d, int64_t batch);
   void gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y, const char* what);
 
   ModelConfig cfg_;
@@ -123,6 +148,12 @@ class TransformerCudaModel final : public CudaModel {
   uint64_t cache_generation_ = 0;  // bumped at every cache allocation (graph key)
   int decode_splits_ = 1;
 
+  // Sharded only: the link, this rank's shard, the first position its cache
+  // rows hold (rows are positions - row0_).
+  ShardLink* link_ = nullptr;
+  Shard shard_;
+  int64_t row0_ = 0;
+
   Scratch scratch_{arena_};
   StepGraph graph_;
   TokenUpload token_upload_;  // chunk / step token ids
@@ -130,7 +161,8 @@ class TransformerCudaModel final : public CudaModel {
   std::vector<int64_t> host_ids_, host_range_;
 };
 
-TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source) : cfg_(cfg) {
+TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, ShardLink* link)
+    : cfg_(cfg), link_(link) {
   d_ = cfg_.dim;
   F_ = cfg_.hidden_dim;
   V_ = cfg_.vocab_size;
@@ -274,7 +306,8 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
 }
 
 void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start,
-                                     const int64_t* q_len, Head head, bf16* last, float* logits) {
+                                     const int64_t* q_len, const int64_t* write_start, Head head, bf16* last,
+                                     float* logits, bf16* gathered) {
   const int64_t R = B * n;
   check_cuda(launch_embedding(a.tokens, R, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
 
@@ -284,7 +317,7 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
   shape.n_kv_heads = Hkv_;
   shape.head_dim = Da_;
   shape.q_rows = n;
-  shape.capacity = cache_rows_;
+  shape.capacity = gathered ? shard_.total : cache_rows_;
   shape.q_stride = qkv_w_;
   shape.kv_stride = 2 * kvw_;
   shape.window = 0;
@@ -297,10 +330,16 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
                            stream_),
                "RoPE on q and k");
     // k | v (2 kvw contiguous columns) -> cache rows s .. s + n - 1.
-    check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, n, 2 * kvw_, q_start, cache, cache_rows_, 2 * kvw_, 0,
-                                       stream_),
+    check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, n, 2 * kvw_, write_start, cache, cache_rows_, 2 * kvw_,
+                                       0, stream_),
                "KV cache write");
-    check_cuda(launch_flash_prefill(a.qkv, cache, cache + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
+    // Sharded: every rank's keys and values of this layer, in position order.
+    const bf16* keys = cache;
+    if (gathered) {
+      link_->gather_rows(cache, cache_rows_, gathered, shard_.total, B, 2 * kvw_ * 2, "kv_allgather", stream_);
+      keys = gathered;
+    }
+    check_cuda(launch_flash_prefill(a.qkv, keys, keys + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
                "flash prefill attention");
   });
   // A chunk before the last needs only its keys and values: the residual
@@ -334,15 +373,26 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
   if (max_new_tokens > std::numeric_limits<int64_t>::max() - length)
     throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
+  if (link_) {
+    drop_generation();
+    shard_ = checked_shard(*link_, "prefill", length);
+    row0_ = shard_.begin;
+  }
 
   NvtxRange range("prefill");
   const int64_t B = batch, N = length, capacity = N + max_new_tokens;
+  // Sharded: this rank's positions as one step (every layer gathers the
+  // ranks' keys and values), its cache rows (the last rank's with room for
+  // the generated ones).
+  const int64_t begin = link_ ? shard_.begin : 0, end = link_ ? shard_.begin + shard_.length : N;
+  const int64_t rows = link_ ? shard_.length + (shard_.last() ? max_new_tokens : 0) : capacity;
   // Each step: n_max tokens of every sequence, batch x n_max <= prefill_chunk.
-  const int64_t n_max = cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
+  const int64_t n_max = link_ ? shard_.length : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
-    allocate_caches(B, capacity);  // drops the previous generation first
+    allocate_caches(B, rows);  // drops the previous generation first
     const Activations a = activations(B * n_max);
-    int64_t* range_dev = scratch_.i64("prefill q_start|q_len", 2 * B);
+    int64_t* range_dev = scratch_.i64("prefill q_start|q_len|write start", 3 * B);
+    bf16* gathered = link_ ? scratch_.bf16("gathered K|V", B * N * 2 * kvw_) : nullptr;
     int64_t* positions = scratch_.i64("positions", B);
     int64_t* lengths = scratch_.i64("lengths", B);
     bf16* last = scratch_.bf16("last rows", B * d_);
@@ -351,24 +401,31 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     // the first step allocates nothing. Splits: once per generation, for the
     // longest length the caches can hold.
     const DecodeAttentionShape ds = decode_shape(B);
-    decode_splits_ = std::max(1, choose_decode_splits(ds, capacity, device_sm_count()));
+    decode_splits_ = std::max(1, choose_decode_splits(ds, rows, device_sm_count()));
+    // Sharded, decode's attention always leaves split partials for the combine across ranks.
+    if (link_) decode_splits_ = std::max(decode_splits_, 2);
     scratch_.bf16("decode q", B * qw_);
     scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
 
     host_ids_.resize(static_cast<size_t>(B * n_max));
-    host_range_.resize(static_cast<size_t>(2 * B));
-    for (int64_t s = 0; s < N; s += n_max) {
+    host_range_.resize(static_cast<size_t>(3 * B));
+    for (int64_t s = begin; s < end; s += n_max) {
       NvtxRange chunk_range("prefill chunk");
-      const int64_t n = std::min(n_max, N - s);
+      const int64_t n = std::min(n_max, end - s);
       for (int64_t b = 0; b < B; ++b) {
         std::copy_n(tokens.begin() + (b * N + s), n, host_ids_.begin() + b * n);
-        host_range_[static_cast<size_t>(b)] = s;      // q_start (and the cache write's pos0)
-        host_range_[static_cast<size_t>(B + b)] = n;  // q_len
+        host_range_[static_cast<size_t>(b)] = s;               // q_start
+        host_range_[static_cast<size_t>(B + b)] = n;           // q_len
+        host_range_[static_cast<size_t>(2 * B + b)] = s - row0_;  // the cache write's first row
       }
       token_upload_.upload(host_ids_.data(), B * n, a.tokens, stream_);
-      range_upload_.upload(host_range_.data(), 2 * B, range_dev, stream_);
-      run_chunk(a, B, n, s, range_dev, range_dev + B, s + n == N ? Head::last_rows : Head::none, last, logits);
+      range_upload_.upload(host_range_.data(), 3 * B, range_dev, stream_);
+      // Sharded, the last position is on the last rank: its logits go to every rank.
+      const bool has_last = s + n == N;
+      run_chunk(a, B, n, s, range_dev, range_dev + B, range_dev + 2 * B, has_last ? Head::last_rows : Head::none, last,
+                logits, gathered);
     }
+    if (link_) link_->hidden_from_last(logits, B * V_, stream_);
     check_cuda(launch_set_positions(positions, lengths, B, N, stream_), "set decode positions");
     batch_ = B;
     position_ = N;
@@ -387,39 +444,40 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   if (batch_ == 0) throw InputError("decode step before any prefill: prefill a prompt first");
   check_decode_args(tokens, batch_, position_, capacity_);
   validate_tokens(cfg_, tokens);
+  if (link_) {
+    NvtxRange range("decode step (sharded)");
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      sharded_decode_step(tokens);
+      last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++position_;
+    } catch (...) {
+      drop_generation();
+      throw;
+    }
+    return;
+  }
 
   NvtxRange range("decode step");
   const int64_t B = batch_;
   try {
     // Every buffer the step uses exists before the capture (same sizes as the
     // prefill's or smaller: nothing is allocated here after the first step).
-    const Activations a = activations(B);
-    int64_t* positions = scratch_.i64("positions", B);
-    int64_t* lengths = scratch_.i64("lengths", B);
-    bf16* q = scratch_.bf16("decode q", B * qw_);
-    float* logits = scratch_.f32("logits", B * V_);
-
-    const DecodeAttentionShape ds = decode_shape(B);
-    const int splits = decode_splits_;
-    float* workspace = scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, splits));
+    const DecodeBuffers d = decode_buffers(B);
+    const Activations& a = d.a;
+    int64_t *positions = d.positions, *lengths = d.lengths;
+    float* logits = d.logits;
 
     token_upload_.upload(tokens.data(), B, a.tokens, stream_);  // outside the graph: new ids every step
 
     auto enqueue = [&] {
       check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
       run_layers(a, B, [&](bf16* cache) {
-        check_cuda(launch_rope_at(a.qkv, B, qkv_w_, H_ + Hkv_, Da_, positions, 1, rope_.as<double>(),
-                                  RopeLayout::half_split, 1.0, stream_),
-                   "RoPE on q and k");
+        decode_rope_and_q(d, B);
         check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, positions, cache, cache_rows_,
                                            2 * kvw_, 0, stream_),
                    "KV cache write");
-        // FlashDecoding takes dense [B, H * Da] queries.
-        check_cuda(cudaMemcpy2DAsync(q, static_cast<size_t>(qw_) * sizeof(bf16), a.qkv,
-                                     static_cast<size_t>(qkv_w_) * sizeof(bf16), static_cast<size_t>(qw_) * sizeof(bf16),
-                                     static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
-                   "copy q to a dense buffer");
-        check_cuda(launch_flash_decode(q, cache, cache + kvw_, lengths, ds, splits, workspace, a.attn, stream_),
+        check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
                    "flash decode attention");
       });
       check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
@@ -445,6 +503,61 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   }
 }
 
+DecodeBuffers TransformerCudaModel::decode_buffers(int64_t B) {
+  DecodeBuffers d;
+  d.a = activations(B);
+  d.positions = scratch_.i64("positions", B);
+  d.lengths = scratch_.i64("lengths", B);
+  d.q = scratch_.bf16("decode q", B * qw_);
+  d.logits = scratch_.f32("logits", B * V_);
+  d.ds = decode_shape(B);
+  d.splits = decode_splits_;
+  d.workspace = scratch_.f32("flash-decode workspace", decode_workspace_floats(d.ds, d.splits));
+  return d;
+}
+
+void TransformerCudaModel::decode_rope_and_q(const DecodeBuffers& d, int64_t B) {
+  check_cuda(launch_rope_at(d.a.qkv, B, qkv_w_, H_ + Hkv_, Da_, d.positions, 1, rope_.as<double>(),
+                            RopeLayout::half_split, 1.0, stream_),
+             "RoPE on q and k");
+  check_cuda(cudaMemcpy2DAsync(d.q, static_cast<size_t>(qw_) * sizeof(bf16), d.a.qkv,
+                               static_cast<size_t>(qkv_w_) * sizeof(bf16), static_cast<size_t>(qw_) * sizeof(bf16),
+                               static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
+             "copy q to a dense buffer");
+}
+
+void TransformerCudaModel::sharded_decode_step(const std::vector<int64_t>& tokens) {
+  const int64_t B = batch_, pos = position_;
+  const bool last = shard_.last();
+  const DecodeBuffers d = decode_buffers(B);
+  const Activations& a = d.a;
+  int64_t* write_rows = scratch_.i64("decode write rows", B);
+  // RoPE at the absolute position; the last rank appends the new key and value
+  // (its local row) and sees its rows up to it, the others all theirs.
+  check_cuda(launch_set_positions(d.positions, nullptr, B, pos, stream_), "set decode positions");
+  check_cuda(launch_set_positions(d.lengths, nullptr, B, last ? pos - row0_ + 1 : shard_.length, stream_),
+             "set visible rows");
+  check_cuda(launch_set_positions(write_rows, nullptr, B, pos - row0_, stream_), "set the append row");
+  token_upload_.upload(tokens.data(), B, a.tokens, stream_);
+  // Every rank runs the layers on the new token (the same inputs, the same
+  // kernels: the same hidden states); only the attention is split.
+  check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
+  run_layers(a, B, [&](bf16* cache) {
+    decode_rope_and_q(d, B);
+    if (last)
+      check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, write_rows, cache, cache_rows_, 2 * kvw_,
+                                         0, stream_),
+                 "KV cache write");
+    check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, d.lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
+               "flash decode attention over this rank's rows");
+    const DecodePartials parts = decode_partials(d.ds, d.splits, d.workspace);
+    link_->attention_across(parts.part_o, parts.part_lse, B, H_, d.splits, Da_, a.attn, stream_);
+  });
+  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
+             "FFN residual + final norm");
+  check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, d.logits, stream_), "LM head");
+}
+
 void TransformerCudaModel::skip_positions(int64_t n) {
   if (batch_ == 0) throw InputError("skip_positions before any prefill");
   if (n < 0 || n > capacity_ - position_)
@@ -452,6 +565,7 @@ void TransformerCudaModel::skip_positions(int64_t n) {
                      " tokens and " + std::to_string(position_) + " are used");
   if (n == 0) return;
   position_ += n;
+  if (link_) return;  // a sharded step sets its positions itself
   // Same sizes as at prefill: the existing buffers, no allocation.
   int64_t* positions = scratch_.i64("positions", batch_);
   int64_t* lengths = scratch_.i64("lengths", batch_);
@@ -469,22 +583,39 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
     throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
                      " x length " + std::to_string(length));
   validate_tokens(cfg_, tokens);
+  if (link_) {
+    drop_generation();
+    shard_ = checked_shard(*link_, "forward", length);
+    row0_ = shard_.begin;
+  }
 
   NvtxRange range("forward");
-  const int64_t B = batch, N = length, R = B * N;
+  // Sharded: this rank's positions [begin, begin + n), each layer's keys and
+  // values gathered from every rank, then every rank's logits gathered.
+  const int64_t B = batch, N = length, begin = link_ ? shard_.begin : 0, n = link_ ? shard_.length : N, R = B * n;
   std::vector<float> out;
   try {
-    allocate_caches(B, N);  // drops any generation in progress; a cache of exactly N tokens
+    allocate_caches(B, n);  // drops any generation in progress; a cache of exactly this rank's tokens
     const Activations a = activations(R);
-    int64_t* range_dev = scratch_.i64("prefill q_start|q_len", 2 * B);
+    int64_t* range_dev = scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     float* logits = scratch_.f32("logits", R * V_);
-    host_range_.assign(static_cast<size_t>(2 * B), 0);
-    for (int64_t b = 0; b < B; ++b) host_range_[static_cast<size_t>(B + b)] = N;  // q_start 0, q_len N
-    // One chunk of N tokens: row b * N + i is already the host order.
-    token_upload_.upload(tokens.data(), R, a.tokens, stream_);
-    range_upload_.upload(host_range_.data(), 2 * B, range_dev, stream_);
-    run_chunk(a, B, N, 0, range_dev, range_dev + B, Head::all_rows, nullptr, logits);
-    out = download_floats(logits, R * V_, stream_);
+    bf16* gathered = link_ ? scratch_.bf16("gathered K|V", B * N * 2 * kvw_) : nullptr;
+    host_range_.assign(static_cast<size_t>(3 * B), 0);
+    host_ids_.resize(static_cast<size_t>(R));
+    for (int64_t b = 0; b < B; ++b) {
+      host_range_[static_cast<size_t>(b)] = begin;  // q_start; the cache write's first row is 0
+      host_range_[static_cast<size_t>(B + b)] = n;  // q_len
+      std::copy_n(tokens.begin() + b * N + begin, n, host_ids_.begin() + b * n);
+    }
+    token_upload_.upload(host_ids_.data(), R, a.tokens, stream_);
+    range_upload_.upload(host_range_.data(), 3 * B, range_dev, stream_);
+    run_chunk(a, B, n, begin, range_dev, range_dev + B, range_dev + 2 * B, Head::all_rows, nullptr, logits, gathered);
+    if (link_) {
+      float* all = scratch_.f32("forward logits of every rank", B * N * V_);
+      link_->gather_rows(logits, n, all, N, B, V_ * 4, "logits", stream_);
+      logits = all;
+    }
+    out = download_floats(logits, B * N * V_, stream_);
   } catch (...) {
     drop_generation();
     scratch_.clear();
@@ -497,11 +628,12 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
 
 }  // namespace
 
-std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source) {
+std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
+                                                         ShardLink* link) {
   if (cfg.is_yoco()) throw InputError(cfg.name + " is not a Transformer config");
   const std::string why = cuda_model_unsupported(cfg);
   if (!why.empty()) throw InputError(cfg.name + " cannot run on the CUDA runners: " + why);
-  return std::make_unique<TransformerCudaModel>(cfg, source);
+  return std::make_unique<TransformerCudaModel>(cfg, source, link);
 }
 
 }  // namespace yoco::cuda

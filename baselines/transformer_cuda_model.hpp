@@ -20,7 +20,16 @@
 
 namespace yoco::cuda {
 
-std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source);
+class ShardLink;  // runner/shard_link.hpp
+
+// With a `link`, this rank's shard of a sequence split across ranks: prefill
+// takes the whole prompt and runs the rank's positions as one step, each
+// layer's keys and values gathered from every rank (the cache stays sharded);
+// decode steps run eagerly, every rank the whole layer stack on the new token
+// and its share of the attention, combined across ranks; forward gathers the
+// logits. Every rank gets the same logits.
+std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
+                                                         ShardLink* link = nullptr);
 
 // Device bytes of a generation on this runner (weights, per-layer caches for
 // prompt + gen tokens, a prefill chunk's and the decode step's buffers, the

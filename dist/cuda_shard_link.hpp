@@ -24,7 +24,7 @@
 
 namespace yoco::dist {
 
-class CudaShardLink final : public cuda::YocoShardLink {
+class CudaShardLink final : public cuda::ShardLink {
  public:
   // `comm` outlives the link. Plan a prompt with plan() before each prefill.
   explicit CudaShardLink(Communicator& comm);
@@ -37,7 +37,7 @@ class CudaShardLink final : public cuda::YocoShardLink {
   const ShardPlan& shard_plan() const { return plan_; }
   Communicator& communicator() const { return comm_; }
 
-  const cuda::YocoShard& shard() const override { return shard_; }
+  const cuda::Shard& shard() const override { return shard_; }
   bool gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n, int64_t heads,
                      int64_t head_dim, cudaStream_t stream) override;
   void swa_window_in(int64_t layer, const __nv_bfloat16* kv, int64_t stride, int64_t batch, int64_t n, int64_t d,
@@ -57,7 +57,7 @@ class CudaShardLink final : public cuda::YocoShardLink {
 
   Communicator& comm_;
   ShardPlan plan_;
-  cuda::YocoShard shard_;
+  cuda::Shard shard_;
   bool device_collectives_;
   void* staging_[2] = {nullptr, nullptr};
   int64_t staging_bytes_[2] = {0, 0};

@@ -208,11 +208,6 @@ int cmd_bench(const Args& args) {
     const SweepFile file(a.get("--out"), a.has("--resume"), points);
 #if defined(YOCO_HAVE_DIST_CUDA)
     if (dist::Communicator* comm = mpi_job()) {
-      // The sharded CUDA path serves YOCO; the Transformer's context-parallel baseline is the CPU reference's.
-      for (const auto& m : s.models)
-        if (!resolve_model(m).is_yoco())
-          throw InputError("--model " + m + ": --device cuda under mpirun runs YOCO sharded over the ranks; the "
-                           "Transformer's context-parallel baseline runs on the CPU reference (drop --device cuda)");
       if (s.cupti) throw InputError("--cupti under mpirun: the kernel breakdown is taken in one process");
       DistCudaBackend backend(s.device_name, *comm);
       Progress progress(points, !primary_process());

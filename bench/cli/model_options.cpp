@@ -53,10 +53,6 @@ ModelChoice model_choice(const ParsedArgs& a) {
     throw InputError("--device cuda under mpirun: this yoco was built without the sharded CUDA path (the cuda "
                      "preset with MPI); under mpirun the CPU reference runs sharded (drop --device cuda)");
 #endif
-  if (m.cuda && mpi_job() && !m.cfg.is_yoco())
-    throw InputError("--device cuda under mpirun: the sharded CUDA path serves YOCO; " + m.cfg.name +
-                     " (the Transformer's context-parallel baseline) runs on the CPU reference under mpirun "
-                     "(drop --device cuda)");
   if (m.cuda) {
     const CudaStatus c = cuda_status();
     if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);

@@ -3,8 +3,6 @@
 
 #include "dist_cuda_backend.hpp"
 
-#include <cuda_runtime.h>
-
 #include "cuda_runner.hpp"
 #include "cuda_status.hpp"
 #include "device/device_ceilings.hpp"
@@ -15,24 +13,8 @@
 
 namespace yoco::cli {
 
-namespace {
-
-// This rank's GPU (rank r on device r mod count), chosen before anything
-// touches the device; returns how many ranks share each GPU (at most).
-int choose_rank_device(dist::Communicator& comm) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1)
-    throw InputError("--device cuda under mpirun: rank " + std::to_string(comm.rank()) + " sees no CUDA device");
-  if (cudaSetDevice(comm.rank() % devices) != cudaSuccess)
-    throw InputError("--device cuda under mpirun: rank " + std::to_string(comm.rank()) + " cannot use device " +
-                     std::to_string(comm.rank() % devices));
-  return (comm.size() + devices - 1) / devices;
-}
-
-}  // namespace
-
 DistCudaBackend::DistCudaBackend(const std::string& device_name, dist::Communicator& comm)
-    : comm_(comm), ranks_per_gpu_(choose_rank_device(comm)), cuda_(device_name) {
+    : comm_(comm), ranks_per_gpu_(use_rank_device(comm)), cuda_(device_name) {
   // The same on every rank (the sweep decides out-of-memory rows and batch
   // sizes from it): the least any rank has, shared by the ranks on its GPU.
   usable_ = -max_over_ranks(comm_, -cuda_.usable_memory_bytes(), "usable memory") / ranks_per_gpu_;
@@ -76,7 +58,9 @@ double DistCudaBackend::generation_bytes(const ModelConfig& cfg, Precision p, do
   // A rank holds the weights, about 1/R of the global cache, and its shard's
   // activations: the whole shard is one prefill step.
   const double shard = prompt / comm_.size() + 1;
-  return cuda_.generation_bytes(cfg, p, batch, shard, gen, std::max(prefill_chunk, shard * batch));
+  // The Transformer also holds one layer's keys and values of every rank (bf16 K|V rows).
+  const double gathered = cfg.is_yoco() ? 0.0 : batch * prompt * 2.0 * static_cast<double>(cfg.kv_width()) * 2;
+  return cuda_.generation_bytes(cfg, p, batch, shard, gen, std::max(prefill_chunk, shard * batch)) + gathered;
 }
 
 std::unique_ptr<ModelRunner> DistCudaBackend::create_runner(const ModelConfig& cfg, Precision, uint64_t seed) {

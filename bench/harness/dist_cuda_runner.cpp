@@ -9,6 +9,7 @@
 #include "cuda_shard_link.hpp"
 #include "errors.hpp"
 #include "shard_plan.hpp"
+#include "transformer_cuda_model.hpp"
 
 #include <new>
 
@@ -20,7 +21,8 @@ class DistCudaRunner final : public DistRunner {
  public:
   DistCudaRunner(const ModelConfig& cfg, const cuda::CudaWeightSource& source, dist::Communicator& comm)
       : comm_(comm), link_(comm),
-        runner_(std::make_unique<CudaRunner>(cuda::create_yoco_cuda_model(cfg, source, &link_))) {}
+        runner_(std::make_unique<CudaRunner>(cfg.is_yoco() ? cuda::create_yoco_cuda_model(cfg, source, &link_)
+                                                           : cuda::create_transformer_cuda_model(cfg, source, &link_))) {}
 
   const ModelConfig& config() const override { return runner_->config(); }
   Precision precision() const override { return runner_->precision(); }
@@ -32,7 +34,9 @@ class DistCudaRunner final : public DistRunner {
   const std::map<std::string, dist::CommCount>& last_prefill_comm() const override { return prefill_comm_; }
   const std::map<std::string, dist::CommCount>& last_decode_comm() const override { return decode_comm_; }
   std::string sharding() const override {
-    return "chunk-parallel YOCO on the GPU: contiguous shards of the prompt, one per rank";
+    return runner_->config().is_yoco()
+               ? "chunk-parallel YOCO on the GPU: contiguous shards of the prompt, one per rank"
+               : "context-parallel Transformer on the GPU: contiguous shards, each layer's keys and values gathered";
   }
   ModelRunner* local_runner() const override { return runner_.get(); }
 
@@ -103,13 +107,14 @@ class DistCudaRunner final : public DistRunner {
 std::unique_ptr<DistRunner> create_dist_cuda_runner(const ModelConfig& cfg, const cuda::CudaWeightSource& source,
                                                     dist::Communicator& comm) {
   cfg.validate();
-  if (!cfg.is_yoco())
-    throw InputError("--device cuda under mpirun: the sharded CUDA path serves YOCO; " + cfg.name +
-                     " (the Transformer's context-parallel baseline) runs on the CPU reference under mpirun "
-                     "(drop --device cuda)");
   const std::string why = cuda::cuda_model_unsupported(cfg);
   if (!why.empty())
     throw InputError(why + ": the CUDA runners cannot run " + cfg.name + " (the CPU reference can: --device cpu)");
+  use_rank_device(comm);
+  return std::make_unique<DistCudaRunner>(cfg, source, comm);
+}
+
+int use_rank_device(dist::Communicator& comm) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1)
     throw InputError("--device cuda under mpirun: rank " + std::to_string(comm.rank()) + " sees no CUDA device");
@@ -117,7 +122,7 @@ std::unique_ptr<DistRunner> create_dist_cuda_runner(const ModelConfig& cfg, cons
   if (cudaSetDevice(comm.rank() % devices) != cudaSuccess)
     throw InputError("--device cuda under mpirun: rank " + std::to_string(comm.rank()) + " cannot use device " +
                      std::to_string(comm.rank() % devices));
-  return std::make_unique<DistCudaRunner>(cfg, source, comm);
+  return (comm.size() + devices - 1) / devices;
 }
 
 }  // namespace yoco

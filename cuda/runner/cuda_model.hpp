@@ -105,7 +105,7 @@ class CudaModel {
 // transformer_generation_device_bytes (baselines/transformer_cuda_model.hpp).
 double yoco_generation_device_bytes(const ModelConfig& cfg, double batch, double prompt, double gen, double chunk);
 
-class YocoShardLink;  // runner/shard_link.hpp
+class ShardLink;  // runner/shard_link.hpp
 
 // A YOCO model (gRet or SWA self-decoder); the Transformer's is
 // baselines/transformer_cuda_model.hpp create_transformer_cuda_model.
@@ -114,6 +114,6 @@ class YocoShardLink;  // runner/shard_link.hpp
 // rank's positions as one step; decode steps run eagerly (no graph); forward
 // gathers the global K/V once; the logits are every rank's.
 std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
-                                                  YocoShardLink* link = nullptr);
+                                                  ShardLink* link = nullptr);
 
 }  // namespace yoco::cuda

@@ -1,10 +1,13 @@
 #pragma once
-// YOCO on the GPU with the sequence split across ranks (issue 33, paper
-// appendix A): the four points where one rank's runner meets the others, as
-// an interface the runner calls and dist/ implements over a communicator
+// The CUDA runners with the sequence split across ranks (issue 33, paper
+// appendix A): the points where one rank's runner meets the others, as an
+// interface the runner calls and dist/ implements over a communicator
 // (dist/cuda_shard_link.hpp). The runner knows no transport; the link knows no
-// kernel. The pair of dist/yoco_sharded.hpp ShardedYoco (the CPU reference of
-// the same algorithm, whose logits the sharded runner must equal).
+// kernel. YOCO (cuda/runner/yoco_cuda_model.cpp) is the pair of dist/
+// yoco_sharded.hpp ShardedYoco, the CPU reference of the same algorithm; the
+// Transformer (baselines/transformer_cuda_model.cpp) gathers each layer's
+// keys and values (gather_rows, "kv_allgather") where the CPU reference passes
+// them around a ring: the same attention, another schedule.
 //
 // A rank holds positions [begin, begin + length) of every sequence: its shard
 // runs through the self-decoder as one prefill step, layer by layer, so that
@@ -20,10 +23,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
+
+#include "errors.hpp"
 
 namespace yoco::cuda {
 
-struct YocoShard {
+struct Shard {
   int rank = 0, ranks = 1;
   int64_t begin = 0;   // first position of every sequence on this rank
   int64_t length = 0;  // positions on this rank (>= 1)
@@ -31,12 +37,12 @@ struct YocoShard {
   bool last() const { return rank == ranks - 1; }
 };
 
-class YocoShardLink {
+class ShardLink {
  public:
-  virtual ~YocoShardLink() = default;
-  virtual const YocoShard& shard() const = 0;
+  virtual ~ShardLink() = default;
+  virtual const Shard& shard() const = 0;
 
-  // gRet self-decoder layer `layer`. On entry `state` ([batch * heads, D, D]
+  // YOCO's gRet self-decoder layer `layer`. On entry `state` ([batch * heads, D, D]
   // fp32, device) holds this shard's final states from a zero state, and
   // `log_gamma` ([batch, n, heads] fp32, device) the shard's log decays.
   // Returns false when the state entering this shard is zero (rank 0): state
@@ -47,7 +53,7 @@ class YocoShardLink {
   virtual bool gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n,
                              int64_t heads, int64_t head_dim, cudaStream_t stream) = 0;
 
-  // SWA self-decoder layer `layer`: `kv` ([batch, n, stride] bf16, device)
+  // YOCO's SWA self-decoder layer `layer`: `kv` ([batch, n, stride] bf16, device)
   // holds this shard's RoPE'd keys at columns [0, d) and values at [d, 2d).
   // Writes the previous ranks' keys | values of positions [max(0, begin -
   // (window - 1)), begin) into `ring` ([batch, window, 2d] bf16, device, slot
@@ -63,12 +69,14 @@ class YocoShardLink {
   virtual void attention_across(const float* part_o, const float* part_lse, int64_t batch, int64_t heads, int splits,
                                 int64_t head_dim, __nv_bfloat16* out, cudaStream_t stream) = 0;
 
-  // The last rank's `elems` floats of `x` (device) into every rank's `x`.
+  // The last rank's `elems` floats of `x` (device) into every rank's `x`
+  // (YOCO: the last position's hidden state; the Transformer: its logits).
   virtual void hidden_from_last(float* x, int64_t elems, cudaStream_t stream) = 0;
 
   // Every rank's rows of a sequence-major tensor, in position order, on every
-  // rank (forward: the global K-hat / V-hat gathered once for all cross
-  // layers, label "kv_gather"; the logits, "logits"). Row i < length of
+  // rank (YOCO's forward: the global K-hat / V-hat gathered once for all
+  // cross layers, label "kv_gather"; the Transformer's keys and values of a
+  // layer, "kv_allgather"; the logits of a forward, "logits"). Row i < length of
   // sequence b of this rank is at `mine` + (b * mine_seq_rows + i) *
   // row_bytes; position p < total of sequence b goes to `all` + (b *
   // all_seq_rows + p) * row_bytes (device memory both; `mine` may lie inside
@@ -76,5 +84,17 @@ class YocoShardLink {
   virtual void gather_rows(const void* mine, int64_t mine_seq_rows, void* all, int64_t all_seq_rows, int64_t batch,
                            int64_t row_bytes, const char* label, cudaStream_t stream) = 0;
 };
+
+// The link's shard of a prompt of `length` tokens (the link plans it before
+// each prefill or forward), checked: InputError naming `what` otherwise.
+inline Shard checked_shard(const ShardLink& link, const char* what, int64_t length) {
+  const Shard sh = link.shard();
+  if (sh.ranks < 1 || sh.rank < 0 || sh.rank >= sh.ranks || sh.begin < 0 || sh.length < 1 ||
+      sh.begin + sh.length > sh.total || (sh.last() && sh.begin + sh.length != sh.total) || sh.total != length)
+    throw InputError(std::string(what) + " of " + std::to_string(length) + " tokens: rank " + std::to_string(sh.rank) +
+                     " of " + std::to_string(sh.ranks) + " holds positions [" + std::to_string(sh.begin) + ", " +
+                     std::to_string(sh.begin + sh.length) + ") of a " + std::to_string(sh.total) + "-token shard plan");
+  return sh;
+}
 
 }  // namespace yoco::cuda

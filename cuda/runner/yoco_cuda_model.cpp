@@ -119,7 +119,7 @@ class YocoCudaModel final : public CudaModel {
  public:
   // link: null for the whole sequence on this GPU, else this rank's shard of
   // it (runner/shard_link.hpp; outlives the model).
-  YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, YocoShardLink* link);
+  YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, ShardLink* link);
   ~YocoCudaModel() override;
 
   const ModelConfig& config() const override { return cfg_; }
@@ -216,8 +216,8 @@ class YocoCudaModel final : public CudaModel {
   // Sharded only: this rank's shard and its link, the first position its
   // global-cache rows hold, the rows a sequence has there; [batch] int64 the
   // row the next token appends to, and the SWA ring's token count.
-  YocoShardLink* link_ = nullptr;
-  YocoShard shard_;
+  ShardLink* link_ = nullptr;
+  Shard shard_;
   int64_t row0_ = 0, rows_ = 0;
   DeviceBuffer append_rows_, ring_lengths_;
   int cross_splits_ = 1, swa_splits_ = 1;
@@ -227,7 +227,7 @@ class YocoCudaModel final : public CudaModel {
   TokenUpload upload_;
 };
 
-YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, YocoShardLink* link)
+YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& source, ShardLink* link)
     : cfg_(cfg), scratch_(arena_), link_(link) {
   if (!cfg_.is_yoco()) throw InputError(cfg_.name + " is not a YOCO config");
   if (const std::string why = cuda_model_unsupported(cfg_); !why.empty())
@@ -718,12 +718,7 @@ void YocoCudaModel::set_sharded_positions(int64_t pos, int64_t visible_rows) {
 }
 
 void YocoCudaModel::take_shard(const char* what, int64_t length) {
-  const YocoShard sh = link_->shard();
-  if (sh.ranks < 1 || sh.rank < 0 || sh.rank >= sh.ranks || sh.begin < 0 || sh.length < 1 ||
-      sh.begin + sh.length > sh.total || (sh.last() && sh.begin + sh.length != sh.total) || sh.total != length)
-    throw InputError(std::string(what) + " of " + std::to_string(length) + " tokens: rank " + std::to_string(sh.rank) +
-                     " of " + std::to_string(sh.ranks) + " holds positions [" + std::to_string(sh.begin) + ", " +
-                     std::to_string(sh.begin + sh.length) + ") of a " + std::to_string(sh.total) + "-token shard plan");
+  const Shard sh = checked_shard(*link_, what, length);
   drop_generation();
   shard_ = sh;
 }
@@ -885,7 +880,7 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
 }
 
 std::unique_ptr<CudaModel> create_yoco_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
-                                                  YocoShardLink* link) {
+                                                  ShardLink* link) {
   return std::make_unique<YocoCudaModel>(cfg, source, link);
 }
 

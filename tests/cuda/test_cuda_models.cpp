@@ -551,6 +551,32 @@ TEST(CudaModelGretChunk, AnUnknownChunkChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_GRET_CHUNK", "v9");
 }
 
+// A runner option read from the environment when a model is made: a batch of
+// 3 (the reference sequence in the middle row) prefilled in steps of 291 rows
+// (97 tokens of each sequence, a ragged last step) and decoded 16 steps, with
+// `name` = `before`, then with `name` = `after`; both models kept.
+struct OptionRuns {
+  std::unique_ptr<CudaModel> before_model, after_model;
+  std::vector<Mat<double>> before, after;
+};
+
+OptionRuns run_with_option(const Case& c, const char* name, const char* before, const char* after) {
+  const ModelConfig cfg = config_of(c.name);
+  const RefData& r = reference_data(c);
+  const int64_t N = c.prompt, V = cfg.vocab_size;
+  const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + kSteps, V, kTokenSeed + 1), r.seq,
+                                                  random_tokens(N + kSteps, V, kTokenSeed + 2)};
+  const ScopedEnv env(name);
+  OptionRuns runs;
+  env.set(before);
+  runs.before_model = make_model(cfg);
+  runs.before = prefill_and_decode(*runs.before_model, seqs, N, 16, 291);
+  env.set(after);
+  runs.after_model = make_model(cfg);
+  runs.after = prefill_and_decode(*runs.after_model, seqs, N, 16, 291);
+  return runs;
+}
+
 // The global K/V of a batch projected at once (YOCO_GLOBAL_KV=batched: one
 // GEMM, RoPE, the rows copied into each cache) gives what a GEMM per sequence
 // gives: a batch of 3 prefilled in steps of 291 rows (97 tokens of each
@@ -562,28 +588,19 @@ TEST(CudaModelGlobalKv, TheBatchedProjectionMatchesThePerSequenceOne) {
     const Case& c = case_named(name);
     const ModelConfig cfg = config_of(c.name);
     const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
-    const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + kSteps, V, kTokenSeed + 1), r.seq,
-                                                    random_tokens(N + kSteps, V, kTokenSeed + 2)};
-    const ScopedEnv env("YOCO_GLOBAL_KV");
-    env.set("per-sequence");
-    auto per_model = make_model(cfg);
-    const auto per = prefill_and_decode(*per_model, seqs, N, steps, 291);
-    ASSERT_FALSE(HasFatalFailure());
-    env.set("batched");
-    auto batched_model = make_model(cfg);
-    const auto batched = prefill_and_decode(*batched_model, seqs, N, steps, 291);
+    const int64_t N = c.prompt;
+    const OptionRuns runs = run_with_option(c, "YOCO_GLOBAL_KV", "per-sequence", "batched");
     ASSERT_FALSE(HasFatalFailure());
     // Proof that the batched branch ran: its rows buffer (291 rows of K|V) in the scratch.
     const int64_t rows_bytes = 291 * 2 * cfg.kv_width() * 2;
-    EXPECT_GE(batched_model->arena().report().at(MemCategory::activations) -
-                  per_model->arena().report().at(MemCategory::activations),
+    EXPECT_GE(runs.after_model->arena().report().at(MemCategory::activations) -
+                  runs.before_model->arena().report().at(MemCategory::activations),
               rows_bytes)
         << c.name << ": YOCO_GLOBAL_KV=batched left no rows buffer";
-    expect_within_bound(c.name + " batched global K/V, middle row", batched[1], r, N - 1);
+    expect_within_bound(c.name + " batched global K/V, middle row", runs.after[1], r, N - 1);
     for (size_t b = 0; b < 3; ++b)
       expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", batched vs per-sequence global K/V",
-                               batched[b], per[b], r, N - 1);
+                               runs.after[b], runs.before[b], r, N - 1);
   }
 }
 
@@ -604,30 +621,21 @@ TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
     const Case& c = case_named(name);
     const ModelConfig cfg = config_of(c.name);
     const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, steps = 16, V = cfg.vocab_size;
-    const std::vector<std::vector<int64_t>> seqs = {random_tokens(N + kSteps, V, kTokenSeed + 1), r.seq,
-                                                    random_tokens(N + kSteps, V, kTokenSeed + 2)};
-    const ScopedEnv env("YOCO_FFN_ROWS");
-    env.set("0");
-    auto whole_model = make_model(cfg);
-    const auto whole = prefill_and_decode(*whole_model, seqs, N, steps, 291);
-    ASSERT_FALSE(HasFatalFailure());
-    env.set("100");
-    auto block_model = make_model(cfg);
-    const auto blocks = prefill_and_decode(*block_model, seqs, N, steps, 291);
+    const int64_t N = c.prompt, V = cfg.vocab_size;
+    OptionRuns runs = run_with_option(c, "YOCO_FFN_ROWS", "0", "100");
     ASSERT_FALSE(HasFatalFailure());
     // Proof that the blocks ran: the FFN's buffers hold 100 rows, not 291 (W1|W3 out and hidden, bf16).
     const int64_t saved = (291 - 100) * 3 * cfg.hidden_dim * 2;
-    EXPECT_GE(whole_model->arena().report().peak_at(MemCategory::activations) -
-                  block_model->arena().report().peak_at(MemCategory::activations),
+    EXPECT_GE(runs.before_model->arena().report().peak_at(MemCategory::activations) -
+                  runs.after_model->arena().report().peak_at(MemCategory::activations),
               saved)
         << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
-    expect_within_bound(c.name + " FFN in blocks of 100 rows, middle row", blocks[1], r, N - 1);
+    expect_within_bound(c.name + " FFN in blocks of 100 rows, middle row", runs.after[1], r, N - 1);
     for (size_t b = 0; b < 3; ++b)
-      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", FFN blocks vs the whole step", blocks[b],
-                               whole[b], r, N - 1);
+      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", FFN blocks vs the whole step",
+                               runs.after[b], runs.before[b], r, N - 1);
     const int64_t T = static_cast<int64_t>(r.seq.size());
-    const std::vector<float> f = block_model->forward(r.seq, 1, T);
+    const std::vector<float> f = runs.after_model->forward(r.seq, 1, T);
     ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
     expect_within_bound(c.name + " forward with the FFN in blocks of 100 rows", cuda_test::to_mat(f, T, V), r, 0);
   }

@@ -152,8 +152,8 @@ TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
   expect_refused(mpi(3, "generate --model transformer-tiny --prompt-len 5 --gen 1"),
                  "a prompt of 5 tokens cannot be split over 3 ranks");
   expect_refused(mpi(2, "bench"), "the default job runs one process");
-  // The sharded CUDA path serves YOCO (a build without it refuses any --device cuda under mpirun).
-  expect_refused(mpi(2, "generate --model transformer-tiny --prompt-len 8 --gen 1 --device cuda"), "under mpirun");
+  // Without a GPU (or, in the cpu preset, without the sharded CUDA path): one message, exit 2.
+  expect_refused(mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 1 --device cuda"), "--device cuda");
   expect_refused(mpi(2, "forward --model yoco-tiny --tokens 1,2,3 --paradigm recurrent --out " + path("x.npy")),
                  "--paradigm recurrent under mpirun");
 }

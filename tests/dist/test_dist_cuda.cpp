@@ -1,5 +1,6 @@
-// The CUDA YOCO runner with the sequence sharded over real MPI ranks
-// (cuda/runner/shard_link.hpp, dist/cuda_shard_link.hpp), on the GPU: ctest
+// The CUDA runners with the sequence sharded over real MPI ranks
+// (cuda/runner/shard_link.hpp, dist/cuda_shard_link.hpp): YOCO chunk-parallel
+// (gRet and SWA), the Transformer context-parallel. On the GPU: ctest
 // runs it under `mpirun -np R` (R = 1, 2, 3), every rank on the one device
 // of the lent machine (the MPI backend stages through the host, so ranks may
 // share a GPU). Each rank runs the single-GPU runner and the sharded one on
@@ -19,8 +20,8 @@
 // path on device buffers when it was built.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -31,8 +32,11 @@
 #include "cuda_shard_link.hpp"
 #include "gpu_test_support.hpp"
 #include "mpi_communicator.hpp"
+#include "mpi_test_main.hpp"
 #include "runner/cuda_model.hpp"
 #include "small_configs.hpp"
+#include "transformer_cuda_model.hpp"
+#include "transformer_model.hpp"
 #include "yoco_model.hpp"
 #if defined(YOCO_TEST_NCCL)
 #include "nccl_communicator.hpp"
@@ -63,6 +67,12 @@ std::vector<std::vector<int64_t>> sequences(int64_t vocab) {
     for (int64_t t = 0; t < kPrompt + kSteps; ++t) s[b].push_back(d(rng));
   }
   return s;
+}
+
+std::unique_ptr<cuda::CudaModel> make_model(const ModelConfig& cfg, cuda::ShardLink* link = nullptr) {
+  const cuda::CudaWeightSource source{"", kSeed};
+  return cfg.is_yoco() ? cuda::create_yoco_cuda_model(cfg, source, link)
+                       : cuda::create_transformer_cuda_model(cfg, source, link);
 }
 
 // Logits of the last prompt position and of each decode step, per sequence [steps + 1, vocab].
@@ -99,12 +109,19 @@ struct Reference {
 Reference reference(const ModelConfig& cfg, const std::vector<int64_t>& seq, int64_t n = kPrompt,
                     int64_t steps = kSteps) {
   const TokenBatch tb = TokenBatch::single({seq.begin(), seq.begin() + n + steps});
-  const YocoModel<double> model(cfg, cuda_test::bf16_weights(cfg, kSeed));
   std::vector<int64_t> rows;
   for (int64_t t = n - 1; t < n + steps; ++t) rows.push_back(t);
   Reference r;
-  r.logits = model.forward(tb, GretParadigm::chunkwise).middleRows(n - 1, steps + 1);
-  const Mat<double> emu = cuda_test::emulate_logits(cfg, model.weights(), tb, rows);
+  Mat<double> emu;
+  if (cfg.is_yoco()) {
+    const YocoModel<double> model(cfg, cuda_test::bf16_weights(cfg, kSeed));
+    r.logits = model.forward(tb, GretParadigm::chunkwise).middleRows(n - 1, steps + 1);
+    emu = cuda_test::emulate_logits(cfg, model.weights(), tb, rows);
+  } else {
+    const TransformerModel<double> model(cfg, cuda_test::bf16_weights(cfg, kSeed));
+    r.logits = model.forward(tb).middleRows(n - 1, steps + 1);
+    emu = cuda_test::emulate_logits(cfg, model.weights(), tb, rows);
+  }
   r.bound = std::max(2.0 * rms_ratio(emu, r.logits), kBoundFloor);
   return r;
 }
@@ -125,9 +142,9 @@ void expect_sharded_equal(const std::string& what, const std::vector<Mat<double>
   EXPECT_LE(e_one1, 2 * ref.bound) << what;
 }
 
-class ShardedCudaYoco : public ::testing::TestWithParam<std::string> {};
+class ShardedCudaModel : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
+TEST_P(ShardedCudaModel, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
   YOCO_REQUIRE_GPU();
   const ModelConfig cfg = cuda_test::small_config(GetParam());
   const int R = g_comm->size();
@@ -138,46 +155,60 @@ TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
 
   std::vector<Mat<double>> one;
   {
-    auto m = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed});
+    auto m = make_model(cfg);
     one = prefill_and_decode(*m, seqs);
   }
   CudaShardLink link(*g_comm);
-  link.plan(ShardPlan::of_lengths(shard_lengths(R, kPrompt)));
-  auto m = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed}, &link);
+  const std::vector<int64_t> lengths = shard_lengths(R, kPrompt);
+  link.plan(ShardPlan::of_lengths(lengths));
+  auto m = make_model(cfg, &link);
   g_comm->reset_counts();
   const auto got = prefill_and_decode(*m, seqs);
   const Reference ref = reference(cfg, seqs[0]);
   expect_sharded_equal(GetParam() + ", shards " + std::to_string(R), got, one, ref);
 
-  // What moved: one self-decoder collective a layer at prefill, whatever the
-  // shard's length; a combine per cross layer at every step.
+  // What moved. YOCO: one self-decoder collective a layer at prefill,
+  // whatever the shard's length; a combine per cross layer at every step. The
+  // Transformer: every layer's keys and values at prefill (they grow with the
+  // prompt), a combine per layer at every decode step.
   const auto& c = g_comm->counts();
-  const int64_t Ls = cfg.n_self_layers(), Lc = cfg.n_cross_layers(), B = kBatch;
-  if (cfg.self_decoder() == SelfDecoderKind::gret) {
-    const int64_t D = cfg.self_head_dim();
-    ASSERT_TRUE(c.count("gret_state"));
-    EXPECT_EQ(c.at("gret_state").calls, Ls);
-    EXPECT_EQ(c.at("gret_state").bytes_received, Ls * (R - 1) * B * cfg.n_self_heads * (2 + D * D) * 4);
+  const int64_t B = kBatch, Da2 = cfg.attn_head_dim() + 2;
+  if (!cfg.is_yoco()) {
+    const int64_t L = cfg.n_layers, most = *std::max_element(lengths.begin(), lengths.end());
+    ASSERT_TRUE(c.count("kv_allgather"));
+    EXPECT_EQ(c.at("kv_allgather").calls, L);
+    EXPECT_EQ(c.at("kv_allgather").bytes_received, L * (R - 1) * B * most * 2 * cfg.kv_width() * 2);
+    EXPECT_EQ(c.at("last_hidden").calls, 1);  // the last position's logits, from the last rank
+    ASSERT_TRUE(c.count("cross_partial"));
+    EXPECT_EQ(c.at("cross_partial").calls, L * kSteps);
+    EXPECT_EQ(c.at("cross_partial").bytes_received, L * kSteps * (R - 1) * B * cfg.n_attn_heads * Da2 * 8);
   } else {
-    ASSERT_TRUE(c.count("swa_window"));
-    EXPECT_EQ(c.at("swa_window").calls, Ls);
-    EXPECT_EQ(c.at("swa_window").bytes_received, Ls * (R - 1) * B * (cfg.window() - 1) * 2 * cfg.dim * 2);
+    const int64_t Ls = cfg.n_self_layers(), Lc = cfg.n_cross_layers();
+    if (cfg.self_decoder() == SelfDecoderKind::gret) {
+      const int64_t D = cfg.self_head_dim();
+      ASSERT_TRUE(c.count("gret_state"));
+      EXPECT_EQ(c.at("gret_state").calls, Ls);
+      EXPECT_EQ(c.at("gret_state").bytes_received, Ls * (R - 1) * B * cfg.n_self_heads * (2 + D * D) * 4);
+    } else {
+      ASSERT_TRUE(c.count("swa_window"));
+      EXPECT_EQ(c.at("swa_window").calls, Ls);
+      EXPECT_EQ(c.at("swa_window").bytes_received, Ls * (R - 1) * B * (cfg.window() - 1) * 2 * cfg.dim * 2);
+    }
+    ASSERT_TRUE(c.count("cross_partial"));
+    EXPECT_EQ(c.at("cross_partial").calls, Lc * (kSteps + 1));
+    // One merged partial per (sequence, head) a rank, whatever its split count.
+    EXPECT_EQ(c.at("cross_partial").bytes_received, Lc * (kSteps + 1) * (R - 1) * B * cfg.n_attn_heads * Da2 * 8);
+    EXPECT_EQ(c.at("last_hidden").calls, kSteps + 1);
   }
-  ASSERT_TRUE(c.count("cross_partial"));
-  EXPECT_EQ(c.at("cross_partial").calls, Lc * (kSteps + 1));
-  // One merged partial per (sequence, head) a rank, whatever its split count.
-  EXPECT_EQ(c.at("cross_partial").bytes_received,
-            Lc * (kSteps + 1) * (R - 1) * B * cfg.n_attn_heads * (cfg.attn_head_dim() + 2) * 8);
-  EXPECT_EQ(c.at("last_hidden").calls, kSteps + 1);
 
-  // Logits at every position: the self-decoder sharded, the global K/V
-  // gathered once, every rank's logits gathered.
+  // Logits at every position: the shards through the model, YOCO's global
+  // K/V gathered once (the Transformer's every layer's), every rank's logits gathered.
   {
     std::vector<int64_t> flat;
     for (const auto& s : seqs) flat.insert(flat.end(), s.begin(), s.begin() + kPrompt);
     g_comm->reset_counts();
     const std::vector<float> f = m->forward(flat, kBatch, kPrompt);
-    auto m1 = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed});
+    auto m1 = make_model(cfg);
     const std::vector<float> f1 = m1->forward(flat, kBatch, kPrompt);
     ASSERT_EQ(f.size(), f1.size());
     const Eigen::Map<const Eigen::VectorXf> a(f.data(), static_cast<Eigen::Index>(f.size())),
@@ -187,7 +218,9 @@ TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
                 g_comm->rank(), GetParam().c_str(), e, 2 * ref.bound);
     EXPECT_TRUE(a.allFinite());
     EXPECT_LE(e, 2 * ref.bound);
-    EXPECT_EQ(g_comm->counts().at("kv_gather").calls, 1);  // once, for every cross layer
+    // YOCO: the global K/V once, for every cross layer; the Transformer: each layer's.
+    EXPECT_EQ(g_comm->counts().at(cfg.is_yoco() ? "kv_gather" : "kv_allgather").calls,
+              cfg.is_yoco() ? 1 : cfg.n_layers);
     EXPECT_EQ(g_comm->counts().at("logits").calls, 1);
   }
 
@@ -207,19 +240,19 @@ TEST_P(ShardedCudaYoco, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
     return out;
   };
   const auto got2 = last_logits(*m);
-  auto m1 = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed});
+  auto m1 = make_model(cfg);
   const auto one2 = last_logits(*m1);
   Reference ref2 = reference(cfg, seqs[0], N2, 0);
   ref2.bound = std::max(ref2.bound, ref.bound);  // one row cannot draw a luckily small emulation error
   expect_sharded_equal(GetParam() + ", a second prompt of 300 tokens, even shards", got2, one2, ref2);
 }
 
-TEST_P(ShardedCudaYoco, APromptOfAnotherLengthThanThePlanIsRefused) {
+TEST_P(ShardedCudaModel, APromptOfAnotherLengthThanThePlanIsRefused) {
   YOCO_REQUIRE_GPU();
   const ModelConfig cfg = cuda_test::small_config(GetParam());
   CudaShardLink link(*g_comm);
   link.plan(ShardPlan::even(64, g_comm->size()));
-  auto m = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed}, &link);
+  auto m = make_model(cfg, &link);
   const std::vector<int64_t> prompt(65, 1);
   EXPECT_THROW(m->prefill(prompt, 1, 65, 1, 32768), InputError);
   EXPECT_THROW(m->forward(prompt, 1, 65), InputError);
@@ -228,14 +261,14 @@ TEST_P(ShardedCudaYoco, APromptOfAnotherLengthThanThePlanIsRefused) {
 #if defined(YOCO_TEST_NCCL)
 // NCCL refuses two ranks on one device, so it runs with one rank here: the
 // same link and runner path, the collectives on device buffers.
-TEST_P(ShardedCudaYoco, NcclWithOneRankRunsTheSamePath) {
+TEST_P(ShardedCudaModel, NcclWithOneRankRunsTheSamePath) {
   YOCO_REQUIRE_GPU();
   ASSERT_EQ(g_comm->size(), 1) << "NCCL runs with one rank on the one GPU: mpirun -np 1 (or --gtest_filter=-*Nccl*)";
   const ModelConfig cfg = cuda_test::small_config(GetParam());
   const auto seqs = sequences(cfg.vocab_size);
   std::vector<Mat<double>> one;
   {
-    auto m = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed});
+    auto m = make_model(cfg);
     one = prefill_and_decode(*m, seqs);
   }
   cudaStream_t s;
@@ -244,16 +277,19 @@ TEST_P(ShardedCudaYoco, NcclWithOneRankRunsTheSamePath) {
     NcclCommunicator nccl(0, s, 120.0);
     CudaShardLink link(nccl);
     link.plan(ShardPlan::of_lengths({kPrompt}));
-    auto m = cuda::create_yoco_cuda_model(cfg, cuda::CudaWeightSource{"", kSeed}, &link);
+    auto m = make_model(cfg, &link);
     const auto got = prefill_and_decode(*m, seqs);
     expect_sharded_equal(GetParam() + ", NCCL, one rank", got, one, reference(cfg, seqs[0]));
-    EXPECT_EQ(nccl.counts().at("cross_partial").calls, cfg.n_cross_layers() * (kSteps + 1));
+    // YOCO combines per cross layer at prefill and every step; the Transformer per layer at every step.
+    EXPECT_EQ(nccl.counts().at("cross_partial").calls,
+              cfg.is_yoco() ? cfg.n_cross_layers() * (kSteps + 1) : cfg.n_layers * kSteps);
   }
   cudaStreamDestroy(s);
 }
 #endif
 
-INSTANTIATE_TEST_SUITE_P(Presets, ShardedCudaYoco, ::testing::Values("yoco-small", "yoco-swa-small", "yoco-small-hd128"),
+INSTANTIATE_TEST_SUITE_P(Presets, ShardedCudaModel,
+                         ::testing::Values("yoco-small", "yoco-swa-small", "yoco-small-hd128", "transformer-small"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& ch : n)
@@ -264,17 +300,4 @@ INSTANTIATE_TEST_SUITE_P(Presets, ShardedCudaYoco, ::testing::Values("yoco-small
 }  // namespace
 }  // namespace yoco::dist
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = std::make_unique<yoco::dist::MpiCommunicator>(300.0);
-  yoco::dist::g_comm = comm.get();
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int any = rc, worst = 0;
-  MPI_Allreduce(&any, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  comm.reset();
-  return worst;
-}
+int main(int argc, char** argv) { return yoco::dist::run_tests_on_ranks(argc, argv, 300.0, yoco::dist::g_comm); }

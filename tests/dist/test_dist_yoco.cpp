@@ -3,13 +3,13 @@
 // `mpirun --oversubscribe -np R`, R = 1..4). Every rank runs every test; the
 // reference runs on every rank too, so each rank checks its own logits.
 #include <gtest/gtest.h>
-#include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 
 #include "mpi_communicator.hpp"
+#include "mpi_test_main.hpp"
 #include "transformer_context_parallel.hpp"
 #include "yoco_sharded.hpp"
 
@@ -268,18 +268,4 @@ TEST(ShardedSkip, ADecodeStepAfterASkipRunsAtTheSkippedPosition) {
 }  // namespace
 }  // namespace yoco::dist
 
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  auto comm = std::make_unique<yoco::dist::MpiCommunicator>(60.0);
-  yoco::dist::g_comm = comm.get();
-  // Only rank 0 prints the progress; every rank's failures still print.
-  if (comm->rank() != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  const int rc = RUN_ALL_TESTS();
-  int any = rc, worst = 0;
-  MPI_Allreduce(&any, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  comm.reset();
-  return worst;
-}
+int main(int argc, char** argv) { return yoco::dist::run_tests_on_ranks(argc, argv, 60.0, yoco::dist::g_comm); }
