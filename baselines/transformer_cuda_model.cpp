@@ -374,8 +374,9 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
   if (link_) {
+    const Shard sh = checked_shard(*link_, "prefill", length);  // a refused prompt leaves the generation as it is
     drop_generation();
-    shard_ = checked_shard(*link_, "prefill", length);
+    shard_ = sh;
     row0_ = shard_.begin;
   }
 
@@ -406,6 +407,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     if (link_) decode_splits_ = std::max(decode_splits_, 2);
     scratch_.bf16("decode q", B * qw_);
     scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
+    if (link_) scratch_.i64("decode write rows", B);
 
     host_ids_.resize(static_cast<size_t>(B * n_max));
     host_range_.resize(static_cast<size_t>(3 * B));
@@ -451,6 +453,10 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
       sharded_decode_step(tokens);
       last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++position_;
+    } catch (const DeviceOutOfMemory&) {
+      drop_generation();
+      scratch_.clear();
+      throw;
     } catch (...) {
       drop_generation();
       throw;
@@ -584,8 +590,9 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
                      " x length " + std::to_string(length));
   validate_tokens(cfg_, tokens);
   if (link_) {
+    const Shard sh = checked_shard(*link_, "forward", length);  // a refused prompt leaves the generation as it is
     drop_generation();
-    shard_ = checked_shard(*link_, "forward", length);
+    shard_ = sh;
     row0_ = shard_.begin;
   }
 

@@ -213,11 +213,13 @@ void CudaShardLink::attention_across(const float* part_o, const float* part_lse,
 }
 
 void CudaShardLink::hidden_from_last(float* x, int64_t elems, cudaStream_t stream) {
-  std::vector<float> buf(static_cast<size_t>(elems));
+  // Padded to whole 8-byte words (the MPI backend's unit): B x V logits may be odd.
+  std::vector<float> buf(static_cast<size_t>((elems + 1) / 2 * 2), 0.0f);
+  const int64_t bytes = elems * static_cast<int64_t>(sizeof(float));
   const int root = comm_.size() - 1;
-  if (comm_.rank() == root) download(buf.data(), x, bytes_of(buf), stream, "the last hidden state to the host");
+  if (comm_.rank() == root) download(buf.data(), x, bytes, stream, "the last hidden state to the host");
   broadcast(buf.data(), bytes_of(buf), root, "last_hidden");
-  if (comm_.rank() != root) upload(x, buf.data(), bytes_of(buf), stream, "the last hidden state to the device");
+  if (comm_.rank() != root) upload(x, buf.data(), bytes, stream, "the last hidden state to the device");
 }
 
 void CudaShardLink::gather_rows(const void* mine, int64_t mine_seq_rows, void* all, int64_t all_seq_rows,

@@ -16,7 +16,7 @@
 # not yet timed): that may pass 10, so until a timed run says otherwise run it
 # as two calls, `--only info,tests,sanitize` then `--only info,bench,peers,sass,models`
 # (the benchmarks and their peers stay in one call: their ratios need it).
-# Step `dist` (issue 33): the CUDA YOCO runner sharded over MPI ranks that
+# Step `dist` (issue 33): the CUDA runners (YOCO, the Transformer) sharded over MPI ranks that
 # share the one GPU (test_dist_cuda under mpirun -np 1, 2, 3; NCCL with one
 # rank), then `yoco generate --device cuda --check` under mpirun; the lent image
 # has no OpenMPI, so scripts/carry-libs.sh --mpirun carries a relocatable copy
@@ -279,10 +279,12 @@ if has_step dist; then
         --model yoco-small --tokens "$prompt" --gen 16 --check
       run_step dist.generate_swa_np3 120 "$MPIRUN" -np 3 --oversubscribe "$BIN/yoco" generate --device cuda \
         --model yoco-swa-small --tokens "$prompt" --gen 16 --check
+      run_step dist.generate_transformer_np2 120 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" generate --device cuda \
+        --model transformer-small --tokens "$prompt" --gen 16 --check
       # The sweep on 2 ranks (device cuda-x2): latency, memory and the comm rows.
       run_step dist.bench_np2 180 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" bench --device cuda \
-        --model yoco-small,yoco-swa-small --lengths 4K --gen 64 --repeats 2 --metrics memory,prefill,decode \
-        --out "$LOGS/models_dist_np2.csv"
+        --model yoco-small,yoco-swa-small,transformer-small --lengths 4K --gen 64 --repeats 2 \
+        --metrics memory,prefill,decode --out "$LOGS/models_dist_np2.csv"
     fi
   fi
 fi

@@ -1,4 +1,4 @@
-// The sharded CUDA YOCO runner behind the DistRunner handle (dist_cuda_runner.hpp).
+// The sharded CUDA runners (YOCO, the Transformer) behind the DistRunner handle (dist_cuda_runner.hpp).
 #if defined(YOCO_HAVE_DIST_CUDA)
 
 #include "dist_cuda_runner.hpp"

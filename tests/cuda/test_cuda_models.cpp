@@ -571,6 +571,7 @@ OptionRuns run_with_option(const Case& c, const char* name, const char* before, 
   env.set(before);
   runs.before_model = make_model(cfg);
   runs.before = prefill_and_decode(*runs.before_model, seqs, N, 16, 291);
+  if (::testing::Test::HasFatalFailure()) return runs;
   env.set(after);
   runs.after_model = make_model(cfg);
   runs.after = prefill_and_decode(*runs.after_model, seqs, N, 16, 291);

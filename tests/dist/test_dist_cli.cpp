@@ -152,8 +152,15 @@ TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
   expect_refused(mpi(3, "generate --model transformer-tiny --prompt-len 5 --gen 1"),
                  "a prompt of 5 tokens cannot be split over 3 ranks");
   expect_refused(mpi(2, "bench"), "the default job runs one process");
-  // Without a GPU (or, in the cpu preset, without the sharded CUDA path): one message, exit 2.
-  expect_refused(mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 1 --device cuda"), "--device cuda");
+  // yoco-tiny's head dims (16) no CUDA kernel serves: refused whatever the build and machine -- no
+  // sharded CUDA path (cpu preset), no GPU, or the kernels' refusal -- with one message, exit 2.
+  {
+    const CliRun r = mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 1 --device cuda");
+    expect_refused(r, "yoco: error: ");
+    EXPECT_TRUE(r.err.find("--device cuda") != std::string::npos ||
+                r.err.find("the CUDA runners cannot run yoco-tiny") != std::string::npos)
+        << r.err;
+  }
   expect_refused(mpi(2, "forward --model yoco-tiny --tokens 1,2,3 --paradigm recurrent --out " + path("x.npy")),
                  "--paradigm recurrent under mpirun");
 }
