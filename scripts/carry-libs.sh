@@ -8,7 +8,7 @@
 #  - with --mpirun, .carry/openmpi: a relocatable copy of OpenMPI's launcher
 #    (orterun as mpirun, orted, the MCA components, the help texts), so that
 #    the GPU suite can start ranks there (its `dist` step: ranks sharing the
-#    one GPU); about 6 MB, and 2 MB more in .carry/lib. gpu-suite.sh sets OPAL_PREFIX to it; components whose own
+#    one GPU); about 3 MB, and 5 MB of libraries in .carry/lib. gpu-suite.sh sets OPAL_PREFIX to it; components whose own
 #    libraries are absent there (InfiniBand, UCX, OFI, PSM) fail to load
 #    quietly and the shared-memory transport serves the ranks of one machine.
 #
@@ -46,7 +46,17 @@ if [ -n "$mpirun_tree" ]; then
   cp -L "$(command -v orterun)" "$t/bin/orterun"
   ln -s orterun "$t/bin/mpirun"
   cp -L "$(command -v orted)" "$t/bin/orted"
-  cp -L "$pkglibdir"/*.so "$t${pkglibdir#"$prefix"}/"
+  # The MCA components, less those for fabrics the lent machine lacks
+  # (InfiniBand, UCX, OFI, PSM, usNIC: their libraries are absent there) and
+  # for MPI-IO, which nothing here uses: they could not load, or would not be
+  # asked to, and the carry limit is tight.
+  for so in "$pkglibdir"/*.so; do
+    case "$(basename "$so")" in
+      *openib* | *ucx* | *ofi* | *psm* | *usnic* | *verbs* | *romio* | mca_fs_* | mca_fbtl_* | mca_fcoll_* | \
+        mca_sharedfp_* | mca_io_*) ;;
+      *) cp -L "$so" "$t${pkglibdir#"$prefix"}/" ;;
+    esac
+  done
   cp -rL "$pkgdatadir"/. "$t${pkgdatadir#"$prefix"}/"
   # PMIx (external to this OpenMPI) loads its own plugins: gpu-suite.sh points
   # PMIX_MCA_mca_base_component_path at this copy.

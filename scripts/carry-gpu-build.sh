@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Prepares what a lent GPU machine needs from this machine's cuda build (it
+# has CUDA, CMake and PyTorch, but no Debian packages, no network, and takes
+# at most 64 MiB of ignored files a call): the binaries stripped into two
+# sets, one a call, and the libraries and MPI launcher they need.
+#   .carry/tests  every GPU test binary (tests/cuda/test_*) and test_dist_cuda:
+#                 call 1, --only info,tests,sanitize,dist (dist: the test binary)
+#   .carry/tools  yoco, bench_cuda_kernels, gret_chunk_on_file: call 2,
+#                 --only dist,bench,peers,sass,models (dist: the mpirun yoco runs;
+#                 also models-3b, chunks, sweep in calls of their own)
+#   .carry/lib, .carry/openmpi  scripts/carry-libs.sh --mpirun (both calls)
+# The limit counts the working tree that travels too (the tracked files): each
+# call's total is checked against it, and both calls' commands are printed.
+#
+#   scripts/carry-gpu-build.sh [BUILD_BIN]   (default build/cuda/bin)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin="${1:-build/cuda/bin}"
+[ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
+limit_kib=$((64 * 1024))
+rm -rf .carry/tests .carry/tools
+mkdir -p .carry/tests .carry/tools
+missing=""
+for src in tests/cuda/test_*.cpp; do
+  t=$(basename "$src" .cpp)
+  if [ -x "$bin/$t" ]; then strip -o ".carry/tests/$t" "$bin/$t"; else missing="$missing $t"; fi
+done
+if [ -x "$bin/test_dist_cuda" ]; then strip -o .carry/tests/test_dist_cuda "$bin/test_dist_cuda"; else missing="$missing test_dist_cuda"; fi
+for t in yoco bench_cuda_kernels gret_chunk_on_file; do
+  if [ -x "$bin/$t" ]; then strip -o ".carry/tools/$t" "$bin/$t"; else missing="$missing $t"; fi
+done
+[ -z "$missing" ] || echo "carry-gpu-build.sh: not built (their steps will say MISSING):$missing" >&2
+carry_bins=()
+for f in .carry/tests/* .carry/tools/*; do carry_bins+=("$f"); done
+scripts/carry-libs.sh --mpirun "${carry_bins[@]}" >/dev/null
+kib() { du -sk "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+# The tracked files and the untracked ones git does not ignore travel with every call.
+tree=$(git ls-files -z --cached --others --exclude-standard | du -ck --files0-from=- 2>/dev/null | tail -1 | awk '{print $1}')
+shared=$(( $(kib .carry/lib .carry/openmpi) + tree ))
+call1=$(( $(kib .carry/tests) + shared ))
+call2=$(( $(kib .carry/tools .whl) + shared ))
+status=0
+for c in "1 $call1" "2 $call2"; do
+  set -- $c
+  verdict="fits"
+  [ "$2" -le "$limit_kib" ] || { verdict="OVER the 64 MiB limit: split the call"; status=1; }
+  printf 'call %s sends %5.1f MiB (the tree %.1f of it): %s\n' "$1" "$(awk -v k="$2" 'BEGIN{print k / 1024}')" \
+    "$(awk -v k="$tree" 'BEGIN{print k / 1024}')" "$verdict"
+done
+sha=$(git rev-parse --short=12 HEAD)
+cat <<CALLS
+call 1: carry .carry/tests .carry/lib .carry/openmpi
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize,dist --deadline 540
+call 2: carry .carry/tools .carry/lib .carry/openmpi .whl
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tools --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
+CALLS
+exit $status
