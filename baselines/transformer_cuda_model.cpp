@@ -125,6 +125,8 @@ class TransformerCudaModel final : public CudaModel {
   // A decode step on one rank of a sharded sequence (eager: it meets the
   // other ranks in every layer).
   void sharded_decode_step(const std::vector<int64_t>& tokens);
+  // The unsharded step: captured as a CUDA graph once, replayed (or eager).
+  void graph_decode_step(const std::vector<int64_t>& tokens);
   DecodeBuffers decode_buffers(int64_t batch);
   // The new token's q and k rotated at `positions`, q copied out dense into d.q.
   void decode_rope_and_q(const DecodeBuffers& d, int64_t batch);
@@ -446,58 +448,15 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
   if (batch_ == 0) throw InputError("decode step before any prefill: prefill a prompt first");
   check_decode_args(tokens, batch_, position_, capacity_);
   validate_tokens(cfg_, tokens);
-  if (link_) {
-    NvtxRange range("decode step (sharded)");
-    try {
+  NvtxRange range("decode step");
+  try {
+    if (link_) {
       const auto t0 = std::chrono::steady_clock::now();
       sharded_decode_step(tokens);
       last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      ++position_;
-    } catch (const DeviceOutOfMemory&) {
-      drop_generation();
-      scratch_.clear();
-      throw;
-    } catch (...) {
-      drop_generation();
-      throw;
+    } else {
+      graph_decode_step(tokens);
     }
-    return;
-  }
-
-  NvtxRange range("decode step");
-  const int64_t B = batch_;
-  try {
-    // Every buffer the step uses exists before the capture (same sizes as the
-    // prefill's or smaller: nothing is allocated here after the first step).
-    const DecodeBuffers d = decode_buffers(B);
-    const Activations& a = d.a;
-    int64_t *positions = d.positions, *lengths = d.lengths;
-    float* logits = d.logits;
-
-    token_upload_.upload(tokens.data(), B, a.tokens, stream_);  // outside the graph: new ids every step
-
-    auto enqueue = [&] {
-      check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
-      run_layers(a, B, [&](bf16* cache) {
-        decode_rope_and_q(d, B);
-        check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, positions, cache, cache_rows_,
-                                           2 * kvw_, 0, stream_),
-                   "KV cache write");
-        check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
-                   "flash decode attention");
-      });
-      check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
-                 "FFN residual + final norm");
-      check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, logits, stream_), "LM head");
-      check_cuda(launch_advance_positions(positions, lengths, B, stream_), "advance decode positions");
-    };
-
-    // Pointers and launch shapes come from the caches (generation: batch,
-    // capacity, splits) and the scratch buffers (version).
-    const uint64_t key = (cache_generation_ << 32) ^ scratch_.version();
-    const auto t0 = std::chrono::steady_clock::now();
-    graph_.run(stream_, key, graphs_, enqueue);
-    last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++position_;
   } catch (const DeviceOutOfMemory&) {
     drop_generation();
@@ -507,6 +466,41 @@ void TransformerCudaModel::decode_step(const std::vector<int64_t>& tokens) {
     drop_generation();  // the device positions may or may not have advanced
     throw;
   }
+}
+
+void TransformerCudaModel::graph_decode_step(const std::vector<int64_t>& tokens) {
+  const int64_t B = batch_;
+  // Every buffer the step uses exists before the capture (same sizes as the
+  // prefill's or smaller: nothing is allocated here after the first step).
+  const DecodeBuffers d = decode_buffers(B);
+  const Activations& a = d.a;
+  int64_t *positions = d.positions, *lengths = d.lengths;
+  float* logits = d.logits;
+
+  token_upload_.upload(tokens.data(), B, a.tokens, stream_);  // outside the graph: new ids every step
+
+  auto enqueue = [&] {
+    check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
+    run_layers(a, B, [&](bf16* cache) {
+      decode_rope_and_q(d, B);
+      check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, positions, cache, cache_rows_,
+                                         2 * kvw_, 0, stream_),
+                 "KV cache write");
+      check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
+                 "flash decode attention");
+    });
+    check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
+               "FFN residual + final norm");
+    check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, logits, stream_), "LM head");
+    check_cuda(launch_advance_positions(positions, lengths, B, stream_), "advance decode positions");
+  };
+
+  // Pointers and launch shapes come from the caches (generation: batch,
+  // capacity, splits) and the scratch buffers (version).
+  const uint64_t key = (cache_generation_ << 32) ^ scratch_.version();
+  const auto t0 = std::chrono::steady_clock::now();
+  graph_.run(stream_, key, graphs_, enqueue);
+  last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 DecodeBuffers TransformerCudaModel::decode_buffers(int64_t B) {
