@@ -5,11 +5,16 @@
 // (query, key) pair; the GQA map; 64-bit offsets at 1M tokens x 24 heads x 128.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "attention/attention_tiles.hpp"
+#include "attention/merge_math.hpp"
+#include "attention/ring_plan.hpp"
 
 namespace yoco::cuda::attn {
 namespace {
@@ -161,6 +166,143 @@ TEST(AttentionTiles, UnmaskedBlocksHoldOnlyReadableRows) {
               }
             }
           }
+}
+
+// Queries past the cache (ring attention's block of earlier keys, v1): the key blocks a tile
+// visits, clamped to the cache, hold every key below `capacity` some row sees and no block past
+// it; a block is masked (needs_mask or past the cache) exactly when some (row, block row) pair is
+// not a visible key -- a row at or past `capacity` counts as no key.
+TEST(AttentionTiles, KeysEndAtTheCacheForQueriesPastIt) {
+  int64_t checked = 0;
+  for (int64_t bc : {1, 4, 8})
+    for (int64_t capacity = 1; capacity <= 20; ++capacity)
+      for (int64_t q_start : {int64_t{0}, capacity - 1, capacity, capacity + 3, 3 * capacity + 5})
+        for (int64_t rows = 1; rows <= 9; ++rows)
+          for (int64_t w : {0, 2, 7}) {
+            const int64_t p_first = q_start, p_last = q_start + rows - 1;
+            const KeyBlockRange r = key_blocks_in_cache(key_block_range(p_first, p_last, w, bc), capacity, bc);
+            const std::string at = std::to_string(bc) + " " + std::to_string(capacity) + " " +
+                                   std::to_string(q_start) + " " + std::to_string(rows) + " " + std::to_string(w);
+            for (int64_t j = 0; j < capacity; ++j) {
+              bool vis = false;
+              for (int64_t p = p_first; p <= p_last; ++p) vis = vis || visible_brute(j, p, w);
+              if (vis) {
+                EXPECT_GE(j / bc, r.first) << at;
+                EXPECT_LT(j / bc, r.last) << at;
+              }
+            }
+            for (int64_t blk = r.first; blk < r.last; ++blk) {
+              EXPECT_LT(blk * bc, capacity) << at;
+              bool all = true;
+              for (int64_t j = blk * bc; j < (blk + 1) * bc; ++j)
+                for (int64_t p = p_first; p <= p_last; ++p) all = all && j < capacity && visible_brute(j, p, w);
+              EXPECT_EQ(key_block_needs_mask(blk, bc, p_first, p_last, w) || key_block_past_cache(blk, bc, capacity),
+                        !all)
+                  << at << " block " << blk;
+              ++checked;
+            }
+            // Within the old contract (q_start + rows <= capacity) the clamp changes nothing.
+            if (q_start + rows <= capacity) {
+              const KeyBlockRange u = key_block_range(p_first, p_last, w, bc);
+              EXPECT_EQ(r.first, u.first) << at;
+              EXPECT_EQ(r.last, u.last) << at;
+            }
+          }
+  EXPECT_GT(checked, 10000);
+  // Ring attention's fully visible block: 32K queries after a 32K-key chunk visit its 512 blocks.
+  const KeyBlockRange full = key_blocks_in_cache(key_block_range(98304, 98304 + 127, 0, 64), 32768, 64);
+  EXPECT_EQ(full.first, 0);
+  EXPECT_EQ(full.last, 512);
+}
+
+// The merge of two normalised partials (ring attention's step) against the
+// direct softmax over the union, in double: random scores split in two sets.
+TEST(AttentionMerge, WeightsGiveTheSoftmaxOfTheUnion) {
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> d(0.0, 4.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int na = 1 + trial % 7, nb = 1 + (trial / 7) % 5;
+    std::vector<double> s(static_cast<size_t>(na + nb)), v(s.size());
+    for (size_t j = 0; j < s.size(); ++j) {
+      s[j] = d(rng) + (trial % 3 == 0 && static_cast<int>(j) < na ? 60.0 : 0.0);  // one side far larger
+      v[j] = d(rng);
+    }
+    auto partial = [&](int lo, int hi, double& lse, double& o) {
+      double mx = -INFINITY, sum = 0, acc = 0;
+      for (int j = lo; j < hi; ++j) mx = std::max(mx, s[j]);
+      for (int j = lo; j < hi; ++j) {
+        sum += std::exp(s[j] - mx);
+        acc += std::exp(s[j] - mx) * v[j];
+      }
+      lse = mx + std::log(sum);
+      o = acc / sum;
+    };
+    double la, oa, lb, ob, lu, ou;
+    partial(0, na, la, oa);
+    partial(na, na + nb, lb, ob);
+    partial(0, na + nb, lu, ou);
+    const attn::MergeWeights w = attn::merge_weights(static_cast<float>(la), static_cast<float>(lb));
+    EXPECT_NEAR(w.a + w.b, 1.0, 1e-6);
+    EXPECT_NEAR(w.lse, lu, 1e-5 * std::max(1.0, std::abs(lu))) << trial;
+    EXPECT_NEAR(w.a * oa + w.b * ob, ou, 1e-5 * std::max(1.0, std::abs(ou))) << trial;
+  }
+  // A side without keys weighs nothing; neither side: no keys, output 0.
+  const attn::MergeWeights one = attn::merge_weights(-INFINITY, 2.5f);
+  EXPECT_EQ(one.a, 0.0f);
+  EXPECT_EQ(one.b, 1.0f);
+  EXPECT_EQ(one.lse, 2.5f);
+  const attn::MergeWeights none = attn::merge_weights(-INFINITY, -INFINITY);
+  EXPECT_EQ(none.a, 0.0f);
+  EXPECT_EQ(none.b, 0.0f);
+  EXPECT_EQ(none.lse, -INFINITY);
+  // Far apart: no overflow, the smaller side underflows to a zero weight.
+  const attn::MergeWeights far = attn::merge_weights(1000.0f, -1000.0f);
+  EXPECT_EQ(far.a, 1.0f);
+  EXPECT_EQ(far.b, 0.0f);
+  EXPECT_EQ(far.lse, 1000.0f);
+}
+
+// The load-balanced ring over R ranks and uneven chunks: every (query, key)
+// pair with key <= query is attended exactly once, by the block kind that
+// sees it (full: every key; diagonal: key <= query by their offsets), and no
+// other pair; the relative q_start of a full block is at least its key count
+// (flash prefill v1 then sees every key); every rank holds two chunks; the
+// keeper holds the last position.
+TEST(RingPlan, EveryCausalPairOnceOverTheRing) {
+  for (int R = 1; R <= 5; ++R) {
+    // 2R chunks of uneven lengths 1 .. 5.
+    std::vector<int64_t> bounds = {0};
+    for (int c = 0; c < 2 * R; ++c) bounds.push_back(bounds.back() + 1 + (c * 7 + R) % 5);
+    const int64_t N = bounds.back();
+    std::vector<int> seen(static_cast<size_t>(N * N), 0);
+    std::vector<int> pieces_of_chunk(static_cast<size_t>(2 * R), 0);
+    for (int r = 0; r < R; ++r) {
+      for (int piece = 0; piece < 2; ++piece) ++pieces_of_chunk[static_cast<size_t>(ring::chunk_of(r, piece, R))];
+      for (int s = 0; s < R; ++s) {
+        const int src = ring::source_at(r, s, R);
+        if (s == 0) { EXPECT_EQ(src, r); }
+        EXPECT_EQ(ring::source_at((r + 1) % R, s + 1, R), src) << "the next rank holds this block one step later";
+        for (int kp = 0; kp < 2; ++kp)
+          for (int qp = 0; qp < 2; ++qp) {
+            const int c = ring::chunk_of(src, kp, R), q = ring::chunk_of(r, qp, R);
+            const ring::Block kind = ring::block_kind(q, c);
+            if (kind == ring::Block::skip) continue;
+            const int64_t rel = ring::relative_q_start(bounds[q], bounds[c]);
+            const int64_t keys = bounds[c + 1] - bounds[c];
+            if (kind == ring::Block::full) { EXPECT_GE(rel, keys); }
+            if (kind == ring::Block::diagonal) { EXPECT_EQ(rel, 0); }
+            for (int64_t i = 0; i < bounds[q + 1] - bounds[q]; ++i)
+              for (int64_t j = 0; j < keys; ++j)
+                if (j <= rel + i) ++seen[static_cast<size_t>((bounds[q] + i) * N + bounds[c] + j)];
+          }
+      }
+    }
+    for (int64_t p = 0; p < N; ++p)
+      for (int64_t j = 0; j < N; ++j)
+        EXPECT_EQ(seen[static_cast<size_t>(p * N + j)], j <= p ? 1 : 0) << "R " << R << " query " << p << " key " << j;
+    for (int c = 0; c < 2 * R; ++c) EXPECT_EQ(pieces_of_chunk[static_cast<size_t>(c)], 1) << "R " << R;
+    EXPECT_EQ(ring::chunk_of(ring::keeper(), 1, R), 2 * R - 1);
+  }
 }
 
 TEST(AttentionTiles, GqaHeadMap) {

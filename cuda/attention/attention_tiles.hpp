@@ -54,6 +54,20 @@ YOCO_HD constexpr bool key_block_needs_mask(int64_t block, int64_t block_keys, i
   return !(all_causal && all_in_window);
 }
 
+// Ring attention (baselines/transformer_cuda_model.cpp) attends a block of keys that lies wholly
+// before its queries: q_start + q_len may then pass the cache's rows, and positions at or past
+// `capacity` hold no key (v1 serves this; cuda/attention/flash_prefill.hpp). The key blocks a
+// tile visits end with the cache ...
+YOCO_HD constexpr KeyBlockRange key_blocks_in_cache(KeyBlockRange r, int64_t capacity, int64_t block_keys) {
+  const int64_t end = (capacity + block_keys - 1) / block_keys;
+  if (r.last > end) r.last = end;
+  return r;
+}
+// ... and a block with rows past the cache's last one is masked: those rows are no keys.
+YOCO_HD constexpr bool key_block_past_cache(int64_t block, int64_t block_keys, int64_t capacity) {
+  return (block + 1) * block_keys > capacity;
+}
+
 // The query tile a prefill CTA owns (rows [i0, i0 + rows_per_tile) of a sequence whose q_len
 // queries sit at absolute positions q_start ..) and the keys it reads. rows_valid <= 0: the tile
 // lies past the sequence's queries and the CTA has nothing to do.

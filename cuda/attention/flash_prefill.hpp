@@ -48,6 +48,12 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
 // flash_prefill.cu; cuda/README.md's variant table has the evidence).
 // The entry points below run one variant explicitly (same contract, same errors; v2 and v3 also
 // return cudaErrorInvalidValue for a head dim they do not serve).
+//
+// v1 alone also serves q_start[b] + q_len[b] > capacity: positions at or past `capacity` hold no
+// key, so a query sees the rows [0, capacity) its mask allows. Ring attention
+// (baselines/transformer_cuda_model.cpp) attends a block of keys that wholly precedes its queries
+// this way: keys of chunk c in a [batch, len(c), kv_stride] buffer, q_start = begin(q) - begin(c)
+// >= len(c), every key visible. (v2 and v3 keep the contract: they may visit blocks past the cache.)
 cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                     const int64_t* q_start, const int64_t* q_len, const PrefillAttentionShape& s,
                                     __nv_bfloat16* o, float* lse, cudaStream_t stream);

@@ -120,7 +120,10 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) flash_prefill_v1_k
   const int64_t rows_valid = len - i0 < Br ? len - i0 : Br;
   const int64_t p_first = qs + i0, p_last = qs + i0 + rows_valid - 1;
   const int64_t window = p.window;
-  const attn::KeyBlockRange range = attn::key_block_range(p_first, p_last, window, Bc);
+  // Clamped to the cache: ring attention's earlier key block has queries past its last row
+  // (a no-op within the q_start + q_len <= capacity contract).
+  const attn::KeyBlockRange range =
+      attn::key_blocks_in_cache(attn::key_block_range(p_first, p_last, window, Bc), p.capacity, Bc);
   // Keys any valid row of the tile can see; others are zero-filled.
   const int64_t kv_lo = window > 0 && p_first - window + 1 > 0 ? p_first - window + 1 : 0;
   const int64_t kv_hi = p_last + 1 < p.capacity ? p_last + 1 : p.capacity;
@@ -203,17 +206,22 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) flash_prefill_v1_k
     }
 
     // Mask where the block is cut (raw scores; the scale enters below, fused into the exponent).
-    const bool masked = attn::key_block_needs_mask(n, Bc, p_first, p_last, window);
+    // A block with rows past the cache is masked too: those rows are no keys.
+    const bool masked = attn::key_block_needs_mask(n, Bc, p_first, p_last, window) ||
+                        attn::key_block_past_cache(n, Bc, p.capacity);
     if (masked) {
       const int delta0 = static_cast<int>(n * Bc - (p_first + warp_row0));  // first key minus this warp's first row
+      const int64_t left = p.capacity - n * Bc;
+      const int keys_left = left < Bc ? static_cast<int>(left) : Bc;  // rows of this block inside the cache
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {  // delta = key - query position, 32-bit (capacity < 2^30)
-            const int delta = delta0 + nt * 8 + (lane & 3) * 2 + (e & 1) - (mt * 16 + (lane >> 2) + (e >> 1) * 8);
-            if (!attn::key_visible_delta(delta, window32)) s_acc[mt][nt][e] = -INFINITY;
+            const int key = nt * 8 + (lane & 3) * 2 + (e & 1);  // within the block
+            const int delta = delta0 + key - (mt * 16 + (lane >> 2) + (e >> 1) * 8);
+            if (!attn::key_visible_delta(delta, window32) || key >= keys_left) s_acc[mt][nt][e] = -INFINITY;
           }
     }
 
