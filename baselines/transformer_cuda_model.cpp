@@ -16,6 +16,16 @@
 //
 // Row layout: rows b * n + i of every activation are token i of sequence b in
 // the current chunk (n = 1 at decode), as in the reference's stacked batches.
+//
+// Sharded (context parallelism, a RingShard): a rank's two chunks run as one
+// step, piece-major -- rows [0, B n0) are piece 0 (b * n0 + i), then B n1
+// rows of piece 1 -- and so does its cache ([piece 0 | piece 1 | the
+// keeper's generated rows] per sequence) and the block it passes around the
+// ring ([B, n0, 2 kvw] then [B, n1, 2 kvw]). Per layer and ring step, each
+// piece's queries attend each key chunk they may see (cuda/attention/
+// ring_plan.hpp: its own on the diagonal with the dispatcher, an earlier one
+// wholly with flash prefill v1), each partial merged into an fp32 running one
+// (attention_merge.cu).
 #include "transformer_cuda_model.hpp"
 
 #include "runner/generation_bytes.hpp"
@@ -34,8 +44,10 @@
 #include "config.hpp"
 #include "ops/elementwise.hpp"
 #include "errors.hpp"
+#include "attention/attention_merge.hpp"
 #include "attention/flash_decode.hpp"
 #include "attention/flash_prefill.hpp"
+#include "attention/ring_plan.hpp"
 #include "ops/gemm.hpp"
 #include "inference_checks.hpp"
 #include "ops.hpp"
@@ -116,12 +128,18 @@ class TransformerCudaModel final : public CudaModel {
   // Every layer over `rows` rows of `a`; prefill and decode differ only in
   // `attend(layer cache)`: RoPE on q and k, k|v into the cache, attention into a.attn.
   void run_layers(const Activations& a, int64_t rows, const std::function<void(bf16* cache)>& attend);
-  // write_start: [B] the cache row of the chunk's first key (q_start
-  // unsharded; this rank's local row sharded, where each layer's keys and
-  // values of every rank are gathered into `gathered` [B, total, 2 kvw] and
-  // attended there).
+  // write_start: [B] the cache row of the chunk's first key (= q_start).
   void run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start, const int64_t* q_len,
-                 const int64_t* write_start, Head head, bf16* last, float* logits, bf16* gathered = nullptr);
+                 const int64_t* write_start, Head head, bf16* last, float* logits);
+  // Sharded: this rank's two chunks of `tokens` ([B, N] host ids) through
+  // every layer, each layer's attention by ring attention; the caches receive
+  // the pieces' keys and values.
+  void ring_chunk(const Activations& a, int64_t B, const std::vector<int64_t>& tokens, int64_t N, Head head,
+                  bf16* last, float* logits);
+  // The final norm over `rows` rows and the LM head: on every row, or on
+  // row `last_row` + b * pitch of each sequence b gathered into `last`.
+  void lm_head(const Activations& a, int64_t B, int64_t rows, Head head, int64_t last_row, int64_t pitch, bf16* last,
+               float* logits);
   // A decode step on one rank of a sharded sequence (eager: it meets the
   // other ranks in every layer).
   void sharded_decode_step(const std::vector<int64_t>& tokens);
@@ -150,10 +168,10 @@ class TransformerCudaModel final : public CudaModel {
   uint64_t cache_generation_ = 0;  // bumped at every cache allocation (graph key)
   int decode_splits_ = 1;
 
-  // Sharded only: the link, this rank's shard, the first position its cache
-  // rows hold (rows are positions - row0_).
+  // Sharded only: the link, this rank's two chunks, and row0_: the keeper
+  // appends position p >= N at cache row p - row0_ (after its prompt rows).
   ShardLink* link_ = nullptr;
-  Shard shard_;
+  RingShard ring_;
   int64_t row0_ = 0;
 
   Scratch scratch_{arena_};
@@ -309,7 +327,7 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
 
 void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n, int64_t s, const int64_t* q_start,
                                      const int64_t* q_len, const int64_t* write_start, Head head, bf16* last,
-                                     float* logits, bf16* gathered) {
+                                     float* logits) {
   const int64_t R = B * n;
   check_cuda(launch_embedding(a.tokens, R, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
 
@@ -319,7 +337,7 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
   shape.n_kv_heads = Hkv_;
   shape.head_dim = Da_;
   shape.q_rows = n;
-  shape.capacity = gathered ? shard_.total : cache_rows_;
+  shape.capacity = cache_rows_;
   shape.q_stride = qkv_w_;
   shape.kv_stride = 2 * kvw_;
   shape.window = 0;
@@ -335,30 +353,134 @@ void TransformerCudaModel::run_chunk(const Activations& a, int64_t B, int64_t n,
     check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, n, 2 * kvw_, write_start, cache, cache_rows_, 2 * kvw_,
                                        0, stream_),
                "KV cache write");
-    // Sharded: every rank's keys and values of this layer, in position order.
-    const bf16* keys = cache;
-    if (gathered) {
-      link_->gather_rows(cache, cache_rows_, gathered, shard_.total, B, 2 * kvw_ * 2, "kv_allgather", stream_);
-      keys = gathered;
-    }
-    check_cuda(launch_flash_prefill(a.qkv, keys, keys + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
+    check_cuda(launch_flash_prefill(a.qkv, cache, cache + kvw_, q_start, q_len, shape, a.attn, nullptr, stream_),
                "flash prefill attention");
   });
+  lm_head(a, B, R, head, n - 1, n, last, logits);
+}
+
+void TransformerCudaModel::lm_head(const Activations& a, int64_t B, int64_t rows, Head head, int64_t last_row,
+                                   int64_t pitch, bf16* last, float* logits) {
   // A chunk before the last needs only its keys and values: the residual
   // stream restarts from the embedding in the next chunk.
   if (head == Head::none) return;
-  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, R, d_, eps_, a.normed, stream_),
+  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, rows, d_, eps_, a.normed, stream_),
              "FFN residual + final norm");
   if (head == Head::all_rows) {
-    check_gemm(gemm_.linear_f32(a.normed, R, d_, output_, V_, logits, stream_), "LM head");
+    check_gemm(gemm_.linear_f32(a.normed, rows, d_, output_, V_, logits, stream_), "LM head");
     return;
   }
-  // Row n - 1 of each sequence -> a dense [B, d] block for the LM head.
+  // Each sequence's last row -> a dense [B, d] block for the LM head.
   const size_t row_bytes = static_cast<size_t>(d_) * sizeof(bf16);
-  check_cuda(cudaMemcpy2DAsync(last, row_bytes, a.normed + (n - 1) * d_, static_cast<size_t>(n) * row_bytes, row_bytes,
-                               static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
+  check_cuda(cudaMemcpy2DAsync(last, row_bytes, a.normed + last_row * d_, static_cast<size_t>(pitch) * row_bytes,
+                               row_bytes, static_cast<size_t>(B), cudaMemcpyDeviceToDevice, stream_),
              "gather the last positions");
   check_gemm(gemm_.linear_f32(last, B, d_, output_, V_, logits, stream_), "LM head");
+}
+
+void TransformerCudaModel::ring_chunk(const Activations& a, int64_t B, const std::vector<int64_t>& tokens, int64_t N,
+                                      Head head, bf16* last, float* logits) {
+  const int R = ring_.ranks, r = ring_.rank, C = 2 * R;
+  const int64_t n0 = ring_.piece_length(0), n1 = ring_.piece_length(1), rows = B * (n0 + n1);
+  const int64_t np[2] = {n0, n1}, row_off[2] = {0, B * n0};  // a piece's rows and its first activation row
+  // Token ids piece-major.
+  host_ids_.resize(static_cast<size_t>(rows));
+  for (int p = 0; p < 2; ++p)
+    for (int64_t b = 0; b < B; ++b)
+      std::copy_n(tokens.begin() + (b * N + ring_.piece_begin(p)), np[p], host_ids_.begin() + row_off[p] + b * np[p]);
+  token_upload_.upload(host_ids_.data(), rows, a.tokens, stream_);
+  // [B] arrays on the device: slot p the piece's q_len, 2 + p its first cache
+  // row, 4 + p C + c its queries' q_start over key chunk c (ring_plan.hpp).
+  const int64_t slots = 4 + 2 * C;
+  host_range_.assign(static_cast<size_t>(slots * B), 0);
+  auto fill = [&](int64_t slot, int64_t value) {
+    std::fill_n(host_range_.begin() + slot * B, B, value);
+  };
+  for (int p = 0; p < 2; ++p) {
+    fill(p, np[p]);
+    fill(2 + p, p == 0 ? 0 : n0);
+    for (int c = 0; c <= ring_.chunk(p); ++c)
+      fill(4 + p * C + c, ring::relative_q_start(ring_.piece_begin(p), ring_.chunk_begin(c)));
+  }
+  int64_t* table = scratch_.i64("ring q_len|write start|q_start", slots * B);
+  range_upload_.upload(host_range_.data(), slots * B, table, stream_);
+
+  int64_t most = 0, n_most = std::max(n0, n1);
+  for (int j = 0; j < R; ++j) most = std::max(most, ring_.rows_of(j));
+  const int64_t kv_row = 2 * kvw_;
+  bf16* block[2] = {scratch_.bf16("ring K|V a", B * most * kv_row), scratch_.bf16("ring K|V b", B * most * kv_row)};
+  bf16* part_o = scratch_.bf16("ring partial out", B * n_most * qw_);
+  float* part_lse = scratch_.f32("ring partial lse", B * H_ * n_most);
+  float* acc_o = scratch_.f32("ring running out", rows * qw_);
+  float* acc_lse = scratch_.f32("ring running lse", B * H_ * (n0 + n1));
+
+  check_cuda(launch_embedding(a.tokens, rows, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
+  run_layers(a, rows, [&](bf16* cache) {
+    for (int p = 0; p < 2; ++p) {
+      bf16* qkv = a.qkv + row_off[p] * qkv_w_;
+      check_cuda(launch_rope(qkv, B * np[p], qkv_w_, H_ + Hkv_, Da_, ring_.piece_begin(p), np[p], rope_.as<double>(),
+                             RopeLayout::half_split, stream_),
+                 "RoPE on q and k");
+      check_cuda(launch_cache_write_rows(qkv + qw_, qkv_w_, B, np[p], kv_row, table + (2 + p) * B, cache, cache_rows_,
+                                         kv_row, 0, stream_),
+                 "KV cache write");
+      // This rank's block for the ring: its pieces' k | v rows, dense.
+      check_cuda(cudaMemcpy2DAsync(block[0] + row_off[p] * kv_row, static_cast<size_t>(kv_row) * sizeof(bf16),
+                                   qkv + qw_, static_cast<size_t>(qkv_w_) * sizeof(bf16),
+                                   static_cast<size_t>(kv_row) * sizeof(bf16), static_cast<size_t>(B * np[p]),
+                                   cudaMemcpyDeviceToDevice, stream_),
+                 "the ring block");
+    }
+    bool first[2] = {true, true};
+    int held = 0;  // which of the two blocks holds this step's keys and values
+    for (int step = 0; step < R; ++step) {
+      const int src = ring::source_at(r, step, R);
+      int64_t key_row = 0;  // the key chunk's first row in the block
+      for (int kp = 0; kp < 2; ++kp) {
+        const int c = ring::chunk_of(src, kp, R);
+        const int64_t nc = ring_.chunk_length(c);
+        const bf16* keys = block[held] + key_row * kv_row;
+        key_row += B * nc;
+        for (int p = 0; p < 2; ++p) {
+          const ring::Block kind = ring::block_kind(ring_.chunk(p), c);
+          if (kind == ring::Block::skip) continue;
+          PrefillAttentionShape shape;
+          shape.batch = B;
+          shape.n_heads = H_;
+          shape.n_kv_heads = Hkv_;
+          shape.head_dim = Da_;
+          shape.q_rows = np[p];
+          shape.capacity = nc;
+          shape.q_stride = qkv_w_;
+          shape.kv_stride = kv_row;
+          shape.window = 0;
+          shape.scale = attn_scale_;
+          const bf16* q = a.qkv + row_off[p] * qkv_w_;
+          const int64_t* q_start = table + (4 + p * C + c) * B;
+          const int64_t* q_len = table + p * B;
+          // The diagonal keeps the contract of every variant; a wholly visible earlier chunk has
+          // queries past its rows, which v1 serves (flash_prefill.hpp).
+          check_cuda(kind == ring::Block::diagonal
+                         ? launch_flash_prefill(q, keys, keys + kvw_, q_start, q_len, shape, part_o, part_lse, stream_)
+                         : launch_flash_prefill_v1(q, keys, keys + kvw_, q_start, q_len, shape, part_o, part_lse,
+                                                   stream_),
+                     "ring attention block");
+          check_cuda(launch_attention_merge(part_o, part_lse, B, np[p], H_, Da_, first[p], acc_o + row_off[p] * qw_,
+                                            acc_lse + H_ * row_off[p], a.attn + row_off[p] * qw_, stream_),
+                     "ring attention merge");
+          first[p] = false;
+        }
+      }
+      if (step + 1 < R) {
+        const int next = ring::source_at(r, step + 1, R);
+        link_->ring_pass(block[held], B * ring_.rows_of(src) * kv_row * 2, block[1 - held],
+                         B * ring_.rows_of(next) * kv_row * 2, stream_);
+        held = 1 - held;
+      }
+    }
+  });
+  // The last position: piece 1's last row on the keeper (the others' rows there are no use).
+  lm_head(a, B, rows, head, row_off[1] + n1 - 1, n1, last, logits);
 }
 
 void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
@@ -376,26 +498,23 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
   if (link_) {
-    const Shard sh = checked_shard(*link_, "prefill", length);  // a refused prompt leaves the generation as it is
+    const RingShard sh = checked_ring_shard(*link_, "prefill", length);  // a refused prompt leaves the generation as it is
     drop_generation();
-    shard_ = sh;
-    row0_ = shard_.begin;
+    ring_ = sh;
+    row0_ = length - ring_.rows();
   }
 
   NvtxRange range("prefill");
   const int64_t B = batch, N = length, capacity = N + max_new_tokens;
-  // Sharded: this rank's positions as one step (every layer gathers the
-  // ranks' keys and values), its cache rows (the last rank's with room for
-  // the generated ones).
-  const int64_t begin = link_ ? shard_.begin : 0, end = link_ ? shard_.begin + shard_.length : N;
-  const int64_t rows = link_ ? shard_.length + (shard_.last() ? max_new_tokens : 0) : capacity;
+  // Sharded: this rank's two chunks as one step (ring attention in every
+  // layer), its cache rows (the keeper's with room for the generated ones).
+  const int64_t rows = link_ ? ring_.rows() + (ring_.keeper() ? max_new_tokens : 0) : capacity;
   // Each step: n_max tokens of every sequence, batch x n_max <= prefill_chunk.
-  const int64_t n_max = link_ ? shard_.length : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
+  const int64_t n_max = link_ ? ring_.rows() : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
     allocate_caches(B, rows);  // drops the previous generation first
     const Activations a = activations(B * n_max);
-    int64_t* range_dev = scratch_.i64("prefill q_start|q_len|write start", 3 * B);
-    bf16* gathered = link_ ? scratch_.bf16("gathered K|V", B * N * 2 * kvw_) : nullptr;
+    int64_t* range_dev = link_ ? nullptr : scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     int64_t* positions = scratch_.i64("positions", B);
     int64_t* lengths = scratch_.i64("lengths", B);
     bf16* last = scratch_.bf16("last rows", B * d_);
@@ -411,25 +530,28 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
     if (link_) scratch_.i64("decode write rows", B);
 
+    if (link_) {
+      // The last position is on the keeper: its logits go to every rank.
+      ring_chunk(a, B, tokens, N, Head::last_rows, last, logits);
+      link_->hidden_from(ring::keeper(), logits, B * V_, stream_);
+    }
     host_ids_.resize(static_cast<size_t>(B * n_max));
     host_range_.resize(static_cast<size_t>(3 * B));
-    for (int64_t s = begin; s < end; s += n_max) {
+    for (int64_t s = 0; !link_ && s < N; s += n_max) {
       NvtxRange chunk_range("prefill chunk");
-      const int64_t n = std::min(n_max, end - s);
+      const int64_t n = std::min(n_max, N - s);
       for (int64_t b = 0; b < B; ++b) {
         std::copy_n(tokens.begin() + (b * N + s), n, host_ids_.begin() + b * n);
-        host_range_[static_cast<size_t>(b)] = s;               // q_start
-        host_range_[static_cast<size_t>(B + b)] = n;           // q_len
-        host_range_[static_cast<size_t>(2 * B + b)] = s - row0_;  // the cache write's first row
+        host_range_[static_cast<size_t>(b)] = s;          // q_start
+        host_range_[static_cast<size_t>(B + b)] = n;      // q_len
+        host_range_[static_cast<size_t>(2 * B + b)] = s;  // the cache write's first row
       }
       token_upload_.upload(host_ids_.data(), B * n, a.tokens, stream_);
       range_upload_.upload(host_range_.data(), 3 * B, range_dev, stream_);
-      // Sharded, the last position is on the last rank: its logits go to every rank.
       const bool has_last = s + n == N;
       run_chunk(a, B, n, s, range_dev, range_dev + B, range_dev + 2 * B, has_last ? Head::last_rows : Head::none, last,
-                logits, gathered);
+                logits);
     }
-    if (link_) link_->hidden_from_last(logits, B * V_, stream_);
     check_cuda(launch_set_positions(positions, lengths, B, N, stream_), "set decode positions");
     batch_ = B;
     position_ = N;
@@ -528,14 +650,14 @@ void TransformerCudaModel::decode_rope_and_q(const DecodeBuffers& d, int64_t B) 
 
 void TransformerCudaModel::sharded_decode_step(const std::vector<int64_t>& tokens) {
   const int64_t B = batch_, pos = position_;
-  const bool last = shard_.last();
+  const bool keeper = ring_.keeper();
   const DecodeBuffers d = decode_buffers(B);
   const Activations& a = d.a;
   int64_t* write_rows = scratch_.i64("decode write rows", B);
-  // RoPE at the absolute position; the last rank appends the new key and value
+  // RoPE at the absolute position; the keeper appends the new key and value
   // (its local row) and sees its rows up to it, the others all theirs.
   check_cuda(launch_set_positions(d.positions, nullptr, B, pos, stream_), "set decode positions");
-  check_cuda(launch_set_positions(d.lengths, nullptr, B, last ? pos - row0_ + 1 : shard_.length, stream_),
+  check_cuda(launch_set_positions(d.lengths, nullptr, B, keeper ? pos - row0_ + 1 : ring_.rows(), stream_),
              "set visible rows");
   check_cuda(launch_set_positions(write_rows, nullptr, B, pos - row0_, stream_), "set the append row");
   token_upload_.upload(tokens.data(), B, a.tokens, stream_);
@@ -544,14 +666,14 @@ void TransformerCudaModel::sharded_decode_step(const std::vector<int64_t>& token
   check_cuda(launch_embedding(a.tokens, B, embedding_, d_, 1.0f, a.residual, stream_), "embedding");
   run_layers(a, B, [&](bf16* cache) {
     decode_rope_and_q(d, B);
-    if (last)
+    if (keeper)
       check_cuda(launch_cache_write_rows(a.qkv + qw_, qkv_w_, B, 1, 2 * kvw_, write_rows, cache, cache_rows_, 2 * kvw_,
                                          0, stream_),
                  "KV cache write");
     check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, d.lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
                "flash decode attention over this rank's rows");
     const DecodePartials parts = decode_partials(d.ds, d.splits, d.workspace);
-    link_->attention_across(parts.part_o, parts.part_lse, B, H_, d.splits, Da_, a.attn, stream_);
+    link_->attention_across(parts.part_o, parts.part_lse, B, H_, d.splits, Da_, a.attn, "decode_partial", stream_);
   });
   check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
              "FFN residual + final norm");
@@ -584,37 +706,37 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
                      " x length " + std::to_string(length));
   validate_tokens(cfg_, tokens);
   if (link_) {
-    const Shard sh = checked_shard(*link_, "forward", length);  // a refused prompt leaves the generation as it is
+    const RingShard sh = checked_ring_shard(*link_, "forward", length);  // a refused prompt leaves the generation as it is
     drop_generation();
-    shard_ = sh;
-    row0_ = shard_.begin;
+    ring_ = sh;
+    row0_ = length - ring_.rows();
   }
 
   NvtxRange range("forward");
-  // Sharded: this rank's positions [begin, begin + n), each layer's keys and
-  // values gathered from every rank, then every rank's logits gathered.
-  const int64_t B = batch, N = length, begin = link_ ? shard_.begin : 0, n = link_ ? shard_.length : N, R = B * n;
+  // Sharded: this rank's two chunks, ring attention in every layer, then
+  // every rank's logits gathered.
+  const int64_t B = batch, N = length, n = link_ ? ring_.rows() : N, R = B * n;
   std::vector<float> out;
   try {
     allocate_caches(B, n);  // drops any generation in progress; a cache of exactly this rank's tokens
     const Activations a = activations(R);
-    int64_t* range_dev = scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     float* logits = scratch_.f32("logits", R * V_);
-    bf16* gathered = link_ ? scratch_.bf16("gathered K|V", B * N * 2 * kvw_) : nullptr;
-    host_range_.assign(static_cast<size_t>(3 * B), 0);
-    host_ids_.resize(static_cast<size_t>(R));
-    for (int64_t b = 0; b < B; ++b) {
-      host_range_[static_cast<size_t>(b)] = begin;  // q_start; the cache write's first row is 0
-      host_range_[static_cast<size_t>(B + b)] = n;  // q_len
-      std::copy_n(tokens.begin() + b * N + begin, n, host_ids_.begin() + b * n);
-    }
-    token_upload_.upload(host_ids_.data(), R, a.tokens, stream_);
-    range_upload_.upload(host_range_.data(), 3 * B, range_dev, stream_);
-    run_chunk(a, B, n, begin, range_dev, range_dev + B, range_dev + 2 * B, Head::all_rows, nullptr, logits, gathered);
     if (link_) {
+      ring_chunk(a, B, tokens, N, Head::all_rows, nullptr, logits);
       float* all = scratch_.f32("forward logits of every rank", B * N * V_);
-      link_->gather_rows(logits, n, all, N, B, V_ * 4, "logits", stream_);
+      link_->gather_ring_rows(logits, all, B, V_ * 4, stream_);
       logits = all;
+    } else {
+      int64_t* range_dev = scratch_.i64("prefill q_start|q_len|write start", 3 * B);
+      host_range_.assign(static_cast<size_t>(3 * B), 0);
+      host_ids_.resize(static_cast<size_t>(R));
+      for (int64_t b = 0; b < B; ++b) {
+        host_range_[static_cast<size_t>(B + b)] = n;  // q_len; q_start and the cache write's first row are 0
+        std::copy_n(tokens.begin() + b * N, n, host_ids_.begin() + b * n);
+      }
+      token_upload_.upload(host_ids_.data(), R, a.tokens, stream_);
+      range_upload_.upload(host_range_.data(), 3 * B, range_dev, stream_);
+      run_chunk(a, B, n, 0, range_dev, range_dev + B, range_dev + 2 * B, Head::all_rows, nullptr, logits);
     }
     out = download_floats(logits, B * N * V_, stream_);
   } catch (...) {

@@ -22,12 +22,14 @@ namespace yoco::cuda {
 
 class ShardLink;  // runner/shard_link.hpp
 
-// With a `link`, this rank's shard of a sequence split across ranks: prefill
-// takes the whole prompt and runs the rank's positions as one step, each
-// layer's keys and values gathered from every rank (the cache stays sharded);
-// decode steps run eagerly, every rank the whole layer stack on the new token
-// and its share of the attention, combined across ranks; forward gathers the
-// logits. Every rank gets the same logits.
+// With a `link`, this rank's part of a sequence split across ranks by context
+// parallelism (the link's RingShard: two mirrored chunks of 2R): prefill
+// takes the whole prompt and runs the rank's two chunks as one step, each
+// layer's attention by ring attention with causal load balancing (the keys
+// and values pass around the ranks; the cache stays sharded); decode steps
+// run eagerly, every rank the whole layer stack on the new token and its share
+// of the attention, combined across ranks (rank 0 keeps the generated rows);
+// forward gathers the logits. Every rank gets the same logits.
 std::unique_ptr<CudaModel> create_transformer_cuda_model(const ModelConfig& cfg, const CudaWeightSource& source,
                                                          ShardLink* link = nullptr);
 

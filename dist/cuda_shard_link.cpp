@@ -56,6 +56,15 @@ void CudaShardLink::plan(const ShardPlan& plan) {
   shard_.total = plan_.end(plan_.ranks() - 1);
 }
 
+void CudaShardLink::plan_ring(const ShardPlan& chunks) {
+  if (chunks.ranks() != 2 * comm_.size())
+    throw InputError("context parallelism over " + std::to_string(comm_.size()) + " ranks needs " +
+                     std::to_string(2 * comm_.size()) + " chunks, the plan has " + std::to_string(chunks.ranks()));
+  ring_.rank = comm_.rank();
+  ring_.ranks = comm_.size();
+  ring_.bounds = chunks.bounds;
+}
+
 void* CudaShardLink::device_staging(int which, int64_t bytes) {
   if (staging_bytes_[which] < bytes) {
     if (staging_[which]) cudaFree(staging_[which]);
@@ -172,7 +181,8 @@ void CudaShardLink::swa_window_in(int64_t layer, const __nv_bfloat16* kv, int64_
 }
 
 void CudaShardLink::attention_across(const float* part_o, const float* part_lse, int64_t batch, int64_t heads,
-                                     int splits, int64_t head_dim, __nv_bfloat16* out, cudaStream_t stream) {
+                                     int splits, int64_t head_dim, __nv_bfloat16* out, const char* label,
+                                     cudaStream_t stream) {
   if (splits < 2) throw std::logic_error("CudaShardLink::attention_across needs split partials (splits >= 2)");
   const int64_t slots = batch * heads * splits;
   std::vector<float> o(static_cast<size_t>(slots * head_dim)), lse(static_cast<size_t>(slots));
@@ -204,7 +214,7 @@ void CudaShardLink::attention_across(const float* part_o, const float* part_lse,
       for (int64_t e = 0; e < head_dim; ++e) p[2 + e] += f * static_cast<double>(o[slot * head_dim + e]);
     }
   }
-  allgather(mine.data(), bytes_of(mine), all.data(), "cross_partial");
+  allgather(mine.data(), bytes_of(mine), all.data(), label);
   const Mat<float> combined = attention_combine<float>(all, comm_.size(), batch, heads, head_dim);
   std::vector<uint16_t> bits(static_cast<size_t>(batch * heads * head_dim));
   for (int64_t b = 0; b < batch; ++b)
@@ -212,11 +222,10 @@ void CudaShardLink::attention_across(const float* part_o, const float* part_lse,
   upload(out, bits.data(), bytes_of(bits), stream, "cross attention: the combined output to the device");
 }
 
-void CudaShardLink::hidden_from_last(float* x, int64_t elems, cudaStream_t stream) {
+void CudaShardLink::hidden_from(int root, float* x, int64_t elems, cudaStream_t stream) {
   // Padded to whole 8-byte words (the MPI backend's unit): B x V logits may be odd.
   std::vector<float> buf(static_cast<size_t>((elems + 1) / 2 * 2), 0.0f);
   const int64_t bytes = elems * static_cast<int64_t>(sizeof(float));
-  const int root = comm_.size() - 1;
   if (comm_.rank() == root) download(buf.data(), x, bytes, stream, "the last hidden state to the host");
   broadcast(buf.data(), bytes_of(buf), root, "last_hidden");
   if (comm_.rank() != root) upload(x, buf.data(), bytes, stream, "the last hidden state to the device");
@@ -244,6 +253,52 @@ void CudaShardLink::gather_rows(const void* mine, int64_t mine_seq_rows, void* a
                                  every.data() + j * width + b * most * row_bytes,
                                  static_cast<size_t>(plan_.length(j) * row_bytes), cudaMemcpyHostToDevice, stream),
                  "gathered rows to the device");
+  check_cuda(cudaStreamSynchronize(stream), "gathered rows to the device");
+}
+
+void CudaShardLink::ring_pass(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes,
+                              cudaStream_t stream) {
+  const int R = comm_.size(), r = comm_.rank(), next = (r + 1) % R, prev = (r - 1 + R) % R;
+  if (send_bytes % 8 != 0 || recv_bytes % 8 != 0)  // the MPI backend's unit; a K|V row is 4 kvw bytes
+    throw std::logic_error("CudaShardLink::ring_pass: blocks of whole 8-byte words");
+  if (device_collectives_) {
+    // NCCL on the device buffers themselves: the runner's stream finished
+    // writing `send` (NCCL runs on its own stream); sendrecv returns complete.
+    check_cuda(cudaStreamSynchronize(stream), "ring step: the keys and values to send");
+    comm_.sendrecv(send, send_bytes, next, recv, recv_bytes, prev, "ring_kv");
+    return;
+  }
+  std::vector<unsigned char> out(static_cast<size_t>(send_bytes)), in(static_cast<size_t>(recv_bytes));
+  download(out.data(), send, send_bytes, stream, "ring step: the keys and values to the host");
+  comm_.sendrecv(out.data(), send_bytes, next, in.data(), recv_bytes, prev, "ring_kv");
+  upload(recv, in.data(), recv_bytes, stream, "ring step: the received keys and values to the device");
+}
+
+void CudaShardLink::gather_ring_rows(const void* mine, void* all, int64_t batch, int64_t row_bytes,
+                                     cudaStream_t stream) {
+  const int R = comm_.size();
+  int64_t most = 0;
+  for (int j = 0; j < R; ++j) most = std::max(most, ring_.rows_of(j));
+  // This rank's two pieces as they are ([batch, n0] rows then [batch, n1]), padded to the
+  // largest rank's rows and to whole 8-byte words (the MPI backend's unit).
+  const int64_t width = (batch * most * row_bytes + 7) / 8 * 8;
+  std::vector<unsigned char> part(static_cast<size_t>(width), 0), every(part.size() * R);
+  download(part.data(), mine, batch * ring_.rows() * row_bytes, stream, "gathered rows to the host");
+  allgather(part.data(), width, every.data(), "logits");
+  auto* dst = static_cast<unsigned char*>(all);
+  const int64_t total = ring_.total();
+  for (int j = 0; j < R; ++j) {
+    int64_t at = 0;  // byte offset of the piece in rank j's part
+    for (int piece = 0; piece < 2; ++piece) {
+      const int c = cuda::ring::chunk_of(j, piece, R);
+      const int64_t n = ring_.chunk_length(c), begin = ring_.chunk_begin(c);
+      for (int64_t b = 0; b < batch; ++b)
+        check_cuda(cudaMemcpyAsync(dst + (b * total + begin) * row_bytes, every.data() + j * width + at + b * n * row_bytes,
+                                   static_cast<size_t>(n * row_bytes), cudaMemcpyHostToDevice, stream),
+                   "gathered rows to the device");
+      at += batch * n * row_bytes;
+    }
+  }
   check_cuda(cudaStreamSynchronize(stream), "gathered rows to the device");
 }
 

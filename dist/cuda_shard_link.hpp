@@ -12,8 +12,12 @@
 // rank, the shard's total log decay, local state and a pad word per head),
 // swa_window (B x (W - 1) x 2d bf16 a rank), cross_partial (B x H x (Da + 2)
 // doubles a rank: its FlashDecoding splits merged into one (m, l, output)),
-// last_hidden (B x d fp32, from the last rank); forward's kv_gather (B x n x
-// 2 kvw bf16 a rank, padded to the longest shard) and logits (B x n x V fp32).
+// last_hidden (B x d fp32, from the last rank; the Transformer's B x V logits
+// from rank 0); forward's kv_gather (B x n x 2 kvw bf16 a rank, padded to the
+// longest shard) and logits (B x n x V fp32). The Transformer's ring_kv (a
+// rank's two chunks' keys | values, B x rows x 2 kvw bf16, to the next rank
+// per ring step: device to device with NCCL, through the host with MPI) and
+// decode_partial (as cross_partial).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -32,19 +36,24 @@ class CudaShardLink final : public cuda::ShardLink {
   CudaShardLink(const CudaShardLink&) = delete;
   CudaShardLink& operator=(const CudaShardLink&) = delete;
 
-  // The shards of the next prompt (plan.ranks() == comm.size()).
+  // The shards of the next prompt (plan.ranks() == comm.size()): YOCO's.
   void plan(const ShardPlan& plan);
+  // The Transformer's: 2R chunks, rank r holding chunks r and 2R-1-r.
+  void plan_ring(const ShardPlan& chunks);
   const ShardPlan& shard_plan() const { return plan_; }
   Communicator& communicator() const { return comm_; }
 
   const cuda::Shard& shard() const override { return shard_; }
+  const cuda::RingShard& ring_shard() const override { return ring_; }
   bool gret_state_in(int64_t layer, float* state, const float* log_gamma, int64_t batch, int64_t n, int64_t heads,
                      int64_t head_dim, cudaStream_t stream) override;
   void swa_window_in(int64_t layer, const __nv_bfloat16* kv, int64_t stride, int64_t batch, int64_t n, int64_t d,
                      int64_t window, __nv_bfloat16* ring, cudaStream_t stream) override;
   void attention_across(const float* part_o, const float* part_lse, int64_t batch, int64_t heads, int splits,
-                        int64_t head_dim, __nv_bfloat16* out, cudaStream_t stream) override;
-  void hidden_from_last(float* x, int64_t elems, cudaStream_t stream) override;
+                        int64_t head_dim, __nv_bfloat16* out, const char* label, cudaStream_t stream) override;
+  void hidden_from(int root, float* x, int64_t elems, cudaStream_t stream) override;
+  void ring_pass(const void* send, int64_t send_bytes, void* recv, int64_t recv_bytes, cudaStream_t stream) override;
+  void gather_ring_rows(const void* mine, void* all, int64_t batch, int64_t row_bytes, cudaStream_t stream) override;
   void gather_rows(const void* mine, int64_t mine_seq_rows, void* all, int64_t all_seq_rows, int64_t batch,
                    int64_t row_bytes, const char* label, cudaStream_t stream) override;
 
@@ -58,6 +67,7 @@ class CudaShardLink final : public cuda::ShardLink {
   Communicator& comm_;
   ShardPlan plan_;
   cuda::Shard shard_;
+  cuda::RingShard ring_;
   bool device_collectives_;
   void* staging_[2] = {nullptr, nullptr};
   int64_t staging_bytes_[2] = {0, 0};

@@ -36,20 +36,21 @@ class DistCudaRunner final : public DistRunner {
   std::string sharding() const override {
     return runner_->config().is_yoco()
                ? "chunk-parallel YOCO on the GPU: contiguous shards of the prompt, one per rank"
-               : "context-parallel Transformer on the GPU: contiguous shards, each layer's keys and values gathered";
+               : "context-parallel Transformer on the GPU: ring attention with causal load balancing, two mirrored "
+                 "chunks of 2R per rank";
   }
   ModelRunner* local_runner() const override { return runner_.get(); }
 
   Mat<double> forward(const TokenBatch& tokens, GretParadigm paradigm) const override {
-    link_.plan(plan(tokens.length));
+    plan(tokens.length);
     return counted("a forward", prefill_comm_, [&] { return runner_->forward(tokens, paradigm); });
   }
   Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override {
-    link_.plan(plan(prompt.length));
+    plan(prompt.length);
     return counted("a prefill", prefill_comm_, [&] { return runner_->prefill(prompt, max_new_tokens, prefill_chunk); });
   }
   void run_prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override {
-    link_.plan(plan(prompt.length));
+    plan(prompt.length);
     counted("a prefill", prefill_comm_, [&] {
       runner_->run_prefill(prompt, max_new_tokens, prefill_chunk);
       return Mat<double>();
@@ -71,12 +72,18 @@ class DistCudaRunner final : public DistRunner {
   int64_t capacity() const override { return runner_->capacity(); }
 
  private:
-  dist::ShardPlan plan(int64_t n) const {
-    if (n < comm_.size())
+  // The link's plan for a prompt of n tokens: YOCO one contiguous shard a
+  // rank, the Transformer two chunks of 2R (as the CPU runners plan them).
+  void plan(int64_t n) const {
+    const bool yoco = runner_->config().is_yoco();
+    const int parts = yoco ? comm_.size() : 2 * comm_.size();
+    if (n < parts)
       throw InputError("a prompt of " + std::to_string(n) + " tokens cannot be split over " +
-                       std::to_string(comm_.size()) + " ranks (each rank holds at least one token): give a longer "
-                       "prompt or fewer ranks");
-    return dist::ShardPlan::even(n, comm_.size());
+                       std::to_string(comm_.size()) + " ranks (" +
+                       (yoco ? "each rank holds at least one token" : "each rank holds two chunks of at least one") +
+                       "): give a longer prompt or fewer ranks");
+    if (yoco) link_.plan(dist::ShardPlan::even(n, parts));
+    else link_.plan_ring(dist::ShardPlan::even(n, parts));
   }
   // The call's bytes by label. A device out of memory on one rank ends the
   // job: the other ranks would wait for it in their next collective, and the

@@ -544,7 +544,8 @@ void YocoCudaModel::cross_decoder_step(Residual& r, int64_t batch, const StepBuf
                "cross-decoder FlashDecoding over the global cache");
     if (link_) {
       const DecodePartials parts = decode_partials(shape, cross_splits_, ws);
-      link_->attention_across(parts.part_o, parts.part_lse, batch, H_, cross_splits_, Da_, out, stream_);
+      link_->attention_across(parts.part_o, parts.part_lse, batch, H_, cross_splits_, Da_, out, "cross_partial",
+                              stream_);
     }
   });
   check_gemm(gemm_.linear_f32(h, batch, d_, lm_head_, V_, logits, stream_), "LM head");
@@ -600,7 +601,7 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
                                    d_ * 4, batch, cudaMemcpyDeviceToDevice, stream_),
                  "last positions of M");
     if (link_) {
-      link_->hidden_from_last(r.x, batch * d_, stream_);
+      link_->hidden_from(shard_.ranks - 1, r.x, batch * d_, stream_);
       set_sharded_positions(length - 1, held);  // every row a rank holds is before the last position
     } else {
       check_cuda(launch_set_positions(positions_.as<int64_t>(), lengths_.as<int64_t>(), batch, length - 1, stream_),
@@ -733,7 +734,7 @@ void YocoCudaModel::sharded_decode_step(const StepBuffers& b) {
   r.x = b.x;
   r.delta = b.delta;
   if (last) enqueue_self_decoder_step(batch_, b, r);  // where the final states / windows are
-  link_->hidden_from_last(r.x, batch_ * d_, stream_);
+  link_->hidden_from(shard_.ranks - 1, r.x, batch_ * d_, stream_);
   r.pending = false;
   cross_decoder_step(r, batch_, b);
 }

@@ -16,13 +16,16 @@
 //
 // Uneven shards: rank 0 holds fewer tokens than the SWA window (128) and
 // than one gRet chunk (64), rank 1 fewer than one chunk too, the last the
-// rest. With one rank, the NCCL backend (the CUDA toolkit's) runs the same
-// path on device buffers when it was built.
+// rest. The Transformer's 2R chunks are uneven too, some shorter than one
+// key block of the prefill kernel (64), one of a single token. With one rank,
+// the NCCL backend (the CUDA toolkit's) runs the same path on device buffers
+// when it was built.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <string>
@@ -57,6 +60,30 @@ std::vector<int64_t> shard_lengths(int R, int64_t N) {
   std::vector<int64_t> len = {50, 61};
   for (int r = 2; r < R; ++r) len.push_back(r == R - 1 ? N - 111 - 40 * (R - 3) : 40);
   return len;
+}
+
+// The Transformer's 2R chunks of N positions: 1, 37, 64, 90, ... and the rest last.
+std::vector<int64_t> chunk_lengths(int R, int64_t N) {
+  std::vector<int64_t> len;
+  int64_t used = 0;
+  for (int c = 0; c + 1 < 2 * R; ++c) {
+    const int64_t l = c == 0 ? 1 : c == 1 ? 37 : 64 + 26 * (c - 2);
+    len.push_back(l);
+    used += l;
+  }
+  len.push_back(N - used);
+  return len;
+}
+
+// The plan a test gives the link: YOCO contiguous shards, the Transformer 2R chunks.
+void plan(CudaShardLink& link, const ModelConfig& cfg, const std::vector<int64_t>& shards,
+          const std::vector<int64_t>& chunks) {
+  if (cfg.is_yoco()) link.plan(ShardPlan::of_lengths(shards));
+  else link.plan_ring(ShardPlan::of_lengths(chunks));
+}
+
+int64_t calls(const std::map<std::string, CommCount>& c, const std::string& label) {
+  return c.count(label) ? c.at(label).calls : 0;
 }
 
 std::vector<std::vector<int64_t>> sequences(int64_t vocab) {
@@ -159,8 +186,8 @@ TEST_P(ShardedCudaModel, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
     one = prefill_and_decode(*m, seqs);
   }
   CudaShardLink link(*g_comm);
-  const std::vector<int64_t> lengths = shard_lengths(R, kPrompt);
-  link.plan(ShardPlan::of_lengths(lengths));
+  const std::vector<int64_t> lengths = shard_lengths(R, kPrompt), chunks = chunk_lengths(R, kPrompt);
+  plan(link, cfg, lengths, chunks);
   auto m = make_model(cfg, &link);
   g_comm->reset_counts();
   const auto got = prefill_and_decode(*m, seqs);
@@ -169,19 +196,26 @@ TEST_P(ShardedCudaModel, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
 
   // What moved. YOCO: one self-decoder collective a layer at prefill,
   // whatever the shard's length; a combine per cross layer at every step. The
-  // Transformer: every layer's keys and values at prefill (they grow with the
-  // prompt), a combine per layer at every decode step.
+  // Transformer: every other rank's keys and values in every layer at
+  // prefill, around the ring (they grow with the prompt), a combine per layer
+  // at every decode step.
   const auto& c = g_comm->counts();
   const int64_t B = kBatch, Da2 = cfg.attn_head_dim() + 2;
   if (!cfg.is_yoco()) {
-    const int64_t L = cfg.n_layers, most = *std::max_element(lengths.begin(), lengths.end());
-    ASSERT_TRUE(c.count("kv_allgather"));
-    EXPECT_EQ(c.at("kv_allgather").calls, L);
-    EXPECT_EQ(c.at("kv_allgather").bytes_received, L * (R - 1) * B * most * 2 * cfg.kv_width() * 2);
-    EXPECT_EQ(c.at("last_hidden").calls, 1);  // the last position's logits, from the last rank
-    ASSERT_TRUE(c.count("cross_partial"));
-    EXPECT_EQ(c.at("cross_partial").calls, L * kSteps);
-    EXPECT_EQ(c.at("cross_partial").bytes_received, L * kSteps * (R - 1) * B * cfg.n_attn_heads * Da2 * 8);
+    const int64_t L = cfg.n_layers, r = g_comm->rank();
+    // Rank j's block: its chunks j and 2R-1-j.
+    auto block_bytes = [&](int64_t j) { return B * (chunks[j] + chunks[2 * R - 1 - j]) * 2 * cfg.kv_width() * 2; };
+    int64_t received = 0;
+    for (int64_t s = 1; s < R; ++s) received += block_bytes(((r - s) % R + R) % R);
+    EXPECT_EQ(calls(c, "ring_kv"), L * (R - 1));
+    if (R > 1) {
+      EXPECT_EQ(c.at("ring_kv").bytes_received, L * received);
+    }
+    EXPECT_EQ(c.at("last_hidden").calls, 1);  // the last position's logits, from the keeper (rank 0)
+    ASSERT_TRUE(c.count("decode_partial"));
+    EXPECT_EQ(c.at("decode_partial").calls, L * kSteps);
+    EXPECT_EQ(c.at("decode_partial").bytes_received, L * kSteps * (R - 1) * B * cfg.n_attn_heads * Da2 * 8);
+    EXPECT_EQ(calls(c, "cross_partial"), 0);
   } else {
     const int64_t Ls = cfg.n_self_layers(), Lc = cfg.n_cross_layers();
     if (cfg.self_decoder() == SelfDecoderKind::gret) {
@@ -218,16 +252,17 @@ TEST_P(ShardedCudaModel, PrefillAndSixteenDecodeStepsEqualTheSingleGpuRunner) {
                 g_comm->rank(), GetParam().c_str(), e, 2 * ref.bound);
     EXPECT_TRUE(a.allFinite());
     EXPECT_LE(e, 2 * ref.bound);
-    // YOCO: the global K/V once, for every cross layer; the Transformer: each layer's.
-    EXPECT_EQ(g_comm->counts().at(cfg.is_yoco() ? "kv_gather" : "kv_allgather").calls,
-              cfg.is_yoco() ? 1 : cfg.n_layers);
+    // YOCO: the global K/V once, for every cross layer; the Transformer: each layer's ring.
+    if (cfg.is_yoco()) EXPECT_EQ(g_comm->counts().at("kv_gather").calls, 1);
+    else EXPECT_EQ(calls(g_comm->counts(), "ring_kv"), cfg.n_layers * (R - 1));
     EXPECT_EQ(g_comm->counts().at("logits").calls, 1);
   }
 
   // A second, shorter prompt re-plans the shards (even this time) on the same
   // model: its last-position logits against the reference and the single GPU.
   const int64_t N2 = 300;
-  link.plan(ShardPlan::even(N2, R));
+  if (cfg.is_yoco()) link.plan(ShardPlan::even(N2, R));
+  else link.plan_ring(ShardPlan::even(N2, 2 * R));
   std::vector<int64_t> p2;
   for (const auto& s : seqs) p2.insert(p2.end(), s.begin(), s.begin() + N2);
   const int64_t V = cfg.vocab_size;
@@ -251,7 +286,8 @@ TEST_P(ShardedCudaModel, APromptOfAnotherLengthThanThePlanIsRefused) {
   YOCO_REQUIRE_GPU();
   const ModelConfig cfg = cuda_test::small_config(GetParam());
   CudaShardLink link(*g_comm);
-  link.plan(ShardPlan::even(64, g_comm->size()));
+  if (cfg.is_yoco()) link.plan(ShardPlan::even(64, g_comm->size()));
+  else link.plan_ring(ShardPlan::even(64, 2 * g_comm->size()));
   auto m = make_model(cfg, &link);
   const std::vector<int64_t> prompt(65, 1);
   EXPECT_THROW(m->prefill(prompt, 1, 65, 1, 32768), InputError);
@@ -276,13 +312,13 @@ TEST_P(ShardedCudaModel, NcclWithOneRankRunsTheSamePath) {
   {
     NcclCommunicator nccl(0, s, 120.0);
     CudaShardLink link(nccl);
-    link.plan(ShardPlan::of_lengths({kPrompt}));
+    plan(link, cfg, {kPrompt}, {kPrompt / 2, kPrompt - kPrompt / 2});
     auto m = make_model(cfg, &link);
     const auto got = prefill_and_decode(*m, seqs);
     expect_sharded_equal(GetParam() + ", NCCL, one rank", got, one, reference(cfg, seqs[0]));
     // YOCO combines per cross layer at prefill and every step; the Transformer per layer at every step.
-    EXPECT_EQ(nccl.counts().at("cross_partial").calls,
-              cfg.is_yoco() ? cfg.n_cross_layers() * (kSteps + 1) : cfg.n_layers * kSteps);
+    if (cfg.is_yoco()) EXPECT_EQ(nccl.counts().at("cross_partial").calls, cfg.n_cross_layers() * (kSteps + 1));
+    else EXPECT_EQ(nccl.counts().at("decode_partial").calls, cfg.n_layers * kSteps);
   }
   cudaStreamDestroy(s);
 }
