@@ -31,12 +31,17 @@
 # --resume into --sweep-results (default reports/results, so that a sweep cut
 # by the step's timeout continues in the next call from the file brought back
 # into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
+# --sweep-models / --sweep-lengths narrow or extend it (the H200 plan, issue
+# 35: transformer-3b at 1M alone first; yoco-3b at 2M,4M with --sweep-file
+# beyond.csv, a file of its own, since a resumed file must hold only the
+# points its command asks for).
 #
 #   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
 #                        [--sweep-results DIR] [--quick] [--sweep-seconds S] [--deadline S]
+#                        [--sweep-models A,B] [--sweep-lengths N,...] [--sweep-file NAME.csv]
 #
 # --deadline: seconds the whole suite may take (default none). Each step's
 #        timeout is cut to what is left, a step with under 10 s left is not
@@ -79,6 +84,7 @@ SCALE=1
 SWEEP_RESULTS=reports/results
 SWEEP_QUICK=""
 SWEEP_SECONDS=540
+SWEEP_NARROW=()
 DEADLINE=0
 FLA_CHECK_LENGTHS=32K,128K,512K,1M
 while [ $# -gt 0 ]; do
@@ -86,6 +92,9 @@ while [ $# -gt 0 ]; do
     --sweep-results) SWEEP_RESULTS="$2"; shift 2 ;;
     --quick) SWEEP_QUICK=--quick; shift ;;
     --sweep-seconds) SWEEP_SECONDS="$2"; shift 2 ;;
+    --sweep-models) SWEEP_NARROW+=(--model "$2"); shift 2 ;;
+    --sweep-lengths) SWEEP_NARROW+=(--lengths "$2"); shift 2 ;;
+    --sweep-file) SWEEP_NARROW+=(--sweep-file "$2"); shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
     --deadline) DEADLINE="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
@@ -401,12 +410,12 @@ if has_step sweep && [ -x "$BIN/yoco" ]; then
   # The paper's sweep (issue 16). SIGTERM at the step's timeout keeps every
   # completed point in the file; the same step in a later call resumes it.
   run_step sweep "$SWEEP_SECONDS" "$BIN/yoco" bench --default-job --device cuda --no-report --resume \
-    --results-dir "$SWEEP_RESULTS" $SWEEP_QUICK
-  for f in "$SWEEP_RESULTS"/*/sweep*.csv; do
+    --results-dir "$SWEEP_RESULTS" $SWEEP_QUICK "${SWEEP_NARROW[@]}"
+  for f in "$SWEEP_RESULTS"/*/sweep*.csv "$SWEEP_RESULTS"/*/beyond*.csv; do
     [ -f "$f" ] && [ "$f" -nt "$SUMMARY" ] && cp "$f" "$OUTDIR/" && note "sweep file: $f"
   done
   grep -E '^\[|points? done|resuming|wrote' "$LOGS/sweep.log" | tail -5
-  for f in "$OUTDIR"/sweep*.csv; do
+  for f in "$OUTDIR"/sweep*.csv "$OUTDIR"/beyond*.csv; do
     [ -f "$f" ] && python3 scripts/sweep_headlines.py "$f" 2>&1 | tee -a "$LOGS/sweep-headlines.log"
   done
 fi

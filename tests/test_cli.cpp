@@ -633,6 +633,12 @@ TEST_F(Cli, DeviceCudaOptions) {
   if (!yoco::cli::cuda_status().device)
     expect_input_error(yoco("bench --device cuda --default-job --no-report"), {"--device cuda"}, "bench default job");
   expect_input_error(yoco("bench --device cpu --quick"), {"--quick", "GPU"}, "bench --quick on the CPU");
+  // The default job's own file: a plain .csv name (checked before anything runs), the default job only.
+  for (const std::string bad : {"../x.csv", "a/b.csv", "x.txt", ".csv", ".hidden.csv"})
+    expect_input_error(yoco("bench --default-job --no-report --sweep-file " + bad), {"--sweep-file", bad},
+                       "bench --sweep-file " + bad);
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 1K --sweep-file x.csv"),
+                     {"--sweep-file", "default job only"}, "bench --sweep-file outside the default job");
   expect_input_error(yoco("bench --cupti --lengths 4K"), {"--cupti", "--device cuda"}, "bench --cupti on the CPU");
   expect_input_error(yoco("bench --cupti --no-cupti"), {"--cupti and --no-cupti"}, "bench both");
 

@@ -63,6 +63,9 @@ CommandSpec bench_spec() {
       {"--quick", "", "GPU default job: 32K and 128K only, a first look (writes sweep-quick.csv)"},
       {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results)"},
       {"--no-report", "", "default job: do not regenerate reports/README.md and the figures"},
+      {"--sweep-file", "NAME.csv", "default job: its file in the results folder (default sweep.csv on a GPU, "
+                                   "bench.csv on the CPU): points outside the job's models and lengths, e.g. "
+                                   "yoco-3b at 2M,4M, in a file of their own that --resume continues"},
   };
   s.notes =
       "Methods (reports/SCHEMA.md): measured = full runs timed, median of repeats; sampled = decode steps\n"
@@ -183,7 +186,7 @@ int cmd_bench(const Args& args) {
                      "preset with MPI); under mpirun the CPU reference runs sharded (drop --device cuda)");
 #endif
   if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
-  for (const char* o : {"--results-dir", "--no-report"})
+  for (const char* o : {"--results-dir", "--no-report", "--sweep-file"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
   if (device == "cuda") {
     if (a.has("--dtype"))

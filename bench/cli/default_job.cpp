@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "analytic_rows.hpp"
 #include "cuda_backend.hpp"
@@ -85,6 +87,12 @@ std::string quote(const std::string& s) {
 int run_default_job(const ParsedArgs& a) {
   const std::string source = YOCO_SOURCE_DIR;
   const std::filesystem::path results = a.get_or("--results-dir", source + "/reports/results");
+  // A plain file name: the folder is the device's, so that a later call on the same card resumes it.
+  const std::optional<std::string> sweep_file = a.get("--sweep-file");
+  if (sweep_file && (sweep_file->size() < 5 || sweep_file->find_first_of("/\\") != std::string::npos ||
+                     (*sweep_file)[0] == '.' || sweep_file->substr(sweep_file->size() - 4) != ".csv"))
+    throw InputError("--sweep-file: a file name ending in .csv, without a folder (got '" + *sweep_file +
+                     "'): it goes in the device's results folder");
   const CudaStatus cuda = cuda_status();
   const bool cuda_ready = cuda.built && cuda.device && cuda_backend_missing().empty();
   const std::string device = a.get_or("--device", cuda_ready ? "cuda" : "cpu");
@@ -114,9 +122,11 @@ int run_default_job(const ParsedArgs& a) {
       for (const auto& m : s.models)
         if (const std::string why = cuda_model_unsupported_reason(resolve_model(m)); !why.empty())
           throw InputError("--model " + m + ": the CUDA runners cannot run it: " + why);
-      sweep_csv = (results / gpu_results_folder(cuda.device_name) / (quick ? "sweep-quick.csv" : "sweep.csv")).string();
+      sweep_csv = (results / gpu_results_folder(cuda.device_name) /
+                   sweep_file.value_or(quick ? "sweep-quick.csv" : "sweep.csv"))
+                      .string();
     } else {
-      sweep_csv = (results / device_slug("cpu", cpu_device_name()) / "bench.csv").string();
+      sweep_csv = (results / device_slug("cpu", cpu_device_name()) / sweep_file.value_or("bench.csv")).string();
     }
     std::cout << "\n[1/3] " << (device == "cuda" ? "GPU" : "CPU") << " sweep: " << s.models.size() << " models x "
               << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point for its timed runs (at most "
