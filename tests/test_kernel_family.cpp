@@ -164,6 +164,10 @@ const std::vector<Own>& own_kernels() {
        "PrefillParamsE"},
       {"flash_prefill_v3_kernel", "attention_prefill",
        "_ZN4yoco4cuda52_GLOBAL__N__3eec6633_19_flash_prefill_v3_cu_0151b06223flash_prefill_v3_kernelILi2EEEvNS1_6ParamsE"},
+      // attention_merge.cu: ring attention's merge of partials, part of the prefill's attention
+      {"attention_merge_kernel", "attention_prefill",
+       "_ZN4yoco4cuda51_GLOBAL__N__3bc9ed77_18_attention_merge_cu_3a3cd08722attention_merge_kernelEPK13__nv_bfloat16"
+       "PKfllllbPfS7_PS2_"},
       // flash_decode.cu
       {"split_kernel", "attention_decode",
        "_ZN4yoco4cuda48_GLOBAL__N__74fb7e9e_15_flash_decode_cu_6cc1c9cd12split_kernelILi128EEEvNS1_11SplitParamsE"},

@@ -39,6 +39,8 @@ constexpr OwnKernel kOwnKernels[] = {
     {"flash_prefill_v1_kernel", "attention_prefill"},
     {"flash_prefill_v2_kernel", "attention_prefill"},
     {"flash_prefill_v3_kernel", "attention_prefill"},
+    // attention_merge.cu: ring attention's merge of a block's partial (the sharded prefill's attention).
+    {"attention_merge_kernel", "attention_prefill"},
     // flash_decode.cu: split-KV partials and their combine.
     {"split_kernel", "attention_decode"},
     {"combine_kernel", "attention_decode"},
