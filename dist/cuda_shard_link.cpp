@@ -223,6 +223,9 @@ void CudaShardLink::attention_across(const float* part_o, const float* part_lse,
 }
 
 void CudaShardLink::hidden_from(int root, float* x, int64_t elems, cudaStream_t stream) {
+  if (root < 0 || root >= comm_.size())
+    throw std::logic_error("CudaShardLink::hidden_from: root " + std::to_string(root) + " of " +
+                           std::to_string(comm_.size()) + " ranks");
   // Padded to whole 8-byte words (the MPI backend's unit): B x V logits may be odd.
   std::vector<float> buf(static_cast<size_t>((elems + 1) / 2 * 2), 0.0f);
   const int64_t bytes = elems * static_cast<int64_t>(sizeof(float));

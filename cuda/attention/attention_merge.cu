@@ -58,6 +58,9 @@ cudaError_t launch_attention_merge(const bf16* part_o, const float* part_lse, in
   if (part_o == nullptr || part_lse == nullptr || acc_o == nullptr || acc_lse == nullptr || batch < 1 || n < 1 ||
       heads < 1 || head_dim < 4 || head_dim % 4 != 0)
     return cudaErrorInvalidValue;
+  auto misaligned = [](const void* p, uintptr_t to) { return reinterpret_cast<uintptr_t>(p) % to != 0; };
+  if (misaligned(acc_o, 16) || misaligned(part_o, 8) || (out != nullptr && misaligned(out, 8)))
+    return cudaErrorInvalidValue;
   if (batch > INT64_MAX / n || batch * n > INT64_MAX / heads) return cudaErrorInvalidValue;
   const int64_t pairs = batch * n * heads;
   const int64_t blocks = (pairs + kWarps - 1) / kWarps;

@@ -121,7 +121,8 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) flash_prefill_v1_k
   const int64_t p_first = qs + i0, p_last = qs + i0 + rows_valid - 1;
   const int64_t window = p.window;
   // Clamped to the cache: ring attention's earlier key block has queries past its last row
-  // (a no-op within the q_start + q_len <= capacity contract).
+  // (window 0 there, so the range is never empty; a no-op within the q_start + q_len <=
+  // capacity contract).
   const attn::KeyBlockRange range =
       attn::key_blocks_in_cache(attn::key_block_range(p_first, p_last, window, Bc), p.capacity, Bc);
   // Keys any valid row of the tile can see; others are zero-filled.
@@ -218,7 +219,7 @@ __global__ void __launch_bounds__(T::kThreads, T::kMinBlocks) flash_prefill_v1_k
 #pragma unroll
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {  // delta = key - query position, 32-bit (capacity < 2^30)
+          for (int e = 0; e < 4; ++e) {  // delta = key - query position, 32-bit (|delta| <= q_start + q_len < 2^31)
             const int key = nt * 8 + (lane & 3) * 2 + (e & 1);  // within the block
             const int delta = delta0 + key - (mt * 16 + (lane >> 2) + (e >> 1) * 8);
             if (!attn::key_visible_delta(delta, window32) || key >= keys_left) s_acc[mt][nt][e] = -INFINITY;

@@ -4,7 +4,7 @@
 // into the partial over their union: o = w_a o_a + w_b o_b, with weights
 // exp(lse_x - lse) and lse = log(exp(lse_a) + exp(lse_b)). The maths of
 // attention_merge.cu (ring attention's step) on the host and the device, so
-// tests/test_merge_math.cpp proves it on the CPU; the pair of dist/
+// tests/test_attention_tiles.cpp (AttentionMerge) proves it on the CPU; the pair of dist/
 // partial_attention.hpp attention_combine (m, l, unnormalised o in double).
 #include <cmath>
 

@@ -147,6 +147,8 @@ TEST(RingAttention, MergeEqualsTheLogSumExpCombine) {
   EXPECT_LE(worst_lse, 1e-5);
   EXPECT_EQ(launch_attention_merge(da.ptr, dla.ptr, B, n, H, 6, true, acc.ptr, acc_lse.ptr, nullptr, nullptr),
             cudaErrorInvalidValue);  // head_dim not a multiple of 4
+  EXPECT_EQ(launch_attention_merge(da.ptr, dla.ptr, B, n, H, D, true, acc.ptr + 1, acc_lse.ptr, nullptr, nullptr),
+            cudaErrorInvalidValue);  // a running output off its 16-byte alignment
 }
 
 // A query chunk's attention built as the ring builds it -- its own chunk on
