@@ -18,7 +18,7 @@
 # (the benchmarks and their peers stay in one call: their ratios need it).
 # Step `dist` (issue 33): the CUDA runners (YOCO, the Transformer) sharded over MPI ranks that
 # share the one GPU (test_dist_cuda under mpirun -np 1, 2, 3; NCCL with one
-# rank), then `yoco generate --device cuda --check` under mpirun; the lent image
+# rank), then `yoco generate` and `yoco bench` with --device cuda under mpirun; the lent image
 # has no OpenMPI, so scripts/carry-libs.sh --mpirun carries a relocatable copy
 # in .carry/openmpi, which this script puts on PATH (OPAL_PREFIX).
 # Step `chunks` (not in the default): yoco-3b at 512K and 1M with prefill
@@ -292,14 +292,15 @@ if has_step dist; then
       note "$(printf '%-48s %s' dist.test "SKIP (test_dist_cuda is not in $BIN: another call runs it)")"
     fi
     if [ -x "$BIN/yoco" ]; then
-      # The command line end to end: cached logits against the sharded forward.
+      # The command line end to end (generate's --check is the CPU reference's:
+      # the GPU's logits are held to the reference by test_dist_cuda above).
       prompt=$(seq -s, 1 700)
       run_step dist.generate_gret_np2 120 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" generate --device cuda \
-        --model yoco-small --tokens "$prompt" --gen 16 --check
+        --model yoco-small --tokens "$prompt" --gen 16
       run_step dist.generate_swa_np3 120 "$MPIRUN" -np 3 --oversubscribe "$BIN/yoco" generate --device cuda \
-        --model yoco-swa-small --tokens "$prompt" --gen 16 --check
+        --model yoco-swa-small --tokens "$prompt" --gen 16
       run_step dist.generate_transformer_np2 120 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" generate --device cuda \
-        --model transformer-small --tokens "$prompt" --gen 16 --check
+        --model transformer-small --tokens "$prompt" --gen 16
       # The sweep on 2 ranks (device cuda-x2): latency, memory and the comm rows.
       run_step dist.bench_np2 180 "$MPIRUN" -np 2 --oversubscribe "$BIN/yoco" bench --device cuda \
         --model yoco-small,yoco-swa-small,transformer-small --lengths 4K --gen 64 --repeats 2 \
