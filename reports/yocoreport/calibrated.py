@@ -171,8 +171,10 @@ def calibrated_section(data, table, readme_dir, out_dir):
                       "prefill from below, which is what a batch of 1024 prefilled 32 tokens of each sequence a "
                       "step is (YOCO's runner projects the global K/V one sequence at a time: two calls per "
                       "sequence per step). Open: the 4K prefill at batch 1, which the model puts short for YOCO: "
-                      "the generation's cudaFree/cudaMalloc inside the timed prefill is not priced, and no CUPTI "
-                      "breakdown of these points exists yet (the GPU suite's models step takes one since) "
+                      "these points were measured while every timed prefill freed and allocated the generation's "
+                      "caches (a device-wide cudaFree, then cudaMalloc), which the model does not price; the "
+                      "runners keep them across prefills of one shape since 2026-11-27, and the GPU suite's "
+                      "models step re-measures the points with a CUPTI breakdown "
                       "([%s](%s))." % (host, rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.

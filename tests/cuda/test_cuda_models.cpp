@@ -396,7 +396,9 @@ TEST_P(CudaModelTest, ChunkedPrefillMatchesOneChunk) {
 // the same prompt and tokens (batch 2, 24 steps; the SWA ring wraps during
 // the steps of the small shapes). Then a batch-1 run (its own graph) and the
 // batch-2 run again with new caches: the graph must be recaptured, not
-// replayed over the freed buffers, and still give the same bits.
+// replayed over the freed buffers, and still give the same bits. The eager
+// run and a last batch-2 run keep the caches of the run before (the same
+// shape): zeroed again, they must give the same bits too.
 TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   YOCO_REQUIRE_GPU();
   const Case& c = case_named(GetParam());
@@ -424,11 +426,12 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
       dec.insert(dec.end(), l.begin(), l.end());
     }
   };
-  std::vector<float> pre_g, dec_g, pre_e, dec_e, pre_1, dec_1, pre_g2, dec_g2;
+  std::vector<float> pre_g, dec_g, pre_e, dec_e, pre_1, dec_1, pre_g2, dec_g2, pre_g3, dec_g3;
   run(true, seqs, pre_g, dec_g);
-  run(false, seqs, pre_e, dec_e);
+  run(false, seqs, pre_e, dec_e);  // the caches of the run before, kept
   run(true, {seqs[0]}, pre_1, dec_1);
   run(true, seqs, pre_g2, dec_g2);
+  run(true, seqs, pre_g3, dec_g3);  // kept again, the graph captured anew over them
   ASSERT_EQ(static_cast<int64_t>(dec_g.size()), 2 * steps * V);
   bool finite = true;
   for (float x : dec_g) finite = finite && std::isfinite(x);
@@ -437,6 +440,8 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   EXPECT_TRUE(bitwise_equal(dec_g, dec_e)) << c.name << ": graph and eager decode steps differ";
   EXPECT_TRUE(bitwise_equal(pre_g, pre_g2)) << c.name << ": the prefill itself is not deterministic";
   EXPECT_TRUE(bitwise_equal(dec_g, dec_g2)) << c.name << ": a graph replayed after new caches differs";
+  EXPECT_TRUE(bitwise_equal(pre_g, pre_g3)) << c.name << ": a prefill over kept caches differs";
+  EXPECT_TRUE(bitwise_equal(dec_g, dec_g3)) << c.name << ": a graph over kept caches differs";
   std::printf("[ model    ] %s: graph and eager decode %s over %ld steps x batch 2\n", c.name.c_str(),
               bitwise_equal(dec_g, dec_e) && bitwise_equal(dec_g, dec_g2) ? "bit-identical" : "DIFFER",
               static_cast<long>(steps));
