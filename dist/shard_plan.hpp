@@ -28,6 +28,19 @@ struct ShardPlan {
     for (int r = 0; r < ranks; ++r) p.bounds.push_back(p.bounds.back() + n / ranks + (r < n % ranks ? 1 : 0));
     return p;
   }
+  // The command line's plan of a prompt of n tokens over `ranks` ranks with
+  // `per_rank` parts each (YOCO 1; the Transformer's context parallelism 2,
+  // chunks r and 2R-1-r), as even as possible; InputError in the user's words
+  // when a part would be empty.
+  static ShardPlan for_prompt(int64_t n, int ranks, int per_rank) {
+    const int parts = ranks * per_rank;
+    if (n < parts)
+      throw InputError("a prompt of " + std::to_string(n) + " tokens cannot be split over " + std::to_string(ranks) +
+                       " ranks (" +
+                       (per_rank == 1 ? "each rank holds at least one token" : "each rank holds two chunks of at least one") +
+                       "): give a longer prompt or fewer ranks");
+    return even(n, parts);
+  }
   // Given lengths, one per rank, each >= 1.
   static ShardPlan of_lengths(const std::vector<int64_t>& lengths) {
     if (lengths.empty()) throw InputError("a shard plan needs at least one rank");

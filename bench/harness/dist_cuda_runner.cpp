@@ -75,15 +75,8 @@ class DistCudaRunner final : public DistRunner {
   // The link's plan for a prompt of n tokens: YOCO one contiguous shard a
   // rank, the Transformer two chunks of 2R (as the CPU runners plan them).
   void plan(int64_t n) const {
-    const bool yoco = runner_->config().is_yoco();
-    const int parts = yoco ? comm_.size() : 2 * comm_.size();
-    if (n < parts)
-      throw InputError("a prompt of " + std::to_string(n) + " tokens cannot be split over " +
-                       std::to_string(comm_.size()) + " ranks (" +
-                       (yoco ? "each rank holds at least one token" : "each rank holds two chunks of at least one") +
-                       "): give a longer prompt or fewer ranks");
-    if (yoco) link_.plan(dist::ShardPlan::even(n, parts));
-    else link_.plan_ring(dist::ShardPlan::even(n, parts));
+    if (runner_->config().is_yoco()) link_.plan(dist::ShardPlan::for_prompt(n, comm_.size(), 1));
+    else link_.plan_ring(dist::ShardPlan::for_prompt(n, comm_.size(), 2));
   }
   // The call's bytes by label. A device out of memory on one rank ends the
   // job: the other ranks would wait for it in their next collective, and the

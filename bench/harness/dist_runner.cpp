@@ -76,15 +76,7 @@ class Runner final : public DistRunner {
   static constexpr bool kYoco = std::is_same_v<Model, YocoModel<T>>;
 
   // Every rank at least one token (two chunks each for the Transformer).
-  dist::ShardPlan plan(int64_t n) const {
-    const int parts = kYoco ? comm_.size() : 2 * comm_.size();
-    if (n < parts)
-      throw InputError("a prompt of " + std::to_string(n) + " tokens cannot be split over " +
-                       std::to_string(comm_.size()) + " ranks (" +
-                       (kYoco ? "each rank holds at least one token" : "each rank holds two chunks of at least one") +
-                       "): give a longer prompt or fewer ranks");
-    return dist::ShardPlan::even(n, parts);
-  }
+  dist::ShardPlan plan(int64_t n) const { return dist::ShardPlan::for_prompt(n, comm_.size(), kYoco ? 1 : 2); }
 
   // The call metered (this rank's activations) and its bytes by label.
   template <class F>
