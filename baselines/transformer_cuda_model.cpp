@@ -526,7 +526,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
   // Each step: n_max tokens of every sequence, batch x n_max <= prefill_chunk.
   const int64_t n_max = link_ ? ring_.rows() : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
-    allocate_caches(B, rows);  // drops the previous generation first
+    allocate_caches(B, rows);  // keeps the previous generation's of the same shape, else drops it first
     const Activations a = activations(B * n_max);
     int64_t* range_dev = link_ ? nullptr : scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     int64_t* positions = scratch_.i64("positions", B);

@@ -85,9 +85,14 @@ TEST(DeviceArena, AnAllocationThatDoesNotFitIsAnErrorValue) {
   // Nothing was counted for the failed buffer, and the arena goes on working.
   EXPECT_EQ(arena.report().at(MemCategory::kv_cache), 0);
   EXPECT_EQ(arena.live_buffers(), 1);
+  EXPECT_EQ(arena.allocations(MemCategory::kv_cache), 0);
   DeviceBuffer small = arena.allocate(MemCategory::kv_cache, 150, "smaller K/V");
   EXPECT_TRUE(small);
   EXPECT_FALSE(arena.allocate(MemCategory::state, 0, "empty"));
+  // Allocations counted by category, failed ones not.
+  EXPECT_EQ(arena.allocations(MemCategory::weights), 1);
+  EXPECT_EQ(arena.allocations(MemCategory::kv_cache), 1);
+  EXPECT_EQ(arena.allocations(MemCategory::state), 0);
 }
 
 TEST(DeviceArena, BuffersMoveAndReleaseOnce) {

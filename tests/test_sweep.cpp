@@ -28,6 +28,7 @@ struct Log {
   double per_layer = 0;     // > 0: each layer adds this fraction of the base time
   int64_t decode_steps = 0, skipped = 0;
   std::vector<int64_t> step_positions;  // the cache position each decode step wrote
+  std::vector<int64_t> prefill_caps;    // each synthetic prefill's cache capacity (prompt + room)
   int64_t oom_above_batch = 0;          // > 0: a prefill of a larger batch runs out of memory
 };
 
@@ -57,7 +58,10 @@ class FakeRunner : public ModelRunner {
       log_.allocated_lengths.push_back(prompt.length);
     }
     if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) throw BatchBadAlloc();
-    if (!allocation) ++log_.prefills;
+    if (!allocation) {
+      ++log_.prefills;
+      log_.prefill_caps.push_back(prompt.length + max_new_tokens);
+    }
     log_.now += kPrefillPerToken * static_cast<double>(prompt.batch * prompt.length) * layer_factor();
     batch_ = prompt.batch;
     pos_ = prompt.length;
@@ -866,6 +870,12 @@ TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {
   EXPECT_NEAR(*row(rows, "decode.kernels", "cupti_overhead_fraction").value, 0, 1e-9);
   EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").repeats, 3) << "the profiled prefill is not a timed one";
   EXPECT_EQ(dev.log.prefills, 1 + 3 + 1);
+  // The profiled prefill has the last timed one's shape (its decode room), so
+  // a runner keeping a generation's caches across one shape keeps them there:
+  // no allocation in the profiled run that the timed median lacks.
+  ASSERT_EQ(dev.log.prefill_caps.size(), 5u);
+  EXPECT_GT(dev.log.prefill_caps[3], dev.log.prefill_caps[2]) << "the last timed prefill reserves decode room";
+  EXPECT_EQ(dev.log.prefill_caps[4], dev.log.prefill_caps[3]);
   // The rows resume as their phase's: a finished file resumes to itself.
   FakeBackend again;
   again.profiler = true;

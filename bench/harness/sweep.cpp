@@ -302,14 +302,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
 
       // Will it fit, and how long will it take?
       // Steps beyond the timed sample that the device adds (none on the CPU).
-      const int64_t dec_warm = dev.decode_warmup_steps(), dec_extra = dev.decode_extra_steps();
-      // --cupti: the profiled decode steps continue the timed ones' cache.
-      const int64_t cupti_room = s.cupti ? std::min(s.cupti_decode_steps, s.decode_sample) + dec_warm : 0;
+      const int64_t dec_warm = dev.decode_warmup_steps(), dec_room = decode_room(s, dev);
       // The latency batch's generation; the throughput's batch was planned to
       // fit and is confirmed by allocation (it failing costs its rows only).
-      const double need =
-          dev.generation_bytes(cfg, s.precision, B, n, s.decode_sample + dec_warm + dec_extra + cupti_room,
-                               s.prefill_chunk);
+      const double need = dev.generation_bytes(cfg, s.precision, B, n, dec_room, s.prefill_chunk);
       const double pre1 = predict.prefill(model, ap.prefill.total().flops / B, ap.prefill_s / B);
       const double step1 = predict.decode(model, ap.decode.total().bytes, ap.decode_s);
       int warmup = s.warmup, repeats = s.repeats;
@@ -368,7 +364,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             for (int i = 0; i < warmup + repeats; ++i) {
               progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
               const bool last = i + 1 == warmup + repeats;
-              const int64_t room = last && decode ? s.decode_sample + dec_warm + dec_extra + cupti_room : 0;
+              const int64_t room = last && decode ? dec_room : 0;
               const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
               if (i >= warmup) times.push_back(t);
               if (i == warmup) {

@@ -6,6 +6,7 @@
 // (sweep_throughput.cpp) and the --cupti kernel breakdown (sweep_steps.cpp).
 // Internal to the harness: the protocol's rules are tested through run_sweep
 // (tests/test_sweep.cpp).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <new>
@@ -114,6 +115,15 @@ ProbeResult run_layer_probes(const SweepSettings& s, DeviceBackend& dev, Progres
 void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& progress, ModelRunner& runner,
                         const ModelConfig& cfg, int64_t n, int64_t Bt, const std::string& bt_note, bool tp_one,
                         PointResult& res);
+
+// The decode steps a latency point's last prefill reserves room for: the
+// timed sample, the device's warm-up and extra steps, and --cupti's profiled
+// steps (which continue the timed ones' cache).
+inline int64_t decode_room(const SweepSettings& s, const DeviceBackend& dev) {
+  const int64_t dec_warm = dev.decode_warmup_steps();
+  const int64_t cupti_room = s.cupti ? std::min(s.cupti_decode_steps, s.decode_sample) + dec_warm : 0;
+  return s.decode_sample + dec_warm + dev.decode_extra_steps() + cupti_room;
+}
 
 // --cupti, right after a latency point's timed runs on `runner` (its cache
 // has room for the profiled decode steps): the device's kernel breakdown of

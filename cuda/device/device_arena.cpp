@@ -71,6 +71,7 @@ DeviceBuffer DeviceArena::allocate(MemCategory c, int64_t bytes, const std::stri
   if (current_[i] > peak_[i]) peak_[i] = current_[i];
   total_current_ += bytes;
   if (total_current_ > total_peak_) total_peak_ = total_current_;
+  ++allocations_[i];
   ++live_;
   return b;
 }

@@ -109,6 +109,9 @@ class DeviceArena {
   // Peaks restart from the current values (e.g. between prefill and decode).
   void reset_peaks();
   int live_buffers() const { return live_; }
+  // Allocations made in a category since the arena began (a kept buffer is
+  // not one): how a test sees that a runner reused its caches.
+  int64_t allocations(MemCategory c) const { return allocations_[static_cast<int>(c)]; }
 
  private:
   friend class DeviceBuffer;
@@ -116,6 +119,7 @@ class DeviceArena {
   DeviceBackend& backend_;
   std::array<int64_t, kMemCategories> current_{}, peak_{};
   int64_t total_current_ = 0, total_peak_ = 0;
+  std::array<int64_t, kMemCategories> allocations_{};
   int live_ = 0;
 };
 

@@ -41,8 +41,9 @@ class CudaModel {
 
   virtual const ModelConfig& config() const = 0;
 
-  // Starts a generation: drops the previous caches, allocates caches for
-  // exactly length + max_new_tokens tokens per sequence, runs the prompt
+  // Starts a generation: caches for exactly length + max_new_tokens tokens per
+  // sequence (the previous generation's, zeroed again, when batch and size
+  // are the same; else the previous dropped and new ones allocated), runs the prompt
   // through in steps of at most `prefill_chunk` tokens of the whole batch
   // (cache_plan::prefill_tokens_per_sequence: chunk / batch of each sequence,
   // at least one), so the activations do not grow with the batch either.

@@ -348,6 +348,7 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity, int64_t
   // again below): freeing and allocating them anew put a device-wide
   // cudaFree and cudaMalloc calls inside every timed prefill of a benchmark's
   // repeats -- at the small presets' 4K, a prefill is well under a millisecond.
+  // (Sharded, take_shard has dropped the generation already: a shard never keeps one.)
   const bool keep = kv_ && state_ && positions_ && batch == batch_ && kv_.bytes() == kv_bytes &&
                     state_.bytes() == state_bytes && (!link_ || (append_rows_ && ring_lengths_));
   if (keep) {

@@ -427,11 +427,20 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
     }
   };
   std::vector<float> pre_g, dec_g, pre_e, dec_e, pre_1, dec_1, pre_g2, dec_g2, pre_g3, dec_g3;
+  // Caches and states allocated so far (a kept generation allocates none).
+  auto generation_allocs = [&] {
+    return model->arena().allocations(MemCategory::kv_cache) + model->arena().allocations(MemCategory::state);
+  };
   run(true, seqs, pre_g, dec_g);
+  const int64_t after_first = generation_allocs();
   run(false, seqs, pre_e, dec_e);  // the caches of the run before, kept
+  EXPECT_EQ(generation_allocs(), after_first) << c.name << ": a prefill of the same shape allocated its caches again";
   run(true, {seqs[0]}, pre_1, dec_1);
+  EXPECT_GT(generation_allocs(), after_first) << c.name << ": another batch kept the old caches";
   run(true, seqs, pre_g2, dec_g2);
+  const int64_t after_fourth = generation_allocs();
   run(true, seqs, pre_g3, dec_g3);  // kept again, the graph captured anew over them
+  EXPECT_EQ(generation_allocs(), after_fourth) << c.name;
   ASSERT_EQ(static_cast<int64_t>(dec_g.size()), 2 * steps * V);
   bool finite = true;
   for (float x : dec_g) finite = finite && std::isfinite(x);
@@ -443,7 +452,9 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   EXPECT_TRUE(bitwise_equal(pre_g, pre_g3)) << c.name << ": a prefill over kept caches differs";
   EXPECT_TRUE(bitwise_equal(dec_g, dec_g3)) << c.name << ": a graph over kept caches differs";
   std::printf("[ model    ] %s: graph and eager decode %s over %ld steps x batch 2\n", c.name.c_str(),
-              bitwise_equal(dec_g, dec_e) && bitwise_equal(dec_g, dec_g2) ? "bit-identical" : "DIFFER",
+              bitwise_equal(dec_g, dec_e) && bitwise_equal(dec_g, dec_g2) && bitwise_equal(dec_g, dec_g3)
+                  ? "bit-identical"
+                  : "DIFFER",
               static_cast<long>(steps));
 }
 
