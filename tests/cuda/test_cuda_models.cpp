@@ -594,6 +594,15 @@ OptionRuns run_with_option(const Case& c, const char* name, const char* before, 
   return runs;
 }
 
+// The option's runs held to the bounds: the middle row (the reference's
+// sequence) against the reference, every row against the run without it.
+void expect_option_runs_within_bound(const std::string& what, const OptionRuns& runs, const RefData& r, int64_t N) {
+  expect_within_bound(what + ", middle row", runs.after[1], r, N - 1);
+  for (size_t b = 0; b < 3; ++b)
+    expect_pair_within_bound(what + ", row " + std::to_string(b) + " against the run without it", runs.after[b],
+                             runs.before[b], r, N - 1);
+}
+
 // The global K/V of a batch projected at once (YOCO_GLOBAL_KV=batched: one
 // GEMM, RoPE, the rows copied into each cache) gives what a GEMM per sequence
 // gives: a batch of 3 prefilled in steps of 291 rows (97 tokens of each
@@ -614,10 +623,7 @@ TEST(CudaModelGlobalKv, TheBatchedProjectionMatchesThePerSequenceOne) {
                   runs.before_model->arena().report().at(MemCategory::activations),
               rows_bytes)
         << c.name << ": YOCO_GLOBAL_KV=batched left no rows buffer";
-    expect_within_bound(c.name + " batched global K/V, middle row", runs.after[1], r, N - 1);
-    for (size_t b = 0; b < 3; ++b)
-      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", batched vs per-sequence global K/V",
-                               runs.after[b], runs.before[b], r, N - 1);
+    expect_option_runs_within_bound(c.name + " batched global K/V", runs, r, N);
   }
 }
 
@@ -647,10 +653,7 @@ TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
                   runs.after_model->arena().report().peak_at(MemCategory::activations),
               saved)
         << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
-    expect_within_bound(c.name + " FFN in blocks of 100 rows, middle row", runs.after[1], r, N - 1);
-    for (size_t b = 0; b < 3; ++b)
-      expect_pair_within_bound(c.name + " row " + std::to_string(b) + ", FFN blocks vs the whole step",
-                               runs.after[b], runs.before[b], r, N - 1);
+    expect_option_runs_within_bound(c.name + " FFN in blocks of 100 rows", runs, r, N);
     const int64_t T = static_cast<int64_t>(r.seq.size());
     const std::vector<float> f = runs.after_model->forward(r.seq, 1, T);
     ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
