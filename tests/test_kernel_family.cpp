@@ -141,11 +141,14 @@ const std::vector<Own>& own_kernels() {
        "_ZN4yoco4cuda50_GLOBAL__N__20113284_17_gret_recurrent_cu_55b6e83724gret_step_generic_kernelEPK13__nv_"
        "bfloat16S4_S4_lPKfPfPS2_ll"},
       {"gret_step_sliced_kernel", "gret",
-       "_ZN4yoco4cuda50_GLOBAL__N__20113284_17_gret_recurrent_cu_55b6e83723gret_step_sliced_kernelILi128ELi16ELi4ELb1ELb1"
-       "EEEvPK13__nv_bfloat16S5_S5_lPKfPfPhPS3_S5_lfli"},
+       "_ZN4yoco4cuda50_GLOBAL__N__96a8c19c_17_gret_recurrent_cu_55b6e83723gret_step_sliced_kernelILi128ELi16ELi4ELb1ELNS1"
+       "_8StepKindE2EEEvPK13__nv_bfloat16S6_S6_lPKfPfPhPS4_S6_lfli"},
       {"gret_pending_flush_kernel", "gret",
        "_ZN4yoco4cuda50_GLOBAL__N__20113284_17_gret_recurrent_cu_55b6e83725gret_pending_flush_kernelILi128ELi16ELi4EEEvPf"
        "Phi"},
+      {"gret_state_update_kernel", "gret",
+       "_ZN4yoco4cuda50_GLOBAL__N__96a8c19c_17_gret_recurrent_cu_55b6e83724gret_state_update_kernelILi128ELi16ELi4EEEvPK1"
+       "3__nv_bfloat16S5_lPKfPfli"},
       // gret_gate.cu
       {"log_decay_kernel", "gret",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f16log_decay_kernelI13__nv_bfloat16EEvPKT_lllfPf"},

@@ -8,7 +8,13 @@
 //   plain, fused, overlapped (programmatic dependent launches), and the
 //   deferred step overlapped, plain and fused (gret_pending.hpp: the state
 //   traffic leaves the dependent path; its 3.7 % of extra record bytes at
-//   D 128 are not in the floor);
+//   D 128 are not in the floor); the split step overlapped, plain and fused
+//   (gret_recurrent.hpp: the output step on the dependent path, each layer's
+//   state update forked onto a side stream and joined at the end, so the
+//   time runs until every state is written; its second read of the state is
+//   not in the floor): updates on 13 side streams (each beside the later
+//   layers, as in a runner, where each has a layer's projections and FFN to
+//   run beside) and on 1 (the updates in one queue);
 // - norm + gate and the log-decay at 32K tokens × 24 heads × 128.
 // The old one-block-per-head kernel is gone (this replaces it), so the
 // comparison is against the copy ceiling only.
@@ -26,6 +32,7 @@
 #include "dtype.hpp"
 #include "gret/gret_gate.hpp"
 #include "gret/gret_recurrent.hpp"
+#include "gret/gret_update_branches.hpp"
 #include "bench_buffers.hpp"
 #include "kernel_bench.hpp"
 
@@ -107,26 +114,47 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
       report.add(f);
     }
   }
+  // The split step: the output step (a programmatic dependent of the layer
+  // before), its state update forked onto `br`; every update joined at the end.
+  cuda::GretUpdateBranches side13(kLayers), side1(1);
+  check(side13.prepare(), "side streams");
+  check(side1.prepare(), "side stream");
+  auto split = [&](cudaStream_t st, int layer, bool with_gate, cuda::GretUpdateBranches& br) {
+    float* state = states.p + layer * state_elems;
+    check(with_gate ? cuda::launch_gret_output_step_norm_gate(q, k, v, stride, lg.p, state, g, stride, 1e-5f, out.p,
+                                                              B, H, D, st, true)
+                    : cuda::launch_gret_output_step(q, k, v, stride, lg.p, state, o.p, B, H, D, st, true),
+          "output step");
+    check(br.launch_update(st, k, v, stride, lg.p, state, B, H, D), "state update");
+  };
+
   // 13 layers: eager launches vs one graph replay (each layer its own state);
   // mode 2 launches each step as a programmatic dependent of the one before
   // (its state loads overlap the previous layer's tail: the header's contract
   // holds, every layer has its own state).
   // Modes 3 and 4: the deferred step overlapped, plain and with norm + gate
   // (each layer its own state and pending records: the contract holds).
+  // Modes 5-7: the split step overlapped, plain and fused with 13 side
+  // streams, fused with one.
   auto thirteen = [&](cudaStream_t st, int mode) {
     for (int l = 0; l < kLayers; ++l) {
-      if (mode >= 3) deferred(st, l, mode == 4, true);
+      if (mode >= 5) split(st, l, mode != 5, mode == 7 ? side1 : side13);
+      else if (mode >= 3) deferred(st, l, mode == 4, true);
       else if (mode == 1) fused(st, l);
       else step(st, l, mode == 2);
     }
+    if (mode >= 5) check((mode == 7 ? side1 : side13).join(st), "join the state updates");
   };
-  for (int mode : {0, 1, 2, 3, 4}) {
-    const bool use_fused = mode == 1 || mode == 4;
-    if ((use_fused || mode == 3) && !fused_ok) continue;
+  for (int mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
+    const bool use_fused = mode == 1 || mode == 4 || mode == 6 || mode == 7;
+    if ((use_fused || mode == 3 || mode == 5) && !fused_ok) continue;
     const std::string kind = mode == 1   ? "fused step+norm_gate"
                              : mode == 2 ? "step overlapped"
                              : mode == 3 ? "deferred step overlapped"
                              : mode == 4 ? "deferred fused step+norm_gate overlapped"
+                             : mode == 5 ? "split step overlapped 13 side streams"
+                             : mode == 6 ? "split fused step+norm_gate overlapped 13 side streams"
+                             : mode == 7 ? "split fused step+norm_gate overlapped 1 side stream"
                                          : "step";
     KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * step_bytes,
                    kLayers * step_flops, {}, ""};

@@ -34,6 +34,7 @@ constexpr OwnKernel kOwnKernels[] = {
     {"gret_step_generic_kernel", "gret"},
     {"gret_step_sliced_kernel", "gret"},
     {"gret_pending_flush_kernel", "gret"},
+    {"gret_state_update_kernel", "gret"},
     {"log_decay_kernel", "gret"},  // the decay's log-gammas: the cost model counts their bytes under gret
     // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
     {"flash_prefill_v1_kernel", "attention_prefill"},

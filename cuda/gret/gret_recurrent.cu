@@ -104,12 +104,18 @@ __device__ __forceinline__ void apply_pending(float* S, const unsigned char* rec
   }
 }
 
+// What a step kernel does with the state.
+//   eager:    S ← γ S + kᵀ v stored, o = q S;
+//   deferred: the state is one step behind; `pending` holds the step it lacks
+//             (gret_pending.hpp); kW must be gret_deferred_slice_width(D);
+//   output:   o = q (γ S + kᵀ v) only, the state left as it was (the split
+//             step's dependent half; gret_state_update_kernel is the other).
+enum class StepKind { eager, deferred, output };
+
 // kFused: the slices of one head form one cluster (cluster rank = slice); the
 // sum of squares of the head's D fp32 outputs is added across the cluster
 // through distributed shared memory, then out = silu(g) ⊙ o / sqrt(mean(o²) + eps).
-// kDeferred: the state is one step behind; `pending` holds the step it lacks
-// (gret_pending.hpp). kW must then be gret_deferred_slice_width(D).
-template <int kThreads, int kW, int kNR, bool kFused, bool kDeferred>
+template <int kThreads, int kW, int kNR, bool kFused, StepKind kKind>
 __global__ void __launch_bounds__(kThreads)
     gret_step_sliced_kernel(const bf16* __restrict__ q, const bf16* __restrict__ k, const bf16* __restrict__ v,
                             int64_t row_stride, const float* __restrict__ log_gamma, float* __restrict__ state,
@@ -139,7 +145,7 @@ __global__ void __launch_bounds__(kThreads)
   load_state_part(S, th, D, s);
   [[maybe_unused]] GretPendingLayout L;
   [[maybe_unused]] unsigned char* rec = nullptr;
-  if constexpr (kDeferred) {
+  if constexpr (kKind == StepKind::deferred) {
     L = gret_pending_layout(D);
     rec = pending + L.record_offset(bh, th.slice);
     apply_pending(S, rec, L, th, D, s);
@@ -158,13 +164,14 @@ __global__ void __launch_bounds__(kThreads)
   const float lg_now = log_gamma[bh];
   const GretDecay gamma = make_gret_decay(lg_now);
 
-  // 2. S ← γ S + kᵀ v (stored back, or deferred: kept in registers only); this
-  //    thread's share of o = q S (the current token counts with weight 1).
+  // 2. S ← γ S + kᵀ v (stored back by the eager step; kept in registers only
+  //    by the deferred and output steps); this thread's share of o = q S (the
+  //    current token counts with weight 1).
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int i = 0; i < kNR; ++i) {
     const float4 n = decay_add4(gamma, s[i], kr[i], vc);
-    if (!kDeferred && th.row(i) < D) *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = n;
+    if (kKind == StepKind::eager && th.row(i) < D) *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = n;
     acc[0] = fmaf(qr[i], n.x, acc[0]);  // qr = 0 on rows ≥ D
     acc[1] = fmaf(qr[i], n.y, acc[1]);
     acc[2] = fmaf(qr[i], n.z, acc[2]);
@@ -185,7 +192,7 @@ __global__ void __launch_bounds__(kThreads)
   // Deferred: this step's update becomes the record. Every thread of the CTA
   // has read the old record (before the barrier above), and no other CTA
   // reads this one; bf16 → fp32 → bf16 is exact, so k and v are stored as given.
-  if constexpr (kDeferred) {
+  if constexpr (kKind == StepKind::deferred) {
     auto* pk = reinterpret_cast<bf16*>(rec + L.k_offset());
     auto* pv = reinterpret_cast<bf16*>(rec + L.v_offset());
     if (th.quad == 0)
@@ -249,6 +256,32 @@ __global__ void __launch_bounds__(kThreads)
     *reinterpret_cast<uint4*>(rec + off) = make_uint4(0u, 0u, 0u, 0u);
 }
 
+// The split step's second half: this CTA's slice of S ← γ S + kᵀ v, the eager
+// step's arithmetic on the same values (so the state ends bit-identical to
+// the eager step's), without o. It overwrites the state the output step
+// reads, so it runs after that step has completed (the launcher's contract).
+template <int kThreads, int kW, int kNR>
+__global__ void __launch_bounds__(kThreads)
+    gret_state_update_kernel(const bf16* __restrict__ k, const bf16* __restrict__ v, int64_t row_stride,
+                             const float* __restrict__ log_gamma, float* __restrict__ state, int64_t heads, int D) {
+  using Th = SliceThread<kThreads, kW>;
+  const Th th(D);
+  const int64_t bh = th.bh, in = (bh / heads) * row_stride + (bh % heads) * D;
+  float* S = state + bh * static_cast<int64_t>(D) * D + th.col;
+  float4 s[kNR];
+  load_state_part(S, th, D, s);
+  float kr[kNR], vc[4];
+#pragma unroll
+  for (int i = 0; i < kNR; ++i) kr[i] = th.row(i) < D ? __bfloat162float(k[in + th.row(i)]) : 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) vc[j] = __bfloat162float(v[in + th.col + j]);
+  const GretDecay gamma = make_gret_decay(log_gamma[bh]);
+#pragma unroll
+  for (int i = 0; i < kNR; ++i)
+    if (th.row(i) < D)
+      *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = decay_add4(gamma, s[i], kr[i], vc);
+}
+
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 // A launch with the optional attributes: a cluster of a head's slices
@@ -296,12 +329,12 @@ cudaError_t with_slice_shape(int D, F&& f) {
   return f(SliceShape<256, 32, 8>{});
 }
 
-template <class Shape, bool kFused, bool kDeferred = false>
+template <class Shape, bool kFused, StepKind kKind = StepKind::eager>
 cudaError_t launch_sliced(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
                           float* state, unsigned char* pending, bf16* out, const bf16* g, int64_t g_stride, float eps,
                           int64_t batch, int64_t heads, int D, cudaStream_t stream, bool overlap_previous = false) {
   const int slices = D / Shape::kW;
-  return launch_ex(gret_step_sliced_kernel<Shape::kThreads, Shape::kW, Shape::kNR, kFused, kDeferred>,
+  return launch_ex(gret_step_sliced_kernel<Shape::kThreads, Shape::kW, Shape::kNR, kFused, kKind>,
                    batch * heads * slices, Shape::kThreads, kFused ? slices : 1, overlap_previous, stream, q, k, v,
                    row_stride, log_gamma, state, pending, out, g, g_stride, eps, heads, D);
 }
@@ -313,8 +346,8 @@ bool shape_args_ok(int64_t batch, int64_t heads, int64_t head_dim, const void* s
          aligned16(state) && aligned16(pending);
 }
 
-// The step at the shared shape: eager or deferred, plain or fused.
-template <bool kFused, bool kDeferred>
+// The step at the shared shape: eager, deferred or output, plain or fused.
+template <bool kFused, StepKind kKind>
 cudaError_t launch_shaped(const bf16* q, const bf16* k, const bf16* v, int64_t row_stride, const float* log_gamma,
                           float* state, void* pending, bf16* out, const bf16* g, int64_t g_stride, float eps,
                           int64_t batch, int64_t heads, int64_t head_dim, cudaStream_t stream,
@@ -323,7 +356,7 @@ cudaError_t launch_shaped(const bf16* q, const bf16* k, const bf16* v, int64_t r
   auto* p = static_cast<unsigned char*>(pending);
   const int D = static_cast<int>(head_dim);
   return with_slice_shape(D, [&](auto shape) {
-    return launch_sliced<decltype(shape), kFused, kDeferred>(q, k, v, row_stride, log_gamma, state, p, out, g,
+    return launch_sliced<decltype(shape), kFused, kKind>(q, k, v, row_stride, log_gamma, state, p, out, g,
                                                             g_stride, eps, batch, heads, D, stream, overlap_previous);
   });
 }
@@ -339,7 +372,7 @@ cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat
   const int D = static_cast<int>(head_dim);
   if (D % 16 == 0 && D <= 256 && aligned16(state)) {
     if (gret_deferred_slice_width(D) != 0)
-      return launch_shaped<false, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
+      return launch_shaped<false, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
                                          heads, head_dim, stream, overlap_previous);
     // 144, 176, 208, 240: 16 columns a CTA (no fused or deferred step there).
     return launch_sliced<SliceShape<128, 16, 8>, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0,
@@ -361,7 +394,7 @@ cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const _
                                                  float* state, const __nv_bfloat16* g, int64_t g_stride, float eps,
                                                  __nv_bfloat16* out, int64_t batch, int64_t heads, int64_t head_dim,
                                                  cudaStream_t stream) {
-  return launch_shaped<true, false>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch,
+  return launch_shaped<true, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch,
                                     heads, head_dim, stream, false);
 }
 
@@ -370,7 +403,7 @@ cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat1
                                       __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
                                       cudaStream_t stream, bool overlap_previous) {
   if (pending == nullptr) return cudaErrorInvalidValue;
-  return launch_shaped<false, true>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f, batch, heads,
+  return launch_shaped<false, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f, batch, heads,
                                     head_dim, stream, overlap_previous);
 }
 
@@ -381,7 +414,7 @@ cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __
                                                 int64_t heads, int64_t head_dim, cudaStream_t stream,
                                                 bool overlap_previous) {
   if (pending == nullptr) return cudaErrorInvalidValue;
-  return launch_shaped<true, true>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride, eps, batch,
+  return launch_shaped<true, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride, eps, batch,
                                    heads, head_dim, stream, overlap_previous);
 }
 
@@ -394,6 +427,37 @@ cudaError_t launch_gret_pending_flush(float* state, void* pending, int64_t batch
     using S = decltype(shape);
     return launch_ex(gret_pending_flush_kernel<S::kThreads, S::kW, S::kNR>, batch * heads * (D / S::kW), S::kThreads,
                      1, false, stream, state, p, D);
+  });
+}
+
+cudaError_t launch_gret_output_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    int64_t row_stride, const float* log_gamma, const float* state,
+                                    __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
+                                    cudaStream_t stream, bool overlap_previous) {
+  // The kernel never writes the state in this kind; its parameter is shared with the other kinds.
+  return launch_shaped<false, StepKind::output>(q, k, v, row_stride, log_gamma, const_cast<float*>(state), nullptr, o,
+                                                nullptr, 0, 0.0f, batch, heads, head_dim, stream, overlap_previous);
+}
+
+cudaError_t launch_gret_output_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                              const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
+                                              const float* state, const __nv_bfloat16* g, int64_t g_stride,
+                                              float eps, __nv_bfloat16* out, int64_t batch, int64_t heads,
+                                              int64_t head_dim, cudaStream_t stream, bool overlap_previous) {
+  return launch_shaped<true, StepKind::output>(q, k, v, row_stride, log_gamma, const_cast<float*>(state), nullptr,
+                                               out, g, g_stride, eps, batch, heads, head_dim, stream,
+                                               overlap_previous);
+}
+
+cudaError_t launch_gret_state_update(const __nv_bfloat16* k, const __nv_bfloat16* v, int64_t row_stride,
+                                     const float* log_gamma, float* state, int64_t batch, int64_t heads,
+                                     int64_t head_dim, cudaStream_t stream) {
+  if (!shape_args_ok(batch, heads, head_dim, state, nullptr)) return cudaErrorInvalidValue;
+  const int D = static_cast<int>(head_dim);
+  return with_slice_shape(D, [&](auto shape) {
+    using S = decltype(shape);
+    return launch_ex(gret_state_update_kernel<S::kThreads, S::kW, S::kNR>, batch * heads * (D / S::kW), S::kThreads,
+                     1, false, stream, k, v, row_stride, log_gamma, state, heads, D);
   });
 }
 

@@ -115,4 +115,40 @@ cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __
 cudaError_t launch_gret_pending_flush(float* state, void* pending, int64_t batch, int64_t heads, int64_t head_dim,
                                       cudaStream_t stream);
 
+// ---- The split step: the output on the dependent path, the state update off it ----
+// Why (cuda/gret/NOTES-gret_decode.md): at batch 1 a step's cost in a chain of
+// layers is its dependent part, and the eager step's includes storing and
+// draining the whole state before the next kernel may go on. Nothing but the
+// same layer's next step reads that state, so the step is cut in two:
+//   launch_gret_output_step[_norm_gate]: o (or the normed, gated out) exactly
+//     as the eager step (or the fused step) writes it, bit for bit: the same
+//     γ S + kᵀ v formed in registers, never stored; the state is only read.
+//     overlap_previous: a programmatic dependent launch, as for
+//     launch_gret_recurrent_step (the state loads overlap the previous
+//     kernel; q, k, v and log γ are read after it completes); the contract is
+//     the eager step's: the kernel before must not write `state`.
+//   launch_gret_state_update: S ← γ S + kᵀ v, the eager step's arithmetic on
+//     the same values, so that afterwards the state is the eager step's bit
+//     for bit. It must start after the output step has completed (it
+//     overwrites what that step reads), and complete before anything
+//     overwrites k, v or log γ and before the layer's next step. Launched on
+//     a side stream (gret_update_branches.hpp), it runs beside the layer's
+//     later kernels instead of in front of them.
+// Both serve gret_fused_step_supported(head_dim) with a 16-byte-aligned
+// state (the shared CTA shape); otherwise cudaErrorInvalidValue.
+cudaError_t launch_gret_output_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                    int64_t row_stride, const float* log_gamma, const float* state,
+                                    __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
+                                    cudaStream_t stream, bool overlap_previous = false);
+
+cudaError_t launch_gret_output_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                              const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
+                                              const float* state, const __nv_bfloat16* g, int64_t g_stride,
+                                              float eps, __nv_bfloat16* out, int64_t batch, int64_t heads,
+                                              int64_t head_dim, cudaStream_t stream, bool overlap_previous = false);
+
+cudaError_t launch_gret_state_update(const __nv_bfloat16* k, const __nv_bfloat16* v, int64_t row_stride,
+                                     const float* log_gamma, float* state, int64_t batch, int64_t heads,
+                                     int64_t head_dim, cudaStream_t stream);
+
 }  // namespace yoco::cuda

@@ -80,6 +80,7 @@ const char* gret_decode_variant_name(GretDecodeVariant v) {
   switch (v) {
     case GretDecodeVariant::eager: return "eager";
     case GretDecodeVariant::deferred: return "deferred";
+    case GretDecodeVariant::split: return "split";
     default: return "automatic";
   }
 }
@@ -89,14 +90,17 @@ GretDecodeVariant gret_decode_variant_from_env() {
   if (v.empty() || v == "automatic") return GretDecodeVariant::automatic;
   if (v == "eager") return GretDecodeVariant::eager;
   if (v == "deferred") return GretDecodeVariant::deferred;
-  throw InputError("YOCO_GRET_DECODE is '" + v + "': it must be 'deferred', 'eager' or 'automatic' (or unset)");
+  if (v == "split") return GretDecodeVariant::split;
+  throw InputError("YOCO_GRET_DECODE is '" + v +
+                   "': it must be 'split', 'deferred', 'eager' or 'automatic' (or unset)");
 }
 
 bool gret_decode_supported(int64_t head_dim) { return gret_step_supported(head_dim); }
 
 GretDecodeVariant select_gret_decode(int64_t head_dim, GretDecodeVariant variant) {
   const GretDecodeVariant v = variant == GretDecodeVariant::automatic ? kDefaultDecode : variant;
-  if (v == GretDecodeVariant::deferred && !gret_fused_step_supported(head_dim)) return GretDecodeVariant::eager;
+  if ((v == GretDecodeVariant::deferred || v == GretDecodeVariant::split) && !gret_fused_step_supported(head_dim))
+    return GretDecodeVariant::eager;
   return v;
 }
 
@@ -110,10 +114,19 @@ cudaError_t launch_gret_decode_norm_gate(GretDecodeVariant variant, const __nv_b
                                          const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
                                          float* state, void* pending, const __nv_bfloat16* g, int64_t g_stride,
                                          float eps, __nv_bfloat16* out, int64_t batch, int64_t heads,
-                                         int64_t head_dim, cudaStream_t stream, bool overlap_previous) {
-  if (select_gret_decode(head_dim, variant) == GretDecodeVariant::deferred)
+                                         int64_t head_dim, cudaStream_t stream, bool overlap_previous,
+                                         GretUpdateBranches* branches) {
+  const GretDecodeVariant selected = select_gret_decode(head_dim, variant);
+  if (selected == GretDecodeVariant::deferred)
     return launch_gret_deferred_step_norm_gate(q, k, v, row_stride, log_gamma, state, pending, g, g_stride, eps, out,
                                                batch, heads, head_dim, stream, overlap_previous);
+  if (selected == GretDecodeVariant::split) {
+    if (branches == nullptr) return cudaErrorInvalidValue;
+    const cudaError_t e = launch_gret_output_step_norm_gate(q, k, v, row_stride, log_gamma, state, g, g_stride, eps,
+                                                            out, batch, heads, head_dim, stream, overlap_previous);
+    if (e != cudaSuccess) return e;
+    return branches->launch_update(stream, k, v, row_stride, log_gamma, state, batch, heads, head_dim);
+  }
   if (gret_fused_step_supported(head_dim))
     return launch_gret_recurrent_step_norm_gate(q, k, v, row_stride, log_gamma, state, g, g_stride, eps, out, batch,
                                                 heads, head_dim, stream);

@@ -3,7 +3,7 @@
 // chunkwise prefill, the decode step), each answering "supported?" and
 // "which?" together, so runners ask for `automatic` and never name a variant.
 // The per-run overrides are read here and nowhere else: YOCO_GRET_CHUNK
-// (a chunk variant's name) and YOCO_GRET_DECODE (eager | deferred); a caller
+// (a chunk variant's name) and YOCO_GRET_DECODE (eager | deferred | split); a caller
 // reads them once, when it is made (cuda/README.md, the variant tables).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "gret/gret_plan.hpp"
+#include "gret/gret_update_branches.hpp"
 
 namespace yoco::cuda {
 
@@ -53,7 +54,7 @@ GretChunkPlan select_gret_chunk(const GretChunkShape& shape, int sm_count,
                                 GretChunkVariant variant = GretChunkVariant::automatic, int chunk = 64);
 
 // ---- decode step
-enum class GretDecodeVariant { automatic, eager, deferred };
+enum class GretDecodeVariant { automatic, eager, deferred, split };
 
 const char* gret_decode_variant_name(GretDecodeVariant v);
 // YOCO_GRET_DECODE's variant (automatic when unset or empty); InputError otherwise.
@@ -61,9 +62,10 @@ GretDecodeVariant gret_decode_variant_from_env();
 
 // A decode step exists for this head dim.
 bool gret_decode_supported(int64_t head_dim);
-// eager or deferred: automatic is the measured default (eager: the deferred
-// step lost on the H100, cuda/gret/NOTES-gret_decode.md); deferred only where
-// the fused step serves the head dim, else eager.
+// eager, deferred or split: automatic is the measured default (eager: the
+// deferred step lost on the H100, cuda/gret/NOTES-gret_decode.md; split is not
+// yet measured); deferred and split only where the fused step serves the head
+// dim, else eager.
 GretDecodeVariant select_gret_decode(int64_t head_dim, GretDecodeVariant variant = GretDecodeVariant::automatic);
 
 // Bytes per gRet layer the decode variant keeps beside the fp32 state, 16-byte
@@ -74,13 +76,18 @@ int64_t gret_decode_state_extra_bytes(GretDecodeVariant variant, int64_t batch, 
 // One decode step of a gRet layer with its per-head RMSNorm and gate (out =
 // silu(g) * norm(o)), by the variant select_gret_decode returned: deferred
 // (the fused deferred step; `pending` holds its records, and overlap_previous
-// makes it a programmatic dependent of the kernel before it), or eager (the
-// fused step where it serves the head dim, else the step, o into `out`, then
-// the norm and gate in place). cuda/gret/gret_recurrent.hpp has each contract.
+// makes it a programmatic dependent of the kernel before it), split (the fused
+// output step, overlap_previous as for deferred, then the state update forked
+// onto `branches`: the caller joins it before k, v or log γ are overwritten
+// and before the step ends; cudaErrorInvalidValue without branches), or eager
+// (the fused step where it serves the head dim, else the step, o into `out`,
+// then the norm and gate in place). cuda/gret/gret_recurrent.hpp has each
+// contract.
 cudaError_t launch_gret_decode_norm_gate(GretDecodeVariant variant, const __nv_bfloat16* q, const __nv_bfloat16* k,
                                          const __nv_bfloat16* v, int64_t row_stride, const float* log_gamma,
                                          float* state, void* pending, const __nv_bfloat16* g, int64_t g_stride,
                                          float eps, __nv_bfloat16* out, int64_t batch, int64_t heads,
-                                         int64_t head_dim, cudaStream_t stream, bool overlap_previous);
+                                         int64_t head_dim, cudaStream_t stream, bool overlap_previous,
+                                         GretUpdateBranches* branches = nullptr);
 
 }  // namespace yoco::cuda

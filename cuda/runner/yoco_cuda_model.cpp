@@ -198,6 +198,7 @@ class YocoCudaModel final : public CudaModel {
   // The gRet kernels, as the selectors answer for this model (their per-run
   // overrides read once, here).
   GretDecodeVariant decode_ = GretDecodeVariant::eager;
+  GretUpdateBranches update_branches_{1};  // the split step's state updates (side stream made on first use)
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
   GlobalKvProjection global_kv_ = GlobalKvProjection::per_sequence;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
@@ -247,6 +248,9 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   W_ = cfg_.window();
   eps_ = static_cast<float>(cfg_.norm_eps);
   decode_ = select_gret_decode(cfg_.self_head_dim(), gret_decode_variant_from_env());
+  // Its side stream now, not inside the first decode step's capture.
+  if (decode_ == GretDecodeVariant::split)
+    check_cuda(update_branches_.prepare(), "create the gRet state-update stream");
   chunk_variant_ = gret_chunk_variant_from_env();
   global_kv_ = global_kv_projection_from_env();
   ffn_rows_ = ffn_row_block_from_env();
@@ -678,7 +682,11 @@ void YocoCudaModel::enqueue_self_decoder_step(int64_t batch, const StepBuffers& 
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
   for (int64_t l = 0; l < Ls_; ++l) {
-        norm(r, self_w_[l].mixer_norm, h);
+    norm(r, self_w_[l].mixer_norm, h);
+    // The split step's state update of the layer before reads k, v and log γ from proj and lg: done before the
+    // projection and the log-decay overwrite them (a no-op for the other steps). Never join right before a
+    // programmatic dependent launch: how a join's edge combines with a programmatic one is not documented.
+    check_cuda(update_branches_.join(stream_), "join the gRet state update");
     check_gemm(gemm_.linear(h, batch, d_, self_w_[l].proj, SW, proj, stream_), "self-decoder fused projection");
     check_cuda(launch_rope_at(proj, batch, SW, Hs_, D_, pos, 1, f, RopeLayout::interleaved, 1.0, stream_), "self-decoder RoPE q");
     if (gret()) {
@@ -693,7 +701,7 @@ void YocoCudaModel::enqueue_self_decoder_step(int64_t batch, const StepBuffers& 
       // the state nor the step's records.
       check_cuda(launch_gret_decode_norm_gate(decode_, proj, proj + d_, proj + 2 * d_, SW, lg, gret_state(l),
                                               gret_pending(l), proj + 3 * d_, SW, eps_, o, batch, Hs_, D_, stream_,
-                                              /*overlap_previous=*/true),
+                                              /*overlap_previous=*/true, &update_branches_),
                  "self-decoder gRet step + norm + gate");
     } else {
       check_cuda(launch_rope_at(proj + d_, batch, SW, Hs_, D_, pos, 1, f, RopeLayout::interleaved, 1.0, stream_),
@@ -725,6 +733,8 @@ void YocoCudaModel::enqueue_self_decoder_step(int64_t batch, const StepBuffers& 
   check_cuda(launch_cache_write_rows(kvrow, 2 * kvw_, batch, 1, 2 * kvw_, append_rows(), kv_.as<bf16>(), rows_,
                                      2 * kvw_, 0, stream_),
              "global K/V append");
+  // The last layer's split-step state update ran beside the lines above; the step (and a capture) ends joined.
+  check_cuda(update_branches_.join(stream_), "join the gRet state update");
 }
 
 void YocoCudaModel::set_sharded_positions(int64_t pos, int64_t visible_rows) {
@@ -773,7 +783,14 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
     // The graph stays valid while the batch, the caches and the buffers do.
     const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
     const auto t0 = std::chrono::steady_clock::now();
-    graph_.run(stream_, key, graphs_, [&] { enqueue_decode_step(batch_, b); });
+    graph_.run(stream_, key, graphs_, [&] {
+      try {
+        enqueue_decode_step(batch_, b);
+      } catch (...) {
+        update_branches_.forget();  // a fork recorded in an abandoned capture is not there to join
+        throw;
+      }
+    });
     last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++position_;
   } catch (const DeviceOutOfMemory&) {

@@ -458,10 +458,12 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
               static_cast<long>(steps));
 }
 
-// The yoco runner's two gRet decode steps (YOCO_GRET_DECODE, read when a
-// model is made): the deferred step keeps the state one step behind but its
-// outputs are the eager step's bits, so the whole model's decode logits are
-// too, from a graph (programmatic dependent launches inside) and eagerly.
+// The yoco runner's gRet decode steps (YOCO_GRET_DECODE, read when a model is
+// made): the deferred step keeps the state one step behind, and the split step
+// updates the state on a side stream joined before the next layer's
+// projection, but both give the eager step's bits, so the whole model's decode
+// logits are too, from a graph (programmatic dependent launches and the side
+// branches inside) and eagerly.
 // Sets an environment variable for a scope and puts back what was there (the
 // runners read their kernel switches when a model is made).
 class ScopedEnv {
@@ -497,7 +499,7 @@ void expect_unknown_choice_refused(const char* name, const char* value) {
   }
 }
 
-TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
+TEST(CudaModelGretDecode, EveryStepVariantGivesTheSameLogits) {
   YOCO_REQUIRE_GPU();
   const Case& c = case_named("yoco-small");
   const ModelConfig cfg = config_of(c.name);
@@ -531,6 +533,12 @@ TEST(CudaModelGretDecode, DeferredAndEagerStepsGiveTheSameLogits) {
   EXPECT_TRUE(finite) << "NaN or Inf in the logits";
   EXPECT_TRUE(bitwise_equal(eager, deferred_graph)) << "deferred (graph) and eager gRet decode differ";
   EXPECT_TRUE(bitwise_equal(eager, deferred_eager)) << "deferred (eager launches) and eager gRet decode differ";
+  int64_t st_split = 0;
+  const auto split_graph = logits_with("split", true, &st_split);
+  EXPECT_EQ(st_split, st_eager) << "the split step keeps nothing beside the state";
+  const auto split_eager = logits_with("split", false, &st_split);
+  EXPECT_TRUE(bitwise_equal(eager, split_graph)) << "split (graph) and eager gRet decode differ";
+  EXPECT_TRUE(bitwise_equal(eager, split_eager)) << "split (eager launches) and eager gRet decode differ";
 }
 
 TEST(CudaModelGretDecode, AnUnknownStepChoiceIsAClearError) {

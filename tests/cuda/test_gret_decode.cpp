@@ -14,7 +14,10 @@
 // - the deferred step (gret_pending.hpp), plain and fused, alone and as
 //   programmatic dependents, eager and from a graph: every output equal to the
 //   eager step's bit for bit, the state one step behind, and after the flush
-//   the eager state bit for bit (also over the 4096-step decode).
+//   the eager state bit for bit (also over the 4096-step decode);
+// - the split step (output step + state update on side streams), plain and
+//   fused, alone, as programmatic dependents and from a graph: outputs and
+//   states equal the eager step's bit for bit.
 // Every output buffer starts poisoned (NaN), so an unwritten element fails.
 #include <gtest/gtest.h>
 
@@ -30,6 +33,8 @@
 #include "gret.hpp"
 #include "gret/gret_gate.hpp"
 #include "gret/gret_recurrent.hpp"
+#include "gret/gret_select.hpp"
+#include "gret/gret_update_branches.hpp"
 #include "ops.hpp"
 
 namespace yoco::cuda {
@@ -555,6 +560,182 @@ TEST(GretDecode, DeferredStepRejectsWhatItCannotServe) {
             cudaErrorInvalidValue);
   EXPECT_EQ(launch_gret_pending_flush(st.ptr, pend.bytes.ptr, 1, H, 512, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refused launch leaves no error behind";
+}
+
+// The split step (launch_gret_output_step[_norm_gate] + launch_gret_state_update
+// forked onto GretUpdateBranches): 13 layers (5 at D != 128: still more than
+// 4 side streams) x 3 steps, B 2, each layer its own rows, decay and state, at
+// head dim D. The outputs equal the eager step's
+// (plain) and the fused step's (norm + gate) bit for bit, and so do the final
+// states; with the updates on 1 and on 4 side streams, launched plainly, as
+// programmatic dependents, and from a captured graph replayed. A lone output
+// step leaves the state's bits untouched.
+void check_split_step(int64_t D) {
+  const int64_t B = 2, H = 24, HD = H * D, stride = 3 * HD + 8, layers = D == 128 ? 13 : 5, steps = 3;
+  const size_t state_elems = static_cast<size_t>(B * H * D * D);
+  const auto row = random_bf16_values(static_cast<size_t>(layers * B * stride), 191);
+  std::vector<float> lg(static_cast<size_t>(layers * B * H)), s0(layers * state_elems);
+  std::mt19937_64 rng(192);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (size_t i = 0; i < lg.size(); ++i)  // both decay paths: near 1 (δ form) and strong (γ form)
+    lg[i] = i % 5 == 0 ? -1.0f - std::abs(nd(rng)) : std::min(0.0f, -std::abs(nd(rng)) * 0.05f);
+  for (auto& x : s0) x = 0.1f * nd(rng);
+  DeviceArray<bf16> drow(row.size()), out(static_cast<size_t>(layers * B * HD));
+  DeviceArray<float> dlg(lg.size()), st(s0.size());
+  upload_bf16(drow, row);
+  upload(dlg, lg);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  auto q_of = [&](int64_t l) { return drow.ptr + l * B * stride; };
+  auto reset = [&]() {
+    upload(st, s0);
+    EXPECT_EQ(cudaMemset(out.ptr, 0xff, out.n * sizeof(bf16)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the legacy-stream resets before the non-blocking chains
+  };
+  // The eager chains: the plain step (o) and the fused step (out, g = v).
+  auto eager = [&](bool fused) {
+    reset();
+    for (int t = 0; t < steps; ++t)
+      for (int64_t l = 0; l < layers; ++l) {
+        const bf16* b = q_of(l);
+        const cudaError_t e =
+            fused ? launch_gret_recurrent_step_norm_gate(b, b + HD, b + 2 * HD, stride, dlg.ptr + l * B * H,
+                                                         st.ptr + l * state_elems, b + 2 * HD, stride, kEps,
+                                                         out.ptr + l * B * HD, B, H, D, stream)
+                  : launch_gret_recurrent_step(b, b + HD, b + 2 * HD, stride, dlg.ptr + l * B * H,
+                                               st.ptr + l * state_elems, out.ptr + l * B * HD, B, H, D, stream);
+        EXPECT_EQ(e, cudaSuccess);
+      }
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    return std::make_pair(download(st), download_bf16(out));
+  };
+  // One token's 13 layers, split; joined at the end as a runner's step is.
+  auto split_step = [&](GretUpdateBranches& br, bool fused, bool overlap) {
+    for (int64_t l = 0; l < layers; ++l) {
+      const bf16* b = q_of(l);
+      const float* lgl = dlg.ptr + l * B * H;
+      float* s = st.ptr + l * state_elems;
+      const cudaError_t e =
+          fused ? launch_gret_output_step_norm_gate(b, b + HD, b + 2 * HD, stride, lgl, s, b + 2 * HD, stride, kEps,
+                                                    out.ptr + l * B * HD, B, H, D, stream, overlap)
+                : launch_gret_output_step(b, b + HD, b + 2 * HD, stride, lgl, s, out.ptr + l * B * HD, B, H, D,
+                                          stream, overlap);
+      if (e != cudaSuccess) return e;
+      if (const cudaError_t u = br.launch_update(stream, b + HD, b + 2 * HD, stride, lgl, s, B, H, D);
+          u != cudaSuccess)
+        return u;
+    }
+    return br.join(stream);
+  };
+  // mode 0: plain launches, 1: programmatic dependents, 2: those captured once and replayed.
+  auto split = [&](int streams, int mode, bool fused) {
+    reset();
+    GretUpdateBranches br(streams);
+    EXPECT_EQ(br.prepare(), cudaSuccess);
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    if (mode == 2) {
+      EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+      EXPECT_EQ(split_step(br, fused, true), cudaSuccess);
+      EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+      EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    }
+    for (int t = 0; t < steps; ++t) {
+      if (mode == 2) EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      else EXPECT_EQ(split_step(br, fused, mode == 1), cudaSuccess);
+    }
+    EXPECT_FALSE(br.outstanding());
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    return std::make_pair(download(st), download_bf16(out));
+  };
+  for (bool fused : {false, true}) {
+    const auto want = eager(fused);
+    for (float x : want.second) ASSERT_TRUE(std::isfinite(x));
+    for (int streams : {1, 4})
+      for (int mode : {0, 1, 2}) {
+        const auto got = split(streams, mode, fused);
+        const std::string what = std::string(fused ? "fused" : "plain") + ", " + std::to_string(streams) +
+                                 " side streams, mode " + std::to_string(mode);
+        EXPECT_TRUE(same_bits(got.first, want.first)) << "states differ: " << what;
+        EXPECT_TRUE(same_bits(got.second, want.second)) << "outputs differ: " << what;
+      }
+  }
+
+  // A lone output step: the eager step's o, the state's bits as they were.
+  reset();
+  const bf16* b = q_of(0);
+  ASSERT_EQ(launch_gret_output_step(b, b + HD, b + 2 * HD, stride, dlg.ptr, st.ptr, out.ptr, B, H, D, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const std::vector<float> after = download(st);
+  EXPECT_TRUE(same_bits(std::vector<float>(after.begin(), after.begin() + static_cast<int64_t>(state_elems)),
+                        std::vector<float>(s0.begin(), s0.begin() + static_cast<int64_t>(state_elems))))
+      << "the output step wrote the state";
+  const auto lone = download_bf16(out);
+  reset();
+  ASSERT_EQ(launch_gret_recurrent_step(b, b + HD, b + 2 * HD, stride, dlg.ptr, st.ptr, out.ptr, B, H, D, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto eager_o = download_bf16(out);
+  EXPECT_EQ(std::memcmp(lone.data(), eager_o.data(), static_cast<size_t>(B * HD) * sizeof(float)), 0)
+      << "a lone output step's o differs from the eager step's";
+  cudaStreamDestroy(stream);
+}
+
+TEST(GretDecode, SplitStepEqualsTheEagerStepBitForBit) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t D : {64, 128, 256}) {  // the three CTA shapes
+    SCOPED_TRACE("D " + std::to_string(D));
+    check_split_step(D);
+  }
+}
+
+TEST(GretDecode, SplitStepRejectsWhatItCannotServe) {
+  YOCO_REQUIRE_GPU();
+  const int64_t H = 2, D = 128, HD = H * D;
+  DeviceArray<bf16> row(3 * HD), o(HD);
+  DeviceArray<float> lg(H), st(H * D * D + 4);
+  const bf16 *q = row.ptr, *k = row.ptr + HD, *v = row.ptr + 2 * HD;
+  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr + 1, o.ptr, 1, H, D, nullptr),
+            cudaErrorInvalidValue);  // state not 16-byte aligned
+  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr + 1, 1, H, D, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr, o.ptr, 1, H, 96 + 8, nullptr),
+            cudaErrorInvalidValue);  // head dim not a multiple of 16
+  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr, 1, H, 144, nullptr),
+            cudaErrorInvalidValue);  // 9 slices of 16: no shared shape
+  EXPECT_EQ(launch_gret_output_step_norm_gate(q, k, v, 3 * HD, lg.ptr, st.ptr, v, 3 * HD, kEps, o.ptr, 0, H, D,
+                                              nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_decode_norm_gate(GretDecodeVariant::split, q, k, v, 3 * HD, lg.ptr, st.ptr, nullptr, v,
+                                         3 * HD, kEps, o.ptr, 1, H, D, nullptr, false, nullptr),
+            cudaErrorInvalidValue)
+      << "the split step needs its branches";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refused launch leaves no error behind";
+}
+
+// The split variant is chosen only where its kernels serve the head dim, and
+// YOCO_GRET_DECODE names it (no device needed).
+TEST(GretDecode, SplitIsSelectedWhereItsKernelsServe) {
+  EXPECT_EQ(select_gret_decode(128, GretDecodeVariant::split), GretDecodeVariant::split);
+  EXPECT_EQ(select_gret_decode(256, GretDecodeVariant::split), GretDecodeVariant::split);
+  EXPECT_EQ(select_gret_decode(144, GretDecodeVariant::split), GretDecodeVariant::eager);
+  EXPECT_EQ(select_gret_decode(40, GretDecodeVariant::split), GretDecodeVariant::eager);
+  EXPECT_STREQ(gret_decode_variant_name(GretDecodeVariant::split), "split");
+  const char* old = std::getenv("YOCO_GRET_DECODE");
+  const std::string saved = old ? old : "";
+  setenv("YOCO_GRET_DECODE", "split", 1);
+  EXPECT_EQ(gret_decode_variant_from_env(), GretDecodeVariant::split);
+  setenv("YOCO_GRET_DECODE", "splitt", 1);
+  try {
+    (void)gret_decode_variant_from_env();
+    ADD_FAILURE() << "YOCO_GRET_DECODE=splitt was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("YOCO_GRET_DECODE"), std::string::npos) << e.what();
+  }
+  if (old) setenv("YOCO_GRET_DECODE", saved.c_str(), 1);
+  else unsetenv("YOCO_GRET_DECODE");
 }
 
 TEST(GretDecode, LogDecayMatchesTheReferenceAndIsNeverPositive) {
