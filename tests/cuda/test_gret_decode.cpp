@@ -404,22 +404,45 @@ void check_log_decay(bool bf16_input) {
   EXPECT_EQ(bad, 0);
 }
 
+// A chain of `layers` decode layers' inputs: per layer B rows of `stride`
+// elements (q | k | v at 0, HD, 2·HD), B·H decays, a random fp32 state; on the
+// device, with a non-blocking stream for the chains. Decays near 1 (the δ
+// form), and with strong_decays every fifth one far from it (the γ form).
+struct LayerInputs {
+  std::vector<float> s0;
+  DeviceArray<bf16> row;
+  DeviceArray<float> lg, state;
+  cudaStream_t stream = nullptr;
+  LayerInputs(int64_t B, int64_t H, int64_t D, int64_t stride, int64_t layers, uint64_t seed, bool strong_decays)
+      : s0(static_cast<size_t>(layers * B * H * D * D)),
+        row(static_cast<size_t>(layers * B * stride)),
+        lg(static_cast<size_t>(layers * B * H)),
+        state(s0.size()) {
+    upload_bf16(row, random_bf16_values(row.n, seed));
+    std::vector<float> decays(lg.n);
+    std::mt19937_64 rng(seed + 1);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (size_t i = 0; i < decays.size(); ++i)
+      decays[i] = strong_decays && i % 5 == 0 ? -1.0f - std::abs(nd(rng)) : std::min(0.0f, -std::abs(nd(rng)) * 0.05f);
+    for (auto& x : s0) x = 0.1f * nd(rng);
+    upload(lg, decays);
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) stream = nullptr;
+  }
+  LayerInputs(const LayerInputs&) = delete;
+  LayerInputs& operator=(const LayerInputs&) = delete;
+  ~LayerInputs() {
+    if (stream) cudaStreamDestroy(stream);
+  }
+};
+
 TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
   YOCO_REQUIRE_GPU();
   const int64_t B = 2, H = 24, D = 128, HD = H * D, stride = 3 * HD + 8, layers = 13, steps = 3;
   const size_t state_elems = static_cast<size_t>(B * H * D * D);
-  const auto row = random_bf16_values(static_cast<size_t>(layers * B * stride), 91);
-  std::vector<float> lg(static_cast<size_t>(layers * B * H)), s0(layers * state_elems);
-  std::mt19937_64 rng(92);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& x : lg) x = std::min(0.0f, -std::abs(nd(rng)) * 0.05f);
-  for (auto& x : s0) x = 0.1f * nd(rng);
-  DeviceArray<bf16> drow(row.size()), o(static_cast<size_t>(layers * B * HD));
-  DeviceArray<float> dlg(lg.size()), st(s0.size());
-  upload_bf16(drow, row);
-  upload(dlg, lg);
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  LayerInputs in(B, H, D, stride, layers, 91, false);
+  ASSERT_NE(in.stream, nullptr);
+  DeviceArray<bf16> o(static_cast<size_t>(layers * B * HD));
+  auto& [s0, drow, dlg, st, stream] = in;
   // Each layer reads its own q/k/v rows, decay and state and writes its own o:
   // the overlap contract holds (no step writes the next one's state).
   auto chain = [&](bool overlap) {
@@ -539,10 +562,9 @@ TEST(GretDecode, OverlappedLaunchesEqualPlainOnesBitForBit) {
     EXPECT_TRUE(same_bits(got.first, fused_plain.first)) << "deferred fused states differ, mode " << mode;
     EXPECT_TRUE(same_bits(got.second, fused_plain.second)) << "deferred fused outputs differ, mode " << mode;
   }
-  cudaStreamDestroy(stream);
 }
 
-TEST(GretDecode, DeferredStepRejectsWhatItCannotServe) {
+TEST(GretDecode, DeferredAndSplitStepsRejectWhatTheyCannotServe) {
   YOCO_REQUIRE_GPU();
   const int64_t H = 2, D = 128, HD = H * D;
   DeviceArray<bf16> row(3 * HD), o(HD);
@@ -559,6 +581,20 @@ TEST(GretDecode, DeferredStepRejectsWhatItCannotServe) {
   EXPECT_EQ(launch_gret_deferred_step(q, k, v, 3 * HD, lg.ptr, st.ptr, pend.bytes.ptr, o.ptr, 0, H, D, nullptr),
             cudaErrorInvalidValue);
   EXPECT_EQ(launch_gret_pending_flush(st.ptr, pend.bytes.ptr, 1, H, 512, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr + 1, o.ptr, 1, H, D, nullptr),
+            cudaErrorInvalidValue);  // state not 16-byte aligned
+  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr + 1, 1, H, D, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr, o.ptr, 1, H, 96 + 8, nullptr),
+            cudaErrorInvalidValue);  // head dim not a multiple of 16
+  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr, 1, H, 144, nullptr),
+            cudaErrorInvalidValue);  // 9 slices of 16: no shared shape
+  EXPECT_EQ(launch_gret_output_step_norm_gate(q, k, v, 3 * HD, lg.ptr, st.ptr, v, 3 * HD, kEps, o.ptr, 0, H, D,
+                                              nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_decode_norm_gate(GretDecodeVariant::split, q, k, v, 3 * HD, lg.ptr, st.ptr, nullptr, v,
+                                         3 * HD, kEps, o.ptr, 1, H, D, nullptr, false, nullptr),
+            cudaErrorInvalidValue)
+      << "the split step needs its branches";
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refused launch leaves no error behind";
 }
 
@@ -573,19 +609,10 @@ TEST(GretDecode, DeferredStepRejectsWhatItCannotServe) {
 void check_split_step(int64_t D) {
   const int64_t B = 2, H = 24, HD = H * D, stride = 3 * HD + 8, layers = D == 128 ? 13 : 5, steps = 3;
   const size_t state_elems = static_cast<size_t>(B * H * D * D);
-  const auto row = random_bf16_values(static_cast<size_t>(layers * B * stride), 191);
-  std::vector<float> lg(static_cast<size_t>(layers * B * H)), s0(layers * state_elems);
-  std::mt19937_64 rng(192);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (size_t i = 0; i < lg.size(); ++i)  // both decay paths: near 1 (δ form) and strong (γ form)
-    lg[i] = i % 5 == 0 ? -1.0f - std::abs(nd(rng)) : std::min(0.0f, -std::abs(nd(rng)) * 0.05f);
-  for (auto& x : s0) x = 0.1f * nd(rng);
-  DeviceArray<bf16> drow(row.size()), out(static_cast<size_t>(layers * B * HD));
-  DeviceArray<float> dlg(lg.size()), st(s0.size());
-  upload_bf16(drow, row);
-  upload(dlg, lg);
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  LayerInputs in(B, H, D, stride, layers, 191, true);
+  ASSERT_NE(in.stream, nullptr);
+  DeviceArray<bf16> out(static_cast<size_t>(layers * B * HD));
+  auto& [s0, drow, dlg, st, stream] = in;
   auto q_of = [&](int64_t l) { return drow.ptr + l * B * stride; };
   auto reset = [&]() {
     upload(st, s0);
@@ -681,7 +708,6 @@ void check_split_step(int64_t D) {
   const auto eager_o = download_bf16(out);
   EXPECT_EQ(std::memcmp(lone.data(), eager_o.data(), static_cast<size_t>(B * HD) * sizeof(float)), 0)
       << "a lone output step's o differs from the eager step's";
-  cudaStreamDestroy(stream);
 }
 
 TEST(GretDecode, SplitStepEqualsTheEagerStepBitForBit) {
@@ -690,29 +716,6 @@ TEST(GretDecode, SplitStepEqualsTheEagerStepBitForBit) {
     SCOPED_TRACE("D " + std::to_string(D));
     check_split_step(D);
   }
-}
-
-TEST(GretDecode, SplitStepRejectsWhatItCannotServe) {
-  YOCO_REQUIRE_GPU();
-  const int64_t H = 2, D = 128, HD = H * D;
-  DeviceArray<bf16> row(3 * HD), o(HD);
-  DeviceArray<float> lg(H), st(H * D * D + 4);
-  const bf16 *q = row.ptr, *k = row.ptr + HD, *v = row.ptr + 2 * HD;
-  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr + 1, o.ptr, 1, H, D, nullptr),
-            cudaErrorInvalidValue);  // state not 16-byte aligned
-  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr + 1, 1, H, D, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(launch_gret_output_step(q, k, v, 3 * HD, lg.ptr, st.ptr, o.ptr, 1, H, 96 + 8, nullptr),
-            cudaErrorInvalidValue);  // head dim not a multiple of 16
-  EXPECT_EQ(launch_gret_state_update(k, v, 3 * HD, lg.ptr, st.ptr, 1, H, 144, nullptr),
-            cudaErrorInvalidValue);  // 9 slices of 16: no shared shape
-  EXPECT_EQ(launch_gret_output_step_norm_gate(q, k, v, 3 * HD, lg.ptr, st.ptr, v, 3 * HD, kEps, o.ptr, 0, H, D,
-                                              nullptr),
-            cudaErrorInvalidValue);
-  EXPECT_EQ(launch_gret_decode_norm_gate(GretDecodeVariant::split, q, k, v, 3 * HD, lg.ptr, st.ptr, nullptr, v,
-                                         3 * HD, kEps, o.ptr, 1, H, D, nullptr, false, nullptr),
-            cudaErrorInvalidValue)
-      << "the split step needs its branches";
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refused launch leaves no error behind";
 }
 
 // The split variant is chosen only where its kernels serve the head dim, and
