@@ -1,6 +1,7 @@
 // The shared memory-bound kernels of both runners (cuda/ops/elementwise.cu) over one
 // 32K-token prefill chunk of yoco-3b (d 3072, F 8192, 24 heads x 128): the
-// fused add + RMSNorm, SwiGLU and RoPE of q inside the fused q|k|v|g rows. In
+// fused add + RMSNorm, SwiGLU and RoPE of q (and of q and k in one pass, as
+// the runners run it) inside the fused q|k|v|g rows. In
 // the H100 sweep's CUPTI breakdown these three took 24% of yoco-3b's prefill;
 // each row here is against the copy ceiling of the same run.
 // Bytes (each tensor once): add + RMSNorm reads the fp32 residual and the bf16
@@ -9,6 +10,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -65,8 +67,21 @@ YOCO_KERNEL_BENCH(elementwise) {
                 "rope");
         },
         stream);
-    r.notes = all_finite_bf16(qkvg.p, qkvg.n) ? "q finite" : "q NOT FINITE";
+    r.notes = all_finite_bf16(qkvg.p, qkvg.n) ? "q finite; 4-byte pair accesses" : "q NOT FINITE";
     report.add(r);
+    // What the runners' prefill runs: q and k in one pass, k scaled by D^-1/2.
+    KernelResult qk{"rope", "q|k of q|k|v|g rows 32768 H24 D128 interleaved, one pass", "yoco-3b", kRows, 1,
+                    8.0 * kRows * HD, 0, {}, ""};
+    qk.time = time_launches(
+        [&](cudaStream_t st) {
+          check(cuda::launch_rope(qkvg.p, kRows, stride, 2 * kHeads, kHeadDim, 0, kRows, dinv.p,
+                                  RopeLayout::interleaved, st, 1.0 / std::sqrt(static_cast<double>(kHeadDim)), kHeads),
+                "rope q|k");
+        },
+        stream);
+    qk.notes = all_finite_bf16(qkvg.p, qkvg.n) ? "q, k finite; one angle per row and pair for both"
+                                               : "q, k NOT FINITE";
+    report.add(qk);
   }
 }
 

@@ -146,17 +146,28 @@ __global__ void swiglu_kernel(const bf16* h13, int64_t rows, int64_t F, bf16* ou
 
 // A thread per (row, pair): one angle for all heads of the row. Index is
 // uint32_t when rows * half (plus a grid stride) fits, else int64_t: the
-// division by `half` is the kernel's only index arithmetic.
-template <typename Index>
+// division by `half` is the kernel's only index arithmetic. kPaired: the
+// pair's two elements as one 4-byte access (rope_pair.cuh).
+template <typename Index, bool kPaired>
 __global__ void rope_kernel(bf16* x, Index rows, int64_t row_stride, int64_t n_heads, Index half, int64_t pos0,
-                            int64_t rows_per_seq, const double* inv_freq, bool interleaved, double scale) {
+                            int64_t rows_per_seq, const double* inv_freq, bool interleaved, double scale,
+                            int64_t unscaled_heads) {
   const Index pairs = rows * half;
   for (Index p = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; p < pairs;
        p += static_cast<Index>(gridDim.x) * blockDim.x) {
     const Index r = p / half, i = p - r * half;
-    rope_rotate_row_pair(x + static_cast<int64_t>(r) * row_stride, i, half, n_heads,
-                         pos0 + static_cast<int64_t>(r) % rows_per_seq, inv_freq, interleaved, scale);
+    rope_rotate_row_pair<kPaired>(x + static_cast<int64_t>(r) * row_stride, i, half, n_heads,
+                                  pos0 + static_cast<int64_t>(r) % rows_per_seq, inv_freq, interleaved, scale,
+                                  unscaled_heads);
   }
+}
+
+template <typename Index, bool kPaired>
+void launch_rope_kernel(unsigned grid, cudaStream_t stream, bf16* x, Index rows, int64_t row_stride, int64_t n_heads,
+                        Index half, int64_t pos0, int64_t rows_per_seq, const double* inv_freq, bool interleaved,
+                        double scale, int64_t unscaled_heads) {
+  rope_kernel<Index, kPaired><<<grid, kThreads, 0, stream>>>(x, rows, row_stride, n_heads, half, pos0, rows_per_seq,
+                                                             inv_freq, interleaved, scale, unscaled_heads);
 }
 
 bool aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
@@ -222,24 +233,34 @@ cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* 
 
 cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                         int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream,
-                        double scale) {
+                        double scale, int64_t unscaled_heads) {
   // launch_rope_at's checks: a negative even head_dim would wrap the 32-bit indices.
   if (rows < 0 || n_heads < 0 || head_dim < 0 || head_dim % 2 != 0 || rows_per_seq < 1 ||
-      row_stride < n_heads * head_dim)
+      row_stride < n_heads * head_dim || unscaled_heads < 0)
     return cudaErrorInvalidValue;
   if (rows == 0 || n_heads == 0 || head_dim == 0) return cudaSuccess;
   if (!x || !inv_freq) return cudaErrorInvalidValue;
   const int64_t half = head_dim / 2, pairs = rows * half;
   const unsigned grid = grid_for(pairs);
   const bool interleaved = layout == RopeLayout::interleaved;
+  // Interleaved pairs (2i, 2i + 1) sit at 4-byte-aligned addresses when the buffer and every row start do.
+  const bool paired = interleaved && aligned(x, 4) && row_stride % 2 == 0;
   // 32-bit indices while p + one grid stride stays below 2^32.
-  if (pairs + static_cast<int64_t>(grid) * kThreads <= 0xffffffffLL)
-    rope_kernel<uint32_t><<<grid, kThreads, 0, stream>>>(x, static_cast<uint32_t>(rows), row_stride, n_heads,
-                                                         static_cast<uint32_t>(half), pos0, rows_per_seq, inv_freq,
-                                                         interleaved, scale);
-  else
-    rope_kernel<int64_t><<<grid, kThreads, 0, stream>>>(x, rows, row_stride, n_heads, half, pos0, rows_per_seq,
-                                                        inv_freq, interleaved, scale);
+  if (pairs + static_cast<int64_t>(grid) * kThreads <= 0xffffffffLL) {
+    const auto r32 = static_cast<uint32_t>(rows), h32 = static_cast<uint32_t>(half);
+    if (paired)
+      launch_rope_kernel<uint32_t, true>(grid, stream, x, r32, row_stride, n_heads, h32, pos0, rows_per_seq, inv_freq,
+                                         interleaved, scale, unscaled_heads);
+    else
+      launch_rope_kernel<uint32_t, false>(grid, stream, x, r32, row_stride, n_heads, h32, pos0, rows_per_seq,
+                                          inv_freq, interleaved, scale, unscaled_heads);
+  } else if (paired) {
+    launch_rope_kernel<int64_t, true>(grid, stream, x, rows, row_stride, n_heads, half, pos0, rows_per_seq, inv_freq,
+                                      interleaved, scale, unscaled_heads);
+  } else {
+    launch_rope_kernel<int64_t, false>(grid, stream, x, rows, row_stride, n_heads, half, pos0, rows_per_seq, inv_freq,
+                                       interleaved, scale, unscaled_heads);
+  }
   return cudaGetLastError();
 }
 

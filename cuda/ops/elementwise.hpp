@@ -37,9 +37,12 @@ cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* 
 // head_dim/2 doubles on the device (from rope_inv_freq_*); angles and their
 // sines in double, as the reference (fp32 angles lose ~0.06 rad at 1M tokens).
 // scale multiplies the rotated pair before its one rounding to bf16 (gRet's
-// key scale D^-1/2, which the reference applies after RoPE).  ↔ apply_rope
+// key scale D^-1/2, which the reference applies after RoPE), except in the
+// first `unscaled_heads` heads: q and k of a fused projection, adjacent, in
+// one pass (one angle per row and pair for both, and q's bits as with scale
+// 1).  ↔ apply_rope
 cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_heads, int64_t head_dim, int64_t pos0,
                         int64_t rows_per_seq, const double* inv_freq, RopeLayout layout, cudaStream_t stream,
-                        double scale = 1.0);
+                        double scale = 1.0, int64_t unscaled_heads = 0);
 
 }  // namespace yoco::cuda

@@ -41,11 +41,12 @@ inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, d
   // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM; a sublayer's add + RMSNorm before it.
   const double ffn = 3, norm = 1;
   RunnerLaunches n;
-  // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE q, RoPE k, log decay, the
-  // chunk kernel, norm + gate, out_proj. SWA: q|k|v GEMM, RoPE q, RoPE k,
-  // three position setters, ring gather, the chunk's keys into the window,
-  // flash prefill, ring update, out_proj.
-  const double self_mixer = gret ? 7 + gret_chunk_launches : 11;
+  // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE of q and k (one pass), log
+  // decay, the chunk kernel, norm + gate, out_proj. SWA: q|k|v GEMM, RoPE of q
+  // and k, three position setters, ring gather, the chunk's keys into the
+  // window, flash prefill, ring update, out_proj. (Until 2026-11-27 q and k
+  // were two RoPE launches: one more a layer in the sweep's runs.)
+  const double self_mixer = gret ? 6 + gret_chunk_launches : 10;
   // upload of the tokens, embedding; the self-decoder; kv norm; per sequence
   // the global K/V GEMM and K's RoPE (batched, past one sequence: one GEMM,
   // RoPE, the chunk's start, the rows into the cache).

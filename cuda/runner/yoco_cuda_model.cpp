@@ -416,10 +416,10 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
   // z in fp32: a bf16 z would shift log gamma by up to ~1.7 % (cuda/gret/gret_gate.hpp).
   check_gemm(gemm_.linear_f32(h, R, d_, self_w_[l].gate_logits, Hs_, z, stream_), p + "gt_proj");
   const double* f = self_freq_.as<double>();
-  check_cuda(launch_rope(qkvg, R, SW, Hs_, D_, s, n, f, RopeLayout::interleaved, stream_), p + "RoPE q");
-  check_cuda(launch_rope(qkvg + d_, R, SW, Hs_, D_, s, n, f, RopeLayout::interleaved, stream_,
-                         1.0 / std::sqrt(static_cast<double>(D_))),
-             p + "RoPE k");
+  // q and k adjacent in each row: one pass, k scaled by D^-1/2 after its rotation.
+  check_cuda(launch_rope(qkvg, R, SW, 2 * Hs_, D_, s, n, f, RopeLayout::interleaved, stream_,
+                         1.0 / std::sqrt(static_cast<double>(D_)), /*unscaled_heads=*/Hs_),
+             p + "RoPE q, k");
   check_cuda(launch_gret_log_decay(z, Hs_, R, Hs_, static_cast<float>(cfg_.gate_logit_normalizer), lg, stream_),
              p + "log decay");
   GretChunkShape shape;
@@ -452,8 +452,7 @@ void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int
   bf16* o = scratch_.bf16("self mixer out", R * d_);
   check_gemm(gemm_.linear(h, R, d_, self_w_[l].proj, SW, qkv, stream_), p + "q|k|v");
   const double* f = self_freq_.as<double>();
-  check_cuda(launch_rope(qkv, R, SW, Hs_, D_, s, n, f, RopeLayout::interleaved, stream_), p + "RoPE q");
-  check_cuda(launch_rope(qkv + d_, R, SW, Hs_, D_, s, n, f, RopeLayout::interleaved, stream_), p + "RoPE k");
+  check_cuda(launch_rope(qkv, R, SW, 2 * Hs_, D_, s, n, f, RopeLayout::interleaved, stream_), p + "RoPE q, k");
   // The window a chunk's queries see: the ring's last W-1 positions before s,
   // unrolled in order, then the chunk's own keys. Masks are relative, so the
   // window buffer's row r stands for position first + r.

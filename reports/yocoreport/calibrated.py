@@ -172,9 +172,12 @@ def calibrated_section(data, table, readme_dir, out_dir):
                       "step is (YOCO's runner projects the global K/V one sequence at a time: two calls per "
                       "sequence per step). Open: the 4K prefill at batch 1, which the model puts short for YOCO: "
                       "these points were measured while every timed prefill freed and allocated the generation's "
-                      "caches (a device-wide cudaFree, then cudaMalloc), which the model does not price; the "
-                      "runners keep them across prefills of one shape since 2026-11-27, and the GPU suite's "
-                      "models step re-measures the points with a CUPTI breakdown "
+                      "caches (a device-wide cudaFree, then cudaMalloc), which the model does not price, and "
+                      "their gRet layers ran chunk kernel v2 (the only one at head dim 64), while the fit's gRet "
+                      "efficiency comes from v3 at head dim 128; the runners keep the caches across prefills of "
+                      "one shape since 2026-11-27 (and rotate q and k in one launch, which the call count "
+                      "already follows), and the GPU suite's models step re-measures the points with a CUPTI "
+                      "breakdown that will say which it was "
                       "([%s](%s))." % (host, rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.

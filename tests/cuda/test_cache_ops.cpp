@@ -11,6 +11,8 @@
 // - launch_rope_at bitwise equal to launch_rope at the same positions (per
 //   sequence, positions near 1M included), both layouts, scale 1 and D^-1/2, and
 //   within the bf16 bound of the fp64 reference apply_rope times the scale;
+// - launch_rope over q and k in one pass equal to two passes, and its 4-byte
+//   pair accesses equal to its 2-byte ones;
 // - set and advance positions (batch 1, 3, 1000), the entries past the batch untouched;
 // - a captured decode step (rope_at, ring write, advance) replayed 2W + 3 times
 //   as a CUDA graph: the positions come from the device at every replay;
@@ -240,6 +242,51 @@ TEST(CudaCacheOps, RopeAtEqualsRopeAtTheSamePositions) {
           EXPECT_LE(rms_error(have, want), bf16_output_bound(want));
           EXPECT_EQ(download(dpos), std::vector<int64_t>(seq_pos.begin(), seq_pos.begin() + batch));
         }
+}
+
+// launch_rope over q and k in one pass (the first `unscaled_heads` heads at
+// scale 1, the rest at D^-1/2) vs a pass over q at scale 1 then one over k at
+// D^-1/2: the same bits. Five heads each, so a group of four spans the q/k
+// boundary. And the interleaved layout's 4-byte pair accesses (an aligned
+// buffer) vs its 2-byte ones (the same rows one element into the buffer):
+// the same bits.
+TEST(CudaCacheOps, RopeOfQAndKInOnePassEqualsTwoPasses) {
+  YOCO_REQUIRE_GPU();
+  const int64_t heads = 5, D = 64, stride = 4 * heads * D + 2, rows = 37;  // q | k | v | g and a pad
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  uint64_t seed = 1400;
+  for (RopeLayout layout : {RopeLayout::interleaved, RopeLayout::half_split}) {
+    SCOPED_TRACE(layout == RopeLayout::interleaved ? "interleaved" : "half-split");
+    const auto x = random_bits(static_cast<size_t>(rows * stride), seed++);
+    const auto inv = rope_inv_freq_linspace(D, 10000.0);
+    DeviceArray<bf16> one(x.size()), two(x.size()), shifted(x.size() + 1);
+    DeviceArray<double> dinv(inv.size());
+    upload_bits(one, x);
+    upload_bits(two, x);
+    std::vector<uint16_t> xs(x.size() + 1, 0);
+    std::copy(x.begin(), x.end(), xs.begin() + 1);
+    upload_bits(shifted, xs);
+    upload(dinv, inv);
+    const int64_t pos0 = (int64_t{1} << 20) - 11;
+    ASSERT_EQ(launch_rope(one.ptr, rows, stride, 2 * heads, D, pos0, rows, dinv.ptr, layout, nullptr, scale, heads),
+              cudaSuccess);
+    ASSERT_EQ(launch_rope(two.ptr, rows, stride, heads, D, pos0, rows, dinv.ptr, layout, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_rope(two.ptr + heads * D, rows, stride, heads, D, pos0, rows, dinv.ptr, layout, nullptr, scale),
+              cudaSuccess);
+    ASSERT_EQ(launch_rope(shifted.ptr + 1, rows, stride, 2 * heads, D, pos0, rows, dinv.ptr, layout, nullptr, scale,
+                          heads),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto a = download_bits(one), b = download_bits(two), c = download_bits(shifted);
+    EXPECT_EQ(first_mismatch(a, b), -1) << "one pass over q and k differs from two";
+    EXPECT_EQ(first_mismatch(a, std::vector<uint16_t>(c.begin() + 1, c.end())), -1)
+        << "the 4-byte and the 2-byte pair accesses differ";
+    EXPECT_NE(first_mismatch(a, x), -1) << "nothing was rotated";
+  }
+  DeviceArray<bf16> buf(16);
+  DeviceArray<double> dinv(8);
+  EXPECT_EQ(launch_rope(buf.ptr, 1, 16, 1, 16, 0, 1, dinv.ptr, RopeLayout::interleaved, nullptr, 1.0, -1),
+            cudaErrorInvalidValue);
 }
 
 TEST(CudaCacheOps, SetAndAdvancePositions) {
