@@ -187,9 +187,15 @@ TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
   // A batch of 1024 a step of 32 tokens each: 120 steps, and YOCO's per-sequence K/V GEMM and RoPE in each.
   const yoco::ModelConfig y = yoco::preset_config("yoco-small");
   const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768);
-  const auto ny = yoco::cuda::yoco_runner_launches(y, 1024, 1);
-  EXPECT_GE(ny.prefill_step, 2 * 1024);
-  EXPECT_NEAR(b.host_s, 10e-6 * (120 * ny.prefill_step + ny.prefill_once), 10e-6 * 2 * 120);  // the chunk plan's launches
+  EXPECT_GE(yoco::cuda::yoco_runner_launches(y, 1024, 1).prefill_step, 2 * 1024);
+  // The chunk launch at head dim 64 is kernel 2's, which leaves the norm + gate to a kernel of its own: 1 + 1
+  // launches, or 3 + 1 with segments.
+  bool matched = false;
+  for (double chunk_launches : {2.0, 4.0}) {
+    const auto ny = yoco::cuda::yoco_runner_launches(y, 1024, chunk_launches);
+    matched = matched || std::abs(b.host_s - 10e-6 * (120 * ny.prefill_step + ny.prefill_once)) < 1e-12;
+  }
+  EXPECT_TRUE(matched) << b.host_s;
   const yoco::ModelConfig big = yoco::preset_config("yoco-3b");
   const CalibratedPhase l = calibrated_prefill(big, Storage{}, c, ceil, 1, 1 << 20, 32768);
   EXPECT_LT(l.host_s, 0.02 * l.total_s);  // 32 steps of 32K tokens: the kernels bound it

@@ -116,8 +116,10 @@ int sms_for(const Calibration& c, const DeviceSpec& dev) { return dev.sm_count >
 // The runners' host calls for `batch` sequences prefilled `rows` tokens a step.
 cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t rows, int sms) {
   double chunk_launches = 1;
-  if (cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret)
-    chunk_launches = cuda::plan_gret_chunk(gret_step_shape(cfg, batch, rows), sms).segments > 1 ? 3 : 1;
+  if (cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret) {
+    const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(gret_step_shape(cfg, batch, rows), sms);
+    chunk_launches = (plan.segments > 1 ? 3 : 1) + (cuda::gret_chunk_fuses_norm_gate(plan) ? 0 : 1);
+  }
   return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches);
 }
 

@@ -40,6 +40,7 @@
 #include "device/counter_init.hpp"
 #include "dtype.hpp"
 #include "gret/gret_chunk.hpp"
+#include "gret/gret_gate.hpp"
 #include "bench_buffers.hpp"
 #include "gret/gret_oracle.hpp"
 #include "gret/gret_select.hpp"
@@ -60,6 +61,27 @@ struct Shape {
   int64_t batch, heads, D, N;
 };
 
+// One shape's device inputs: rows of `groups` blocks of H·D (q | k | v, and g
+// with 4), log-gammas in [-0.05, -0.01], a random state; seeds seed, +2, +3.
+struct ChunkInputs {
+  int64_t W, stride;
+  DeviceBuffer<bf16> qkv, o;
+  DeviceBuffer<float> lg, state;
+  cuda::GretChunkShape s;
+  ChunkInputs(const Shape& sh, int64_t groups, uint64_t seed)
+      : W(sh.heads * sh.D),
+        stride(groups * sh.heads * sh.D),
+        qkv(static_cast<size_t>(sh.batch * sh.N * stride)),
+        o(static_cast<size_t>(sh.batch * sh.N * W)),
+        lg(static_cast<size_t>(sh.batch * sh.N * sh.heads)),
+        state(static_cast<size_t>(sh.batch * sh.heads * sh.D * sh.D)),
+        s{sh.batch, sh.heads, sh.D, sh.N, stride} {
+    fill_normal_bf16(qkv.p, qkv.n, seed, 0.3f);
+    fill_uniform_f32(lg.p, lg.n, seed + 2, -0.03f, 0.02f);
+    fill_uniform_f32(state.p, state.n, seed + 3, 0.0f, 0.1f);
+  }
+};
+
 // One shape; `variants` lists (slice_cols, segments) pairs, 0 meaning the plan's;
 // `v3_runs` lists v3 (full-width CTA) runs by segments, 0 meaning the v3
 // planner's; `v5_runs` v5 runs as (chunk 128 or 256,
@@ -70,15 +92,11 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
                  cudaStream_t stream, int sm_count, const std::vector<int>& v3_runs = {},
                  const std::vector<std::pair<int, int>>& v5_runs = {},
                  const std::vector<std::pair<int, int>>& v6_runs = {}) {
-  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
+  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N;
   const double token_heads = static_cast<double>(B) * N * H;
   const double bytes = token_heads * (3.0 * D * 2 + 4 + D * 2);
-  DeviceBuffer<bf16> qkv(static_cast<size_t>(B * N * stride)), o(static_cast<size_t>(B * N * W));
-  DeviceBuffer<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D));
-  fill_normal_bf16(qkv.p, qkv.n, 3 + N, 0.3f);
-  fill_uniform_f32(lg.p, lg.n, 5, -0.03f, 0.02f);  // log gamma in [-0.05, -0.01]
-  fill_uniform_f32(state.p, state.n, 6, 0.0f, 0.1f);
-  cuda::GretChunkShape s{B, H, D, N, stride};
+  ChunkInputs in(sh, 3, 3 + N);
+  auto& [W, stride, qkv, o, lg, state, s] = in;
   const cuda::GretChunkPlan plan = cuda::plan_gret_chunk_v2(s, sm_count);
   const cuda::GretChunkPlan plan3 = cuda::plan_gret_chunk_v3(s, sm_count);
   // (kernel, slice_cols or v5's chunk or v6's phase1_split, segments) runs: the v2
@@ -164,14 +182,10 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
 // cost of the three launch boundaries.
 void bench_phases(Report& report, const Shape& sh, const cuda::GretChunkPlan& p, const std::string& name,
                   cudaStream_t stream) {
-  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N, W = H * D, stride = 3 * W;
+  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N;
   if (p.segments < 2) return;
-  DeviceBuffer<bf16> qkv(static_cast<size_t>(B * N * stride)), o(static_cast<size_t>(B * N * W));
-  DeviceBuffer<float> lg(static_cast<size_t>(B * N * H)), state(static_cast<size_t>(B * H * D * D));
-  fill_normal_bf16(qkv.p, qkv.n, 3 + N, 0.3f);
-  fill_uniform_f32(lg.p, lg.n, 5, -0.03f, 0.02f);
-  fill_uniform_f32(state.p, state.n, 6, 0.0f, 0.1f);
-  const cuda::GretChunkShape s{B, H, D, N, stride};
+  ChunkInputs in(sh, 3, 3 + N);
+  auto& [W, stride, qkv, o, lg, state, s] = in;
   const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
   DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
   auto launch = [&](unsigned phases, cudaStream_t st) {
@@ -215,6 +229,45 @@ void bench_phases(Report& report, const Shape& sh, const cuda::GretChunkPlan& p,
   }
 }
 
+// The library's plan with the per-head norm and gate after it (the runner
+// before 2026-11-27: launch_gret_norm_gate on o) and in the launch
+// (GretNormGate: kernel 6's epilogue). Bytes: the chunk's floor + g read
+// (the norm + gate's own o read and write are what the fusion removes).
+void bench_norm_gate_fusion(Report& report, const Shape& sh, cudaStream_t stream, int sm_count) {
+  const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N;
+  ChunkInputs in(sh, 4, 13 + N);  // q | k | v | g
+  auto& [W, stride, qkvg, o, lg, state, s] = in;
+  const cuda::GretChunkPlan p = cuda::select_gret_chunk(s, sm_count);
+  const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
+  DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
+  const cuda::GretNormGate ng{qkvg.p + 3 * W, stride, 1e-5f};
+  const double bytes = static_cast<double>(B) * N * H * (4.0 * D * 2 + 4 + D * 2);
+  const std::string plan = "C" + std::to_string(p.chunk) + " v" + std::to_string(p.kernel) + " P" +
+                           std::to_string(p.segments) + " (library plan)";
+  for (bool in_launch : {false, true}) {
+    KernelResult r{"gret_chunk_norm_gate", plan + (in_launch ? " + norm_gate in the launch" : " then norm_gate kernel"),
+                   sh.model, N, B, bytes, 0.0, {}, ""};
+    r.time = time_launches(
+        [&](cudaStream_t st) {
+          if (in_launch) {
+            check(cuda::launch_gret_chunk(qkvg.p, qkvg.p + W, qkvg.p + 2 * W, lg.p, state.p, o.p, s, p, ws.p, wsb, st,
+                                          &ng),
+                  "gret_chunk + norm_gate");
+          } else {
+            check(cuda::launch_gret_chunk(qkvg.p, qkvg.p + W, qkvg.p + 2 * W, lg.p, state.p, o.p, s, p, ws.p, wsb, st),
+                  "gret_chunk");
+            check(cuda::launch_gret_norm_gate(o.p, ng.g, ng.g_stride, B * N, H, D, ng.eps, o.p, st), "norm_gate");
+          }
+        },
+        stream, 2, 10);
+    r.notes = std::string(cuda::gret_chunk_fuses_norm_gate(p) && in_launch ? "fused in kernel 6's epilogue; "
+                                                                           : "") +
+              "floor bytes = B*N*H*(4*D*2+4+D*2) (q, k, v, g, log-gamma in, out); " +
+              (all_finite_bf16(o.p, o.n, size_t{1} << 24) ? "out finite" : "out NOT FINITE");
+    report.add(r);
+  }
+}
+
 YOCO_KERNEL_BENCH(gret_chunk) {
   ScopedStream scoped;
   const cudaStream_t stream = scoped.s;
@@ -252,6 +305,8 @@ YOCO_KERNEL_BENCH(gret_chunk) {
         bench_phases(report, sh, p6x1, "C64 v6 P" + std::to_string(p6.segments) + " x1", stream);
       }
     }
+    // The norm and gate after the chunk vs in its launch, at a prefill chunk of the runner.
+    if (!v6_skipped()) bench_norm_gate_fusion(report, Shape{"yoco-3b", 1, 24, 128, 32768}, stream, sms);
     // The fp32 recurrent oracle (correctness tool, not a kernel to tune), at 32K.
     {
       const int64_t B = 1, H = 24, D = 128, N = 32768, W = H * D, stride = 3 * W;

@@ -1,5 +1,6 @@
 #include "gret/gret_chunk.hpp"
 #include "gret/gret_chunk_device.cuh"
+#include "gret/gret_gate.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -40,9 +41,14 @@ __global__ void __launch_bounds__(256) gret_segment_scan_kernel(const float* __r
 template <class Pass>
 cudaError_t launch_phases(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lg,
                           float* state, __nv_bfloat16* o, const GretChunkShape& s, const GretChunkPlan& p, float* ws,
-                          cudaStream_t stream, Pass pass, unsigned phases) {
+                          cudaStream_t stream, Pass pass, unsigned phases, const GretNormGate* norm_gate) {
   GretPass a{q, k, v, lg, nullptr, 0, nullptr, 0, 0, nullptr, o, s.heads, s.seq_len, s.row_stride, p.slices,
              p.segments, p.segments};
+  if (norm_gate) {  // the fused pass's epilogue (kernel 6); the state-only pass writes no o
+    a.g = norm_gate->g;
+    a.g_stride = norm_gate->g_stride;
+    a.eps = norm_gate->eps;
+  }
   if (p.segments == 1) {
     a.s_in = state;
     a.s_out = state;
@@ -55,6 +61,7 @@ cudaError_t launch_phases(const __nv_bfloat16* q, const __nv_bfloat16* k, const 
   float* gamma = ws + gret_ws_gamma_offset(s.batch, s.heads, D, slots);
   GretPass a1 = a;
   a1.o = nullptr;
+  a1.g = nullptr;
   a1.s_in = nullptr;
   a1.s_out = ws + elems;
   a1.s_out_seg = elems;
@@ -82,25 +89,12 @@ cudaError_t launch_phases(const __nv_bfloat16* q, const __nv_bfloat16* k, const 
 
 bool misaligned(const void* p, uintptr_t a) { return (reinterpret_cast<uintptr_t>(p) % a) != 0; }
 
-
-}  // namespace
-
-size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
-  if (!gret_slice_supported(head_dim, slice_cols)) return 0;
-  return static_cast<size_t>(gret_smem_bytes(head_dim, slice_cols, 64));
-}
-
-cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
-                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
-                              const GretChunkPlan& p, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  return launch_gret_chunk_phases(kGretAllPhases, q, k, v, log_gamma, state, o, s, p, workspace, workspace_bytes,
-                                  stream);
-}
-
-cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, const __nv_bfloat16* k,
-                                     const __nv_bfloat16* v, const float* log_gamma, float* state, __nv_bfloat16* o,
-                                     const GretChunkShape& s, const GretChunkPlan& p, void* workspace,
-                                     size_t workspace_bytes, cudaStream_t stream) {
+// The chunk kernels of a launch (launch_gret_chunk_phases without a norm and
+// gate after them); norm_gate only where kernel 6 fuses it.
+cudaError_t launch_chunk_passes(unsigned phases, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                const __nv_bfloat16* v, const float* log_gamma, float* state, __nv_bfloat16* o,
+                                const GretChunkShape& s, const GretChunkPlan& p, void* workspace,
+                                size_t workspace_bytes, cudaStream_t stream, const GretNormGate* norm_gate) {
   if (phases == 0 || (phases & ~kGretAllPhases) != 0) return cudaErrorInvalidValue;
   if (!q || !k || !v || !log_gamma || !state || !o) return cudaErrorInvalidValue;
   if (s.batch < 1 || s.heads < 1 || s.seq_len < 0 || s.row_stride < s.heads * s.head_dim || s.row_stride % 8 != 0)
@@ -116,7 +110,9 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
   if (gret_num_seg_ctas(s.batch, s.heads, p.segments, p.slices) > 0x7fffffffLL) return cudaErrorInvalidValue;
   if (s.seq_len == 0) return cudaSuccess;  // no tokens: o is empty and the state unchanged
   float* ws = static_cast<float*>(workspace);
-  auto run = [&](auto pass) { return launch_phases(q, k, v, log_gamma, state, o, s, p, ws, stream, pass, phases); };
+  auto run = [&](auto pass) {
+    return launch_phases(q, k, v, log_gamma, state, o, s, p, ws, stream, pass, phases, norm_gate);
+  };
   if (p.kernel == 5)
     return run([=](const GretPass& a, bool state_only) {
       return launch_gret_chunk_v5_pass(a, s.batch, p.chunk, state_only, stream);
@@ -139,6 +135,39 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
     return launch_gret_chunk_v2_pass(a, s.batch, s.head_dim, p.slice_cols, state_only, stream);
   });
 }
+
+
+
+}  // namespace
+
+size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
+  if (!gret_slice_supported(head_dim, slice_cols)) return 0;
+  return static_cast<size_t>(gret_smem_bytes(head_dim, slice_cols, 64));
+}
+
+cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                              const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
+                              const GretChunkPlan& p, void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                              const GretNormGate* norm_gate) {
+  return launch_gret_chunk_phases(kGretAllPhases, q, k, v, log_gamma, state, o, s, p, workspace, workspace_bytes,
+                                  stream, norm_gate);
+}
+
+cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, const __nv_bfloat16* k,
+                                     const __nv_bfloat16* v, const float* log_gamma, float* state, __nv_bfloat16* o,
+                                     const GretChunkShape& s, const GretChunkPlan& p, void* workspace,
+                                     size_t workspace_bytes, cudaStream_t stream, const GretNormGate* norm_gate) {
+  if (norm_gate && (!norm_gate->g || norm_gate->g_stride < s.heads * s.head_dim)) return cudaErrorInvalidValue;
+  // Kernel 6 writes the norm and gate itself where g allows its 16-byte pieces; else the kernel after the chunk.
+  const bool fused_ng = norm_gate && gret_chunk_fuses_norm_gate(p) && !misaligned(norm_gate->g, 16) &&
+                        norm_gate->g_stride % 8 == 0;
+  const cudaError_t e = launch_chunk_passes(phases, q, k, v, log_gamma, state, o, s, p, workspace, workspace_bytes,
+                                            stream, fused_ng ? norm_gate : nullptr);
+  if (e != cudaSuccess || !norm_gate || fused_ng || !(phases & kGretPhaseFused) || s.seq_len == 0) return e;
+  return launch_gret_norm_gate(o, norm_gate->g, norm_gate->g_stride, s.batch * s.seq_len, s.heads, s.head_dim,
+                               norm_gate->eps, o, stream);
+}
+
 
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,

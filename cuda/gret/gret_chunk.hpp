@@ -32,10 +32,22 @@ namespace yoco::cuda {
 //   16-byte aligned (fp32 states of the segments); may be nullptr only when
 //   plan.segments == 1. Work is enqueued on `stream` (up to 3 kernels).
 // Returns cudaErrorInvalidValue for a bad shape, plan, alignment or workspace.
+// norm_gate (optional): o is written as silu(g) ⊙ rms_norm(o) per head, bit
+// for bit what this launch followed by launch_gret_norm_gate(o, g, g_stride,
+// batch·seq_len, heads, head_dim, eps, o) writes (gret_gate.hpp). Kernel 6
+// does it in its epilogue when g is 16-byte aligned and g_stride % 8 == 0
+// (gret_chunk_fuses_norm_gate); otherwise the launch runs the norm + gate
+// kernel after the chunk. g is laid out as q (row stride g_stride) and must
+// not overlap o (the fused path reads g while it writes o).
+struct GretNormGate {
+  const __nv_bfloat16* g;
+  int64_t g_stride;
+  float eps;
+};
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
                               const GretChunkPlan& plan, void* workspace, size_t workspace_bytes,
-                              cudaStream_t stream);
+                              cudaStream_t stream, const GretNormGate* norm_gate = nullptr);
 // Without a workspace: plan.segments must be 1.
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
@@ -50,10 +62,12 @@ cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, co
 // launch_gret_chunk; an empty or unknown set is cudaErrorInvalidValue.
 constexpr unsigned kGretPhaseStateOnly = 1u, kGretPhaseScan = 2u, kGretPhaseFused = 4u;
 constexpr unsigned kGretAllPhases = kGretPhaseStateOnly | kGretPhaseScan | kGretPhaseFused;
+// With norm_gate, the norm and gate belong to phase 3.
 cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, const __nv_bfloat16* k,
                                      const __nv_bfloat16* v, const float* log_gamma, float* state, __nv_bfloat16* o,
                                      const GretChunkShape& shape, const GretChunkPlan& plan, void* workspace,
-                                     size_t workspace_bytes, cudaStream_t stream);
+                                     size_t workspace_bytes, cudaStream_t stream,
+                                     const GretNormGate* norm_gate = nullptr);
 
 // Bytes of workspace: gret_chunk_workspace_bytes (gret/gret_plan.hpp).
 

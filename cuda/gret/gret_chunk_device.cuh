@@ -50,6 +50,13 @@ struct GretPass {
   float* gamma;            // [B, H, P] total log-decay of each segment (slice 0 writes), nullptr: none
   __nv_bfloat16* o;
   int64_t heads, seq_len, row_stride, slices, segments, grid_segments;
+  // Kernel 6's fused pass only (nullptr: o as it is): o is written as
+  // silu(g) ⊙ rms_norm(o) per head (gret_norm_gate.cuh), the norm + gate
+  // kernel's bits; g laid out as q (row t of sequence b at
+  // g + (b·seq_len + t)·g_stride + h·D), 16-byte aligned, g_stride % 8 == 0.
+  const __nv_bfloat16* g = nullptr;
+  int64_t g_stride = 0;
+  float eps = 0.0f;
 };
 
 // The tiles' XOR swizzle (arch/swizzle.hpp): swz<D>(r, c) is the byte offset

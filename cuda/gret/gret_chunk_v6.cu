@@ -36,6 +36,7 @@
 // clamped <= 0; the mask uses exp(G_i - G_j) directly (as the emulation), not
 // v3's factored decays; the sums run in wgmma's order, so v6 is not bit-equal to v3.
 #include "gret/gret_chunk_device.cuh"
+#include "gret/gret_norm_gate.cuh"
 #include "gret/gret_plan.hpp"
 #include "arch/wgmma_sm90.cuh"
 
@@ -214,12 +215,37 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       __syncwarp();
       const int nv = static_cast<int>(gret_chunk_valid(c, kC, a.seq_len));
       const int64_t t0 = gret_chunk_begin(c, kC);
+      // 16 lanes a row, 16 bytes (8 columns) a lane. With the fused norm +
+      // gate (a.g, uniform over the grid) the row's sum of squares is taken
+      // over the bf16 o in the norm + gate kernel's order (every lane joins
+      // the shuffles; rows past the sequence are computed and not stored).
+      // g's eight pieces are all loaded before the first store: g may alias
+      // o as far as the compiler knows, so it would not hoist them itself.
+      uint4 graw[8];
+      if (a.g != nullptr) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int idx = lane + 32 * k, r = 16 * warp + (idx >> 4), piece = idx & 15;
+          graw[k] = r < nv ? *reinterpret_cast<const uint4*>(
+                                 a.g + gret_qkv_offset(b, t0 + r, h, piece * 8, a.seq_len, a.g_stride, kD))
+                           : make_uint4(0u, 0u, 0u, 0u);
+        }
+      }
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         const int idx = lane + 32 * k, r = 16 * warp + (idx >> 4), piece = idx & 15;
+        uint4 piece_o = *reinterpret_cast<const uint4*>(pO + sw128_offset<kC>(r, piece * 8));
+        if (a.g != nullptr) {
+          float x[8], gv[8];
+          gret_ng::unpack8(piece_o, x);
+          gret_ng::unpack8(graw[k], gv);
+          const float inv = gret_ng::inv_rms(gret_ng::head128_sum_sq(x), kD, a.eps);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) x[e] = gret_ng::gated(gv[e], x[e], inv);
+          piece_o = gret_ng::pack8(x);
+        }
         if (r < nv)
-          *reinterpret_cast<uint4*>(a.o + gret_out_offset(b, t0 + r, h, piece * 8, a.seq_len, a.heads, kD)) =
-              *reinterpret_cast<const uint4*>(pO + sw128_offset<kC>(r, piece * 8));
+          *reinterpret_cast<uint4*>(a.o + gret_out_offset(b, t0 + r, h, piece * 8, a.seq_len, a.heads, kD)) = piece_o;
       }
     }
   } else {

@@ -1,6 +1,7 @@
 #include <cstdint>
 
 #include "gret/gret_gate.hpp"
+#include "gret/gret_norm_gate.cuh"
 
 namespace yoco::cuda {
 
@@ -56,7 +57,8 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+using gret_ng::gated;
+using gret_ng::inv_rms;
 
 // One warp per (row, head), D = 32·E: lane l holds elements [l·E, l·E + E).
 template <int E>
@@ -77,10 +79,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < E; ++i) ss = fmaf(x[i], x[i], ss);
     ss = warp_sum(ss);
-    const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
+    const float inv = inv_rms(ss, D, eps);
     float y[E];
 #pragma unroll
-    for (int i = 0; i < E; ++i) y[i] = silu(gv[i]) * (x[i] * inv);
+    for (int i = 0; i < E; ++i) y[i] = gated(gv[i], x[i], inv);
     store_bf16<E>(out + oi, y);
   }
 }
@@ -103,9 +105,9 @@ __global__ void __launch_bounds__(kThreads)
       ss = fmaf(xv, xv, ss);
     }
     ss = warp_sum(ss);
-    const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
+    const float inv = inv_rms(ss, static_cast<int>(D), eps);
     for (int64_t c = lane; c < D; c += 32)
-      out[it * D + c] = __float2bfloat16(silu(__bfloat162float(gr[c])) * (__bfloat162float(x[c]) * inv));
+      out[it * D + c] = __float2bfloat16(gated(__bfloat162float(gr[c]), __bfloat162float(x[c]), inv));
   }
 }
 

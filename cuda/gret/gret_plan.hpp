@@ -49,6 +49,12 @@ struct GretChunkPlan {
 };
 constexpr int kGretMaxSegments = 64;
 
+// Whether the plan's fused pass writes the per-head norm and gate itself
+// (kernel 6's epilogue, with a suitably aligned g: gret_chunk.hpp,
+// GretNormGate), or the launch runs the norm + gate kernel after it (one
+// launch more: cuda/runner/launch_count.hpp counts it).
+YOCO_HD constexpr bool gret_chunk_fuses_norm_gate(const GretChunkPlan& p) { return p.kernel == 6; }
+
 // ---- index maths (all int64) ----
 YOCO_HD constexpr int64_t gret_num_chunks(int64_t seq_len, int64_t chunk) { return (seq_len + chunk - 1) / chunk; }
 YOCO_HD constexpr int64_t gret_chunk_begin(int64_t c, int64_t chunk) { return c * chunk; }

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "gret/gret_decay.hpp"
+#include "gret/gret_norm_gate.cuh"
 #include "gret/gret_pending.hpp"
 #include "gret/gret_recurrent.hpp"
 
@@ -230,10 +231,8 @@ __global__ void __launch_bounds__(kThreads)
     if (t < kW) {
       float ss = 0.0f;
       for (int r = 0; r < th.slices; ++r) ss += *cluster.map_shared_rank(&ss_local, r);  // same order in every CTA
-      const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
-      const float gg = __bfloat162float(g[b * g_stride + h * D + th.slice * kW + t]);
-      const float gate = gg / (1.0f + expf(-gg));
-      out[oc] = __float2bfloat16(gate * (ov * inv));
+      const float inv = gret_ng::inv_rms(ss, D, eps);
+      out[oc] = __float2bfloat16(gret_ng::gated(__bfloat162float(g[b * g_stride + h * D + th.slice * kW + t]), ov, inv));
     }
     cluster.sync();  // no CTA leaves while another still reads its ss_local
   }

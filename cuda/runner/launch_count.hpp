@@ -31,8 +31,9 @@ struct RunnerLaunches {
 
 inline constexpr double kFlashDecodeLaunches = 2;  // split + combine (the caches of the sweep need splits)
 
-// YOCO. gret_chunk_launches: the chunk kernel's launches for a prefill step
-// of the plan the library picks (1, or 3 with segments); unused for SWA.
+// YOCO. gret_chunk_launches: the chunk launch's kernels for a prefill step of
+// the plan the library picks (1, or 3 with segments, plus the norm + gate
+// kernel unless the plan fuses it: gret_chunk_fuses_norm_gate); unused for SWA.
 // batched_global_kv: GlobalKvProjection::batched (one GEMM for the batch).
 inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
                                            bool batched_global_kv = false) {
@@ -42,11 +43,12 @@ inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, d
   const double ffn = 3, norm = 1;
   RunnerLaunches n;
   // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE of q and k (one pass), log
-  // decay, the chunk kernel, norm + gate, out_proj. SWA: q|k|v GEMM, RoPE of q
-  // and k, three position setters, ring gather, the chunk's keys into the
-  // window, flash prefill, ring update, out_proj. (Until 2026-11-27 q and k
-  // were two RoPE launches: one more a layer in the sweep's runs.)
-  const double self_mixer = gret ? 6 + gret_chunk_launches : 10;
+  // decay, the chunk launch (its kernels and, unless kernel 6 fuses it, norm
+  // + gate: gret_chunk_launches), out_proj. SWA: q|k|v GEMM, RoPE of q and k,
+  // three position setters, ring gather, the chunk's keys into the window,
+  // flash prefill, ring update, out_proj. (Until 2026-11-27 q and k were two
+  // RoPE launches and norm + gate always one more: the sweep's runs.)
+  const double self_mixer = gret ? 5 + gret_chunk_launches : 10;
   // upload of the tokens, embedding; the self-decoder; kv norm; per sequence
   // the global K/V GEMM and K's RoPE (batched, past one sequence: one GEMM,
   // RoPE, the chunk's start, the rows into the cache).

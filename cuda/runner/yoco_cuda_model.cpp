@@ -431,17 +431,24 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
   const GretChunkPlan plan = select_gret_chunk(shape, device_sm_count(), chunk_variant_);
   const size_t ws_bytes = gret_chunk_workspace_bytes(shape, plan);
   void* ws = ws_bytes ? scratch_.get("gret chunk workspace", static_cast<int64_t>(ws_bytes)) : nullptr;
-  check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes, stream_),
-             p + "gRet chunk");
+  // The per-head norm and gate are part of the launch that writes the final o (kernel 6's epilogue, else a
+  // kernel after the chunk).
+  const GretNormGate norm_gate{qkvg + 3 * d_, SW, eps_};
+  check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes, stream_,
+                               link_ ? nullptr : &norm_gate),
+             p + "gRet chunk + norm + gate");
   // Sharded: the chunk kernel ran from a zero state; with the state entering
   // this shard (the scan over the lower ranks) it runs again, and its outputs
   // and final state are the unsharded ones. (A correction of o by exp(G_t) q_t
   // S_in would save this second pass: cuda/runner/NOTES-runners.md.)
-  if (link_ && link_->gret_state_in(l, gret_state(l), lg, batch, n, Hs_, D_, stream_))
-    check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes,
-                                 stream_),
-               p + "gRet chunk from the incoming state");
-  check_cuda(launch_gret_norm_gate(o, qkvg + 3 * d_, SW, R, Hs_, D_, eps_, o, stream_), p + "norm + gate");
+  if (link_) {
+    if (link_->gret_state_in(l, gret_state(l), lg, batch, n, Hs_, D_, stream_))
+      check_cuda(launch_gret_chunk(qkvg, qkvg + d_, qkvg + 2 * d_, lg, gret_state(l), o, shape, plan, ws, ws_bytes,
+                                   stream_, &norm_gate),
+                 p + "gRet chunk + norm + gate from the incoming state");
+    else
+      check_cuda(launch_gret_norm_gate(o, norm_gate.g, SW, R, Hs_, D_, eps_, o, stream_), p + "norm + gate");
+  }
   check_gemm(gemm_.linear(o, R, d_, self_w_[l].out, d_, out, stream_), p + "out_proj");
 }
 

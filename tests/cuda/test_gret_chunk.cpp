@@ -20,6 +20,7 @@
 #include "gpu_test_support.hpp"
 #include "gret.hpp"
 #include "gret/gret_chunk.hpp"
+#include "gret/gret_gate.hpp"
 #include "gret/gret_oracle.hpp"
 #include "device/device_fill.hpp"
 #include "gret/gret_plan.hpp"
@@ -91,10 +92,24 @@ struct DeviceRun {
 // head_dim 128 only); kernel 5: chunks of `chunk` (128 or 256) tokens; kernel 6:
 // the wgmma kernel (head_dim 128, chunk 64).
 // phase1_split: 0 keeps the plan's (lowered until the plan's slots fit), else forced.
+// g_col >= 0: the per-head norm and gate too, with g at that column of each
+// row (eps 1e-5): in the launch (GretNormGate), or with ng_after by
+// launch_gret_norm_gate after each launch. g_col = kGOwnBuffer: g in a buffer
+// of its own, row stride H*D + 8, holding the v columns.
+constexpr int64_t kGOwnBuffer = -2;
 DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>& launches, int segments = 1,
-                    int kernel = 2, int chunk = 64, int phase1_split = 0) {
+                    int kernel = 2, int chunk = 64, int phase1_split = 0, int64_t g_col = -1, bool ng_after = false) {
   DeviceArray<__nv_bfloat16> qkv(p.qkv.size()), o(static_cast<size_t>(p.B * p.N * p.H * p.D));
   DeviceArray<float> lg(p.lg.size()), st(p.s0.size());
+  const int64_t own_stride = p.H * p.D + 8;
+  DeviceArray<__nv_bfloat16> own_g(g_col == kGOwnBuffer ? static_cast<size_t>(p.B * p.N * own_stride) : 1);
+  if (g_col == kGOwnBuffer) {
+    std::vector<float> gh(own_g.n, 0.0f);
+    for (int64_t r = 0; r < p.B * p.N; ++r)
+      for (int64_t c = 0; c < p.H * p.D; ++c)
+        gh[static_cast<size_t>(r * own_stride + c)] = p.qkv[static_cast<size_t>(r * p.stride + 2 * p.H * p.D + c)];
+    upload_bf16(own_g, gh);
+  }
   upload_bf16(qkv, p.qkv);
   upload(lg, p.lg);
   upload(st, p.s0);
@@ -124,9 +139,17 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
     const size_t wsb = gret_chunk_workspace_bytes(s, plan);
     DeviceArray<float> ws(std::max<size_t>(wsb / sizeof(float), 1));
     const __nv_bfloat16* base = qkv.ptr + t0 * p.stride;
-    EXPECT_EQ(launch_gret_chunk(base, base + p.H * p.D, base + 2 * p.H * p.D, lg.ptr + t0 * p.H, st.ptr,
-                                o.ptr + t0 * p.H * p.D, s, plan, ws.ptr, wsb, nullptr),
+    const bool gated = g_col >= 0 || g_col == kGOwnBuffer;
+    const GretNormGate ng = g_col == kGOwnBuffer ? GretNormGate{own_g.ptr + t0 * own_stride, own_stride, 1e-5f}
+                            : gated              ? GretNormGate{base + g_col, p.stride, 1e-5f}
+                                                 : GretNormGate{nullptr, 0, 0.0f};
+    __nv_bfloat16* out = o.ptr + t0 * p.H * p.D;
+    EXPECT_EQ(launch_gret_chunk(base, base + p.H * p.D, base + 2 * p.H * p.D, lg.ptr + t0 * p.H, st.ptr, out, s, plan,
+                                ws.ptr, wsb, nullptr, gated && !ng_after ? &ng : nullptr),
               cudaSuccess);
+    if (gated && ng_after) {
+      EXPECT_EQ(launch_gret_norm_gate(out, ng.g, ng.g_stride, p.B * n, p.H, p.D, ng.eps, out, nullptr), cudaSuccess);
+    }
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     t0 += n;
   }
@@ -441,6 +464,66 @@ TEST(GretChunkV6, Smoke) {
       EXPECT_LE(rms_error(got.o, e.o), bound_o) << "B " << B << " P " << P << " Q " << Q;
       EXPECT_LE(rms_error(got.state, e.state), bound_s) << "B " << B << " P " << P << " Q " << Q;
     }
+}
+
+// The per-head norm and gate as part of the chunk launch (GretNormGate):
+// kernel 6 in its epilogue, every other kernel (and kernel 6 with a g that is
+// not 16-byte aligned) by the norm + gate kernel after the chunk; either way
+// the launch then the norm + gate kernel's bits. Ragged last chunk, batch 1
+// and 2, one and three segments, head dims 64 and 128, g inside the row (v's
+// columns: 16-byte aligned; or 4 columns on: 8-byte aligned) and in a buffer
+// of its own with another row stride; two launches carrying the state (the
+// norm and gate of each launch's rows). A null g or a short g stride is
+// refused; no tokens stay a no-op.
+TEST(GretChunk, NormGateInTheLaunchEqualsTheKernelAfterIt) {
+  YOCO_REQUIRE_GPU();
+  int id = 0;
+  for (const GretChunkVariantRow& variant : test_variants(true))
+    for (int64_t D : {64, 128}) {
+      const int kernel = variant.plan_kernel;
+      if (kernel >= 3 && !gret_v3_supported(D)) continue;
+      for (int64_t B : {1, 2})
+        for (int P : {1, 3}) {
+          const Problem p = make_problem(B, 2, D, 1000, id % 2 ? 1.0 : 16.0, true, 2300 + id);
+          ++id;
+          const DeviceRun plain = run_chunk(p, 32, {p.N}, P, kernel, 64);
+          for (int64_t g_col : {2 * p.H * p.D, 2 * p.H * p.D + 4, kGOwnBuffer}) {
+            const auto tag = ::testing::Message() << "v" << kernel << " D " << D << " B " << B << " P " << P
+                                                  << " g at column " << g_col;
+            const DeviceRun after = run_chunk(p, 32, {p.N}, P, kernel, 64, 0, g_col, true);
+            const DeviceRun in = run_chunk(p, 32, {p.N}, P, kernel, 64, 0, g_col, false);
+            EXPECT_EQ(std::memcmp(in.o.data(), after.o.data(), in.o.size() * sizeof(float)), 0) << tag;
+            EXPECT_EQ(std::memcmp(in.state.data(), plain.state.data(), in.state.size() * sizeof(float)), 0) << tag;
+            EXPECT_NE(std::memcmp(in.o.data(), plain.o.data(), in.o.size() * sizeof(float)), 0)
+                << tag << ": the norm and gate were not applied";
+            for (float x : in.o) ASSERT_TRUE(std::isfinite(x)) << tag;
+          }
+          if (B == 1 && P == 1) {  // split launches need batch 1
+            const DeviceRun after = run_chunk(p, 32, {333, p.N - 333}, 1, kernel, 64, 0, 2 * p.H * p.D, true);
+            const DeviceRun in = run_chunk(p, 32, {333, p.N - 333}, 1, kernel, 64, 0, 2 * p.H * p.D, false);
+            EXPECT_EQ(std::memcmp(in.o.data(), after.o.data(), in.o.size() * sizeof(float)), 0)
+                << "v" << kernel << " D " << D << ": two launches";
+          }
+        }
+    }
+  DeviceArray<__nv_bfloat16> x(4 * 2 * 128 * 16);
+  DeviceArray<float> f(4096);
+  const GretChunkShape s{1, 2, 128, 16, 4 * 2 * 128};
+  const GretChunkPlan plan = select_gret_chunk(s, 132);
+  const GretNormGate null_g{nullptr, s.row_stride, 1e-5f}, short_stride{x.ptr + 3 * 256, 255, 1e-5f};
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr + 256, x.ptr + 512, f.ptr, f.ptr + 64, x.ptr, s, plan, nullptr, 0, nullptr,
+                              &null_g),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr + 256, x.ptr + 512, f.ptr, f.ptr + 64, x.ptr, s, plan, nullptr, 0, nullptr,
+                              &short_stride),
+            cudaErrorInvalidValue);
+  GretChunkShape empty = s;
+  empty.seq_len = 0;
+  const GretNormGate ok{x.ptr + 3 * 256, s.row_stride, 1e-5f};
+  EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr + 256, x.ptr + 512, f.ptr, f.ptr + 64, x.ptr, empty, plan, nullptr, 0,
+                              nullptr, &ok),
+            cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST(GretChunk, RejectsBadArguments) {
