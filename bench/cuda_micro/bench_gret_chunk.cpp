@@ -242,8 +242,10 @@ void bench_norm_gate_fusion(Report& report, const Shape& sh, cudaStream_t stream
   DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
   const cuda::GretNormGate ng{qkvg.p + 3 * W, stride, 1e-5f};
   const double bytes = static_cast<double>(B) * N * H * (4.0 * D * 2 + 4 + D * 2);
-  const std::string plan = "C" + std::to_string(p.chunk) + " v" + std::to_string(p.kernel) + " P" +
-                           std::to_string(p.segments) + " (library plan)";
+  // Appended piece by piece: GCC 12's -Wrestrict misfires on "literal" + std::string here.
+  std::string plan("C");
+  plan.append(std::to_string(p.chunk)).append(" v").append(std::to_string(p.kernel));
+  plan.append(" P").append(std::to_string(p.segments)).append(" (library plan)");
   for (bool in_launch : {false, true}) {
     KernelResult r{"gret_chunk_norm_gate", plan + (in_launch ? " + norm_gate in the launch" : " then norm_gate kernel"),
                    sh.model, N, B, bytes, 0.0, {}, ""};

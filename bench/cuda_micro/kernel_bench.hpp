@@ -37,12 +37,14 @@ struct KernelResult {
   int64_t seq_len = 0, batch = 1;
   double bytes = 0;     // fewest bytes the kernel must move (each tensor once)
   double flops = 0;     // matmul FLOPs by the FlashAttention convention
-  Timing time;
-  std::string notes;    // e.g. "error vs oracle 3.1e-3"
-  std::string skipped;  // non-empty: the variant did not run, and why (a row of method `skipped`)
+  // The members below have default initializers so that a braced row may stop before them without
+  // -Wmissing-field-initializers.
+  Timing time{};
+  std::string notes{};    // e.g. "error vs oracle 3.1e-3"
+  std::string skipped{};  // non-empty: the variant did not run, and why (a row of method `skipped`)
   // The variant's parameters (version, chunk, slices, segments, stages, splits, ...): one
   // `param_<name>` row each (method `exact`), so readers need not parse the variant label.
-  std::vector<std::pair<std::string, double>> params;
+  std::vector<std::pair<std::string, double>> params{};
 };
 
 class Report {
