@@ -78,10 +78,13 @@ double attn_layer_gemm_io(const Shape& s) {  // Transformer / cross layer: q (an
 }
 // Elementwise traffic per token of one layer: two fused residual+RMSNorm (read
 // x and the branch output, write x and the normed x), RoPE in place, SwiGLU,
-// and for gRet the per-head norm with the silu gate.
+// and for gRet the per-head norm with the silu gate: only g read, as the
+// runner's chunk launch applies it while it writes o (counted with the chunk;
+// cuda/gret/gret_chunk.hpp, GretNormGate; before 2026-11-27 a pass of its own
+// that read o and g and wrote o: 3 d).
 double self_layer_elementwise(const Shape& s) {
   const double base = 8 * s.d + 2 * (2 * s.d) + 3 * s.F;
-  return s.gret ? base + 3 * s.d : base;
+  return s.gret ? base + s.d : base;
 }
 double attn_layer_elementwise(const Shape& s, bool rope_on_kv) {
   return 8 * s.d + 2 * s.qw + (rope_on_kv ? 2 * s.kvw : 0) + 3 * s.F;

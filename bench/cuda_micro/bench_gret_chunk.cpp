@@ -262,7 +262,7 @@ void bench_norm_gate_fusion(Report& report, const Shape& sh, cudaStream_t stream
           }
         },
         stream, 2, 10);
-    r.notes = std::string(cuda::gret_chunk_fuses_norm_gate(p) && in_launch ? "fused in kernel 6's epilogue; "
+    r.notes = std::string(cuda::gret_chunk_fuses_norm_gate(p, ng) && in_launch ? "fused in kernel 6's epilogue; "
                                                                            : "") +
               "floor bytes = B*N*H*(4*D*2+4+D*2) (q, k, v, g, log-gamma in, out); " +
               (all_finite_bf16(o.p, o.n, size_t{1} << 24) ? "out finite" : "out NOT FINITE");

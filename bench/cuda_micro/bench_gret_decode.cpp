@@ -115,15 +115,16 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
     }
   }
   // The split step: the output step (a programmatic dependent of the layer
-  // before), its state update forked onto `br`; every update joined at the end.
+  // before, but the first: it follows the previous repeat's join), its state
+  // update forked onto `br`; every update joined at the end.
   cuda::GretUpdateBranches side13(kLayers), side1(1);
   check(side13.prepare(), "side streams");
   check(side1.prepare(), "side stream");
   auto split = [&](cudaStream_t st, int layer, bool with_gate, cuda::GretUpdateBranches& br) {
     float* state = states.p + layer * state_elems;
     check(with_gate ? cuda::launch_gret_output_step_norm_gate(q, k, v, stride, lg.p, state, g, stride, 1e-5f, out.p,
-                                                              B, H, D, st, true)
-                    : cuda::launch_gret_output_step(q, k, v, stride, lg.p, state, o.p, B, H, D, st, true),
+                                                              B, H, D, st, layer > 0)
+                    : cuda::launch_gret_output_step(q, k, v, stride, lg.p, state, o.p, B, H, D, st, layer > 0),
           "output step");
     check(br.launch_update(st, k, v, stride, lg.p, state, B, H, D), "state update");
   };

@@ -140,6 +140,11 @@ cudaError_t launch_chunk_passes(unsigned phases, const __nv_bfloat16* q, const _
 
 }  // namespace
 
+// Kernel 6 writes the norm and gate itself where g allows its 16-byte pieces.
+bool gret_chunk_fuses_norm_gate(const GretChunkPlan& plan, const GretNormGate& ng) {
+  return gret_chunk_fuses_norm_gate(plan) && !misaligned(ng.g, 16) && ng.g_stride % 8 == 0;
+}
+
 size_t gret_chunk_smem_bytes(int64_t head_dim, int64_t slice_cols) {
   if (!gret_slice_supported(head_dim, slice_cols)) return 0;
   return static_cast<size_t>(gret_smem_bytes(head_dim, slice_cols, 64));
@@ -158,9 +163,7 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
                                      const GretChunkShape& s, const GretChunkPlan& p, void* workspace,
                                      size_t workspace_bytes, cudaStream_t stream, const GretNormGate* norm_gate) {
   if (norm_gate && (!norm_gate->g || norm_gate->g_stride < s.heads * s.head_dim)) return cudaErrorInvalidValue;
-  // Kernel 6 writes the norm and gate itself where g allows its 16-byte pieces; else the kernel after the chunk.
-  const bool fused_ng = norm_gate && gret_chunk_fuses_norm_gate(p) && !misaligned(norm_gate->g, 16) &&
-                        norm_gate->g_stride % 8 == 0;
+  const bool fused_ng = norm_gate && gret_chunk_fuses_norm_gate(p, *norm_gate);
   const cudaError_t e = launch_chunk_passes(phases, q, k, v, log_gamma, state, o, s, p, workspace, workspace_bytes,
                                             stream, fused_ng ? norm_gate : nullptr);
   if (e != cudaSuccess || !norm_gate || fused_ng || !(phases & kGretPhaseFused) || s.seq_len == 0) return e;

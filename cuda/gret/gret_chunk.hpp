@@ -30,7 +30,8 @@ namespace yoco::cuda {
 // o: [batch, seq_len, heads*D] bf16, 4-byte aligned (16-byte for kernel 6).
 // workspace: gret_chunk_workspace_bytes(shape, plan) bytes of device memory,
 //   16-byte aligned (fp32 states of the segments); may be nullptr only when
-//   plan.segments == 1. Work is enqueued on `stream` (up to 3 kernels).
+//   plan.segments == 1. Work is enqueued on `stream` (up to 3 kernels; one
+//   more with a norm_gate the plan does not fuse).
 // Returns cudaErrorInvalidValue for a bad shape, plan, alignment or workspace.
 // norm_gate (optional): o is written as silu(g) ⊙ rms_norm(o) per head, bit
 // for bit what this launch followed by launch_gret_norm_gate(o, g, g_stride,
@@ -44,6 +45,9 @@ struct GretNormGate {
   int64_t g_stride;
   float eps;
 };
+// Whether a launch of `plan` with `ng` applies it in the chunk kernel (one
+// kernel fewer) rather than by the norm + gate kernel after it.
+bool gret_chunk_fuses_norm_gate(const GretChunkPlan& plan, const GretNormGate& ng);
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& shape,
                               const GretChunkPlan& plan, void* workspace, size_t workspace_bytes,

@@ -49,10 +49,11 @@ struct GretChunkPlan {
 };
 constexpr int kGretMaxSegments = 64;
 
-// Whether the plan's fused pass writes the per-head norm and gate itself
-// (kernel 6's epilogue, with a suitably aligned g: gret_chunk.hpp,
-// GretNormGate), or the launch runs the norm + gate kernel after it (one
-// launch more: cuda/runner/launch_count.hpp counts it).
+// Whether the plan's fused pass can write the per-head norm and gate itself
+// (kernel 6's epilogue; the launch also needs a 16-byte-aligned g:
+// gret_chunk.hpp, gret_chunk_fuses_norm_gate(plan, ng)), or the launch runs
+// the norm + gate kernel after it (one launch more: launch_count.hpp counts
+// it, for the runner's g, which is aligned).
 YOCO_HD constexpr bool gret_chunk_fuses_norm_gate(const GretChunkPlan& p) { return p.kernel == 6; }
 
 // ---- index maths (all int64) ----

@@ -138,8 +138,10 @@ __global__ void __launch_bounds__(kThreads)
   //    griddepcontrol.wait (a no-op otherwise) then orders the reads of q, k,
   //    v and the decay after its completion. launch_dependents, after the
   //    wait, lets the next step start its own state loads early while no
-  //    kernel but this one is still running: so only the kernel just before a
-  //    step can overlap its state loads (the contract in the header).
+  //    kernel of this stream but this one is still running: so only the kernel
+  //    just before a step can overlap its state loads (the contract in the
+  //    header; a split step's state update runs on a side stream, and its
+  //    join must not sit right before a programmatic launch).
   //    Deferred: the last step's update is applied and stored here too.
   float4 s[kNR];
   float kr[kNR], qr[kNR];

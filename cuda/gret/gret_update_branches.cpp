@@ -15,7 +15,7 @@ GretUpdateBranches::~GretUpdateBranches() {
 }
 
 cudaError_t GretUpdateBranches::prepare() {
-  if (created_) return static_cast<int>(done_.size()) == count_ ? cudaSuccess : cudaErrorInvalidResourceHandle;
+  if (created_) return create_error_;
   created_ = true;
   // Timing is never read from these events; disabling it makes record and wait cheaper.
   cudaError_t e = cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming);
@@ -29,6 +29,7 @@ cudaError_t GretUpdateBranches::prepare() {
     if (e == cudaSuccess) done_.push_back(d);
   }
   pending_.assign(done_.size(), false);
+  create_error_ = e;  // what a later call reports too: the object is unusable after a failed creation
   return e;
 }
 

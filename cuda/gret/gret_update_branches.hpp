@@ -12,7 +12,13 @@
 // One side stream serves a runner, whose next layer joins the previous
 // layer's update before its projection overwrites k and v; several let a
 // benchmark's back-to-back layers run their updates side by side
-// (round-robin over the streams).
+// (round-robin over the streams; at least one).
+//
+// Never launch a programmatic dependent (overlap_previous) right after a
+// join: whether a programmatic launch keeps a preceding event wait as a full
+// dependency, eagerly or in a capture, is not documented, and the next output
+// step would read the state the joined update writes. Let a plain kernel sit
+// between them (the runner's projection GEMM does).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -54,6 +60,7 @@ class GretUpdateBranches {
   cudaEvent_t fork_ = nullptr;
   int next_ = 0;
   bool created_ = false;
+  cudaError_t create_error_ = cudaSuccess;
 };
 
 }  // namespace yoco::cuda

@@ -236,7 +236,7 @@ cudaError_t launch_rope(bf16* x, int64_t rows, int64_t row_stride, int64_t n_hea
                         double scale, int64_t unscaled_heads) {
   // launch_rope_at's checks: a negative even head_dim would wrap the 32-bit indices.
   if (rows < 0 || n_heads < 0 || head_dim < 0 || head_dim % 2 != 0 || rows_per_seq < 1 ||
-      row_stride < n_heads * head_dim || unscaled_heads < 0)
+      row_stride < n_heads * head_dim || unscaled_heads < 0 || unscaled_heads > n_heads)
     return cudaErrorInvalidValue;
   if (rows == 0 || n_heads == 0 || head_dim == 0) return cudaSuccess;
   if (!x || !inv_freq) return cudaErrorInvalidValue;

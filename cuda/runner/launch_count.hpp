@@ -18,7 +18,11 @@
 // a split-K reduction kernel of its own: CUPTI counts it, the host does not
 // launch it), FlashDecoding is two launches (split and combine; one when a
 // single split covers the cache), gRet chunk's launches are its plan's (one
-// kernel, or state pass + scan + fused pass over segments).
+// kernel, or state pass + scan + fused pass over segments) and the norm +
+// gate kernel after them unless the plan fuses it (gret_chunk_fuses_norm_gate).
+// The decode counts are the default (eager) gRet step's: the split step
+// (YOCO_GRET_DECODE=split) adds a state update a gRet layer, forked and
+// joined with event records and waits.
 #include "config.hpp"
 
 namespace yoco::cuda {

@@ -166,8 +166,8 @@ def calibrated_section(data, table, readme_dir, out_dir):
                                                             for m, w in worst.items()) +
                       ". Memory carries down exactly (the runners' formula counts the 4K step's buffers and "
                       "the 32 MiB cuBLAS workspace that dominate it). Time carries down through the host: the "
-                      "runners' calls (cuda/runner/launch_count.hpp, checked against the sweep's CUPTI launch "
-                      "counts) times the host's cost of a call (the sweep's eager decode steps: %s) bound a "
+                      "runners' calls (cuda/runner/launch_count.hpp, as the runners are now; its decode counts "
+                      "checked against the sweep's CUPTI launch counts) times the host's cost of a call (the sweep's eager decode steps: %s) bound a "
                       "prefill from below, which is what a batch of 1024 prefilled 32 tokens of each sequence a "
                       "step is (YOCO's runner projects the global K/V one sequence at a time: two calls per "
                       "sequence per step). Open: the 4K prefill at batch 1, which the model puts short for YOCO: "

@@ -279,8 +279,10 @@ TEST(CudaCacheOps, RopeOfQAndKInOnePassEqualsTwoPasses) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto a = download_bits(one), b = download_bits(two), c = download_bits(shifted);
     EXPECT_EQ(first_mismatch(a, b), -1) << "one pass over q and k differs from two";
-    EXPECT_EQ(first_mismatch(a, std::vector<uint16_t>(c.begin() + 1, c.end())), -1)
-        << "the 4-byte and the 2-byte pair accesses differ";
+    if (layout == RopeLayout::interleaved) {  // the half-split layout has only the 2-byte path
+      EXPECT_EQ(first_mismatch(a, std::vector<uint16_t>(c.begin() + 1, c.end())), -1)
+          << "the 4-byte and the 2-byte pair accesses differ";
+    }
     EXPECT_NE(first_mismatch(a, x), -1) << "nothing was rotated";
   }
   DeviceArray<bf16> buf(16);

@@ -526,6 +526,44 @@ TEST(GretChunk, NormGateInTheLaunchEqualsTheKernelAfterIt) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
+// Kernel 6 applies the norm and gate in its own kernel: a captured launch has
+// one kernel node at one segment with an aligned g, two with a g it cannot
+// take in 16-byte pieces (the norm kernel after it), and so does kernel 2.
+// (The bit-equality test above cannot tell the two paths apart.)
+TEST(GretChunk, V6FusesTheNormAndGateIntoItsKernel) {
+  YOCO_REQUIRE_GPU();
+  if (v6_skipped()) GTEST_SKIP() << "YOCO_GRET_SKIP_V6 is set";
+  const int64_t H = 2, D = 128, N = 100, W = H * D, stride = 4 * W;  // q | k | v | g
+  DeviceArray<__nv_bfloat16> x(static_cast<size_t>(N * stride) + 8), o(static_cast<size_t>(N * W));
+  DeviceArray<float> lg(static_cast<size_t>(N * H)), st(static_cast<size_t>(H * D * D));
+  const GretChunkShape s{1, H, D, N, stride};
+  GretChunkPlan v6 = plan_gret_chunk_v6(s, 132), v2 = plan_gret_chunk_v2(s, 132);
+  v6.segments = v2.segments = 1;
+  v6.phase1_split = 1;
+  const GretNormGate aligned{x.ptr + 3 * W, stride, 1e-5f}, shifted{x.ptr + 3 * W + 4, stride, 1e-5f};
+  EXPECT_TRUE(gret_chunk_fuses_norm_gate(v6, aligned));
+  EXPECT_FALSE(gret_chunk_fuses_norm_gate(v6, shifted));
+  EXPECT_FALSE(gret_chunk_fuses_norm_gate(v2, aligned));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  auto kernels_of = [&](const GretChunkPlan& plan, const GretNormGate& ng) {
+    cudaGraph_t graph = nullptr;
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    EXPECT_EQ(launch_gret_chunk(x.ptr, x.ptr + W, x.ptr + 2 * W, lg.ptr, st.ptr, o.ptr, s, plan, nullptr, 0, stream,
+                                &ng),
+              cudaSuccess);
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    size_t nodes = 0;
+    EXPECT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+    cudaGraphDestroy(graph);
+    return nodes;
+  };
+  EXPECT_EQ(kernels_of(v6, aligned), 1u) << "kernel 6 with an aligned g: the norm and gate in its epilogue";
+  EXPECT_EQ(kernels_of(v6, shifted), 2u) << "a g kernel 6 cannot take: the norm kernel after it";
+  EXPECT_EQ(kernels_of(v2, aligned), 2u) << "kernel 2: the norm kernel after it";
+  cudaStreamDestroy(stream);
+}
+
 TEST(GretChunk, RejectsBadArguments) {
   YOCO_REQUIRE_GPU();
   DeviceArray<__nv_bfloat16> x(4096);

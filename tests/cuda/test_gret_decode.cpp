@@ -637,8 +637,12 @@ void check_split_step(int64_t D) {
     return std::make_pair(download(st), download_bf16(out));
   };
   // One token's 13 layers, split; joined at the end as a runner's step is.
-  auto split_step = [&](GretUpdateBranches& br, bool fused, bool overlap) {
+  // The first layer's output step is a plain launch: it follows the last
+  // token's join (gret_update_branches.hpp: no programmatic launch right
+  // after a join).
+  auto split_step = [&](GretUpdateBranches& br, bool fused, bool overlap_layers) {
     for (int64_t l = 0; l < layers; ++l) {
+      const bool overlap = overlap_layers && l > 0;
       const bf16* b = q_of(l);
       const float* lgl = dlg.ptr + l * B * H;
       float* s = st.ptr + l * state_elems;
