@@ -171,7 +171,6 @@ cudaError_t launch_gret_chunk_phases(unsigned phases, const __nv_bfloat16* q, co
                                norm_gate->eps, o, stream);
 }
 
-
 cudaError_t launch_gret_chunk(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                               const float* log_gamma, float* state, __nv_bfloat16* o, const GretChunkShape& s,
                               const GretChunkPlan& p, cudaStream_t stream) {

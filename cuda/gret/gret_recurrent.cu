@@ -83,6 +83,28 @@ __device__ __forceinline__ float4 decay_add4(const GretDecay& g, float4 s, float
                      gret_decay_add(g, s.w, k, v[3]));
 }
 
+// This thread's k on its rows (0 on rows ≥ D) and v on its 4 columns, from a
+// head's k and from v at the thread's first column.
+template <int kNR, class Th>
+__device__ __forceinline__ void load_kv_part(const bf16* k, const bf16* v, const Th& th, int D, float (&kr)[kNR],
+                                             float (&vc)[4]) {
+#pragma unroll
+  for (int i = 0; i < kNR; ++i) kr[i] = th.row(i) < D ? __bfloat162float(k[th.row(i)]) : 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) vc[j] = __bfloat162float(v[j]);
+}
+
+// S ← γ S + kᵀ v on this thread's part of the tile, stored; s keeps the result.
+template <int kNR, class Th>
+__device__ __forceinline__ void update_state_part(float* S, const Th& th, int D, const GretDecay& g,
+                                                  const float (&kr)[kNR], const float (&vc)[4], float4 (&s)[kNR]) {
+#pragma unroll
+  for (int i = 0; i < kNR; ++i) {
+    s[i] = decay_add4(g, s[i], kr[i], vc);
+    if (th.row(i) < D) *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = s[i];
+  }
+}
+
 // The deferred step's first half (and the flush): S ← γ_p S + k_pᵀ v_p from
 // this CTA's pending record, stored, and kept in s; nothing where the record
 // holds no update. Called before the wait.
@@ -90,19 +112,11 @@ template <int kNR, class Th>
 __device__ __forceinline__ void apply_pending(float* S, const unsigned char* rec, const GretPendingLayout& L,
                                               const Th& th, int D, float4 (&s)[kNR]) {
   if (*reinterpret_cast<const uint32_t*>(rec + L.flag_offset()) == 0u) return;  // uniform over the CTA
-  const auto* pk = reinterpret_cast<const bf16*>(rec + L.k_offset());
-  const auto* pv = reinterpret_cast<const bf16*>(rec + L.v_offset());
   float kp[kNR], vp[4];
-#pragma unroll
-  for (int i = 0; i < kNR; ++i) kp[i] = th.row(i) < D ? __bfloat162float(pk[th.row(i)]) : 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) vp[j] = __bfloat162float(pv[th.quad * 4 + j]);
-  const GretDecay gp = make_gret_decay(*reinterpret_cast<const float*>(rec + L.log_gamma_offset()));
-#pragma unroll
-  for (int i = 0; i < kNR; ++i) {
-    s[i] = decay_add4(gp, s[i], kp[i], vp);
-    if (th.row(i) < D) *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = s[i];
-  }
+  load_kv_part(reinterpret_cast<const bf16*>(rec + L.k_offset()),
+               reinterpret_cast<const bf16*>(rec + L.v_offset()) + th.quad * 4, th, D, kp, vp);
+  update_state_part(S, th, D, make_gret_decay(*reinterpret_cast<const float*>(rec + L.log_gamma_offset())), kp, vp,
+                    s);
 }
 
 // What a step kernel does with the state.
@@ -174,7 +188,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int i = 0; i < kNR; ++i) {
     const float4 n = decay_add4(gamma, s[i], kr[i], vc);
-    if (kKind == StepKind::eager && th.row(i) < D) *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = n;
+    if (kKind == StepKind::eager && th.row(i) < D)
+      *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = n;
     acc[0] = fmaf(qr[i], n.x, acc[0]);  // qr = 0 on rows ≥ D
     acc[1] = fmaf(qr[i], n.y, acc[1]);
     acc[2] = fmaf(qr[i], n.z, acc[2]);
@@ -234,7 +249,8 @@ __global__ void __launch_bounds__(kThreads)
       float ss = 0.0f;
       for (int r = 0; r < th.slices; ++r) ss += *cluster.map_shared_rank(&ss_local, r);  // same order in every CTA
       const float inv = gret_ng::inv_rms(ss, D, eps);
-      out[oc] = __float2bfloat16(gret_ng::gated(__bfloat162float(g[b * g_stride + h * D + th.slice * kW + t]), ov, inv));
+      const float gg = __bfloat162float(g[b * g_stride + h * D + th.slice * kW + t]);
+      out[oc] = __float2bfloat16(gret_ng::gated(gg, ov, inv));
     }
     cluster.sync();  // no CTA leaves while another still reads its ss_local
   }
@@ -272,15 +288,8 @@ __global__ void __launch_bounds__(kThreads)
   float4 s[kNR];
   load_state_part(S, th, D, s);
   float kr[kNR], vc[4];
-#pragma unroll
-  for (int i = 0; i < kNR; ++i) kr[i] = th.row(i) < D ? __bfloat162float(k[in + th.row(i)]) : 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) vc[j] = __bfloat162float(v[in + th.col + j]);
-  const GretDecay gamma = make_gret_decay(log_gamma[bh]);
-#pragma unroll
-  for (int i = 0; i < kNR; ++i)
-    if (th.row(i) < D)
-      *reinterpret_cast<float4*>(S + static_cast<int64_t>(th.row(i)) * D) = decay_add4(gamma, s[i], kr[i], vc);
+  load_kv_part(k + in, v + in + th.col, th, D, kr, vc);
+  update_state_part(S, th, D, make_gret_decay(log_gamma[bh]), kr, vc, s);
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -373,8 +382,8 @@ cudaError_t launch_gret_recurrent_step(const __nv_bfloat16* q, const __nv_bfloat
   const int D = static_cast<int>(head_dim);
   if (D % 16 == 0 && D <= 256 && aligned16(state)) {
     if (gret_deferred_slice_width(D) != 0)
-      return launch_shaped<false, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0, 0.0f, batch,
-                                         heads, head_dim, stream, overlap_previous);
+      return launch_shaped<false, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0,
+                                                   0.0f, batch, heads, head_dim, stream, overlap_previous);
     // 144, 176, 208, 240: 16 columns a CTA (no fused or deferred step there).
     return launch_sliced<SliceShape<128, 16, 8>, false>(q, k, v, row_stride, log_gamma, state, nullptr, o, nullptr, 0,
                                                         0.0f, batch, heads, D, stream, overlap_previous);
@@ -395,8 +404,8 @@ cudaError_t launch_gret_recurrent_step_norm_gate(const __nv_bfloat16* q, const _
                                                  float* state, const __nv_bfloat16* g, int64_t g_stride, float eps,
                                                  __nv_bfloat16* out, int64_t batch, int64_t heads, int64_t head_dim,
                                                  cudaStream_t stream) {
-  return launch_shaped<true, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps, batch,
-                                    heads, head_dim, stream, false);
+  return launch_shaped<true, StepKind::eager>(q, k, v, row_stride, log_gamma, state, nullptr, out, g, g_stride, eps,
+                                              batch, heads, head_dim, stream, false);
 }
 
 cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
@@ -404,8 +413,8 @@ cudaError_t launch_gret_deferred_step(const __nv_bfloat16* q, const __nv_bfloat1
                                       __nv_bfloat16* o, int64_t batch, int64_t heads, int64_t head_dim,
                                       cudaStream_t stream, bool overlap_previous) {
   if (pending == nullptr) return cudaErrorInvalidValue;
-  return launch_shaped<false, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f, batch, heads,
-                                    head_dim, stream, overlap_previous);
+  return launch_shaped<false, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, o, nullptr, 0, 0.0f,
+                                                  batch, heads, head_dim, stream, overlap_previous);
 }
 
 cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __nv_bfloat16* k,
@@ -415,8 +424,8 @@ cudaError_t launch_gret_deferred_step_norm_gate(const __nv_bfloat16* q, const __
                                                 int64_t heads, int64_t head_dim, cudaStream_t stream,
                                                 bool overlap_previous) {
   if (pending == nullptr) return cudaErrorInvalidValue;
-  return launch_shaped<true, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride, eps, batch,
-                                   heads, head_dim, stream, overlap_previous);
+  return launch_shaped<true, StepKind::deferred>(q, k, v, row_stride, log_gamma, state, pending, out, g, g_stride,
+                                                 eps, batch, heads, head_dim, stream, overlap_previous);
 }
 
 cudaError_t launch_gret_pending_flush(float* state, void* pending, int64_t batch, int64_t heads, int64_t head_dim,

@@ -64,6 +64,8 @@ cudaError_t GretUpdateBranches::join(cudaStream_t main) {
 
 void GretUpdateBranches::forget() { std::fill(pending_.begin(), pending_.end(), false); }
 
-bool GretUpdateBranches::outstanding() const { return std::find(pending_.begin(), pending_.end(), true) != pending_.end(); }
+bool GretUpdateBranches::outstanding() const {
+  return std::find(pending_.begin(), pending_.end(), true) != pending_.end();
+}
 
 }  // namespace yoco::cuda
