@@ -78,13 +78,16 @@ double attn_layer_gemm_io(const Shape& s) {  // Transformer / cross layer: q (an
 }
 // Elementwise traffic per token of one layer: two fused residual+RMSNorm (read
 // x and the branch output, write x and the normed x), RoPE in place, SwiGLU,
-// and for gRet the per-head norm with the silu gate: only g read, as the
-// runner's chunk launch applies it while it writes o (counted with the chunk;
-// cuda/gret/gret_chunk.hpp, GretNormGate; before 2026-11-27 a pass of its own
-// that read o and g and wrote o: 3 d).
-double self_layer_elementwise(const Shape& s) {
+// and for gRet the per-head norm with the silu gate. At prefill it is a pass
+// of its own after the chunk that reads o and g and writes o (3 d): kernel 6
+// can apply it in its epilogue (only g read), but run-17 measured that launch
+// slower than the chunk and the norm + gate kernel after it, so no planner
+// fuses it (cuda/gret/gret_plan.hpp, fuse_norm_gate). At decode the step
+// fused with it (launch_gret_recurrent_step_norm_gate) reads g only (1 d).
+enum class Phase { prefill, decode };
+double self_layer_elementwise(const Shape& s, Phase phase) {
   const double base = 8 * s.d + 2 * (2 * s.d) + 3 * s.F;
-  return s.gret ? base + s.d : base;
+  return s.gret ? base + (phase == Phase::prefill ? 3 : 1) * s.d : base;
 }
 double attn_layer_elementwise(const Shape& s, bool rope_on_kv) {
   return 8 * s.d + 2 * s.qw + (rope_on_kv ? 2 * s.kvw : 0) + 3 * s.F;
@@ -155,7 +158,7 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
       // Self-decoder over the chunk; weights read once per chunk step.
       gemm.flops += 2 * m * g.self_gemm;
       gemm.bytes += g.self_gemm * b.w + s.Ls * m * self_layer_gemm_io(s) * b.act;
-      ew.bytes += s.Ls * m * self_layer_elementwise(s) * b.act;
+      ew.bytes += s.Ls * m * self_layer_elementwise(s, Phase::prefill) * b.act;
       if (s.gret) {
         const double cc_full = static_cast<double>(cfg.gret_chunk_size);
         for (double off = 0; off < c; off += cc_full) {
@@ -213,7 +216,8 @@ PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, 
   if (s.yoco) {
     gemm.bytes += B * (s.Ls * self_layer_gemm_io(s) + s.Lc * attn_layer_gemm_io(s) + s.d) * b.act +
                   B * 2 * s.kvw * b.kv;
-    ew.bytes += B * (s.Ls * self_layer_elementwise(s) + s.Lc * attn_layer_elementwise(s, false) + 2 * s.d) * b.act +
+    ew.bytes += B * (s.Ls * self_layer_elementwise(s, Phase::decode) + s.Lc * attn_layer_elementwise(s, false) +
+                     2 * s.d) * b.act +
                 B * 2 * s.kvw * b.kv;
     if (s.gret) {
       Work& gret = w[Part::gret];

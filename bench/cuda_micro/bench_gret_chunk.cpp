@@ -237,7 +237,9 @@ void bench_norm_gate_fusion(Report& report, const Shape& sh, cudaStream_t stream
   const int64_t B = sh.batch, H = sh.heads, D = sh.D, N = sh.N;
   ChunkInputs in(sh, 4, 13 + N);  // q | k | v | g
   auto& [W, stride, qkvg, o, lg, state, s] = in;
-  const cuda::GretChunkPlan p = cuda::select_gret_chunk(s, sm_count);
+  // The library's plan, asked to fuse (it does not by itself: gret_plan.hpp, fuse_norm_gate).
+  cuda::GretChunkPlan p = cuda::select_gret_chunk(s, sm_count);
+  p.fuse_norm_gate = true;
   const size_t wsb = cuda::gret_chunk_workspace_bytes(s, p);
   DeviceBuffer<unsigned char> ws(std::max<size_t>(wsb, 16));
   const cuda::GretNormGate ng{qkvg.p + 3 * W, stride, 1e-5f};

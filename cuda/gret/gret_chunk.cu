@@ -140,7 +140,7 @@ cudaError_t launch_chunk_passes(unsigned phases, const __nv_bfloat16* q, const _
 
 }  // namespace
 
-// Kernel 6 writes the norm and gate itself where g allows its 16-byte pieces.
+// Kernel 6 writes the norm and gate itself where its plan asks and g allows its 16-byte pieces.
 bool gret_chunk_fuses_norm_gate(const GretChunkPlan& plan, const GretNormGate& ng) {
   return gret_chunk_fuses_norm_gate(plan) && !misaligned(ng.g, 16) && ng.g_stride % 8 == 0;
 }

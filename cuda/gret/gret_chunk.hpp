@@ -36,9 +36,10 @@ namespace yoco::cuda {
 // norm_gate (optional): o is written as silu(g) ⊙ rms_norm(o) per head, bit
 // for bit what this launch followed by launch_gret_norm_gate(o, g, g_stride,
 // batch·seq_len, heads, head_dim, eps, o) writes (gret_gate.hpp). Kernel 6
-// does it in its epilogue when g is 16-byte aligned and g_stride % 8 == 0
-// (gret_chunk_fuses_norm_gate); otherwise the launch runs the norm + gate
-// kernel after the chunk. g is laid out as q (row stride g_stride) and must
+// does it in its epilogue when the plan sets fuse_norm_gate and g is 16-byte
+// aligned with g_stride % 8 == 0 (gret_chunk_fuses_norm_gate); otherwise the
+// launch runs the norm + gate kernel after the chunk (the planners' choice:
+// gret_plan.hpp, fuse_norm_gate). g is laid out as q (row stride g_stride) and must
 // not overlap o (the fused path reads g while it writes o).
 struct GretNormGate {
   const __nv_bfloat16* g;

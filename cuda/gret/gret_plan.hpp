@@ -46,15 +46,18 @@ struct GretChunkPlan {
                          //    retired); 5: chunks of 128 or 256 tokens, full-width CTAs of
                          //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5; 6: wgmma, three
                          //    warpgroups, one CTA an SM (head_dim 128, chunk 64), see plan_gret_chunk_v6
+  bool fuse_norm_gate = false;  // kernel 6 only: the per-head norm and gate in its epilogue. Off in every
+                                //    planner: run-17 (H100, 32K x 24 x 128, library plan v6 P5) measured the chunk
+                                //    then the norm + gate kernel at 0.772 ms and the fused launch at 1.108 ms.
 };
 constexpr int kGretMaxSegments = 64;
 
-// Whether the plan's fused pass can write the per-head norm and gate itself
-// (kernel 6's epilogue; the launch also needs a 16-byte-aligned g:
-// gret_chunk.hpp, gret_chunk_fuses_norm_gate(plan, ng)), or the launch runs
-// the norm + gate kernel after it (one launch more: launch_count.hpp counts
-// it, for the runner's g, which is aligned).
-YOCO_HD constexpr bool gret_chunk_fuses_norm_gate(const GretChunkPlan& p) { return p.kernel == 6; }
+// Whether the plan's fused pass writes the per-head norm and gate itself
+// (kernel 6's epilogue where the plan asks for it; the launch also needs a
+// 16-byte-aligned g: gret_chunk.hpp, gret_chunk_fuses_norm_gate(plan, ng)), or
+// the launch runs the norm + gate kernel after it (one launch more:
+// launch_count.hpp counts it).
+YOCO_HD constexpr bool gret_chunk_fuses_norm_gate(const GretChunkPlan& p) { return p.kernel == 6 && p.fuse_norm_gate; }
 
 // ---- index maths (all int64) ----
 YOCO_HD constexpr int64_t gret_num_chunks(int64_t seq_len, int64_t chunk) { return (seq_len + chunk - 1) / chunk; }

@@ -47,8 +47,8 @@ inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, d
   const double ffn = 3, norm = 1;
   RunnerLaunches n;
   // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE of q and k (one pass), log
-  // decay, the chunk launch (its kernels and, unless kernel 6 fuses it, norm
-  // + gate: gret_chunk_launches), out_proj. SWA: q|k|v GEMM, RoPE of q and k,
+  // decay, the chunk launch (its kernels and norm + gate, unless the plan
+  // fuses it, which no planner does: gret_chunk_launches), out_proj. SWA: q|k|v GEMM, RoPE of q and k,
   // three position setters, ring gather, the chunk's keys into the window,
   // flash prefill, ring update, out_proj. (Until 2026-11-27 q and k were two
   // RoPE launches and norm + gate always one more: the sweep's runs.)
