@@ -14,7 +14,8 @@
 //   time runs until every state is written; its second read of the state is
 //   not in the floor): updates on 13 side streams (each beside the later
 //   layers, as in a runner, where each has a layer's projections and FFN to
-//   run beside) and on 1 (the updates in one queue);
+//   run beside) and on 1 (the updates in one queue); and the split step's
+//   output steps alone (no update: the dependent chain's own time);
 // - norm + gate and the log-decay at 32K tokens × 24 heads × 128.
 // The old one-block-per-head kernel is gone (this replaces it), so the
 // comparison is against the copy ceiling only.
@@ -136,19 +137,29 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
   // Modes 3 and 4: the deferred step overlapped, plain and with norm + gate
   // (each layer its own state and pending records: the contract holds).
   // Modes 5-7: the split step overlapped, plain and fused with 13 side
-  // streams, fused with one.
+  // streams, fused with one. Mode 8: the split step's output steps alone,
+  // overlapped, no update and no fork (not a decode step: the state is only
+  // read, and the row's bytes are that read): the dependent chain's own time,
+  // to tell whether run-17's split rows lost to the updates' traffic or to the
+  // forks between the output steps (their 3.08 us a layer at B1 24x128 equal
+  // the plain graph step's 3.14, as if the programmatic overlap were gone).
   auto thirteen = [&](cudaStream_t st, int mode) {
     for (int l = 0; l < kLayers; ++l) {
-      if (mode >= 5) split(st, l, mode != 5, mode == 7 ? side1 : side13);
+      if (mode == 8)
+        check(cuda::launch_gret_output_step(q, k, v, stride, lg.p, states.p + l * state_elems, o.p, B, H, D, st,
+                                            l > 0),
+              "output step");
+      else if (mode >= 5) split(st, l, mode != 5, mode == 7 ? side1 : side13);
       else if (mode >= 3) deferred(st, l, mode == 4, true);
       else if (mode == 1) fused(st, l);
       else step(st, l, mode == 2);
     }
-    if (mode >= 5) check((mode == 7 ? side1 : side13).join(st), "join the state updates");
+    if (mode >= 5 && mode <= 7) check((mode == 7 ? side1 : side13).join(st), "join the state updates");
   };
-  for (int mode : {0, 1, 2, 3, 4, 5, 6, 7}) {
+  for (int mode : {0, 1, 2, 3, 4, 5, 6, 7, 8}) {
     const bool use_fused = mode == 1 || mode == 4 || mode == 6 || mode == 7;
-    if ((use_fused || mode == 3 || mode == 5) && !fused_ok) continue;
+    if ((use_fused || mode == 3 || mode == 5 || mode == 8) && !fused_ok) continue;
+    const double layer_bytes = mode == 8 ? step_bytes / 2 : step_bytes;
     const std::string kind = mode == 1   ? "fused step+norm_gate"
                              : mode == 2 ? "step overlapped"
                              : mode == 3 ? "deferred step overlapped"
@@ -156,8 +167,9 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
                              : mode == 5 ? "split step overlapped 13 side streams"
                              : mode == 6 ? "split fused step+norm_gate overlapped 13 side streams"
                              : mode == 7 ? "split fused step+norm_gate overlapped 1 side stream"
+                             : mode == 8 ? "output step alone overlapped (state read only)"
                                          : "step";
-    KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * step_bytes,
+    KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * layer_bytes,
                    kLayers * step_flops, {}, ""};
     e.time = time_launches([&](cudaStream_t st) { thirteen(st, mode); }, stream);
     e.notes = "per step " + std::to_string(e.time.median_s / kLayers * 1e6) + " us";
@@ -169,7 +181,7 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
     thirteen(stream, mode);
     check(cudaStreamEndCapture(stream, &graph), "end capture");
     check(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate");
-    KernelResult gr{"gret_decode_13_layers", shape + " " + kind + " graph x13", s.model, 0, B, kLayers * step_bytes,
+    KernelResult gr{"gret_decode_13_layers", shape + " " + kind + " graph x13", s.model, 0, B, kLayers * layer_bytes,
                     kLayers * step_flops, {}, ""};
     gr.time = time_launches([&](cudaStream_t st) { check(cudaGraphLaunch(exec, st), "graph launch"); }, stream);
     check(cudaStreamSynchronize(stream), "graph sync");
