@@ -4,7 +4,8 @@ and length, the measured prefill beside its GEMM floor (the analytic row
 prefill.gemm roofline_time_s: the projections' FLOPs at the GEMM rate measured
 in the same run), the fraction of that floor reached, YOCO's 512K must (<= 6 s)
 and goal (<= 3 s), and the decode step both ways (graph / eager) with the host
-time spent enqueueing it.
+time spent enqueueing it; and the prefill's own host time (the host set the
+pace where it is close to the prefill's time).
 
     scripts/model_headlines.py FILE.csv [FILE.csv ...]
 
@@ -39,10 +40,11 @@ def main(argv):
     if not points:
         print("model_headlines: no model rows")
         return 0
-    print(f"{'model':<18} {'length':>8} {'B':>2} {'prefill s':>10} {'GEMM floor s':>12} {'of floor':>8} "
+    print(f"{'model':<18} {'length':>8} {'B':>2} {'prefill s':>10} {'host s':>8} {'GEMM floor s':>12} {'of floor':>8} "
           f"{'step graph ms':>13} {'step eager ms':>13} {'enqueue graph/eager us':>22}  note")
     for (model, n, b), m in sorted(points.items()):
         pre = m.get(("measured", "prefill", "prefill_latency_s"))
+        pre_host = m.get(("measured", "prefill", "prefill_host_enqueue_s"))
         floor = m.get(("analytic", "prefill.gemm", "roofline_time_s"))
         g = m.get(("measured", "decode", "decode_step_latency_s"))
         e = m.get(("measured", "decode_eager", "decode_step_latency_s"))
@@ -62,7 +64,8 @@ def main(argv):
         def f(x, scale, fmt):
             return format(x * scale, fmt) if x is not None else "-"
         enq = f"{f(hg[0] if hg else None, 1e6, '.0f')}/{f(he[0] if he else None, 1e6, '.0f')}"
-        print(f"{model:<18} {n:>8} {b:>2} {f(pre_v, 1, '.4f'):>10} {f(floor[0] if floor else None, 1, '.4f'):>12} "
+        print(f"{model:<18} {n:>8} {b:>2} {f(pre_v, 1, '.4f'):>10} {f(pre_host[0] if pre_host else None, 1, '.4f'):>8} "
+              f"{f(floor[0] if floor else None, 1, '.4f'):>12} "
               f"{f(frac, 100, '.0f') + ('%' if frac else ''):>8} {f(g[0] if g else None, 1e3, '.3f'):>13} "
               f"{f(e[0] if e else None, 1e3, '.3f'):>13} {enq:>22}  {note}")
     return 0

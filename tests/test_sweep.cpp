@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "analytic_rows.hpp"
@@ -584,6 +585,33 @@ class ExtrasBackend : public FakeBackend {
             {"decode", {"decode_host_enqueue_s", 1e-6, "s", "measured", 32, "fake enqueue", {}, {}}}};
   }
 };
+
+// A device that runs asynchronously (as CUDA does): each timed region also
+// has a host time, here a tenth of the device's.
+class AsyncBackend : public FakeBackend {
+ public:
+  std::optional<double> host;
+  double time(const std::function<void()>& region) override {
+    const double t = FakeBackend::time(region);
+    host = t / 10;
+    return t;
+  }
+  std::optional<double> last_region_host_s() const override { return host; }
+};
+
+TEST(SweepProtocol, AnAsynchronousDeviceAddsThePrefillsHostTime) {
+  AsyncBackend dev;
+  const auto rows = sweep(settings(), dev);
+  const ResultRow& p = row(rows, "prefill", "prefill_latency_s");
+  const ResultRow& h = row(rows, "prefill", "prefill_host_enqueue_s");
+  EXPECT_EQ(h.repeats, p.repeats) << "the same timed runs, the warm-up left out";
+  EXPECT_NEAR(*h.value, *p.value / 10, 1e-12 * *p.value);
+  EXPECT_EQ(h.method, "measured");
+  EXPECT_NE(h.notes.find("host"), std::string::npos) << h.notes;
+  FakeBackend sync;
+  for (const ResultRow& r : sweep(settings(), sync))
+    EXPECT_NE(r.metric, "prefill_host_enqueue_s") << "a device whose regions are the host's own has no such row";
+}
 
 TEST(SweepProtocol, DeviceDecodeWarmupAndExtrasHaveRoomAndRows) {
   ExtrasBackend dev;

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "runner/cuda_model.hpp"
@@ -153,7 +154,10 @@ double CudaBackend::time(const std::function<void()>& region) {
   // would not be ordered with its work. Before any runner: the legacy stream.
   cudaStream_t stream = model_ ? model_->stream() : nullptr;
   check(cudaEventRecord(events_->start, stream), "record the timer's start event");
+  last_host_s_.reset();
+  const auto t0 = std::chrono::steady_clock::now();
   region();
+  last_host_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   check(cudaEventRecord(events_->stop, stream), "record the timer's stop event");
   check(cudaEventSynchronize(events_->stop), "the timed region");
   float ms = 0;

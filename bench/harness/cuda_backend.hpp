@@ -62,6 +62,7 @@ class CudaBackend : public DeviceBackend {
   // runner's local one) from now on: what create_runner does with its own.
   void adopt(ModelRunner& runner);
   double time(const std::function<void()>& region) override;
+  std::optional<double> last_region_host_s() const override { return last_host_s_; }
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;
@@ -84,6 +85,7 @@ class CudaBackend : public DeviceBackend {
   // next one; cleared before each creation.
   cuda::CudaModel* model_ = nullptr;
   std::unique_ptr<Events> events_;
+  std::optional<double> last_host_s_;  // steady_clock around time()'s region
   std::unique_ptr<CuptiCollector> cupti_;  // created by the first kernel_breakdown
 };
 

@@ -70,6 +70,11 @@ class DeviceBackend {
   virtual std::unique_ptr<ModelRunner> create_runner(const ModelConfig& cfg, Precision p, uint64_t seed) = 0;
   // Seconds `region` takes on the device (the CPU: steady_clock; CUDA: events around it).
   virtual double time(const std::function<void()>& region) = 0;
+  // Host seconds the last time()'s region took to return, where the device
+  // runs asynchronously (CUDA: the region only enqueues, so this is its
+  // enqueue time; beside time()'s answer it says whether the host or the
+  // device set the pace); nullopt where the region's work is the host's own.
+  virtual std::optional<double> last_region_host_s() const { return std::nullopt; }
 
   // Memory of a point: the peak marks are reset before its prefills; the
   // breakdown is read after its first timed prefill (a cache of exactly `n`

@@ -358,7 +358,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           }
           if (latency) {
             const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed, B, n, cfg.vocab_size));
-            std::vector<double> times;
+            std::vector<double> times, host_times;
             dev.reset_peak_memory();
             const bool decode = s.metrics.count("decode") > 0;
             for (int i = 0; i < warmup + repeats; ++i) {
@@ -366,13 +366,17 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               const bool last = i + 1 == warmup + repeats;
               const int64_t room = last && decode ? dec_room : 0;
               const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
-              if (i >= warmup) times.push_back(t);
+              if (i >= warmup) {
+                times.push_back(t);
+                if (const auto h = dev.last_region_host_s()) host_times.push_back(*h);
+              }
               if (i == warmup) {
                 res.memory = dev.memory_breakdown(*runner, n, s.precision);  // cache of n tokens (+ room if last)
                 res.kv_per_token = kv_per_token_reading(*res.memory, B, runner->capacity());
               }
             }
             res.prefill = summarize(times);
+            if (host_times.size() == times.size()) res.prefill_host = summarize(host_times);
             if (decode) {
               progress.step("decode steps");
               warm_up_decode(dev, *runner, B);
@@ -458,6 +462,12 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
                           " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) + common);
+        if (res.prefill && res.prefill_host && s.metrics.count("prefill"))
+          sink.timing(model, n, B, 0, "prefill", "prefill_host_enqueue_s", *res.prefill_host, "measured",
+                      "host seconds until the prefill call returned (steady_clock), the same " +
+                          std::to_string(res.prefill_host->count) +
+                          " runs: the call only enqueues, so where this is close to prefill_latency_s the host, "
+                          "not the device, set the pace");
         // The device's extra decode rows (CUDA: eager steps, enqueue times) go before
         // the decode row, so that a reader taking the last decode_step_latency_s of
         // a point (the sweep table) takes the decode phase's.

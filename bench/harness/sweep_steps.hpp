@@ -26,6 +26,7 @@ namespace yoco::cli {
 // What a point measured; absent fields did not run.
 struct PointResult {
   std::optional<Summary> prefill, decode;
+  std::optional<Summary> prefill_host;  // the prefills' host seconds (DeviceBackend::last_region_host_s)
   std::vector<PhaseReading> decode_extras;  // the device's (DeviceBackend::decode_extras)
   std::optional<std::vector<Reading>> memory;  // the breakdown, then the peaks
   int64_t throughput_batch = 0;

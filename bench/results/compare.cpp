@@ -33,6 +33,7 @@ constexpr DirectionRule kDirectionRules[] = {
     {"cupti_overhead_fraction", Direction::Lower},
     {"flops", Direction::Lower},
     {"bytes", Direction::Lower},
+    {"*_host_enqueue_s", Direction::Lower},
     {"throughput_tokens_per_s", Direction::Higher},
     {"max_batch", Direction::Higher},
     {"achieved_*", Direction::Higher},
