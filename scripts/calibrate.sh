@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates reports/model/ from committed data: the calibrated cost model
 # fitted on the committed H100 sweep (--cupti), its check on that sweep
-# (in-sample), its check on the small presets' run (run-09, out of sample: not
+# (in-sample), its check on the small presets' run (run-17: 4K and 16K, kept buffers, CUPTI; out of sample: not
 # in the fit), projections to the H100/H200/B200 datasheets, and what-ifs.
 # Then `/usr/bin/python3 reports/report.py` draws them into the report.
 #
@@ -19,7 +19,7 @@ done
 . scripts/find-yoco.sh
 find_yoco "$YOCO"
 SWEEP=reports/results/nvidia-h100/sweep.csv
-SMALL=reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv
+SMALL=reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv
 OUT=reports/model
 CAL=$OUT/calibration-nvidia-h100.csv
 # The what-ifs' peer efficiencies: cuDNN's and FlashAttention-2's prefill

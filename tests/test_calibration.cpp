@@ -9,8 +9,10 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "calibration.hpp"
@@ -122,9 +124,8 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
 // throughput (a batch of 1024 prefilled 32 tokens of each sequence a step,
 // host-bound for YOCO: a K/V GEMM and RoPE per sequence a step) within the
 // issue's 30%. Their 4K prefill at batch 1 is not asserted: yoco-small's is
-// predicted 39% short (the generation's cudaFree/cudaMalloc inside the timed
-// prefill is not priced, and no CUPTI breakdown of these points exists yet);
-// the note of issue 31 says so.
+// predicted 39% short (run-17 re-measured it without the allocations inside
+// the timed prefill and it is still short: the test below).
 TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const std::string small =
@@ -141,6 +142,40 @@ TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
   EXPECT_EQ(per_metric["mem_total_bytes"], 3);  // yoco-small, yoco-swa-small, transformer-small at 4K
   EXPECT_EQ(per_metric["decode_step_latency_s"], 3);
   EXPECT_EQ(per_metric["throughput_tokens_per_s"], 3);
+}
+
+// The small presets again (run-17: 4K and 16K, the runners keeping a
+// generation's buffers across prefills of one shape, CUPTI): memory and the
+// decode step carry down; the throughput too but at transformer-small's 16K
+// (a batch of 1024 at 16K context, the model over half high); the YOCO
+// prefills at batch 1 but yoco-small's at 4K are still predicted 45-55% short
+// (their host calls cost more than a decode step's).
+// The known misses are asserted as misses, so that a fix shows here.
+TEST(Calibration, TheSmallPresetsOfRun17AreWithin30PercentButFourKnownMisses) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string small =
+      (repo() / "reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  std::map<std::string, int> per_metric;
+  for (const auto& k : check_calibration(yoco::cli::read_results_csv(small), c)) {
+    ++per_metric[k.metric];
+    const double err = std::abs(k.ratio() - 1);
+    const std::string what = k.model + " " + std::to_string(k.seq_len) + " " + k.metric + ": predicted " +
+                             std::to_string(k.predicted) + ", measured " + std::to_string(k.measured);
+    const std::set<std::tuple<std::string, int64_t, std::string>> known_misses = {
+        {"yoco-small", 16384, "prefill_latency_s"},
+        {"yoco-swa-small", 4096, "prefill_latency_s"},
+        {"yoco-swa-small", 16384, "prefill_latency_s"},
+        {"transformer-small", 16384, "throughput_tokens_per_s"}};
+    if (known_misses.count({k.model, k.seq_len, k.metric}))
+      EXPECT_GT(err, 0.30) << what << " (a known miss no longer missed: tighten the test)";
+    else
+      EXPECT_LE(err, k.metric == "mem_total_bytes" ? 0.01 : 0.30) << what;
+  }
+  EXPECT_EQ(per_metric["mem_total_bytes"], 6);  // three presets at 4K and 16K
+  EXPECT_EQ(per_metric["decode_step_latency_s"], 6);
+  EXPECT_EQ(per_metric["throughput_tokens_per_s"], 6);
+  EXPECT_EQ(per_metric["prefill_latency_s"], 6);
 }
 
 // The runners' host calls (cuda/runner/launch_count.hpp) against the CUPTI

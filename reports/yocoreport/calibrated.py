@@ -161,24 +161,25 @@ def calibrated_section(data, table, readme_dir, out_dir):
                 body.append([p["model"], _len(p["seq_len"]), p["batch"], METRICS.get(p["metric"], p["metric"]),
                              "%s / %s = %.3f" % (_fmt(p["metric"], float(p["value"])), _fmt(p["metric"], measured),
                                                  ratio)])
-            lines += ["Out of sample, the small presets (head dim 64, 4K; run-09's models_small.csv, no CUPTI, "
-                      "not in the fit): worst " + ", ".join("%s %.0f%%" % (METRICS[m], 100 * w)
-                                                            for m, w in worst.items()) +
-                      ". Memory carries down exactly (the runners' formula counts the 4K step's buffers and "
+            lines += ["Out of sample, the small presets (head dim 64, 4K and 16K; run-17's models_small.csv: "
+                      "the runners keeping a generation's buffers across prefills of one shape, with a CUPTI "
+                      "breakdown; not in the fit): worst " + ", ".join("%s %.0f%%" % (METRICS[m], 100 * w)
+                                                                for m, w in worst.items()) +
+                      ". Memory carries down exactly (the runners' formula counts the step's buffers and "
                       "the 32 MiB cuBLAS workspace that dominate it). Time carries down through the host: the "
                       "runners' calls (cuda/runner/launch_count.hpp, as the runners are now; its decode counts "
-                      "checked against the sweep's CUPTI launch counts) times the host's cost of a call (the sweep's eager decode steps: %s) bound a "
-                      "prefill from below, which is what a batch of 1024 prefilled 32 tokens of each sequence a "
-                      "step is (YOCO's runner projects the global K/V one sequence at a time: two calls per "
-                      "sequence per step). Open: the 4K prefill at batch 1, which the model puts short for YOCO: "
-                      "these points were measured while every timed prefill freed and allocated the generation's "
-                      "caches (a device-wide cudaFree, then cudaMalloc), which the model does not price, and "
-                      "their gRet layers ran chunk kernel v2 (the only one at head dim 64), while the fit's gRet "
-                      "efficiency comes from v3 at head dim 128; the runners keep the caches across prefills of "
-                      "one shape since 2026-11-27 (and rotate q and k in one launch, which the call count "
-                      "already follows), and the GPU suite's models step re-measures the points with a CUPTI "
-                      "breakdown that will say which it was "
-                      "([%s](%s))." % (host, rel(small), rel(small)), "",
+                      "checked against the sweep's CUPTI launch counts) times the host's cost of a call (the "
+                      "sweep's eager decode steps: %s) bound a prefill from below, which is what a batch of 1024 "
+                      "prefilled 32 tokens of each sequence a step is (YOCO's runner projects the global K/V one "
+                      "sequence at a time: two calls per sequence per step). Open, and not the allocations (kept "
+                      "now): the prefill at batch 1, which the model puts up to half short for YOCO. CUPTI finds "
+                      "0.22-0.62 ms of kernels in YOCO's 0.62-1.06 ms prefills of 61-65 calls, 10-17 µs of wall "
+                      "time a call against the decode steps' %s, so these prefills are paced by the host's calls, "
+                      "which cost more there than in a decode step; the next run writes the prefill's own host "
+                      "time (prefill_host_enqueue_s) to price them. And transformer-small's throughput at 16K "
+                      "(a batch of 1024 at 16K context), which the model puts over half high: its decode steps' "
+                      "attention at that batch, outside the fit's shapes "
+                      "([%s](%s))." % (host, host, rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.
         for proj in sorted(glob.glob(os.path.join(MODEL_DIR, "projection-*.csv"))):
