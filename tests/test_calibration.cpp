@@ -219,18 +219,26 @@ TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
   EXPECT_DOUBLE_EQ(p.host_s, 10e-6 * (n.prefill_step + n.prefill_once));  // 1024 tokens: one step
   EXPECT_DOUBLE_EQ(p.total_s, std::max(none.total_s, p.host_s));
   EXPECT_GT(p.host_s, none.total_s) << "transformer-small's 1K prefill is host-bound at 10 us a call";
-  // A batch of 1024 a step of 32 tokens each: 120 steps, and YOCO's per-sequence K/V GEMM and RoPE in each.
+  // A batch of 1024 a step of 32 tokens each: 120 steps, and in each YOCO's global K/V as one GEMM for the
+  // batch (the runners' default) or, as they did before run-17, a K/V GEMM and RoPE per sequence.
   const yoco::ModelConfig y = yoco::preset_config("yoco-small");
-  const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768);
-  EXPECT_GE(yoco::cuda::yoco_runner_launches(y, 1024, 1).prefill_step, 2 * 1024);
-  // The chunk launch at head dim 64 is kernel 2's, which leaves the norm + gate to a kernel of its own: 1 + 1
-  // launches, or 3 + 1 with segments.
-  bool matched = false;
-  for (double chunk_launches : {2.0, 4.0}) {
-    const auto ny = yoco::cuda::yoco_runner_launches(y, 1024, chunk_launches);
-    matched = matched || std::abs(b.host_s - 10e-6 * (120 * ny.prefill_step + ny.prefill_once)) < 1e-12;
+  EXPECT_GE(yoco::cuda::yoco_runner_launches(y, 1024, 1, false).prefill_step, 2 * 1024);
+  EXPECT_LT(yoco::cuda::yoco_runner_launches(y, 1024, 1, true).prefill_step, 100);
+  for (bool batched : {false, true}) {
+    const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768, batched);
+    // The chunk launch at head dim 64 is kernel 2's, which leaves the norm + gate to a kernel of its own: 1 + 1
+    // launches, or 3 + 1 with segments.
+    bool matched = false;
+    for (double chunk_launches : {2.0, 4.0}) {
+      const auto ny = yoco::cuda::yoco_runner_launches(y, 1024, chunk_launches, batched);
+      matched = matched || std::abs(b.host_s - 10e-6 * (120 * ny.prefill_step + ny.prefill_once)) < 1e-12;
+    }
+    EXPECT_TRUE(matched) << b.host_s << (batched ? " batched" : " per sequence");
   }
-  EXPECT_TRUE(matched) << b.host_s;
+  EXPECT_DOUBLE_EQ(calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768).host_s,
+                   calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768,
+                                      yoco::cuda::kBatchedGlobalKvByDefault).host_s)
+      << "without the choice: the runners' default";
   const yoco::ModelConfig big = yoco::preset_config("yoco-3b");
   const CalibratedPhase l = calibrated_prefill(big, Storage{}, c, ceil, 1, 1 << 20, 32768);
   EXPECT_LT(l.host_s, 0.02 * l.total_s);  // 32 steps of 32K tokens: the kernels bound it

@@ -114,13 +114,14 @@ cuda::GretChunkShape gret_step_shape(const ModelConfig& cfg, int64_t batch, int6
 int sms_for(const Calibration& c, const DeviceSpec& dev) { return dev.sm_count > 0 ? dev.sm_count : std::max(c.sm_count, 1); }
 
 // The runners' host calls for `batch` sequences prefilled `rows` tokens a step.
-cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t rows, int sms) {
+cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t rows, int sms,
+                                 bool batched_global_kv = cuda::kBatchedGlobalKvByDefault) {
   double chunk_launches = 1;
   if (cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret) {
     const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(gret_step_shape(cfg, batch, rows), sms);
     chunk_launches = (plan.segments > 1 ? 3 : 1) + (cuda::gret_chunk_fuses_norm_gate(plan) ? 0 : 1);
   }
-  return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches);
+  return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches, batched_global_kv);
 }
 
 // The preset of a row's model; nullopt for pairs ("a vs b"), "-" and files.
@@ -292,11 +293,12 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
 }
 
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
-                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk) {
+                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk,
+                                   bool batched_global_kv) {
   const int64_t rows = static_cast<int64_t>(cuda::prefill_rows_per_sequence(
       static_cast<double>(batch), static_cast<double>(prompt), static_cast<double>(chunk)));
   CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows), true, c, ceil);
-  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil));
+  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), batched_global_kv);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
   p.host_s = c.host_call_s * (steps * n.prefill_step + n.prefill_once);
   p.total_s = std::max(p.total_s, p.host_s);
@@ -304,7 +306,7 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
 }
 
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
-                         int64_t prompt, int64_t gen, int64_t chunk) {
+                         int64_t prompt, int64_t gen, int64_t chunk, bool batched_global_kv) {
   const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
                C = static_cast<double>(chunk);
   if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C).total();
@@ -315,15 +317,16 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
     workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms_for(c, dev))));
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
-  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0).total();
+  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, batched_global_kv).total();
 }
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
-                             bool sampled_prefill) {
+                             bool sampled_prefill, bool batched_global_kv) {
   const int64_t prompt = seq_len - gen;
-  const CalibratedPhase p = sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk)
-                                            : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk);
+  const CalibratedPhase p =
+      sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk, batched_global_kv)
+                      : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk, batched_global_kv);
   const double prefill = (sampled_prefill ? static_cast<double>(batch) : 1.0) * p.total_s;
   double decode = 0, b = p.band;
   for (int64_t i = 0; i < gen; ++i) {
@@ -510,6 +513,23 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
   return lhs + (rhs == "ceiling" ? " at its roofline (no fixed cost)" : " at " + rhs + " of its roofline");
 }
 
+CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk) {
+  return calibrated_prefill(cfg, st, c, ceil, batch, prompt, chunk, cuda::kBatchedGlobalKvByDefault);
+}
+
+double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
+                         int64_t prompt, int64_t gen, int64_t chunk) {
+  return calibrated_memory(cfg, c, dev, batch, prompt, gen, chunk, cuda::kBatchedGlobalKvByDefault);
+}
+
+double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
+                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
+                             bool sampled_prefill) {
+  return calibrated_throughput(cfg, st, c, ceil, seq_len, gen, batch, prefill_chunk, band, sampled_prefill,
+                               cuda::kBatchedGlobalKvByDefault);
+}
+
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c) {
   std::vector<CalibrationCheck> out;
   const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
@@ -520,18 +540,23 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
     CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
+    // As the point's runner projected YOCO's global K/V at batch > 1: its rows
+    // say "global K/V batched" since that became the default; before, every
+    // run was per sequence and no row said so.
+    const bool batched = r.notes.find("global K/V batched") != std::string::npos;
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk).total_s;
+      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, batched).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
       k.predicted = calibrated_phase(*cfg, decode_work(*cfg, st, r.batch, r.seq_len), false, c, ceil).total_s;
     } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
                (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
       // As the point ran its prefill: the whole batch, or one prompt x batch ("prefill sampled" in its notes).
       const bool sampled = r.notes.find("prefill sampled") != std::string::npos;
-      k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled);
+      k.predicted =
+          calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled, batched);
     } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
       // The point's caches hold its prompt (the sweep's memory rows: "caches of exactly that").
-      k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk);
+      k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk, batched);
     } else {
       continue;
     }

@@ -106,9 +106,14 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
 // A prefill of `batch` prompts of `prompt` tokens as the runners run it:
 // steps of batch x prefill_rows_per_sequence tokens (at most `chunk` in all),
 // the kernels' calibrated time, or the host's calls where they take longer
-// (small models, a few tokens of each sequence a step).
+// (small models, a few tokens of each sequence a step). batched_global_kv:
+// how YOCO's runner projects the global K/V at batch > 1; without it, as the
+// runners do by default (cuda/runner/launch_count.hpp, kBatchedGlobalKvByDefault).
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
                                    const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk);
+CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                   const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk,
+                                   bool batched_global_kv);
 
 // Memory as the runner allocates it (mem_total_bytes: weights, caches, state,
 // activations) for `batch` sequences of `prompt` + `gen` tokens, prefilled in
@@ -116,6 +121,8 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
 // calibration's card where it has none).
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
                          int64_t prompt, int64_t gen, int64_t chunk);
+double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
+                         int64_t prompt, int64_t gen, int64_t chunk, bool batched_global_kv);
 
 // DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
 // (if given) receives the larger band of its prefill and decode steps. The
@@ -125,6 +132,9 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk,
                              double* band = nullptr, bool sampled_prefill = false);
+double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
+                             int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
+                             bool sampled_prefill, bool batched_global_kv);
 
 }  // namespace yoco::cost
 

@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "runner/cuda_model.hpp"
+#include "runner/runner_support.hpp"
 #include "cuda_runner.hpp"
 #include "transformer_cuda_model.hpp"
 #include "device/device_ceilings.hpp"
@@ -163,6 +164,12 @@ double CudaBackend::time(const std::function<void()>& region) {
   float ms = 0;
   check(cudaEventElapsedTime(&ms, events_->start, events_->stop), "cudaEventElapsedTime");
   return static_cast<double>(ms) * 1e-3;
+}
+
+std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
+  if (!cfg.is_yoco() || batch <= 1) return "";
+  return cuda::global_kv_projection_from_env() == cuda::GlobalKvProjection::batched ? "global K/V batched"
+                                                                                     : "global K/V per sequence";
 }
 
 void CudaBackend::reset_peak_memory() {
@@ -394,6 +401,7 @@ std::unique_ptr<ModelRunner> CudaBackend::create_runner(const ModelConfig&, Prec
 void CudaBackend::adopt(ModelRunner&) { lacks("time a runner"); }
 Ceilings CudaBackend::ceilings_of(const cuda::DeviceCeilings&) const { lacks("measure its ceilings"); }
 double CudaBackend::time(const std::function<void()>&) { lacks("time (CUDA events)"); }
+std::string CudaBackend::runner_note(const ModelConfig&, int64_t) const { return ""; }
 void CudaBackend::reset_peak_memory() { lacks("reset its peak memory mark"); }
 std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner&, int64_t, Precision) {
   lacks("read its memory");

@@ -63,6 +63,7 @@ class CudaBackend : public DeviceBackend {
   void adopt(ModelRunner& runner);
   double time(const std::function<void()>& region) override;
   std::optional<double> last_region_host_s() const override { return last_host_s_; }
+  std::string runner_note(const ModelConfig& cfg, int64_t batch) const override;
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;

@@ -75,6 +75,10 @@ class DeviceBackend {
   // enqueue time; beside time()'s answer it says whether the host or the
   // device set the pace); nullopt where the region's work is the host's own.
   virtual std::optional<double> last_region_host_s() const { return std::nullopt; }
+  // How the device's runner does what a point's rows depend on beyond the
+  // model and shape (CUDA: YOCO's global K/V projection at batch > 1), for
+  // the notes of rows the calibrated model checks ("" when nothing to say).
+  virtual std::string runner_note(const ModelConfig&, int64_t /*batch*/) const { return ""; }
 
   // Memory of a point: the peak marks are reset before its prefills; the
   // breakdown is read after its first timed prefill (a cache of exactly `n`

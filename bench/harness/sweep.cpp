@@ -461,7 +461,8 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         if (res.prefill && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
-                          " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) + common);
+                          " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) +
+                          (dev.runner_note(cfg, B).empty() ? "" : "; " + dev.runner_note(cfg, B)) + common);
         if (res.prefill && res.prefill_host && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_host_enqueue_s", *res.prefill_host, "measured",
                       "host seconds until the prefill call returned (steady_clock), the same " +

@@ -92,6 +92,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
     progress.step("throughput: prefill " + std::to_string(batch) + " x " + length_label(prompt_len));
     const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, batch, prompt_len, cfg.vocab_size));
     res.tp_prefill_s = dev.time([&] { runner.run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
+    if (const std::string how = dev.runner_note(cfg, batch); !how.empty()) prefill_how += "; " + how;
   }
   progress.step("throughput: decode");
   warm_up_decode(dev, runner, batch);

@@ -17,6 +17,7 @@
 
 #include "config.hpp"
 #include "param_layout.hpp"
+#include "runner/launch_count.hpp"
 
 namespace yoco::cuda {
 
@@ -45,7 +46,8 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
 // ffn_rows: the FFN's row block (ffn_row_block_from_env; 0: the whole step).
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                              double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
-                                             bool batched_global_kv = false, double ffn_rows = 0) {
+                                             bool batched_global_kv = kBatchedGlobalKvByDefault,
+                                             double ffn_rows = 0) {
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),

@@ -35,12 +35,17 @@ struct RunnerLaunches {
 
 inline constexpr double kFlashDecodeLaunches = 2;  // split + combine (the caches of the sweep need splits)
 
+// Whether YOCO's runner projects a prefill step's global K/V for the whole
+// batch at once (GlobalKvProjection::batched, runner_support.hpp) unless told
+// otherwise: the one definition the runner and the cost model share.
+inline constexpr bool kBatchedGlobalKvByDefault = true;
+
 // YOCO. gret_chunk_launches: the chunk launch's kernels for a prefill step of
 // the plan the library picks (1, or 3 with segments, plus the norm + gate
 // kernel unless the plan fuses it: gret_chunk_fuses_norm_gate); unused for SWA.
 // batched_global_kv: GlobalKvProjection::batched (one GEMM for the batch).
 inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
-                                           bool batched_global_kv = false) {
+                                           bool batched_global_kv = kBatchedGlobalKvByDefault) {
   const double Ls = static_cast<double>(c.n_self_layers()), Lc = static_cast<double>(c.n_cross_layers());
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM; a sublayer's add + RMSNorm before it.
@@ -88,8 +93,10 @@ inline RunnerLaunches transformer_runner_launches(const ModelConfig& c) {
   return n;
 }
 
-inline RunnerLaunches runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches) {
-  return c.is_yoco() ? yoco_runner_launches(c, batch, gret_chunk_launches) : transformer_runner_launches(c);
+inline RunnerLaunches runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
+                                      bool batched_global_kv = kBatchedGlobalKvByDefault) {
+  return c.is_yoco() ? yoco_runner_launches(c, batch, gret_chunk_launches, batched_global_kv)
+                     : transformer_runner_launches(c);
 }
 
 }  // namespace yoco::cuda

@@ -27,7 +27,8 @@ void check_gemm(const std::string& error, const char* what) {
 GlobalKvProjection global_kv_projection_from_env() {
   const char* e = std::getenv("YOCO_GLOBAL_KV");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "per-sequence") return GlobalKvProjection::per_sequence;
+  if (v.empty()) return kDefaultGlobalKv;
+  if (v == "per-sequence") return GlobalKvProjection::per_sequence;
   if (v == "batched") return GlobalKvProjection::batched;
   throw InputError("YOCO_GLOBAL_KV is '" + v + "': it must be 'per-sequence' or 'batched' (or unset)");
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/device_arena.hpp"
+#include "runner/launch_count.hpp"
 
 namespace yoco::cuda {
 
@@ -27,13 +28,17 @@ void check_gemm(const std::string& error, const char* what);
 inline void check_gemm(const std::string& error, const std::string& what) { check_gemm(error, what.c_str()); }
 
 // How a YOCO prefill step of several sequences projects the global K/V:
-// a GEMM per sequence straight into its cache rows (per_sequence: 2 launches a
-// sequence a step, the measured default), or one GEMM for the batch's rows,
-// RoPE, and the rows copied into each cache (batched: 4 launches a step; not
-// yet run on a GPU). Batch 1 always goes straight into the cache.
+// one GEMM for the batch's rows, RoPE, and the rows copied into each cache
+// (batched: 4 launches a step, the default), or a GEMM per sequence straight
+// into its cache rows (per_sequence: 2 launches a sequence a step, the default
+// until run-17 measured both on the H100: yoco-small's throughput at 4K, a
+// batch of 1024, 114K tokens/s per sequence and 451K batched, the outputs bit
+// for bit the same). Batch 1 always goes straight into the cache.
 enum class GlobalKvProjection { per_sequence, batched };
-// YOCO_GLOBAL_KV=per-sequence|batched (unset: per-sequence), read when a model
-// is made; InputError naming the variable for anything else.
+inline constexpr GlobalKvProjection kDefaultGlobalKv =
+    kBatchedGlobalKvByDefault ? GlobalKvProjection::batched : GlobalKvProjection::per_sequence;
+// YOCO_GLOBAL_KV=per-sequence|batched (unset: kDefaultGlobalKv), read when a
+// model is made; InputError naming the variable for anything else.
 GlobalKvProjection global_kv_projection_from_env();
 
 // The most rows a YOCO prefill step's FFN takes at once (issue 34: its W1|W3

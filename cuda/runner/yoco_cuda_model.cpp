@@ -200,7 +200,7 @@ class YocoCudaModel final : public CudaModel {
   GretDecodeVariant decode_ = GretDecodeVariant::eager;
   GretUpdateBranches update_branches_{1};  // the split step's state updates (side stream made on first use)
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
-  GlobalKvProjection global_kv_ = GlobalKvProjection::per_sequence;
+  GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
