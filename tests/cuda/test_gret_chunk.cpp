@@ -7,6 +7,7 @@
 #define YOCO_GRET_EMULATION 1
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -783,6 +784,74 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     std::vector<float> got_hi(got.begin() + static_cast<std::ptrdiff_t>(wrap_from), got.begin() + 21 * W);
     EXPECT_LE(rms_error(got_hi, want_hi), 1.5 * bf16_output_bound(want_hi)) << variant.name;
     EXPECT_LE(rms_error(download(st_c), want_s), 5e-3) << variant.name;
+  }
+}
+
+// Issue 35: one yoco-3b gRet layer past the paper, 4M tokens (24 heads x 128,
+// batch 1), as a prefill carries it: four launches of 1M tokens, the state
+// handed from each to the next, against the fp32 recurrent oracle carried the
+// same way; inputs generated a segment at a time (one segment's buffers, 39
+// GB, so it runs on the H100 too; the whole sequence's would need 154 GB).
+// Sampled rows of every segment (edges, past the 2^31 element offset of the
+// segment's launch, random) and the state handed on after each. About four
+// times the 1M test's 3.2 s (run-16): the oracle runs 1M tokens in about 1 s.
+TEST(GretChunk, MatchesTheOracleAt4MInFourLaunchesOf1M) {
+  YOCO_REQUIRE_GPU();
+  const int64_t B = 1, H = 24, D = 128, L = 1048576, segments = 4, W = H * D;
+  DeviceArray<__nv_bfloat16> q(static_cast<size_t>(L * W)), k(static_cast<size_t>(L * W)), v(static_cast<size_t>(L * W));
+  DeviceArray<__nv_bfloat16> o(static_cast<size_t>(L * W));
+  DeviceArray<float> lg(static_cast<size_t>(L * H)), st_o(static_cast<size_t>(H * D * D)),
+      st_c(static_cast<size_t>(H * D * D)), o_ref(static_cast<size_t>(L * W));
+  std::vector<float> s0(static_cast<size_t>(H * D * D));
+  {
+    std::mt19937_64 rng(28);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (auto& x : s0) x = nd(rng);
+  }
+  upload(st_o, s0);
+  upload(st_c, s0);
+  std::mt19937_64 g_rng(27);
+  std::normal_distribution<float> g_nd(0.0f, 1.0f);
+  const GretChunkShape s{B, H, D, L, W};
+  const GretChunkPlan plan = plan_gret_chunk(s, 132);
+  EXPECT_GT(plan.segments, 1);
+  const size_t wsb = gret_chunk_workspace_bytes(s, plan);
+  DeviceArray<float> ws(std::max<size_t>(wsb / sizeof(float), 1));
+  std::vector<float> rf(static_cast<size_t>(W));
+  std::vector<uint16_t> rb(static_cast<size_t>(W));
+  for (int64_t seg = 0; seg < segments; ++seg) {
+    const auto tag = ::testing::Message() << "segment " << seg << " (tokens " << seg * L << ".." << (seg + 1) * L - 1
+                                          << ")";
+    const uint64_t seed = 100 + 3 * static_cast<uint64_t>(seg);
+    ASSERT_EQ(launch_fill_normal_bf16(q.ptr, L * W, seed, 1.0f, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_fill_normal_bf16(k.ptr, L * W, seed + 1, 1.0f / std::sqrt(static_cast<float>(D)), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(launch_fill_normal_bf16(v.ptr, L * W, seed + 2, 1.0f, nullptr), cudaSuccess);
+    std::vector<float> g(static_cast<size_t>(L * H));
+    for (auto& x : g) x = static_cast<float>(logsigmoid(static_cast<double>(g_nd(g_rng))) / 16.0);
+    upload(lg, g);
+    ASSERT_EQ(launch_gret_recurrent_oracle(q.ptr, k.ptr, v.ptr, lg.ptr, st_o.ptr, st_o.ptr, o_ref.ptr, B, H, D, L, W,
+                                           nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemset(o.ptr, 0xff, o.n * sizeof(__nv_bfloat16)), cudaSuccess);  // poisoned output
+    ASSERT_EQ(launch_gret_chunk(q.ptr, k.ptr, v.ptr, lg.ptr, st_c.ptr, o.ptr, s, plan, ws.ptr, wsb, nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << tag;
+    std::vector<int64_t> rows = {0, 1, 63, 64, 65, 262143, 262144, 699049, 699050, 699051, L - 65, L - 64, L - 1};
+    std::mt19937_64 rng(29 + static_cast<uint64_t>(seg));
+    for (int i = 0; i < 24; ++i) rows.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(L)));
+    std::vector<double> want;
+    std::vector<float> got;
+    for (int64_t r : rows) {
+      ASSERT_EQ(cudaMemcpy(rf.data(), o_ref.ptr + r * W, W * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(rb.data(), o.ptr + r * W, W * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      for (int64_t i = 0; i < W; ++i) {
+        want.push_back(rf[static_cast<size_t>(i)]);
+        got.push_back(bf16_bits_to_float(rb[static_cast<size_t>(i)]));
+      }
+    }
+    EXPECT_LE(rms_error(got, want), 1.5 * bf16_output_bound(want)) << tag;
+    EXPECT_LE(rms_error(download(st_c), download(st_o)), 5e-3) << tag << ": the state handed on";
   }
 }
 
