@@ -248,7 +248,9 @@ sanitize_filter() {
   case "$1" in
     # Every kernel version (v2-v6, chunks 64/128/256) over 3 segments, then decode
     # steps, at ~1K tokens; SplitPrefill's 4K-token runs took 101 s under racecheck.
-    test_gret_chunk) echo '*PrefillThenDecode*:*RejectsBad*:*V3Equals*:*NormGate*' ;;
+    # The norm and gate in v6's epilogue passed all three tools in run-16 (127 s of
+    # racecheck alone) and no planner uses it since run-17: left out until it changes.
+    test_gret_chunk) echo '*PrefillThenDecode*:*RejectsBad*:*V3Equals*' ;;
     test_flash_decode) echo '*AnySplit*:*Strided*:*RingMode*' ;;
     test_gret_decode) echo '*StepMatches*:*NormGate*:*LogDecay*:*Overlapped*:*Reject*:*Split*' ;;
     test_flash_prefill) echo '*HeadDims*:*ChunkOffsets*:*SlidingWindows*:*Unwritten*' ;;
