@@ -118,6 +118,15 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
   EXPECT_EQ(per_metric["mem_total_bytes"], 11);
 }
 
+// The calibration fitted on the committed H100 sweep, checked on a run of the
+// small presets (out of sample: not in the fit).
+std::vector<CalibrationCheck> small_preset_checks(const std::string& run) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string small = (repo() / "reports/results/nvidia-h100/logs" / run / "models_small.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  return check_calibration(yoco::cli::read_results_csv(small), c);
+}
+
 // The small presets' run (run-09) is not in the fit: out of sample. Memory is
 // the runners' own formula (cuda/runner/generation_bytes.hpp), every buffer of
 // a 4K prefill step and the cuBLAS workspace counted; the decode step and the
@@ -127,12 +136,8 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
 // predicted 39% short (run-17 re-measured it without the allocations inside
 // the timed prefill and it is still short: the test below).
 TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
-  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
-  const std::string small =
-      (repo() / "reports/results/nvidia-h100/logs/run-09-models-small-oom-profile/models_small.csv").string();
-  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
   std::map<std::string, int> per_metric;
-  for (const auto& k : check_calibration(yoco::cli::read_results_csv(small), c)) {
+  for (const auto& k : small_preset_checks("run-09-models-small-oom-profile")) {
     ++per_metric[k.metric];
     if (k.metric == "prefill_latency_s") continue;
     const double bound = k.metric == "mem_total_bytes" ? 0.01 : 0.30;
@@ -152,12 +157,8 @@ TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
 // (their host calls cost more than a decode step's).
 // The known misses are asserted as misses, so that a fix shows here.
 TEST(Calibration, TheSmallPresetsOfRun17AreWithin30PercentButFourKnownMisses) {
-  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
-  const std::string small =
-      (repo() / "reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv").string();
-  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
   std::map<std::string, int> per_metric;
-  for (const auto& k : check_calibration(yoco::cli::read_results_csv(small), c)) {
+  for (const auto& k : small_preset_checks("run-17-bench-models-split-rope")) {
     ++per_metric[k.metric];
     const double err = std::abs(k.ratio() - 1);
     const std::string what = k.model + " " + std::to_string(k.seq_len) + " " + k.metric + ": predicted " +
