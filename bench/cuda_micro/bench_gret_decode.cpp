@@ -14,8 +14,10 @@
 //   time runs until every state is written; its second read of the state is
 //   not in the floor): updates on 13 side streams (each beside the later
 //   layers, as in a runner, where each has a layer's projections and FFN to
-//   run beside) and on 1 (the updates in one queue); and the split step's
-//   output steps alone (no update: the dependent chain's own time);
+//   run beside) and on 1 (the updates in one queue); and two probes of why
+//   the split step lost: its output steps alone (no update: the dependent
+//   chain's own time), and the overlapped step with an empty fork after each
+//   layer (a fork's own cost to a programmatic chain);
 // - norm + gate and the log-decay at 32K tokens × 24 heads × 128.
 // The old one-block-per-head kernel is gone (this replaces it), so the
 // comparison is against the copy ceiling only.
@@ -130,6 +132,42 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
     check(br.launch_update(st, k, v, stride, lg.p, state, B, H, D), "state update");
   };
 
+  // Mode 9's forks: after each layer a 4-byte memset on a side stream of its
+  // own, joined at the end (the split step's forks and joins without its
+  // update kernels).
+  struct ForkProbe {
+    std::vector<cudaStream_t> side;
+    std::vector<cudaEvent_t> done;
+    cudaEvent_t fork = nullptr;
+    DeviceBuffer<float> target{kLayers};
+    ForkProbe() {
+      check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "fork event");
+      for (int l = 0; l < kLayers; ++l) {
+        side.emplace_back();
+        done.emplace_back();
+        check(cudaStreamCreateWithFlags(&side.back(), cudaStreamNonBlocking), "side stream");
+        check(cudaEventCreateWithFlags(&done.back(), cudaEventDisableTiming), "join event");
+      }
+    }
+    ~ForkProbe() {
+      for (cudaEvent_t e : done) cudaEventDestroy(e);
+      for (cudaStream_t x : side) cudaStreamDestroy(x);
+      cudaEventDestroy(fork);
+    }
+    ForkProbe(const ForkProbe&) = delete;
+    ForkProbe& operator=(const ForkProbe&) = delete;
+    void after(cudaStream_t main, int l) {
+      const size_t i = static_cast<size_t>(l);
+      check(cudaEventRecord(fork, main), "fork");
+      check(cudaStreamWaitEvent(side[i], fork, 0), "side waits");
+      check(cudaMemsetAsync(target.p + l, 0, sizeof(float), side[i]), "probe memset");
+      check(cudaEventRecord(done[i], side[i]), "side done");
+    }
+    void join(cudaStream_t main) {
+      for (cudaEvent_t e : done) check(cudaStreamWaitEvent(main, e, 0), "join");
+    }
+  } probe;
+
   // 13 layers: eager launches vs one graph replay (each layer its own state);
   // mode 2 launches each step as a programmatic dependent of the one before
   // (its state loads overlap the previous layer's tail: the header's contract
@@ -143,9 +181,14 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
   // to tell whether run-17's split rows lost to the updates' traffic or to the
   // forks between the output steps (their 3.08 us a layer at B1 24x128 equal
   // the plain graph step's 3.14, as if the programmatic overlap were gone).
+  // Mode 9: the overlapped eager step with an empty fork after each layer
+  // (ForkProbe): whether a fork alone costs a programmatic chain its overlap.
   auto thirteen = [&](cudaStream_t st, int mode) {
     for (int l = 0; l < kLayers; ++l) {
-      if (mode == 8)
+      if (mode == 9) {
+        step(st, l, true);
+        probe.after(st, l);
+      } else if (mode == 8)
         check(cuda::launch_gret_output_step(q, k, v, stride, lg.p, states.p + l * state_elems, o.p, B, H, D, st,
                                             l > 0),
               "output step");
@@ -155,8 +198,9 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
       else step(st, l, mode == 2);
     }
     if (mode >= 5 && mode <= 7) check((mode == 7 ? side1 : side13).join(st), "join the state updates");
+    if (mode == 9) probe.join(st);
   };
-  for (int mode : {0, 1, 2, 3, 4, 5, 6, 7, 8}) {
+  for (int mode : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
     const bool use_fused = mode == 1 || mode == 4 || mode == 6 || mode == 7;
     if ((use_fused || mode == 3 || mode == 5 || mode == 8) && !fused_ok) continue;
     const double layer_bytes = mode == 8 ? step_bytes / 2 : step_bytes;
@@ -168,6 +212,7 @@ void bench_step(Report& report, const Shape& s, cudaStream_t stream) {
                              : mode == 6 ? "split fused step+norm_gate overlapped 13 side streams"
                              : mode == 7 ? "split fused step+norm_gate overlapped 1 side stream"
                              : mode == 8 ? "output step alone overlapped (state read only)"
+                             : mode == 9 ? "step overlapped, an empty fork after each (13 side streams)"
                                          : "step";
     KernelResult e{"gret_decode_13_layers", shape + " " + kind + " eager x13", s.model, 0, B, kLayers * layer_bytes,
                    kLayers * step_flops, {}, ""};
