@@ -400,6 +400,12 @@ if has_step chunks && [ -x "$BIN/yoco" ]; then
   run_step chunks.32768_ffn8192 150 env YOCO_FFN_ROWS=8192 "$BIN/yoco" bench --device cuda --model yoco-3b \
     --lengths 512K,1M --metrics memory,prefill --prefill-chunk 32768 --repeats 2 --warmup 1 --budget-s 120 \
     --out "$LOGS/models_chunk_32768_ffn8192.csv"
+  # The candidate for the paper's 12.4 GB at 1M: chunks of 16384 with the FFN
+  # in blocks of 4096 rows (the formula, with the delta in the normed rows:
+  # 12.30 GB); the GEMMs at m = 4096 and 16384.
+  run_step chunks.16384_ffn4096 150 env YOCO_FFN_ROWS=4096 "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_chunk_16384_ffn4096.csv"
 fi
 if has_step models || has_step models-3b || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.

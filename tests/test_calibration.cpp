@@ -226,7 +226,9 @@ TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
   EXPECT_GE(yoco::cuda::yoco_runner_launches(y, 1024, 1, false).prefill_step, 2 * 1024);
   EXPECT_LT(yoco::cuda::yoco_runner_launches(y, 1024, 1, true).prefill_step, 100);
   for (bool batched : {false, true}) {
-    const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768, batched);
+    RunnerLayout layout;
+    layout.batched_global_kv = batched;
+    const CalibratedPhase b = calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768, layout);
     // The chunk launch at head dim 64 is kernel 2's, which leaves the norm + gate to a kernel of its own: 1 + 1
     // launches, or 3 + 1 with segments.
     bool matched = false;
@@ -237,12 +239,26 @@ TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
     EXPECT_TRUE(matched) << b.host_s << (batched ? " batched" : " per sequence");
   }
   EXPECT_DOUBLE_EQ(calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768).host_s,
-                   calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768,
-                                      yoco::cuda::kBatchedGlobalKvByDefault).host_s)
+                   calibrated_prefill(y, Storage{}, c, ceil, 1024, 3840, 32768, current_runner_layout()).host_s)
       << "without the choice: the runners' default";
   const yoco::ModelConfig big = yoco::preset_config("yoco-3b");
   const CalibratedPhase l = calibrated_prefill(big, Storage{}, c, ceil, 1, 1 << 20, 32768);
   EXPECT_LT(l.host_s, 0.02 * l.total_s);  // 32 steps of 32K tokens: the kernels bound it
+}
+
+// A measured row is priced as the runner that made it was laid out: its
+// notes name each choice made since the choice became the default.
+TEST(Calibration, ARowsNotesSayHowItsRunnerWasLaidOut) {
+  const RunnerLayout old = runner_layout_of_notes("median of 3 after 1 warm-up; prefill chunk 32768");
+  EXPECT_FALSE(old.batched_global_kv);
+  EXPECT_FALSE(old.delta_in_normed);
+  const RunnerLayout now = runner_layout_of_notes(
+      "the device arena's buffers ...; YOCO's prefill delta in the normed rows; global K/V batched");
+  EXPECT_TRUE(now.batched_global_kv);
+  EXPECT_TRUE(now.delta_in_normed);
+  EXPECT_FALSE(runner_layout_of_notes("...; global K/V per sequence").batched_global_kv);
+  const RunnerLayout cur = current_runner_layout();
+  EXPECT_TRUE(cur.batched_global_kv && cur.delta_in_normed) << "the runners' defaults (launch_count.hpp)";
 }
 
 TEST(Calibration, TheFileRoundTrips) {

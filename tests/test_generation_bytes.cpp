@@ -37,5 +37,18 @@ TEST(GenerationBytes, ABlockAsLargeAsTheStepOrZeroChangesNothing) {
   }
 }
 
+// The prefill's delta in the normed rows (kDeltaInNormedRows): 2d bytes a row
+// of the step off the activations, nothing else; the Transformer untouched.
+TEST(GenerationBytes, TheDeltaInTheNormedRowsSavesTwoBytesAColumnARow) {
+  const ModelConfig c = preset_config("yoco-3b");
+  const double d = static_cast<double>(c.dim);
+  const GenerationBytes apart = yoco_generation_bytes(c, 1, 1 << 20, 1024, 32768, 0.0, 0.0, true, 0.0, false);
+  const GenerationBytes shared = yoco_generation_bytes(c, 1, 1 << 20, 1024, 32768, 0.0, 0.0, true, 0.0, true);
+  EXPECT_DOUBLE_EQ(apart.activations - shared.activations, 32768.0 * 2 * d);
+  EXPECT_EQ(apart.caches, shared.caches);
+  EXPECT_EQ(yoco_generation_bytes(c, 1, 1 << 20, 1024, 32768, 0.0, 0.0).total(), shared.total())
+      << "the runner's layout by default";
+}
+
 }  // namespace
 }  // namespace yoco::cuda

@@ -294,11 +294,11 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
 
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
                                    const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk,
-                                   bool batched_global_kv) {
+                                   const RunnerLayout& layout) {
   const int64_t rows = static_cast<int64_t>(cuda::prefill_rows_per_sequence(
       static_cast<double>(batch), static_cast<double>(prompt), static_cast<double>(chunk)));
   CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows), true, c, ceil);
-  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), batched_global_kv);
+  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
   p.host_s = c.host_call_s * (steps * n.prefill_step + n.prefill_once);
   p.total_s = std::max(p.total_s, p.host_s);
@@ -306,7 +306,7 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
 }
 
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
-                         int64_t prompt, int64_t gen, int64_t chunk, bool batched_global_kv) {
+                         int64_t prompt, int64_t gen, int64_t chunk, const RunnerLayout& layout) {
   const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
                C = static_cast<double>(chunk);
   if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C).total();
@@ -317,16 +317,18 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
     workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms_for(c, dev))));
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
-  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, batched_global_kv).total();
+  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv, 0.0,
+                                     layout.delta_in_normed)
+      .total();
 }
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
-                             bool sampled_prefill, bool batched_global_kv) {
+                             bool sampled_prefill, const RunnerLayout& layout) {
   const int64_t prompt = seq_len - gen;
   const CalibratedPhase p =
-      sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk, batched_global_kv)
-                      : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk, batched_global_kv);
+      sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk, layout)
+                      : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk, layout);
   const double prefill = (sampled_prefill ? static_cast<double>(batch) : 1.0) * p.total_s;
   double decode = 0, b = p.band;
   for (int64_t i = 0; i < gen; ++i) {
@@ -513,21 +515,30 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
   return lhs + (rhs == "ceiling" ? " at its roofline (no fixed cost)" : " at " + rhs + " of its roofline");
 }
 
+RunnerLayout current_runner_layout() {
+  return RunnerLayout{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows};
+}
+
+RunnerLayout runner_layout_of_notes(const std::string& notes) {
+  return RunnerLayout{notes.find("global K/V batched") != std::string::npos,
+                      notes.find("delta in the normed rows") != std::string::npos};
+}
+
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
                                    const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk) {
-  return calibrated_prefill(cfg, st, c, ceil, batch, prompt, chunk, cuda::kBatchedGlobalKvByDefault);
+  return calibrated_prefill(cfg, st, c, ceil, batch, prompt, chunk, current_runner_layout());
 }
 
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
                          int64_t prompt, int64_t gen, int64_t chunk) {
-  return calibrated_memory(cfg, c, dev, batch, prompt, gen, chunk, cuda::kBatchedGlobalKvByDefault);
+  return calibrated_memory(cfg, c, dev, batch, prompt, gen, chunk, current_runner_layout());
 }
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
                              bool sampled_prefill) {
   return calibrated_throughput(cfg, st, c, ceil, seq_len, gen, batch, prefill_chunk, band, sampled_prefill,
-                               cuda::kBatchedGlobalKvByDefault);
+                               current_runner_layout());
 }
 
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c) {
@@ -540,12 +551,11 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
     CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
-    // As the point's runner projected YOCO's global K/V at batch > 1: its rows
-    // say "global K/V batched" since that became the default; before, every
-    // run was per sequence and no row said so.
-    const bool batched = r.notes.find("global K/V batched") != std::string::npos;
+    // As the point's runner was laid out: its rows say so since each choice
+    // became the default; rows from before say nothing (RunnerLayout).
+    const RunnerLayout layout = runner_layout_of_notes(r.notes);
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, batched).total_s;
+      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
       k.predicted = calibrated_phase(*cfg, decode_work(*cfg, st, r.batch, r.seq_len), false, c, ceil).total_s;
     } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
@@ -553,10 +563,10 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
       // As the point ran its prefill: the whole batch, or one prompt x batch ("prefill sampled" in its notes).
       const bool sampled = r.notes.find("prefill sampled") != std::string::npos;
       k.predicted =
-          calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled, batched);
+          calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled, layout);
     } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
       // The point's caches hold its prompt (the sweep's memory rows: "caches of exactly that").
-      k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk, batched);
+      k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk, layout);
     } else {
       continue;
     }

@@ -103,17 +103,29 @@ struct CalibratedPhase {
 CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
                                  const Calibration& c, const DeviceSpec& ceil);
 
+// What of the runners' own choices a prediction follows: each a default
+// (cuda/runner/launch_count.hpp) that a measured row made before it changed
+// did not follow, and that the row's notes say when it did.
+struct RunnerLayout {
+  bool batched_global_kv = true;  // YOCO's global K/V for the whole batch at batch > 1
+  bool delta_in_normed = true;    // YOCO's prefill delta in the normed rows' buffer
+};
+// The runners' layout now (the defaults of launch_count.hpp).
+RunnerLayout current_runner_layout();
+// The layout a measured row was made with, from its notes ("global K/V
+// batched"; "delta in the normed rows"); rows from before a choice lack its words.
+RunnerLayout runner_layout_of_notes(const std::string& notes);
+
 // A prefill of `batch` prompts of `prompt` tokens as the runners run it:
 // steps of batch x prefill_rows_per_sequence tokens (at most `chunk` in all),
 // the kernels' calibrated time, or the host's calls where they take longer
-// (small models, a few tokens of each sequence a step). batched_global_kv:
-// how YOCO's runner projects the global K/V at batch > 1; without it, as the
-// runners do by default (cuda/runner/launch_count.hpp, kBatchedGlobalKvByDefault).
+// (small models, a few tokens of each sequence a step). `layout`: as which
+// runner (RunnerLayout); without it, as the runners are now.
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
                                    const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk);
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
                                    const DeviceSpec& ceil, int64_t batch, int64_t prompt, int64_t chunk,
-                                   bool batched_global_kv);
+                                   const RunnerLayout& layout);
 
 // Memory as the runner allocates it (mem_total_bytes: weights, caches, state,
 // activations) for `batch` sequences of `prompt` + `gen` tokens, prefilled in
@@ -122,7 +134,7 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
                          int64_t prompt, int64_t gen, int64_t chunk);
 double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const DeviceSpec& dev, int64_t batch,
-                         int64_t prompt, int64_t gen, int64_t chunk, bool batched_global_kv);
+                         int64_t prompt, int64_t gen, int64_t chunk, const RunnerLayout& layout);
 
 // DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
 // (if given) receives the larger band of its prefill and decode steps. The
@@ -134,7 +146,7 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
                              double* band = nullptr, bool sampled_prefill = false);
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
-                             bool sampled_prefill, bool batched_global_kv);
+                             bool sampled_prefill, const RunnerLayout& layout);
 
 }  // namespace yoco::cost
 

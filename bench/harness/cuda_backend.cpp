@@ -166,6 +166,20 @@ double CudaBackend::time(const std::function<void()>& region) {
   return static_cast<double>(ms) * 1e-3;
 }
 
+// The runner's layout in a memory row's notes, for the calibrated model's
+// check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
+// must price the row as.
+static std::string layout_note(const ModelRunner& runner) {
+  const CudaRunner& cr = cuda_runner_of(runner);
+  std::string note;
+  if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note += "; YOCO's prefill delta in the normed rows";
+  const int64_t batch = cr.model().batch();
+  if (runner.config().is_yoco() && batch > 1)
+    note += cuda::global_kv_projection_from_env() == cuda::GlobalKvProjection::batched ? "; global K/V batched"
+                                                                                       : "; global K/V per sequence";
+  return note;
+}
+
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   if (!cfg.is_yoco() || batch <= 1) return "";
   return cuda::global_kv_projection_from_env() == cuda::GlobalKvProjection::batched ? "global K/V batched"
@@ -186,7 +200,7 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
   const std::string note = "the device arena's buffers after prefilling " + std::to_string(n) + " tokens (" +
                            (cap == n ? std::string("caches of exactly that")
                                      : "caches sized for " + std::to_string(cap) + ": the decode steps that follow") +
-                           "); " + kStorageNote;
+                           "); " + kStorageNote + layout_note(runner);
   const double w = static_cast<double>(r.at(cuda::MemCategory::weights));
   const double kv = static_cast<double>(r.at(cuda::MemCategory::kv_cache));
   const double st = static_cast<double>(r.at(cuda::MemCategory::state));

@@ -44,10 +44,12 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
 // global K/V projected for the whole batch at once into a rows buffer, then
 // written into each sequence's cache (GlobalKvProjection::batched, batch > 1).
 // ffn_rows: the FFN's row block (ffn_row_block_from_env; 0: the whole step).
+// delta_in_normed: the runner's layout (launch_count.hpp, kDeltaInNormedRows;
+// false prices runs made before it).
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                              double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
                                              bool batched_global_kv = kBatchedGlobalKvByDefault,
-                                             double ffn_rows = 0) {
+                                             double ffn_rows = 0, bool delta_in_normed = kDeltaInNormedRows) {
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
@@ -55,9 +57,10 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
                kvw = static_cast<double>(c.kv_width()), W = static_cast<double>(c.window()),
                Ls = static_cast<double>(c.n_self_layers());
   const double n = prefill_rows_per_sequence(batch, prompt, chunk), rows = batch * n, SW = (gret ? 4 : 3) * d;
-  // residual, delta, normed; fused projection, mixer output; token ids; the FFN's
+  // residual, normed (and the sublayers' delta, in the normed rows or beside:
+  // kDeltaInNormedRows); fused projection, mixer output; token ids; the FFN's
   // W1|W3 output and hidden for a block of rows.
-  double per_row = 4 * d + 2 * d + 2 * d + 2 * SW + 2 * d + 8;
+  double per_row = 4 * d + (delta_in_normed ? 0 : 2 * d) + 2 * d + 2 * SW + 2 * d + 8;
   double extra = (ffn_rows > 0 ? std::min(rows, ffn_rows) : rows) * (4 * F + 2 * F);
   if (gret) {
     per_row += 8 * Hs;  // gate logits and log-decays, fp32

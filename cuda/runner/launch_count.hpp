@@ -39,6 +39,10 @@ inline constexpr double kFlashDecodeLaunches = 2;  // split + combine (the cache
 // batch at once (GlobalKvProjection::batched, runner_support.hpp) unless told
 // otherwise: the one definition the runner and the cost model share.
 inline constexpr bool kBatchedGlobalKvByDefault = true;
+// Whether YOCO's prefill step writes its sublayers' output (delta) into the
+// normed rows' buffer rather than a buffer of its own (2d bytes a row; since
+// 2026-11-27: runs before kept both, and their memory rows do not say so).
+inline constexpr bool kDeltaInNormedRows = true;
 
 // YOCO. gret_chunk_launches: the chunk launch's kernels for a prefill step of
 // the plan the library picks (1, or 3 with segments, plus the norm + gate

@@ -492,8 +492,16 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   Residual r;
   r.rows = R;
   r.x = scratch_.f32("residual", R * d_);
-  r.delta = scratch_.bf16("delta", R * d_);
+  // The sublayers' output (delta) shares the normed rows' buffer (issue 34:
+  // 2d bytes a row off the step's working set, 0.2 GB at yoco-3b's 32K
+  // chunk). Safe because each sublayer has read all of h before it writes
+  // delta (the mixers' projections and the FFN's W1|W3 of a row block come
+  // before their out_proj / W2 of those rows), and the add + RMSNorm that
+  // reads delta and writes h reads a row whole before its block barrier and
+  // writes it after (cuda/ops/elementwise.cu, rms_norm_kernel).
   bf16* h = scratch_.bf16("normed", R * d_);
+  static_assert(kDeltaInNormedRows, "the memory formula (generation_bytes.hpp) follows this layout");
+  r.delta = h;
   bf16* ffn_in = scratch_.bf16("ffn in", ffn_block(R) * 2 * F_);
   bf16* ffn_hidden = scratch_.bf16("ffn hidden", ffn_block(R) * F_);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
