@@ -261,6 +261,33 @@ TEST(Calibration, ARowsNotesSayHowItsRunnerWasLaidOut) {
   EXPECT_TRUE(cur.batched_global_kv && cur.delta_in_normed) << "the runners' defaults (launch_count.hpp)";
 }
 
+// The prefills' own host time, where a sweep has it (prefill_host_enqueue_s),
+// prices a prefill's calls; without it the decode steps' cost a call does.
+TEST(Calibration, APrefillsHostTimePricesItsCalls) {
+  std::vector<ResultRow> rows = synthetic_sweep(1.0, 0);
+  const Provenance prov = Provenance::here("cuda", "NVIDIA H100 80GB HBM3", "");
+  const yoco::ModelConfig y = yoco::preset_config("yoco-3b");
+  const Calibration without = fit_calibration(rows, "synthetic");
+  EXPECT_EQ(without.prefill_host_points, 0);
+  for (int64_t len : {32768, 131072, 524288})
+    rows.push_back(make_row(prov, "yoco-3b", len, 1, 0, "prefill", "prefill_host_enqueue_s", 1e-3, "s", "measured", 3,
+                            ""));
+  const Calibration c = fit_calibration(rows, "synthetic");
+  EXPECT_EQ(c.prefill_host_points, 3);
+  EXPECT_GT(c.prefill_host_call_s, 0.0);
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const CalibratedPhase p = calibrated_prefill(y, Storage{}, c, ceil, 1, 32768, 32768);
+  // One prefill step at 32K: its host time is the measured one back (the median point is the 128K one, whose
+  // four steps give a smaller cost a call, so the 32K prefill is priced below its own 1 ms).
+  EXPECT_GT(p.host_s, 0.0);
+  EXPECT_LT(p.host_s, 1e-3 + 1e-12);
+  Calibration decode_only = c;
+  decode_only.prefill_host_call_s = 0;
+  decode_only.host_call_s = 7e-6;
+  const CalibratedPhase q = calibrated_prefill(y, Storage{}, decode_only, ceil, 1, 32768, 32768);
+  EXPECT_NEAR(q.host_s / p.host_s, 7e-6 / c.prefill_host_call_s, 1e-9) << "the same calls at the other cost";
+}
+
 TEST(Calibration, TheFileRoundTrips) {
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
@@ -286,6 +313,8 @@ TEST(Calibration, TheFileRoundTrips) {
   EXPECT_DOUBLE_EQ(back.host_call_s, c.host_call_s);
   EXPECT_GT(c.host_call_s, 1e-6);  // the sweep's eager decode steps: microseconds a call
   EXPECT_EQ(back.host_points, 11);
+  EXPECT_EQ(back.prefill_host_points, 0) << "the committed sweep has no prefill host times";
+  EXPECT_DOUBLE_EQ(back.prefill_host_call_s, 0.0);
   std::filesystem::remove(f);
 }
 

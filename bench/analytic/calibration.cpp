@@ -188,7 +188,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     double roofline, layers, time;
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
-  std::vector<double> gap_pre, gap_dec, host_call;
+  std::vector<double> gap_pre, gap_dec, host_call, prefill_host_call;
   const int64_t chunk = 32768;  // the runners' prefill chunk (the sweep's notes)
   for (const auto& [key, m] : measured) {
     const auto& [model, len, batch] = key;
@@ -201,6 +201,14 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     // not depend on the prefill plan).
     if (const auto enq = get("decode_eager", "decode_host_enqueue_s"); enq && *enq > 0)
       host_call.push_back(*enq / launches_of(cfg, batch, std::min(len, chunk), sheet.sm_count).decode_step);
+    // The prefill's host time over its calls, at batch 1 (where the runners'
+    // layout choices do not change the calls).
+    if (const auto enq = get("prefill", "prefill_host_enqueue_s"); enq && *enq > 0 && batch == 1) {
+      const int64_t rows = std::min(len, chunk);
+      const cuda::RunnerLaunches n = launches_of(cfg, 1, rows, sheet.sm_count);
+      const double steps = std::ceil(static_cast<double>(len) / static_cast<double>(rows));
+      prefill_host_call.push_back(*enq / (steps * n.prefill_step + n.prefill_once));
+    }
     for (const bool is_pre : {true, false}) {
       const std::string ph = is_pre ? "prefill" : "decode";
       const auto kernels = get(ph + ".kernels", "gpu_time_s");
@@ -246,6 +254,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   c.sm_count = sheet.sm_count;
   c.host_call_s = median(host_call);
   c.host_points = static_cast<int>(host_call.size());
+  c.prefill_host_call_s = median(prefill_host_call);
+  c.prefill_host_points = static_cast<int>(prefill_host_call.size());
   return c;
 }
 
@@ -300,7 +310,8 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
   CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows), true, c, ceil);
   const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
-  p.host_s = c.host_call_s * (steps * n.prefill_step + n.prefill_once);
+  const double call_s = c.prefill_host_call_s > 0 ? c.prefill_host_call_s : c.host_call_s;
+  p.host_s = call_s * (steps * n.prefill_step + n.prefill_once);
   p.total_s = std::max(p.total_s, p.host_s);
   return p;
 }
@@ -373,6 +384,12 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
                           "(cuda/runner/launch_count.hpp); " + from
                     : "no eager decode steps: no host floor");
   add("host", "points", c.host_points, "count", "points with an eager decode step's host enqueue time");
+  add("host", "prefill_call_s", c.prefill_host_call_s, "s",
+      c.prefill_host_points ? "median over " + std::to_string(c.prefill_host_points) +
+                                  " batch-1 points of the prefill's host time (prefill_host_enqueue_s) / the "
+                                  "runner's calls; " + from
+                            : "no prefill host times in the sweep: a prefill's calls cost call_s");
+  add("host", "prefill_points", c.prefill_host_points, "count", "batch-1 points with a prefill host time");
   add("ceilings", "sm_count", c.sm_count, "count", "the device's datasheet (the gRet plan of the memory model)");
   return rows;
 }
@@ -438,6 +455,12 @@ Calibration read_calibration(const std::string& path) {
       } else if (r.metric == "points") {
         if (v > 1e9) throw bad("points must be a count below 1e9");
         c.host_points = static_cast<int>(v);
+      } else if (r.metric == "prefill_call_s") {
+        if (v > 1) throw bad("prefill_call_s must be below 1 s");
+        c.prefill_host_call_s = v;
+      } else if (r.metric == "prefill_points") {
+        if (v > 1e9) throw bad("prefill_points must be a count below 1e9");
+        c.prefill_host_points = static_cast<int>(v);
       } else {
         throw bad("unknown metric '" + r.metric + "' for calibration:host");
       }

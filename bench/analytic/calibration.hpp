@@ -66,6 +66,12 @@ struct Calibration {
   // when the sweep has no eager steps.
   double host_call_s = 0;
   int host_points = 0;
+  // The host's seconds a call of a prefill (its cuBLAS calls cost more there
+  // than a decode step's: run-17's small presets): the prefills' own host
+  // time (prefill_host_enqueue_s) over their calls, median over the batch-1
+  // points that have it; 0 (the decode steps' host_call_s instead) without.
+  double prefill_host_call_s = 0;
+  int prefill_host_points = 0;
   int sm_count = 0;        // the measured card's (its datasheet's), for the gRet plan where a target has none
   const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
     return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
