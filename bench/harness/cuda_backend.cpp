@@ -221,7 +221,7 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
       // (device-wide: the context, libraries, any other process) stands beside it
       // and is in mem_device_peak_bytes.
       {"mem_total_bytes", w + kv + st + act, "B", "measured", 1,
-       "weights + kv_cache + state + activations (peak); mem_other_bytes not included", {}, {}},
+       "weights + kv_cache + state + activations (peak); mem_other_bytes not included" + layout_note(runner), {}, {}},
   };
 }
 
