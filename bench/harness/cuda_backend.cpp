@@ -166,25 +166,25 @@ double CudaBackend::time(const std::function<void()>& region) {
   return static_cast<double>(ms) * 1e-3;
 }
 
-// The runner's layout in a memory row's notes, for the calibrated model's
-// check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
-// must price the row as.
-static std::string layout_note(const ModelRunner& runner) {
-  const CudaRunner& cr = cuda_runner_of(runner);
-  std::string note;
-  if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note += "; YOCO's prefill delta in the normed rows";
-  const int64_t batch = cr.model().batch();
-  if (runner.config().is_yoco() && batch > 1)
-    note += cuda::global_kv_projection_from_env() == cuda::GlobalKvProjection::batched ? "; global K/V batched"
-                                                                                       : "; global K/V per sequence";
-  return note;
-}
-
-std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
+// How YOCO's runner projects the global K/V at `batch` (nothing to say at
+// batch 1 or for the Transformer), in the words the calibrated check reads.
+static std::string global_kv_note(const ModelConfig& cfg, int64_t batch) {
   if (!cfg.is_yoco() || batch <= 1) return "";
   return cuda::global_kv_projection_from_env() == cuda::GlobalKvProjection::batched ? "global K/V batched"
                                                                                      : "global K/V per sequence";
 }
+
+// The runner's layout in a memory row's notes, for the calibrated model's
+// check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
+// must price the row as.
+static std::string layout_note(const ModelRunner& runner) {
+  std::string note;
+  if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note += "; YOCO's prefill delta in the normed rows";
+  const std::string kv = global_kv_note(runner.config(), cuda_runner_of(runner).model().batch());
+  return kv.empty() ? note : note + "; " + kv;
+}
+
+std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const { return global_kv_note(cfg, batch); }
 
 void CudaBackend::reset_peak_memory() {
   if (!model_) return;

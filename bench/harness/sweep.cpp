@@ -458,11 +458,12 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           for (const Reading& r : *res.memory) sink.reading(model, n, B, 0, "memory", r);
           if (res.kv_per_token) sink.reading(model, n, B, 0, "kv_cache", *res.kv_per_token);
         }
+        const std::string runner_note = dev.runner_note(cfg, B);
         if (res.prefill && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
                           " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) +
-                          (dev.runner_note(cfg, B).empty() ? "" : "; " + dev.runner_note(cfg, B)) + common);
+                          (runner_note.empty() ? "" : "; " + runner_note) + common);
         if (res.prefill && res.prefill_host && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_host_enqueue_s", *res.prefill_host, "measured",
                       "host seconds until the prefill call returned (steady_clock), the same " +
