@@ -84,6 +84,27 @@ TEST(Calibration, TheFitRecoversKnownEfficienciesAndAMissingFamilyKeepsTheRoofli
   EXPECT_NEAR(p.total_s, (p.family_s[0] + p.family_s[1] + p.family_s[2] + p.family_s[3]) * 1.01, 1e-12);
 }
 
+// A family's time is no shorter than either resource at its fitted rate:
+// work the raw rooflines call memory-bound, but whose FLOPs at the kernels'
+// sustained compute rate take longer, is priced by the compute fit.
+TEST(Calibration, AFamilyNearTheBalanceIsPricedByTheSlowerResourceAtItsFittedRate) {
+  Calibration c = fit_calibration(synthetic_sweep(1.0, 0), "synthetic");
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  auto& compute = c.prefill[static_cast<int>(Family::attention)][static_cast<int>(Bound::compute)];
+  auto& memory = c.prefill[static_cast<int>(Family::attention)][static_cast<int>(Bound::memory)];
+  compute = FamilyFit{2.0, 0.0, 4, 0.0};
+  memory = FamilyFit{1.0, 0.0, 4, 0.0};
+  const yoco::ModelConfig t = yoco::preset_config("transformer-small");
+  PhaseWork w;
+  w[Part::attention].bytes = 1e9;                                 // 1 GB: memory roofline 1e9 / 3e12
+  w[Part::attention].flops = 0.75 * 1e9 / 3000e9 * 800e12;        // compute roofline 3/4 of it
+  const double mem_s = 1e9 / 3000e9;
+  const auto a = static_cast<int>(Family::attention);
+  EXPECT_NEAR(calibrated_phase(t, w, true, c, ceil).family_s[a], 1.5 * mem_s, 1e-12);  // compute at half the peak
+  compute.points = 0;  // without a compute fit the raw roofline's bound stands
+  EXPECT_NEAR(calibrated_phase(t, w, true, c, ceil).family_s[a], mem_s, 1e-12);
+}
+
 TEST(Calibration, ProjectionsScaleTheDatasheetByTheMeasuredRatios) {
   const Calibration c = fit_calibration(synthetic_sweep(1.0, 0), "synthetic");
   const DeviceSpec own = calibrated_ceilings(c, device_spec("h100"));
@@ -150,13 +171,14 @@ TEST(Calibration, TheSmallPresetsAreWithin30PercentOutOfSampleButTheirPrefill) {
 }
 
 // The small presets again (run-17: 4K and 16K, the runners keeping a
-// generation's buffers across prefills of one shape, CUPTI): memory and the
-// decode step carry down; the throughput too but at transformer-small's 16K
-// (a batch of 1024 at 16K context, the model over half high); the YOCO
-// prefills at batch 1 but yoco-small's at 4K are still predicted 45-55% short
-// (their host calls cost more than a decode step's).
+// generation's buffers across prefills of one shape, CUPTI): memory, the
+// decode step and the throughput carry down (transformer-small's at 16K, a
+// batch of 1024 prefilled 32 rows of each sequence a step, once the attention
+// is counted in the kernel's 128-row query tiles); the YOCO prefills at batch
+// 1 but yoco-small's at 4K are still predicted 45-55% short (their host calls
+// cost more than a decode step's).
 // The known misses are asserted as misses, so that a fix shows here.
-TEST(Calibration, TheSmallPresetsOfRun17AreWithin30PercentButFourKnownMisses) {
+TEST(Calibration, TheSmallPresetsOfRun17AreWithin30PercentButThreeKnownMisses) {
   std::map<std::string, int> per_metric;
   for (const auto& k : small_preset_checks("run-17-bench-models-split-rope")) {
     ++per_metric[k.metric];
@@ -166,8 +188,7 @@ TEST(Calibration, TheSmallPresetsOfRun17AreWithin30PercentButFourKnownMisses) {
     const std::set<std::tuple<std::string, int64_t, std::string>> known_misses = {
         {"yoco-small", 16384, "prefill_latency_s"},
         {"yoco-swa-small", 4096, "prefill_latency_s"},
-        {"yoco-swa-small", 16384, "prefill_latency_s"},
-        {"transformer-small", 16384, "throughput_tokens_per_s"}};
+        {"yoco-swa-small", 16384, "prefill_latency_s"}};
     if (known_misses.count({k.model, k.seq_len, k.metric}))
       EXPECT_GT(err, 0.30) << what << " (a known miss no longer missed: tighten the test)";
     else

@@ -141,6 +141,41 @@ TEST(CostModel, SwaBandKeysMatchABruteForceCount) {
   }
 }
 
+// Counted as the prefill kernel computes it (query rows in tiles of T), a
+// chunk's attention gains its last tile's padding rows, each multiplying the
+// keys of the tile's band (brute force over the tile geometry); whole tiles
+// add nothing.
+TEST(CostModel, AttentionInQueryTilesAddsTheLastTilesPaddingRows) {
+  for (const char* name : {"transformer-small", "yoco-swa-tiny"}) {
+    const auto cfg = preset_config(name);
+    const bool swa = cfg.is_yoco();
+    const int64_t W = swa ? cfg.window() : 0;
+    const double heads = swa ? cfg.n_self_heads : cfg.n_attn_heads, D = swa ? cfg.self_head_dim() : cfg.attn_head_dim();
+    const double layers = swa ? cfg.n_self_layers() : cfg.n_layers;
+    for (int64_t T : {16, 128})
+      for (int64_t chunk : {7, 32, 128, 1000}) {
+        const int64_t n = 1500, batch = 3;
+        double pad_keys = 0;
+        for (int64_t s0 = 0; s0 < n; s0 += chunk) {
+          const int64_t c = std::min(chunk, n - s0), tiles = (c + T - 1) / T;
+          const int64_t p_first = s0 + (tiles - 1) * T, p_last = s0 + c - 1;
+          const int64_t lo = W > 0 ? std::max<int64_t>(0, p_first - W + 1) : 0;
+          pad_keys += static_cast<double>(tiles * T - c) * static_cast<double>(p_last - lo + 1);
+        }
+        const auto useful = cost::prefill_work(cfg, kPaper, batch, n, chunk);
+        const auto tiled = cost::prefill_work(cfg, kPaper, batch, n, chunk, T);
+        EXPECT_DOUBLE_EQ(tiled[Part::attention].flops - useful[Part::attention].flops,
+                         layers * 4 * batch * heads * D * pad_keys)
+            << name << " T " << T << " chunk " << chunk;
+        EXPECT_DOUBLE_EQ(tiled[Part::gemm].flops, useful[Part::gemm].flops);
+      }
+    // 32 rows of each sequence a step in 128-row tiles: about four times the work.
+    const auto useful = cost::prefill_work(cfg, kPaper, 1, 16384, 32);
+    const auto tiled = cost::prefill_work(cfg, kPaper, 1, 16384, 32, 128);
+    if (!swa) EXPECT_NEAR(tiled[Part::attention].flops / useful[Part::attention].flops, 4.0, 0.01);
+  }
+}
+
 // The cost model's weights, KV cache and state with everything in fp32 equal
 // the bytes the CPU reference holds (f32) after a prefill — exactly.
 TEST(CostModel, MemoryMatchesTheReferenceAccountingExactly) {

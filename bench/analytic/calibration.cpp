@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "attention/attention_tiles.hpp"
 #include "errors.hpp"
 #include "gret/gret_plan.hpp"
 #include "result_csv.hpp"
@@ -62,6 +63,14 @@ Bound family_bound(const PhaseWork& w, Family f, const DeviceSpec& dev) {
   Work sum;
   for (Part p : parts_of(f)) sum += w[p];
   return sum.flops / dev.peak_flops >= sum.bytes / dev.bandwidth ? Bound::compute : Bound::memory;
+}
+
+// One resource's share of the family's roofline: its FLOPs at the peak or
+// its bytes at the bandwidth, part by part.
+double bound_roofline(const PhaseWork& w, Family f, Bound b, const DeviceSpec& dev) {
+  double t = 0;
+  for (Part p : parts_of(f)) t += b == Bound::compute ? w[p].flops / dev.peak_flops : w[p].bytes / dev.bandwidth;
+  return t;
 }
 
 double median(std::vector<double> v) {
@@ -294,6 +303,12 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
       if (alt.points) fit = &alt;
     }
     out.family_s[f] = roof * fit->inverse_efficiency + layers_of(cfg, fam) * fit->per_layer_s;
+    // Nor faster than the other resource at its sustained rate, where a fit
+    // has one: work near the balance point (short query tiles over a long
+    // cache) is bound by whichever of the two runs out first once the
+    // kernels' efficiencies are counted, not by the raw rooflines.
+    if (const FamilyFit& alt = c.fit(prefill_phase, fam, other); alt.points && fit != &alt)
+      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * alt.inverse_efficiency);
     out.band = std::max(out.band, fit->worst_residual);
     kernels += out.family_s[f];
   }
@@ -307,7 +322,10 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
                                    const RunnerLayout& layout) {
   const int64_t rows = static_cast<int64_t>(cuda::prefill_rows_per_sequence(
       static_cast<double>(batch), static_cast<double>(prompt), static_cast<double>(chunk)));
-  CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows), true, c, ceil);
+  // The attention as the prefill kernel computes it, in tiles of query rows:
+  // a batch prefilled together a few rows of each sequence a step pads them.
+  CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows, cuda::attn::kPrefillTileRows),
+                                       true, c, ceil);
   const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
   const double call_s = c.prefill_host_call_s > 0 ? c.prefill_host_call_s : c.host_call_s;

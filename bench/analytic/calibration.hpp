@@ -10,8 +10,12 @@
 // fitted apart for work that is compute-bound and memory-bound on the device
 // (by the family's own roofline: the Transformer's prefill attention is a
 // compute-bound flash kernel, YOCO's last-position cross attention in the same
-// phase a memory-bound decode kernel), and the phase's time is the families'
-// sum times (1 + host gap fraction).
+// phase a memory-bound decode kernel), and no shorter than the other
+// resource's share at that resource's fitted rate (work near the balance point
+// is bound by whichever runs out first once efficiencies count); the phase's
+// time is the families' sum times (1 + host gap fraction). The prefill's
+// attention is counted as the kernel computes it, in query tiles
+// (cuda/attention/attention_tiles.hpp: kPrefillTileRows).
 // Memory: the runners' own buffers by the runners' own formula
 // (cuda/runner/generation_bytes.hpp: weights, caches, states, a prefill
 // step's and the decode step's activations, the gRet chunk workspace of the

@@ -1,6 +1,7 @@
 #include "cost_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "errors.hpp"
 #include "param_layout.hpp"
@@ -106,6 +107,22 @@ double band_keys(double s0, double c, double W) {
   return keys;
 }
 
+// The padding of a chunk of c query rows computed in tiles of T rows: its
+// last tile's rows past c, each multiplying the keys the tile's valid rows
+// reach (all `keys_before_end` before the chunk's end, or the window and the
+// tile's valid rows but its first under a window W > 0).
+struct TilePadding {
+  double rows = 0, last_valid = 0;
+  TilePadding(double c, double T) {
+    const double tiles = std::ceil(c / T);
+    rows = tiles * T - c;
+    last_valid = c - (tiles - 1) * T;
+  }
+  double keys_seen(double keys_before_end, double W) const {
+    return W > 0 ? std::min(keys_before_end, W + last_valid - 1) : keys_before_end;
+  }
+};
+
 }  // namespace
 
 int64_t prefill_tokens_in_flight(int64_t batch, int64_t prompt, int64_t prefill_chunk) {
@@ -138,8 +155,9 @@ MemoryCost memory_cost(const ModelConfig& cfg, const Storage& st, int64_t batch,
 }
 
 PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
-                       int64_t prefill_chunk) {
-  if (prompt < 1 || prefill_chunk < 1 || batch < 1) throw InputError("prefill_work: prompt, chunk and batch must be >= 1");
+                       int64_t prefill_chunk, int64_t attention_tile_rows) {
+  if (prompt < 1 || prefill_chunk < 1 || batch < 1 || attention_tile_rows < 1)
+    throw InputError("prefill_work: prompt, chunk, batch and tile rows must be >= 1");
   const Shape s(cfg);
   const Bytes b(st);
   const WeightGroups g = weight_groups(cfg);
@@ -154,6 +172,7 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
   for (int64_t s0 = 0; s0 < prompt; s0 += prefill_chunk) {
     const double c = static_cast<double>(std::min(prefill_chunk, prompt - s0)), start = static_cast<double>(s0);
     const double m = B * c;  // tokens in this chunk step
+    const TilePadding pad(c, static_cast<double>(attention_tile_rows));
     if (s.yoco) {
       // Self-decoder over the chunk; weights read once per chunk step.
       gemm.flops += 2 * m * g.self_gemm;
@@ -168,7 +187,7 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
         }
         gret.bytes += s.Ls * (m * (4 * s.d * b.act + s.Hs * 4) + 2 * B * s.Hs * s.D * s.D * b.state);
       } else {
-        attn.flops += s.Ls * 4 * B * s.Hs * s.D * band_keys(start, c, s.W);
+        attn.flops += s.Ls * 4 * B * s.Hs * s.D * (band_keys(start, c, s.W) + pad.rows * pad.keys_seen(start + c, s.W));
         attn.bytes += s.Ls * (4 * m * s.d * b.act + B * std::min(s.W, start) * 2 * s.d * b.kv);
       }
       // Shared K/V of the chunk: RMSNorm_kv, projection, RoPE on K, into the cache.
@@ -179,7 +198,7 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
       gemm.flops += 2 * m * g.layer_gemm;
       gemm.bytes += g.layer_gemm * b.w + s.L * m * (attn_layer_gemm_io(s) * b.act + 2 * s.kvw * b.kv);
       ew.bytes += s.L * m * (attn_layer_elementwise(s, false) * b.act + 2 * s.kvw * b.kv);
-      attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2);
+      attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2 + pad.rows * pad.keys_seen(start + c, 0));
       attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
     }
   }

@@ -69,9 +69,14 @@ int64_t prefill_tokens_in_flight(int64_t batch, int64_t prompt, int64_t prefill_
 
 // Prefill of `batch` prompts of `prompt` tokens, `prefill_chunk` tokens per
 // chunk, up to the logits of the last position (YOCO: early exit — the cross
-// decoder runs for the last position only).
+// decoder runs for the last position only). `attention_tile_rows` (1: the
+// useful work, FlashAttention's convention) counts the prefill attention as a
+// kernel computing a chunk's query rows in tiles of that many runs it: the
+// last tile's padding rows multiply the keys its valid rows see. It matters
+// where a chunk holds few rows of each sequence (a large batch prefilled
+// together) and not at all for chunks of whole tiles.
 PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
-                       int64_t prefill_chunk);
+                       int64_t prefill_chunk, int64_t attention_tile_rows = 1);
 
 // One decode step of `batch` sequences that hold `context` tokens each: the new
 // token attends to context + 1 keys.

@@ -68,6 +68,12 @@ YOCO_HD constexpr bool key_block_past_cache(int64_t block, int64_t block_keys, i
   return (block + 1) * block_keys > capacity;
 }
 
+// Query rows one prefill CTA computes, in every variant (v1 at head dims 64, 128 and 256; v2
+// and v3): a step's query rows of a sequence run in tiles of this many, the last one padded
+// (its rows past q_len are zeros the tensor cores multiply all the same). The calibrated cost
+// model counts a prefill's attention as these tiles (bench/analytic/cost_model.hpp).
+inline constexpr int64_t kPrefillTileRows = 128;
+
 // The query tile a prefill CTA owns (rows [i0, i0 + rows_per_tile) of a sequence whose q_len
 // queries sit at absolute positions q_start ..) and the keys it reads. rows_valid <= 0: the tile
 // lies past the sequence's queries and the CTA has nothing to do.

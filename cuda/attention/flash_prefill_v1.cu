@@ -55,6 +55,9 @@ struct Traits {
 using Traits64 = Traits<64, 128, 4, 2>;
 using Traits128 = Traits<128, 64, 4, 2>;
 using Traits256 = Traits<256, 64, 8, 1>;
+static_assert(Traits64::kBr == attn::kPrefillTileRows && Traits128::kBr == attn::kPrefillTileRows &&
+                  Traits256::kBr == attn::kPrefillTileRows,
+              "the cost model counts prefill attention in tiles of kPrefillTileRows rows");
 
 using Params = detail::PrefillParams;
 

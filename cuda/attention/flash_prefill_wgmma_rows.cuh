@@ -26,6 +26,7 @@ constexpr int kFlashBr = 128;                      // query rows per CTA (two wa
 constexpr int kFlashBc = 128;                      // keys per block
 constexpr int kFlashTileBytes = 128 * kFlashD * 2; // Q, K or V tile: 32 KiB
 constexpr int kFlashHalfBytes = 128 * 128;         // one 64-column half of a 128-row tile
+static_assert(kFlashBr == attn::kPrefillTileRows, "the cost model counts prefill attention in tiles of kPrefillTileRows");
 static_assert(kFlashBc % 16 == 0 && kFlashBc <= 256 && kFlashD % 16 == 0 && kFlashD <= 256, "wgmma shapes");
 static_assert(kFlashHalfBytes / 16 < (1 << 14), "LBO fits the descriptor");
 
