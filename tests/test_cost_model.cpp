@@ -172,7 +172,9 @@ TEST(CostModel, AttentionInQueryTilesAddsTheLastTilesPaddingRows) {
     // 32 rows of each sequence a step in 128-row tiles: about four times the work.
     const auto useful = cost::prefill_work(cfg, kPaper, 1, 16384, 32);
     const auto tiled = cost::prefill_work(cfg, kPaper, 1, 16384, 32, 128);
-    if (!swa) EXPECT_NEAR(tiled[Part::attention].flops / useful[Part::attention].flops, 4.0, 0.01);
+    if (!swa) {
+      EXPECT_NEAR(tiled[Part::attention].flops / useful[Part::attention].flops, 4.0, 0.01);
+    }
   }
 }
 
