@@ -18,6 +18,14 @@ __device__ __forceinline__ void fence_mbar_init() { asm volatile("fence.mbarrier
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+// One mbarrier arrival from the threads with `arrive` true, without a branch (a consumer warp's
+// release of a ring stage comes from its lane 0, inside code wgmma must not see as divergent).
+__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool arrive) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\n@p mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n}\n" ::"r"(
+                   bar),
+               "r"(static_cast<unsigned>(arrive))
+               : "memory");
+}
 // One arrival, and `bytes` more transaction bytes that the phase waits for (TMA completes them).
 __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");

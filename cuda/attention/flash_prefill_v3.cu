@@ -31,7 +31,6 @@
 // Arrivals balance exactly (barrier 1: nb - 1 each side, barrier 2: nb each side), so no
 // phase can be completed by one warpgroup alone.
 #include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <cmath>
 #include <cstdint>
@@ -43,6 +42,7 @@
 #include "arch/tma_plan.hpp"
 #include "arch/tma_sm90.cuh"
 #include "arch/wgmma_sm90.cuh"
+#include "device/tma_encode.hpp"
 
 namespace yoco::cuda {
 
@@ -105,13 +105,6 @@ __device__ __forceinline__ void consumers_arrive_if(bool arrive) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %0, 0;\n@p bar.arrive %1, 256;\n}\n" ::"r"(
                    static_cast<unsigned>(arrive)),
                "n"(kId)
-               : "memory");
-}
-// One mbarrier arrival from the threads with `arrive` true, without a branch.
-__device__ __forceinline__ void mbar_arrive_if(uint32_t bar, bool arrive) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %1, 0;\n@p mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];\n}\n" ::"r"(
-                   bar),
-               "r"(static_cast<unsigned>(arrive))
                : "memory");
 }
 
@@ -269,36 +262,9 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v3_kernel(const __g
              (b * p.H + h) * p.q_rows + i0, lane, row_wg0);
 }
 
-using EncodeTiled = PFN_cuTensorMapEncodeTiled_v12000;
-
-// cuTensorMapEncodeTiled through the runtime's driver entry point: no link against libcuda.
-EncodeTiled encode_tiled() {
-  static const EncodeTiled fn = []() -> EncodeTiled {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      return nullptr;
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
 // The tensor map of a [batch, rows, stride] bf16 buffer in boxes of {64, 128, 1}.
 cudaError_t encode_rows(CUtensorMap* map, const bf16* base, int64_t batch, int64_t rows, int64_t stride) {
-  tma::Bf16RowsView view;
-  if (tma::bf16_rows_view(reinterpret_cast<uint64_t>(base), batch, rows, stride, kBc, &view) != nullptr)
-    return cudaErrorInvalidValue;
-  const EncodeTiled fn = encode_tiled();
-  if (fn == nullptr) return cudaErrorNotSupported;
-  const cuuint64_t dims[3] = {view.dims[0], view.dims[1], view.dims[2]};
-  const cuuint64_t strides[2] = {view.strides_bytes[0], view.strides_bytes[1]};
-  const cuuint32_t box[3] = {view.box[0], view.box[1], view.box[2]};
-  const cuuint32_t elem[3] = {1, 1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<bf16*>(base), dims, strides, box, elem,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+  return encode_bf16_rows(map, base, batch, rows, stride, kBc);
 }
 
 template <int kStages>
