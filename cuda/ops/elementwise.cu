@@ -1,5 +1,6 @@
 #include "ops/elementwise.hpp"
 #include "ops/rope_pair.cuh"
+#include "ops/swiglu_math.cuh"
 
 #include <cstddef>
 #include <cstdint>
@@ -115,10 +116,7 @@ __global__ void rms_norm_kernel(float* residual, const bf16* delta, const bf16* 
   }
 }
 
-__device__ __forceinline__ bf16 swiglu_one(bf16 a_bits, bf16 b_bits) {
-  const float a = __bfloat162float(a_bits), b = __bfloat162float(b_bits);
-  return __float2bfloat16(a / (1.0f + __expf(-a)) * b);
-}
+using dev::swiglu_one;  // ops/swiglu_math.cuh
 
 // x: groups of kVec columns (8: one 16-byte load of each half; 1: scalar), y:
 // rows, grid-strided. No index division: it cost more than the data moved.
