@@ -49,6 +49,7 @@
 #include "attention/flash_prefill.hpp"
 #include "attention/ring_plan.hpp"
 #include "ops/gemm.hpp"
+#include "ops/gemm_swiglu.hpp"
 #include "inference_checks.hpp"
 #include "ops.hpp"
 #include "param_layout.hpp"
@@ -155,6 +156,7 @@ class TransformerCudaModel final : public CudaModel {
   float eps_ = 0, attn_scale_ = 0;
 
   Gemm gemm_;
+  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED)
   DeviceBuffer cublas_workspace_;
   DeviceBuffer rope_;  // inv_freq, Da / 2 doubles
   const bf16* embedding_ = nullptr;
@@ -196,6 +198,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
   attn_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Da_)));
 
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
+  ffn_fused_ = ffn_fused_swiglu_from_env();
 
   std::vector<std::vector<std::string>> groups;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
@@ -333,8 +336,8 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
     gemm(a.attn, rows, qw_, w.wo, d_, a.delta, "attention output projection");
     check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, rows, d_, eps_, a.normed, stream_),
                "attention residual + FFN norm");
-    gemm(a.normed, rows, d_, w.w13, 2 * F_, a.h13, "FFN W1|W3");
-    check_cuda(launch_swiglu(a.h13, rows, F_, a.act, stream_), "SwiGLU");
+    check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.act, ffn_fused_, stream_),
+               "FFN W1|W3 + SwiGLU");
     gemm(a.act, rows, F_, w.w2, d_, a.delta, "FFN W2");
   }
 }

@@ -158,6 +158,9 @@ const std::vector<Own>& own_kernels() {
       {"norm_gate_generic_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f24norm_gate_generic_kernelEPK13__nv_bfloat16S4_"
        "llllfPS2_"},
+      // gemm_swiglu_sm90.cu
+      {"gemm_swiglu_kernel", "gemm",
+       "_ZN4yoco4cuda52_GLOBAL__N__ae933f3d_19_gemm_swiglu_sm90_cu_0890bd9f18gemm_swiglu_kernelENS1_6ParamsE"},
       // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
       {"flash_prefill_v1_kernel", "attention_prefill",
        "_ZN4yoco4cuda52_GLOBAL__N__94e5aeb8_19_flash_prefill_v1_cu_f8ed323723flash_prefill_v1_kernelINS1_6TraitsILi128ELi64E"

@@ -50,6 +50,14 @@ int64_t ffn_row_block_from_env() {
   return static_cast<int64_t>(n);
 }
 
+bool ffn_fused_swiglu_from_env() {
+  const char* e = std::getenv("YOCO_FFN_FUSED");
+  const std::string v = e ? e : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw InputError("YOCO_FFN_FUSED is '" + v + "': it must be 1 (the fused W1|W3 + SwiGLU kernel) or 0 (or unset)");
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

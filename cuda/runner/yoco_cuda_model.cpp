@@ -23,6 +23,7 @@
 #include "attention/flash_decode.hpp"
 #include "attention/flash_prefill.hpp"
 #include "ops/gemm.hpp"
+#include "ops/gemm_swiglu.hpp"
 #include "gret/gret_chunk.hpp"
 #include "gret/gret_gate.hpp"
 #include "gret/gret_recurrent.hpp"
@@ -202,6 +203,7 @@ class YocoCudaModel final : public CudaModel {
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
   GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
+  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -254,6 +256,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   chunk_variant_ = gret_chunk_variant_from_env();
   global_kv_ = global_kv_projection_from_env();
   ffn_rows_ = ffn_row_block_from_env();
+  ffn_fused_ = ffn_fused_swiglu_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -399,8 +402,7 @@ void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* 
   const int64_t block = ffn_block(rows);
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
-    check_gemm(gemm_.linear(h + r0 * d_, n, d_, w.w13, 2 * F_, h13, stream_), "ffn W1|W3");
-    check_cuda(launch_swiglu(h13, n, F_, a, stream_), "ffn swiglu");
+    check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, a, ffn_fused_, stream_), "ffn W1|W3 + SwiGLU");
     check_gemm(gemm_.linear(a, n, F_, w.w2, d_, out + r0 * d_, stream_), "ffn W2");
   }
 }

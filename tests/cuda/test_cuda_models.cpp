@@ -67,6 +67,7 @@
 #include "errors.hpp"
 #include "gpu_test_support.hpp"
 #include "gret/gret_pending.hpp"
+#include "ops/gemm_swiglu_plan.hpp"
 #include "small_configs.hpp"
 #include "transformer_cuda_model.hpp"
 #include "transformer_model.hpp"
@@ -673,6 +674,44 @@ TEST(CudaModelFfnRows, ABadRowCountIsAClearError) {
   YOCO_REQUIRE_GPU();
   expect_unknown_choice_refused("YOCO_FFN_ROWS", "lots");
   expect_unknown_choice_refused("YOCO_FFN_ROWS", "-5");
+}
+
+// The FFN's up half fused (YOCO_FFN_FUSED=1: ops/gemm_swiglu.hpp, the W1|W3 GEMM with SwiGLU in
+// its epilogue), taken where a step has kMinRowsToFuse rows or more: the prompt of 1,200 tokens
+// in one prefill chunk and the all-position forward, then 16 decode steps (below the threshold:
+// the pair). Against the reference and against the run without it, for both runners.
+TEST(CudaModelFfnFused, TheFusedUpHalfMatchesTheReferenceAndThePair) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+    // The premise: these steps are the fused kernel's (the selector's own test checks it takes them).
+    ASSERT_GE(N, gemm_swiglu::kMinRowsToFuse);
+    ASSERT_EQ(gemm_swiglu::unsupported(gemm_swiglu::Shape{N, cfg.dim, cfg.hidden_dim, cfg.dim, cfg.hidden_dim}),
+              nullptr);
+    const ScopedEnv env("YOCO_FFN_FUSED");
+    std::vector<Mat<double>> dec[2];
+    std::vector<float> fwd[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      env.set(fused ? "1" : "0");
+      auto model = make_model(cfg);
+      dec[fused] = prefill_and_decode(*model, {r.seq}, N, kSteps, kOneChunk);
+      fwd[fused] = model->forward(r.seq, 1, T);
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    const std::string tag = c.name + " with the FFN's up half fused";
+    expect_within_bound(tag + ", prefill + decode", dec[1][0], r, N - 1);
+    expect_pair_within_bound(tag + " against the pair, prefill + decode", dec[1][0], dec[0][0], r, N - 1);
+    ASSERT_EQ(static_cast<int64_t>(fwd[1].size()), T * V);
+    expect_within_bound(tag + ", forward", cuda_test::to_mat(fwd[1], T, V), r, 0);
+  }
+}
+
+TEST(CudaModelFfnFused, ABadChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_FFN_FUSED", "yes");
 }
 
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {

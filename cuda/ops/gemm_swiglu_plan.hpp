@@ -1,0 +1,75 @@
+#pragma once
+// The FFN's up half in one Hopper kernel (ops/gemm_swiglu_sm90.cu): its tile shape, the order its
+// persistent CTAs take tiles in, and the shapes it serves. Integer maths only, callable from host
+// and device, so tests/test_gemm_swiglu_plan.cpp proves it on the CPU before a GPU runs it.
+//
+// out[M, F] = silu(x W1ᵀ) ⊙ (x W3ᵀ), x [M, K], the fused weight [W1; W3] [2F, K] (W1's rows
+// first, as the runners lay it out). A CTA computes a tile of kTileRows rows by kTileCols output
+// columns: the GEMM of kTileRows x K by K x 2 kTileCols (W1's rows n0.. and W3's rows F + n0..),
+// read by one wgmma m64n256k16 per warpgroup and 16 columns, so each thread holds a gate in slot
+// i < 64 of its fragment and the gate's up value in slot i + 64.
+#include <cstdint>
+
+#include "arch/hd.hpp"
+
+namespace yoco::cuda::gemm_swiglu {
+
+inline constexpr int64_t kTileRows = 128;  // two consumer warpgroups of 64 rows
+inline constexpr int64_t kTileCols = 128;  // output columns: B holds 128 W1 rows and 128 W3 rows
+inline constexpr int64_t kTileK = 64;      // one 128-byte swizzled TMA box per operand and stage
+inline constexpr int64_t kGroupRows = 8;   // row tiles a raster group sweeps together (L2 reuse)
+// The runners fuse from this many rows of a step up: below it (a decode step's few sequences) the
+// row tiles are mostly padding and a handful of CTAs would stream the weights, where cuBLAS's
+// GEMV-like kernels and the element-wise pass cost little.
+inline constexpr int64_t kMinRowsToFuse = 1024;
+
+struct Shape {
+  int64_t rows = 0;        // M
+  int64_t k = 0;           // K (the model dim)
+  int64_t ffn_dim = 0;     // F
+  int64_t x_stride = 0;    // elements between x's rows (>= k)
+  int64_t out_stride = 0;  // elements between out's rows (>= F)
+};
+
+// nullptr when the kernel serves the shape, else the rule it breaks (the caller falls back to the
+// GEMM and the element-wise kernel).
+YOCO_HD constexpr const char* unsupported(const Shape& s) {
+  constexpr int64_t kInt32 = (int64_t{1} << 31) - 1;
+  if (s.rows < 1 || s.k < 1 || s.ffn_dim < 1) return "an empty operand";
+  if (s.k % kTileK != 0) return "K is not a multiple of 64";
+  if (s.ffn_dim % kTileCols != 0) return "F is not a multiple of 128";
+  if (s.x_stride < s.k || s.x_stride % 8 != 0) return "x's row stride is below K or not a multiple of 8";
+  if (s.out_stride < s.ffn_dim || s.out_stride % 8 != 0) return "out's row stride is below F or not a multiple of 8";
+  // TMA coordinates are int32 and a box may overhang the last row tile.
+  if (s.rows > kInt32 - kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
+  return nullptr;
+}
+
+YOCO_HD constexpr int64_t row_tiles(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
+YOCO_HD constexpr int64_t col_tiles(int64_t ffn_dim) { return ffn_dim / kTileCols; }
+
+struct TileCoord {
+  int64_t m = 0, n = 0;  // row tile, output column tile
+};
+// Tile t of tiles_m x tiles_n in grouped raster order: groups of kGroupRows row tiles (the last
+// one may be short); inside a group the row tile moves fastest, then the column tile. Concurrent
+// CTAs (consecutive t) then share a few row tiles of x and a band of weight rows in L2.
+YOCO_HD constexpr TileCoord tile_coord(int64_t t, int64_t tiles_m, int64_t tiles_n) {
+  const int64_t per_group = kGroupRows * tiles_n;
+  const int64_t group = t / per_group, first_m = group * kGroupRows;
+  const int64_t rows_in_group = tiles_m - first_m < kGroupRows ? tiles_m - first_m : kGroupRows;
+  const int64_t local = t - group * per_group;
+  return TileCoord{first_m + local % rows_in_group, local / rows_in_group};
+}
+
+// Where accumulator slot i (0..63) of an m64n256 wgmma fragment lands in the CTA tile (slot
+// i + 64: the same row, 128 columns right, the up half), for
+// thread `lane` of warp `warp` (0..3) of consumer warpgroup `wg` (0, 1): the PTX ISA's layout of
+// a wgmma D fragment (a warp owns 16 rows; per 8-column group j, slots 4j, 4j+1 are row lane/4 at
+// columns 8j + 2 (lane % 4) + {0, 1}, slots 4j+2, 4j+3 the row 8 below).
+YOCO_HD constexpr int fragment_row(int wg, int warp, int lane, int i) {
+  return wg * 64 + warp * 16 + (lane >> 2) + ((i >> 1) & 1) * 8;
+}
+YOCO_HD constexpr int fragment_col(int lane, int i) { return (i >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
+
+}  // namespace yoco::cuda::gemm_swiglu

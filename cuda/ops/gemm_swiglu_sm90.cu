@@ -1,0 +1,257 @@
+// The FFN's up half in one Hopper kernel (ops/gemm_swiglu.hpp): a warp-specialised, persistent
+// wgmma GEMM with SwiGLU in its epilogue. Written 2026-11-27 without a GPU at hand; its tests
+// (tests/cuda/test_gemm_swiglu.cpp) and bench rows (bench_cuda_kernels --filter ffn_up) say
+// whether it runs and whether it keeps cuBLAS's pace; the runners use it only under
+// YOCO_FFN_FUSED=1 until they do.
+//
+// CTA = 2 consumer warpgroups (warps 0-7, 64 rows of the 128-row tile each) + 1 producer
+// warpgroup (warps 8-11, of which warp 8 works): 384 threads, one CTA per SM (its 225 KiB of
+// shared memory), the grid as many CTAs as SMs, each walking the tiles t = blockIdx.x,
+// + gridDim.x, ... in the grouped raster order of gemm_swiglu::tile_coord.
+//
+// Producer (warp 8, lane 0 issues): per tile and per 64-wide k block, into a ring of kStages
+// stages with a full barrier (1 arrival + the TMA bytes) and an empty barrier (one arrival per
+// consumer warp): x's {64, 128} box at (k0, m0), W1's {64, 128} box at (k0, n0) and W3's at
+// (k0, F + n0), 48 KiB a stage. The ring runs on across tiles (use counter `use`), so the next
+// tile's first stages load while the consumers run this tile's epilogue. x's rows past M are
+// zero-filled by the TMA (its map ends at M) and never stored.
+//
+// Consumers: per k block, wait for the stage, issue 4 wgmma m64n256k16 (a warpgroup's 64 x 64
+// slice of x against the stage's 256 weight rows: the W1 box and the W3 box right after it, one
+// K-major operand), commit, wait for the previous block's group and release its stage. After the
+// tile's last block: wait for all, release, and the epilogue: SwiGLU slot by slot (a gate sits in
+// slot i < 64 of the fragment, its up value 128 columns right, in slot i + 64), bf16 pairs into
+// the warp's own 16 rows of a swizzled staging tile, then 16-byte stores of whole row pieces
+// (rows past M skipped). One m64n256 instead of two m64n128 reads x's slice from shared memory
+// once a step instead of twice (a desk-check's suggestion, 2026-11-27).
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "arch/tma_plan.hpp"
+#include "arch/tma_sm90.cuh"
+#include "arch/wgmma_sm90.cuh"
+#include "device/tma_encode.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/gemm_swiglu.hpp"
+#include "ops/swiglu_math.cuh"
+
+namespace yoco::cuda {
+
+namespace {
+
+using bf16 = __nv_bfloat16;
+using namespace sm90;
+namespace gs = gemm_swiglu;
+
+constexpr int kBM = static_cast<int>(gs::kTileRows), kBN = static_cast<int>(gs::kTileCols),
+              kBK = static_cast<int>(gs::kTileK);
+constexpr int kStages = 4;
+constexpr int kABytes = kBM * kBK * 2;          // 16 KiB: x's 128 rows x 64
+constexpr int kBHalfBytes = kBN * kBK * 2;      // 16 KiB: 128 rows of W1 (or W3) x 64
+constexpr int kStageBytes = kABytes + 2 * kBHalfBytes;
+constexpr int kEpilogueBytes = kBM * kBN * 2;   // 32 KiB: the output tile, [2 halves][128 rows][64]
+constexpr int kConsumerThreads = 256;
+constexpr int kConsumerWarps = kConsumerThreads / 32;
+constexpr int kProducerWarpgroup = 2;
+constexpr int kThreads = kConsumerThreads + 128;
+// Entry 168 registers a thread (65,536 / 384 in steps of 8); the producer gives back what the
+// consumers' two 64-float fragments need.
+constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
+static_assert(128 * (kEntryRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kEntryRegs), "register pool");
+static_assert(kBM == 2 * 64 && kBN == 128 && kBK == 64, "two m64n256k16 warpgroups over one 64-column box");
+static_assert(kABytes == kBHalfBytes && kABytes % 1024 == 0, "every box starts on a swizzle atom");
+static_assert(kBHalfBytes == kBN * 128, "the W3 box starts where the W1 box's 128 rows of 128 bytes end");
+
+struct Smem {
+  static constexpr int kOffEpilogue = kStages * kStageBytes;
+  static constexpr int kOffBars = kOffEpilogue + kEpilogueBytes;
+  static constexpr int kBytes = kOffBars + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024 B
+  static_assert(kBytes <= 227 * 1024, "shared memory per block");
+  __device__ static constexpr uint32_t a(uint32_t base, int s) { return base + static_cast<uint32_t>(s * kStageBytes); }
+  __device__ static constexpr uint32_t w1(uint32_t base, int s) { return a(base, s) + kABytes; }
+  __device__ static constexpr uint32_t w3(uint32_t base, int s) { return a(base, s) + kABytes + kBHalfBytes; }
+  __device__ static constexpr uint32_t full(uint32_t base, int s) { return base + kOffBars + 8 * s; }
+  __device__ static constexpr uint32_t empty(uint32_t base, int s) { return base + kOffBars + 8 * (kStages + s); }
+};
+
+struct Params {
+  CUtensorMap tx, tw;  // x [1, M, x_stride] and [W1; W3] [1, 2F, K], boxes of {64, 128, 1}
+  bf16* out;
+  int64_t rows, ffn_dim, out_stride, tiles_m, tiles_n, k_blocks;
+};
+
+__global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_constant__ Params p) {
+  const int tid = threadIdx.x, lane = tid % 32;
+  const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform: no divergent path for wgmma
+  const int64_t tiles = p.tiles_m * p.tiles_n;
+
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t base = (raw_addr + 1023u) & ~1023u;
+  unsigned char* smem = smem_raw + (base - raw_addr);
+
+  if (tid == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(Smem::full(base, s), 1);
+      mbar_init(Smem::empty(base, s), kConsumerWarps);
+    }
+    fence_mbar_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier
+
+  if (wg == kProducerWarpgroup) {
+    setmaxnreg_dec<kProducerRegs>();
+    if (tid / 32 != kProducerWarpgroup * 4) return;  // warps 9-11 have nothing to do
+    if (lane == 0) {
+      tma_prefetch_map(&p.tx);
+      tma_prefetch_map(&p.tw);
+    }
+    int64_t use = 0;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const gs::TileCoord c = gs::tile_coord(t, p.tiles_m, p.tiles_n);
+      // int32 coordinates: gemm_swiglu::unsupported keeps M + 128 and 2F below 2^31.
+      const int32_t row = static_cast<int32_t>(c.m * kBM), n1 = static_cast<int32_t>(c.n * kBN),
+                    n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
+      for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
+        const int s = tma::ring_stage(use, kStages);
+        // The whole warp waits, lane 0 issues, the warp reconverges: lanes never sit in two waits.
+        mbar_wait(Smem::empty(base, s), tma::empty_parity(use, kStages));
+        if (lane == 0) {
+          const uint32_t bar = Smem::full(base, s);
+          const int32_t k0 = static_cast<int32_t>(kb * kBK);
+          mbar_arrive_expect_tx(bar, kStageBytes);
+          tma_load_3d(Smem::a(base, s), &p.tx, bar, k0, row, 0);
+          tma_load_3d(Smem::w1(base, s), &p.tw, bar, k0, n1, 0);
+          tma_load_3d(Smem::w3(base, s), &p.tw, bar, k0, n3, 0);
+        }
+        __syncwarp();
+      }
+    }
+    return;  // in-flight TMA completes on the barriers the consumers wait for
+  }
+
+  // ---- Consumers ----
+  setmaxnreg_inc<kConsumerRegs>();
+  const int warp = (tid % 128) / 32;
+  const uint32_t a_off = static_cast<uint32_t>(wg * 64 * 128);  // this warpgroup's 64 rows of the x box
+  float acc[128];  // [0, 64): x W1ᵀ, [64, 128): x W3ᵀ at the same (row, column) of the tile
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  int64_t use = 0;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const gs::TileCoord c = gs::tile_coord(t, p.tiles_m, p.tiles_n);
+    for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
+      const int s = tma::ring_stage(use, kStages);
+      mbar_wait(Smem::full(base, s), tma::full_parity(use, kStages));
+      reg_fence(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk) {
+        const uint32_t step = static_cast<uint32_t>(kk * 32);  // 16 columns of a 128-byte swizzled row
+        // B: 256 rows from the W1 box on (the W3 box follows it: 8-row swizzle atoms of 1024 B all the way).
+        wgmma_ss_m64n256k16(acc, sw128_desc(Smem::a(base, s) + a_off + step, 16, 1024),
+                            sw128_desc(Smem::w1(base, s) + step, 16, 1024), (kb > 0 || kk > 0) ? 1 : 0);
+      }
+      wgmma_commit();
+      if (kb > 0) {
+        wgmma_wait<1>();  // the previous block's group is done: its stage may be refilled
+        mbar_arrive_if(Smem::empty(base, tma::ring_stage(use - 1, kStages)), lane == 0);
+      }
+    }
+    wgmma_wait<0>();
+    reg_fence(acc);
+    mbar_arrive_if(Smem::empty(base, tma::ring_stage(use - 1, kStages)), lane == 0);  // the rings end balanced
+
+    // Epilogue: this warp's 16 rows, staged swizzled, then stored as 16-byte row pieces.
+    unsigned char* stage = smem + Smem::kOffEpilogue;
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+      const int r = gs::fragment_row(wg, warp, lane, i), col = gs::fragment_col(lane, i);
+      const bf16 lo = dev::swiglu_of_accumulators(acc[i], acc[i + 64]);
+      const bf16 hi = dev::swiglu_of_accumulators(acc[i + 1], acc[i + 65]);
+      const uint32_t packed = static_cast<uint32_t>(__bfloat16_as_ushort(lo)) |
+                              (static_cast<uint32_t>(__bfloat16_as_ushort(hi)) << 16);
+      *reinterpret_cast<uint32_t*>(stage + sw128_offset<kBM>(r, col)) = packed;
+    }
+    __syncwarp();
+    const int row0 = wg * 64 + warp * 16;
+    constexpr int kChunks = kBN / 8;  // 16-byte pieces of a tile row
+#pragma unroll
+    for (int idx = lane; idx < 16 * kChunks; idx += 32) {
+      const int r = row0 + idx / kChunks, ch = idx % kChunks;
+      const int64_t grow = c.m * kBM + r;
+      if (grow < p.rows)
+        *reinterpret_cast<uint4*>(p.out + grow * p.out_stride + c.n * kBN + ch * 8) =
+            *reinterpret_cast<const uint4*>(stage + sw128_offset<kBM>(r, ch * 8));
+    }
+    __syncwarp();  // the next tile's staging writes come after every lane's reads
+  }
+}
+
+bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
+
+bool operands_served(const bf16* x, const bf16* w13, const gs::Shape& s, const bf16* out) {
+  return gs::unsupported(s) == nullptr && x != nullptr && w13 != nullptr && out != nullptr && aligned16(x) &&
+         aligned16(w13) && aligned16(out);
+}
+
+// Compute capability 9.0 and its SM count (device attribute queries on every call: microseconds,
+// against a GEMM of milliseconds).
+cudaError_t hopper_sms(int* sms) {
+  int dev = 0, major = 0, minor = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err != cudaSuccess) return err;
+  return major == 9 && minor == 0 ? cudaSuccess : cudaErrorNotSupported;
+}
+
+}  // namespace
+
+bool gemm_swiglu_serves(const bf16* x, const bf16* w13, const gs::Shape& s, const bf16* out) {
+  int sms = 0;
+  return operands_served(x, w13, s, out) && hopper_sms(&sms) == cudaSuccess;
+}
+
+cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& s, bf16* out, cudaStream_t stream) {
+  if (!operands_served(x, w13, s, out)) return cudaErrorInvalidValue;  // before any CUDA call
+  int sms = 0;
+  cudaError_t err = hopper_sms(&sms);
+  if (err != cudaSuccess) return err;
+  Params p{};
+  err = encode_bf16_rows(&p.tx, x, 1, s.rows, s.x_stride, kBM);
+  if (err == cudaSuccess) err = encode_bf16_rows(&p.tw, w13, 1, 2 * s.ffn_dim, s.k, kBN);
+  if (err != cudaSuccess) return err;
+  p.out = out;
+  p.rows = s.rows;
+  p.ffn_dim = s.ffn_dim;
+  p.out_stride = s.out_stride;
+  p.tiles_m = gs::row_tiles(s.rows);
+  p.tiles_n = gs::col_tiles(s.ffn_dim);
+  p.k_blocks = s.k / kBK;
+  err = cudaFuncSetAttribute(gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
+  if (err != cudaSuccess) return err;
+  const int64_t ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, sms);
+  gemm_swiglu_kernel<<<static_cast<unsigned>(ctas), kThreads, Smem::kBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
+std::string ffn_up_swiglu(Gemm& gemm, const bf16* x, int64_t rows, int64_t dim, const bf16* w13, int64_t ffn_dim,
+                          bf16* h13, bf16* out, bool fused, cudaStream_t stream) {
+  const gs::Shape s{rows, dim, ffn_dim, dim, ffn_dim};
+  // What the fused kernel does not serve takes the pair; a failure of the kernel it serves is an
+  // error, never a silent fallback.
+  if (fused && rows >= gs::kMinRowsToFuse && gemm_swiglu_serves(x, w13, s, out)) {
+    const cudaError_t e = launch_gemm_swiglu(x, w13, s, out, stream);
+    return e == cudaSuccess ? "" : std::string("fused W1|W3 + SwiGLU: ") + cudaGetErrorString(e);
+  }
+  if (std::string why = gemm.linear(x, rows, dim, w13, 2 * ffn_dim, h13, stream); !why.empty()) return "ffn W1|W3: " + why;
+  const cudaError_t e = launch_swiglu(h13, rows, ffn_dim, out, stream);
+  return e == cudaSuccess ? "" : std::string("ffn swiglu: ") + cudaGetErrorString(e);
+}
+
+}  // namespace yoco::cuda

@@ -1,0 +1,164 @@
+// The fused W1|W3 GEMM + SwiGLU kernel (cuda/ops/gemm_swiglu.hpp) against the fp64 reference of its
+// contract (gate and up values rounded to bf16, silu(gate) * up, rounded once) within DESIGN.md §6's
+// bound, against the unfused pair it replaces (cuBLAS's GEMM, then launch_swiglu) on the GPU, rows
+// past M untouched, refusals that launch nothing, and the runners' selector choosing as it says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "device_test_data.hpp"
+#include "gpu_test_support.hpp"
+#include "ops.hpp"
+#include "ops/elementwise.hpp"
+#include "ops/gemm.hpp"
+#include "ops/gemm_swiglu.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+using namespace yoco::cuda_test;
+namespace gs = gemm_swiglu;
+
+bool on_hopper() {
+  int dev = 0, major = 0, minor = 0;
+  return cudaGetDevice(&dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
+         minor == 0;
+}
+
+#define YOCO_REQUIRE_HOPPER()                                                                          \
+  do {                                                                                                \
+    YOCO_REQUIRE_GPU();                                                                               \
+    if (!on_hopper()) {                                                                               \
+      if (::yoco::cuda_test::gpu_expected()) GTEST_SKIP() << "the fused kernel is for sm_90 only";    \
+      GTEST_SKIP() << "not compute capability 9.0";                                                   \
+    }                                                                                                 \
+  } while (0)
+
+// The contract in fp64 for rows [r0, r1): gate and up rounded to bf16, silu(gate) * up.
+std::vector<double> reference(const std::vector<float>& x, const std::vector<float>& w13, int64_t K, int64_t F,
+                              int64_t x_stride, int64_t r0, int64_t r1) {
+  std::vector<double> out(static_cast<size_t>((r1 - r0) * F));
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = 0; c < F; ++c) {
+      double g = 0, u = 0;
+      const float* xr = &x[static_cast<size_t>(r * x_stride)];
+      const float* w1 = &w13[static_cast<size_t>(c * K)];
+      const float* w3 = &w13[static_cast<size_t>((F + c) * K)];
+      for (int64_t k = 0; k < K; ++k) g += static_cast<double>(xr[k]) * w1[k], u += static_cast<double>(xr[k]) * w3[k];
+      const double gb = round_to_bf16(static_cast<float>(g)), ub = round_to_bf16(static_cast<float>(u));
+      out[static_cast<size_t>((r - r0) * F + c)] = silu<double>(gb) * ub;
+    }
+  return out;
+}
+
+struct Case {
+  int64_t M, K, F, x_pad, out_pad;
+};
+
+TEST(GemmSwiglu, MatchesItsContractAndTheUnfusedPairAndLeavesRowsPastMAlone) {
+  YOCO_REQUIRE_HOPPER();
+  Gemm gemm;
+  ASSERT_TRUE(gemm.ok()) << gemm.error();
+  // One row; a ragged M over several row groups with padded strides; the small presets' d 256,
+  // F 768; more row tiles than SMs (a CTA takes several tiles); yoco-3b's K and F.
+  for (const Case cs : {Case{1, 64, 128, 0, 0}, Case{300, 128, 256, 64, 8}, Case{1100, 256, 768, 0, 0},
+                        Case{4096 + 77, 192, 768, 0, 0}, Case{2048, 3072, 8192, 0, 0}}) {
+    const int64_t M = cs.M, K = cs.K, F = cs.F, xs = K + cs.x_pad, os = F + cs.out_pad, extra = 3;
+    SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(K) + " -> " + std::to_string(F));
+    const auto x = random_bf16_values(static_cast<size_t>(M * xs), 11);
+    const auto w = random_bf16_values(static_cast<size_t>(2 * F * K), 12, 1.0f / std::sqrt(static_cast<float>(K)));
+    DeviceArray<bf16> dx(M * xs), dw(2 * F * K), fused((M + extra) * os), h13(M * 2 * F), unfused(M * F);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, gs::Shape{M, K, F, xs, os}, fused.ptr, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    // The unfused pair on dense rows (x copied dense when padded).
+    std::vector<float> xd(static_cast<size_t>(M * K));
+    for (int64_t r = 0; r < M; ++r)
+      std::memcpy(&xd[static_cast<size_t>(r * K)], &x[static_cast<size_t>(r * xs)], static_cast<size_t>(K) * 4);
+    DeviceArray<bf16> dxd(M * K);
+    upload_bf16(dxd, xd);
+    ASSERT_EQ(gemm.linear(dxd.ptr, M, K, dw.ptr, 2 * F, h13.ptr, nullptr), "");
+    ASSERT_EQ(launch_swiglu(h13.ptr, M, F, unfused.ptr, nullptr), cudaSuccess);
+    const auto got_all = download_bf16(fused);
+    const auto want_gpu = download_bf16(unfused);
+    std::vector<float> got(static_cast<size_t>(M * F));
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t c = 0; c < F; ++c) got[static_cast<size_t>(r * F + c)] = got_all[static_cast<size_t>(r * os + c)];
+    // Padding columns of a row and the rows past M keep the poison (NaN bits).
+    for (int64_t r = 0; r < M + extra; ++r)
+      for (int64_t c = (r < M ? F : 0); c < os; ++c)
+        ASSERT_TRUE(std::isnan(got_all[static_cast<size_t>(r * os + c)])) << "wrote row " << r << " col " << c;
+    // Against the unfused pair: they differ only where the summation order flips a rounding.
+    const std::vector<double> unfused_d(want_gpu.begin(), want_gpu.end());
+    EXPECT_LE(rms_error(got, unfused_d), bf16_output_bound(unfused_d));
+    // Against the fp64 contract, on every row of the small cases and 16 spread rows of the large.
+    const int64_t sample = M * F * K > (int64_t{1} << 31) ? 16 : M;
+    std::vector<float> got_s;
+    std::vector<double> want_s;
+    for (int64_t i = 0; i < sample; ++i) {
+      const int64_t r = sample == M ? i : i * (M - 1) / (sample - 1);
+      const auto want_r = reference(x, w, K, F, xs, r, r + 1);
+      want_s.insert(want_s.end(), want_r.begin(), want_r.end());
+      got_s.insert(got_s.end(), got.begin() + r * F, got.begin() + (r + 1) * F);
+    }
+    EXPECT_LE(rms_error(got_s, want_s), bf16_output_bound(want_s));
+  }
+}
+
+TEST(GemmSwiglu, RefusesWhatItDoesNotServeAndLaunchesNothing) {
+  YOCO_REQUIRE_GPU();
+  DeviceArray<bf16> x(64 * 128), w(2 * 1000 * 128), out(64 * 1000);
+  const auto before = download_bf16(out);
+  EXPECT_EQ(launch_gemm_swiglu(x.ptr, w.ptr, gs::Shape{64, 128, 1000, 128, 1000}, out.ptr, nullptr),
+            cudaErrorInvalidValue);  // F % 128
+  EXPECT_EQ(launch_gemm_swiglu(x.ptr, w.ptr, gs::Shape{64, 96, 128, 96, 128}, out.ptr, nullptr),
+            cudaErrorInvalidValue);  // K % 64
+  EXPECT_EQ(launch_gemm_swiglu(nullptr, w.ptr, gs::Shape{64, 128, 128, 128, 128}, out.ptr, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemm_swiglu(x.ptr + 1, w.ptr, gs::Shape{8, 128, 128, 128, 128}, out.ptr, nullptr),
+            cudaErrorInvalidValue);  // x not 16-byte aligned
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto after = download_bf16(out);
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // a refusal leaves no error behind
+}
+
+// The runners' one selector: the fused kernel from kMinRowsToFuse rows when asked, else (and for
+// shapes it refuses) the pair, each bit for bit what it stands for.
+TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
+  YOCO_REQUIRE_HOPPER();
+  Gemm gemm;
+  ASSERT_TRUE(gemm.ok()) << gemm.error();
+  struct Sel {
+    int64_t M, F;
+    bool fused_expected;
+  };
+  const int64_t K = 128;
+  for (const Sel sc : {Sel{gs::kMinRowsToFuse, 256, true}, Sel{gs::kMinRowsToFuse - 1, 256, false},
+                       Sel{gs::kMinRowsToFuse, 200, false}}) {
+    const int64_t M = sc.M, F = sc.F;
+    SCOPED_TRACE(std::to_string(M) + " rows, F " + std::to_string(F));
+    const auto x = random_bf16_values(static_cast<size_t>(M * K), 21);
+    const auto w = random_bf16_values(static_cast<size_t>(2 * F * K), 22, 0.1f);
+    DeviceArray<bf16> dx(M * K), dw(2 * F * K), h13(M * 2 * F), sel(M * F), direct(M * F);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, h13.ptr, sel.ptr, true, nullptr), "");
+    if (sc.fused_expected) {
+      ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, gs::Shape{M, K, F, K, F}, direct.ptr, nullptr), cudaSuccess);
+    } else {
+      ASSERT_EQ(gemm.linear(dx.ptr, M, K, dw.ptr, 2 * F, h13.ptr, nullptr), "");
+      ASSERT_EQ(launch_swiglu(h13.ptr, M, F, direct.ptr, nullptr), cudaSuccess);
+    }
+    const auto a = download_bf16(sel), b = download_bf16(direct);
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  }
+}
+
+}  // namespace
+}  // namespace yoco::cuda
