@@ -105,6 +105,38 @@ TEST(Calibration, AFamilyNearTheBalanceIsPricedByTheSlowerResourceAtItsFittedRat
   EXPECT_NEAR(calibrated_phase(t, w, true, c, ceil).family_s[a], mem_s, 1e-12);
 }
 
+// The runners' kernels as the calibrated model sees them: the flash kernel's
+// query tiles always; the FFN's up half fused only where the layout says so
+// (YOCO_FFN_FUSED=1, a row's notes) and the shape is the fused kernel's; a
+// fused yoco-3b prefill at 512K predicted shorter, by the fused bytes' time.
+TEST(Calibration, TheFusedFfnUpHalfIsPricedWhereTheRunnerUsedIt) {
+  const yoco::ModelConfig y = yoco::preset_config("yoco-3b");
+  RunnerLayout plain = current_runner_layout(), fused = plain;
+  EXPECT_FALSE(plain.ffn_up_fused);  // off by default until measured
+  fused.ffn_up_fused = true;
+  EXPECT_EQ(runner_kernels(y, plain).ffn_up_fused_from_rows, 0);
+  EXPECT_EQ(runner_kernels(y, fused).ffn_up_fused_from_rows, 1024);
+  EXPECT_EQ(runner_kernels(y, fused).attention_tile_rows, 128);
+  // yoco-tiny's F is no multiple of 128: the pair, fused or not.
+  const yoco::ModelConfig tiny = yoco::preset_config("yoco-tiny");
+  if (tiny.hidden_dim % 128 != 0 || tiny.dim % 64 != 0) {
+    EXPECT_EQ(runner_kernels(tiny, fused).ffn_up_fused_from_rows, 0);
+  }
+  EXPECT_TRUE(runner_layout_of_notes(std::string("median of 3; ") + ffn_up_fused_note()).ffn_up_fused);
+  EXPECT_FALSE(runner_layout_of_notes("median of 3; global K/V batched").ffn_up_fused);
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const int64_t n = 512 * 1024;
+  const double t_plain = calibrated_prefill(y, Storage{}, c, ceil, 1, n, 32768, plain).total_s;
+  const double t_fused = calibrated_prefill(y, Storage{}, c, ceil, 1, n, 32768, fused).total_s;
+  EXPECT_LT(t_fused, t_plain);
+  // At most the saved bytes at the copy ceiling, times the norms' and GEMMs' fitted inverse efficiencies.
+  const double saved_bytes = 4.0 * y.n_self_layers() * n * y.hidden_dim * 2;
+  EXPECT_LT(t_plain - t_fused, 3.0 * saved_bytes / ceil.bandwidth);
+  EXPECT_GT(t_plain - t_fused, 0.5 * saved_bytes / ceil.bandwidth);
+}
+
 TEST(Calibration, ProjectionsScaleTheDatasheetByTheMeasuredRatios) {
   const Calibration c = fit_calibration(synthetic_sweep(1.0, 0), "synthetic");
   const DeviceSpec own = calibrated_ceilings(c, device_spec("h100"));

@@ -163,7 +163,7 @@ TEST(CostModel, AttentionInQueryTilesAddsTheLastTilesPaddingRows) {
           pad_keys += static_cast<double>(tiles * T - c) * static_cast<double>(p_last - lo + 1);
         }
         const auto useful = cost::prefill_work(cfg, kPaper, batch, n, chunk);
-        const auto tiled = cost::prefill_work(cfg, kPaper, batch, n, chunk, T);
+        const auto tiled = cost::prefill_work(cfg, kPaper, batch, n, chunk, cost::KernelView{T, 0});
         EXPECT_DOUBLE_EQ(tiled[Part::attention].flops - useful[Part::attention].flops,
                          layers * 4 * batch * heads * D * pad_keys)
             << name << " T " << T << " chunk " << chunk;
@@ -171,10 +171,39 @@ TEST(CostModel, AttentionInQueryTilesAddsTheLastTilesPaddingRows) {
       }
     // 32 rows of each sequence a step in 128-row tiles: about four times the work.
     const auto useful = cost::prefill_work(cfg, kPaper, 1, 16384, 32);
-    const auto tiled = cost::prefill_work(cfg, kPaper, 1, 16384, 32, 128);
+    const auto tiled = cost::prefill_work(cfg, kPaper, 1, 16384, 32, cost::KernelView{128, 0});
     if (!swa) {
       EXPECT_NEAR(tiled[Part::attention].flops / useful[Part::attention].flops, 4.0, 0.01);
     }
+  }
+}
+
+// The FFN's up half fused (the W1|W3 GEMM writes F instead of 2F, the SwiGLU
+// pass of 3F is gone) from the selector's rows on: exactly F of GEMM output
+// and 3F of element-wise traffic a token and layer whose step has that many
+// rows, nothing in a step below it; FLOPs unchanged.
+TEST(CostModel, TheFusedFfnUpHalfSavesItsBytesFromTheSelectorsRowsOn) {
+  for (const char* name : {"yoco-3b", "transformer-3b"}) {
+    const auto cfg = preset_config(name);
+    const double F = static_cast<double>(cfg.hidden_dim), act = 2;  // bf16 activations
+    const double layers = cfg.is_yoco() ? cfg.n_self_layers() : cfg.n_layers;
+    const cost::KernelView fused{1, 1024};
+    const int64_t n = 65536;
+    const auto a = cost::prefill_work(cfg, kPaper, 1, n, 32768), b = cost::prefill_work(cfg, kPaper, 1, n, 32768, fused);
+    EXPECT_DOUBLE_EQ(a[Part::gemm].bytes - b[Part::gemm].bytes, layers * n * F * act) << name;
+    EXPECT_DOUBLE_EQ(a[Part::norms].bytes - b[Part::norms].bytes, 3 * layers * n * F * act) << name;
+    EXPECT_DOUBLE_EQ(a[Part::gemm].flops, b[Part::gemm].flops) << name;
+    // Steps of 512 rows: below the selector's 1,024, the pair runs.
+    const auto c = cost::prefill_work(cfg, kPaper, 1, n, 512), d = cost::prefill_work(cfg, kPaper, 1, n, 512, fused);
+    EXPECT_DOUBLE_EQ(c[Part::gemm].bytes, d[Part::gemm].bytes) << name;
+    EXPECT_DOUBLE_EQ(c[Part::norms].bytes, d[Part::norms].bytes) << name;
+    // A decode step of a batch of 1,024 rows: every layer's FFN runs fused; of 8, none.
+    const double L = cfg.n_layers;
+    const auto e = cost::decode_work(cfg, kPaper, 1024, 4096), f = cost::decode_work(cfg, kPaper, 1024, 4096, fused);
+    EXPECT_DOUBLE_EQ(e[Part::norms].bytes - f[Part::norms].bytes, 3 * L * 1024 * F * act) << name;
+    EXPECT_DOUBLE_EQ(cost::decode_work(cfg, kPaper, 8, 4096)[Part::norms].bytes,
+                     cost::decode_work(cfg, kPaper, 8, 4096, fused)[Part::norms].bytes)
+        << name;
   }
 }
 

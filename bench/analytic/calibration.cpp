@@ -12,6 +12,7 @@
 #include "attention/attention_tiles.hpp"
 #include "errors.hpp"
 #include "gret/gret_plan.hpp"
+#include "ops/gemm_swiglu_plan.hpp"
 #include "result_csv.hpp"
 #include "runner/generation_bytes.hpp"
 #include "runner/launch_count.hpp"
@@ -322,10 +323,11 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
                                    const RunnerLayout& layout) {
   const int64_t rows = static_cast<int64_t>(cuda::prefill_rows_per_sequence(
       static_cast<double>(batch), static_cast<double>(prompt), static_cast<double>(chunk)));
-  // The attention as the prefill kernel computes it, in tiles of query rows:
-  // a batch prefilled together a few rows of each sequence a step pads them.
-  CalibratedPhase p = calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows, cuda::attn::kPrefillTileRows),
-                                       true, c, ceil);
+  // The work as the runners' kernels do it: the attention in tiles of query
+  // rows (a batch prefilled together a few rows of each sequence a step pads
+  // them), the FFN's up half fused where the layout says so.
+  CalibratedPhase p =
+      calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows, runner_kernels(cfg, layout)), true, c, ceil);
   const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
   const double call_s = c.prefill_host_call_s > 0 ? c.prefill_host_call_s : c.host_call_s;
@@ -361,7 +363,7 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
   const double prefill = (sampled_prefill ? static_cast<double>(batch) : 1.0) * p.total_s;
   double decode = 0, b = p.band;
   for (int64_t i = 0; i < gen; ++i) {
-    const CalibratedPhase d = calibrated_phase(cfg, decode_work(cfg, st, batch, prompt + i), false, c, ceil);
+    const CalibratedPhase d = calibrated_decode(cfg, st, c, ceil, batch, prompt + i, layout);
     decode += d.total_s;
     b = std::max(b, d.band);
   }
@@ -557,12 +559,30 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
 }
 
 RunnerLayout current_runner_layout() {
-  return RunnerLayout{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows};
+  return RunnerLayout{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows, cuda::kFfnUpFusedByDefault};
 }
 
 RunnerLayout runner_layout_of_notes(const std::string& notes) {
   return RunnerLayout{notes.find("global K/V batched") != std::string::npos,
-                      notes.find("delta in the normed rows") != std::string::npos};
+                      notes.find("delta in the normed rows") != std::string::npos,
+                      notes.find(cuda::kFfnUpFusedNote) != std::string::npos};
+}
+
+const char* ffn_up_fused_note() { return cuda::kFfnUpFusedNote; }
+
+KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout) {
+  KernelView k;
+  k.attention_tile_rows = cuda::attn::kPrefillTileRows;
+  // Served: gemm_swiglu::unsupported's shape rules for a step of that many rows (the device is the runner's).
+  const cuda::gemm_swiglu::Shape s{cuda::gemm_swiglu::kMinRowsToFuse, cfg.dim, cfg.hidden_dim, cfg.dim, cfg.hidden_dim};
+  if (layout.ffn_up_fused && cuda::gemm_swiglu::unsupported(s) == nullptr)
+    k.ffn_up_fused_from_rows = cuda::gemm_swiglu::kMinRowsToFuse;
+  return k;
+}
+
+CalibratedPhase calibrated_decode(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                  const DeviceSpec& ceil, int64_t batch, int64_t context, const RunnerLayout& layout) {
+  return calibrated_phase(cfg, decode_work(cfg, st, batch, context, runner_kernels(cfg, layout)), false, c, ceil);
 }
 
 CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, const Calibration& c,
@@ -598,7 +618,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
       k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_phase(*cfg, decode_work(*cfg, st, r.batch, r.seq_len), false, c, ceil).total_s;
+      k.predicted = calibrated_decode(*cfg, st, c, ceil, r.batch, r.seq_len, layout).total_s;
     } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
                (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
       // As the point ran its prefill: the whole batch, or one prompt x batch ("prefill sampled" in its notes).

@@ -119,12 +119,24 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
 struct RunnerLayout {
   bool batched_global_kv = true;  // YOCO's global K/V for the whole batch at batch > 1
   bool delta_in_normed = true;    // YOCO's prefill delta in the normed rows' buffer
+  bool ffn_up_fused = false;      // the FFN's up half as one kernel (YOCO_FFN_FUSED=1), where it serves
 };
+// The words a row's notes carry when its runner fused the FFN's up half.
+const char* ffn_up_fused_note();
+// How the runners' kernels do the work of `cfg` laid out as `layout`: the
+// prefill attention in the flash kernel's query tiles, the FFN's up half fused
+// from the selector's rows on where the layout has it and the shape is served.
+KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout);
 // The runners' layout now (the defaults of launch_count.hpp).
 RunnerLayout current_runner_layout();
 // The layout a measured row was made with, from its notes ("global K/V
-// batched"; "delta in the normed rows"); rows from before a choice lack its words.
+// batched"; "delta in the normed rows"; "FFN up half fused"); rows from before
+// a choice lack its words.
 RunnerLayout runner_layout_of_notes(const std::string& notes);
+
+// One decode step at `context` as the runners run it (the layout's kernels).
+CalibratedPhase calibrated_decode(const ModelConfig& cfg, const Storage& st, const Calibration& c,
+                                  const DeviceSpec& ceil, int64_t batch, int64_t context, const RunnerLayout& layout);
 
 // A prefill of `batch` prompts of `prompt` tokens as the runners run it:
 // steps of batch x prefill_rows_per_sequence tokens (at most `chunk` in all),

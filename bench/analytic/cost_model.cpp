@@ -123,6 +123,10 @@ struct TilePadding {
   }
 };
 
+bool fused_ffn_up(const KernelView& k, double rows) {
+  return k.ffn_up_fused_from_rows > 0 && rows >= static_cast<double>(k.ffn_up_fused_from_rows);
+}
+
 }  // namespace
 
 int64_t prefill_tokens_in_flight(int64_t batch, int64_t prompt, int64_t prefill_chunk) {
@@ -155,8 +159,8 @@ MemoryCost memory_cost(const ModelConfig& cfg, const Storage& st, int64_t batch,
 }
 
 PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
-                       int64_t prefill_chunk, int64_t attention_tile_rows) {
-  if (prompt < 1 || prefill_chunk < 1 || batch < 1 || attention_tile_rows < 1)
+                       int64_t prefill_chunk, const KernelView& kernels) {
+  if (prompt < 1 || prefill_chunk < 1 || batch < 1 || kernels.attention_tile_rows < 1)
     throw InputError("prefill_work: prompt, chunk, batch and tile rows must be >= 1");
   const Shape s(cfg);
   const Bytes b(st);
@@ -172,12 +176,15 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
   for (int64_t s0 = 0; s0 < prompt; s0 += prefill_chunk) {
     const double c = static_cast<double>(std::min(prefill_chunk, prompt - s0)), start = static_cast<double>(s0);
     const double m = B * c;  // tokens in this chunk step
-    const TilePadding pad(c, static_cast<double>(attention_tile_rows));
+    const TilePadding pad(c, static_cast<double>(kernels.attention_tile_rows));
+    // The FFN's up half fused saves, per token and layer, the GEMM's second F
+    // of output and the SwiGLU pass (3F).
+    const double ffn_saved = fused_ffn_up(kernels, m) ? s.F : 0;
     if (s.yoco) {
       // Self-decoder over the chunk; weights read once per chunk step.
       gemm.flops += 2 * m * g.self_gemm;
-      gemm.bytes += g.self_gemm * b.w + s.Ls * m * self_layer_gemm_io(s) * b.act;
-      ew.bytes += s.Ls * m * self_layer_elementwise(s, Phase::prefill) * b.act;
+      gemm.bytes += g.self_gemm * b.w + s.Ls * m * (self_layer_gemm_io(s) - ffn_saved) * b.act;
+      ew.bytes += s.Ls * m * (self_layer_elementwise(s, Phase::prefill) - 3 * ffn_saved) * b.act;
       if (s.gret) {
         const double cc_full = static_cast<double>(cfg.gret_chunk_size);
         for (double off = 0; off < c; off += cc_full) {
@@ -196,17 +203,18 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
       ew.bytes += m * (2 * s.d * b.act + 2 * s.kvw * b.kv);
     } else {
       gemm.flops += 2 * m * g.layer_gemm;
-      gemm.bytes += g.layer_gemm * b.w + s.L * m * (attn_layer_gemm_io(s) * b.act + 2 * s.kvw * b.kv);
-      ew.bytes += s.L * m * (attn_layer_elementwise(s, false) * b.act + 2 * s.kvw * b.kv);
+      gemm.bytes += g.layer_gemm * b.w + s.L * m * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
+      ew.bytes += s.L * m * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
       attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2 + pad.rows * pad.keys_seen(start + c, 0));
       attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
     }
   }
   if (s.yoco) {
     // Early exit: the cross-decoder runs for the last position of each sequence only.
+    const double exit_saved = fused_ffn_up(kernels, B) ? s.F : 0;  // B rows: fused only for a large batch
     gemm.flops += 2 * B * g.cross_layer_gemm;
-    gemm.bytes += g.cross_layer_gemm * b.w + s.Lc * B * attn_layer_gemm_io(s) * b.act;
-    ew.bytes += s.Lc * B * attn_layer_elementwise(s, false) * b.act;
+    gemm.bytes += g.cross_layer_gemm * b.w + s.Lc * B * (attn_layer_gemm_io(s) - exit_saved) * b.act;
+    ew.bytes += s.Lc * B * (attn_layer_elementwise(s, false) - 3 * exit_saved) * b.act;
     attn.flops += s.Lc * 4 * B * N * s.H * s.Da;
     attn.bytes += s.Lc * (2 * B * s.qw * b.act + B * N * 2 * s.kvw * b.kv);
   }
@@ -217,12 +225,14 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
   return w;
 }
 
-PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t context) {
+PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t context,
+                      const KernelView& kernels) {
   if (batch < 1 || context < 0) throw InputError("decode_work: batch must be >= 1 and context >= 0");
   const Shape s(cfg);
   const Bytes b(st);
   const WeightGroups g = weight_groups(cfg);
   const double B = static_cast<double>(batch), keys = static_cast<double>(context) + 1;
+  const double ffn_saved = fused_ffn_up(kernels, B) ? s.F : 0;  // as in prefill_work
   PhaseWork w;
   Work& gemm = w[Part::gemm];
   Work& attn = w[Part::attention];
@@ -233,10 +243,10 @@ PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, 
   gemm.bytes = g.gemm() * b.w;
   ew.bytes = B * s.d * (b.w + b.act) + B * 2 * s.d * b.act;  // embedding gather, final norm
   if (s.yoco) {
-    gemm.bytes += B * (s.Ls * self_layer_gemm_io(s) + s.Lc * attn_layer_gemm_io(s) + s.d) * b.act +
+    gemm.bytes += B * (s.Ls * self_layer_gemm_io(s) + s.Lc * attn_layer_gemm_io(s) + s.d - s.L * ffn_saved) * b.act +
                   B * 2 * s.kvw * b.kv;
     ew.bytes += B * (s.Ls * self_layer_elementwise(s, Phase::decode) + s.Lc * attn_layer_elementwise(s, false) +
-                     2 * s.d) * b.act +
+                     2 * s.d - 3 * s.L * ffn_saved) * b.act +
                 B * 2 * s.kvw * b.kv;
     if (s.gret) {
       Work& gret = w[Part::gret];
@@ -250,8 +260,8 @@ PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, 
     attn.flops += s.Lc * 4 * B * s.H * s.Da * keys;
     attn.bytes += s.Lc * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
   } else {
-    gemm.bytes += B * s.L * (attn_layer_gemm_io(s) * b.act + 2 * s.kvw * b.kv);
-    ew.bytes += B * s.L * (attn_layer_elementwise(s, false) * b.act + 2 * s.kvw * b.kv);
+    gemm.bytes += B * s.L * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
+    ew.bytes += B * s.L * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
     attn.flops += s.L * 4 * B * s.H * s.Da * keys;
     attn.bytes += s.L * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
   }

@@ -67,20 +67,31 @@ MemoryCost memory_cost(const ModelConfig& cfg, const Storage& st, int64_t batch,
 // together in chunks of `prefill_chunk`.
 int64_t prefill_tokens_in_flight(int64_t batch, int64_t prompt, int64_t prefill_chunk);
 
+// How the kernels do the work, where it differs from the useful work the
+// model counts by default (the defaults):
+struct KernelView {
+  // The prefill attention as a kernel computing a chunk's query rows in tiles
+  // of this many (1: the useful work, FlashAttention's convention): the last
+  // tile's padding rows multiply the keys its valid rows see. It matters where
+  // a chunk holds few rows of each sequence (a large batch prefilled
+  // together), not at all for chunks of whole tiles.
+  int64_t attention_tile_rows = 1;
+  // A step of at least this many rows runs the FFN's up half fused (the W1|W3
+  // GEMM with SwiGLU in its epilogue: the GEMM writes F, not 2F, and the
+  // SwiGLU pass is gone); 0: never.
+  int64_t ffn_up_fused_from_rows = 0;
+};
+
 // Prefill of `batch` prompts of `prompt` tokens, `prefill_chunk` tokens per
 // chunk, up to the logits of the last position (YOCO: early exit — the cross
-// decoder runs for the last position only). `attention_tile_rows` (1: the
-// useful work, FlashAttention's convention) counts the prefill attention as a
-// kernel computing a chunk's query rows in tiles of that many runs it: the
-// last tile's padding rows multiply the keys its valid rows see. It matters
-// where a chunk holds few rows of each sequence (a large batch prefilled
-// together) and not at all for chunks of whole tiles.
+// decoder runs for the last position only).
 PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
-                       int64_t prefill_chunk, int64_t attention_tile_rows = 1);
+                       int64_t prefill_chunk, const KernelView& kernels = {});
 
 // One decode step of `batch` sequences that hold `context` tokens each: the new
 // token attends to context + 1 keys.
-PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t context);
+PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t context,
+                      const KernelView& kernels = {});
 
 double roofline_time(const Work& w, const DeviceSpec& dev);
 double roofline_time(const PhaseWork& w, const DeviceSpec& dev);

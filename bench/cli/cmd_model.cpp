@@ -42,6 +42,8 @@ CommandSpec model_spec() {
                                 "each with a band from the fit's residuals"},
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
                                        "compute|memory) at its roofline or at efficiency X"},
+      {"--ffn-fused", "", "with --calibration: the runners with the FFN's up half as one kernel (YOCO_FFN_FUSED=1: "
+                          "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
       {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
@@ -158,10 +160,11 @@ void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConf
 // (the runners' batch search), memory.
 std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const NamedConfigs& models,
                                        const std::vector<int64_t>& lengths, const AnalyticSettings& s,
-                                       const std::string& what_if) {
+                                       const std::string& what_if, const cost::RunnerLayout& layout) {
   const cost::DeviceSpec ceil = cost::calibrated_ceilings(cal, s.device);
+  const std::string fused = layout.ffn_up_fused ? std::string(", ") + cost::ffn_up_fused_note() : "";
   const Provenance prov = Provenance::here(
-      "calibrated", "calibrated: " + s.device.name + (what_if.empty() ? "" : ", what-if " + what_if), "");
+      "calibrated", "calibrated: " + s.device.name + (what_if.empty() ? "" : ", what-if " + what_if) + fused, "");
   const std::string from = "calibration " + cal.source + " (" + cal.device_name + ", " + cal.fitted_at + "); " +
                            ceil.source + ": " + strf("%.0f", ceil.peak_flops / 1e12) + " TFLOP/s, " +
                            strf("%.0f", ceil.bandwidth / 1e9) + " GB/s";
@@ -178,9 +181,8 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
     const ModelConfig& cfg = models.configs[i];
     for (int64_t len : lengths) {
       const cost::CalibratedPhase p =
-          cost::calibrated_prefill(cfg, s.storage, cal, ceil, s.batch, len, s.prefill_chunk);
-      const cost::CalibratedPhase d =
-          cost::calibrated_phase(cfg, cost::decode_work(cfg, s.storage, s.batch, len), false, cal, ceil);
+          cost::calibrated_prefill(cfg, s.storage, cal, ceil, s.batch, len, s.prefill_chunk, layout);
+      const cost::CalibratedPhase d = cost::calibrated_decode(cfg, s.storage, cal, ceil, s.batch, len, layout);
       const bool host_bound = p.host_s > 0 && p.host_s >= p.total_s;
       const std::string chunk_note = "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens";
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
@@ -193,7 +195,7 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
       add(models.names[i], len, s.batch, 0, "decode", "decode_step_latency_s", d.total_s, "s", d.band,
           d.fallback.empty() ? "" : "; fallback: " + d.fallback);
       add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
-          cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk), "B", 0.0,
+          cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk, layout), "B", 0.0,
           chunk_note + "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
       if (len > s.gen) {
         const cost::ThroughputCost t =
@@ -201,7 +203,8 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
         if (t.batch > 0) {
           double band = 0;
           const double tps =
-              cost::calibrated_throughput(cfg, s.storage, cal, ceil, len, s.gen, t.batch, s.prefill_chunk, &band);
+              cost::calibrated_throughput(cfg, s.storage, cal, ceil, len, s.gen, t.batch, s.prefill_chunk, &band,
+                                          false, layout);
           add(models.names[i], len, t.batch, s.gen, "throughput", "throughput_tokens_per_s", tps, "tokens/s", band,
               "; batch from the analytic search");
         }
@@ -298,11 +301,14 @@ int cmd_model(const Args& args) {
   }
   std::vector<ResultRow> cal_rows;
   if (a.has("--what-if") && !a.has("--calibration")) throw InputError("--what-if needs --calibration");
+  if (a.has("--ffn-fused") && !a.has("--calibration")) throw InputError("--ffn-fused needs --calibration");
   if (const auto file = a.get("--calibration")) {
     cost::Calibration cal = cost::read_calibration(*file);
     std::string what_if;
     if (const auto w = a.get("--what-if")) what_if = cost::apply_what_if(cal, *w);
-    cal_rows = calibrated_rows(cal, models, lengths, s, what_if);
+    cost::RunnerLayout layout = cost::current_runner_layout();
+    if (a.has("--ffn-fused")) layout.ffn_up_fused = true;
+    cal_rows = calibrated_rows(cal, models, lengths, s, what_if, layout);
   }
   std::vector<ResultRow> multi_rows;
   if (a.has("--link") && !a.has("--devices")) throw InputError("--link needs --devices");

@@ -177,14 +177,24 @@ static std::string global_kv_note(const ModelConfig& cfg, int64_t batch) {
 // The runner's layout in a memory row's notes, for the calibrated model's
 // check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
 // must price the row as.
-static std::string layout_note(const ModelRunner& runner) {
-  std::string note;
-  if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note += "; YOCO's prefill delta in the normed rows";
-  const std::string kv = global_kv_note(runner.config(), cuda_runner_of(runner).model().batch());
-  return kv.empty() ? note : note + "; " + kv;
+// The FFN's up half as one kernel where it serves (YOCO_FFN_FUSED=1), both runners.
+static std::string ffn_note() { return cuda::ffn_fused_swiglu_from_env() ? cuda::kFfnUpFusedNote : ""; }
+
+static std::string joined(std::string a, const std::string& b) {
+  if (b.empty()) return a;
+  return a.empty() ? b : a + "; " + b;
 }
 
-std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const { return global_kv_note(cfg, batch); }
+static std::string layout_note(const ModelRunner& runner) {
+  std::string note;
+  if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
+  note = joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())), ffn_note());
+  return note.empty() ? note : "; " + note;
+}
+
+std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
+  return joined(global_kv_note(cfg, batch), ffn_note());
+}
 
 void CudaBackend::reset_peak_memory() {
   if (!model_) return;

@@ -57,7 +57,7 @@ constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kProducerWarpgroup = 2;
 constexpr int kThreads = kConsumerThreads + 128;
 // Entry 168 registers a thread (65,536 / 384 in steps of 8); the producer gives back what the
-// consumers' two 64-float fragments need.
+// consumers' 128-float fragment needs.
 constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * (kEntryRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kEntryRegs), "register pool");
 static_assert(kBM == 2 * 64 && kBN == 128 && kBK == 64, "two m64n256k16 warpgroups over one 64-column box");

@@ -43,6 +43,11 @@ inline constexpr bool kBatchedGlobalKvByDefault = true;
 // normed rows' buffer rather than a buffer of its own (2d bytes a row; since
 // 2026-11-27: runs before kept both, and their memory rows do not say so).
 inline constexpr bool kDeltaInNormedRows = true;
+// Whether the runners run the FFN's up half as one kernel (ops/gemm_swiglu.hpp)
+// unless told otherwise (YOCO_FFN_FUSED, runner_support.hpp): not until it has
+// run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.
+inline constexpr bool kFfnUpFusedByDefault = false;
+inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
 
 // YOCO. gret_chunk_launches: the chunk launch's kernels for a prefill step of
 // the plan the library picks (1, or 3 with segments, plus the norm + gate
