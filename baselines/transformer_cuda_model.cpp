@@ -245,7 +245,12 @@ void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16*
 // cuda/runner/generation_bytes.hpp holds the formula (shared with the cost model).
 double transformer_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                            double chunk) {
-  return transformer_generation_bytes(c, batch, prompt, gen, chunk).total();
+  const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
+  return transformer_generation_bytes(c, batch, prompt, gen, chunk,
+                                      ffn_up_fused_on_every_block(ffn_fused_swiglu_from_env(),
+                                                                  static_cast<int64_t>(std::min(rows, 1e15)), 0, c.dim,
+                                                                  c.hidden_dim))
+      .total();
 }
 
 namespace {
@@ -257,7 +262,8 @@ Activations TransformerCudaModel::activations(int64_t rows) {
   a.qkv = scratch_.bf16("qkv", rows * qkv_w_);
   a.attn = scratch_.bf16("attention out", rows * qw_);
   a.delta = scratch_.bf16("delta", rows * d_);
-  a.h13 = scratch_.bf16("ffn w1|w3", rows * 2 * F_);
+  // The W1|W3 output only where the step takes the pair (the formula asks the same question).
+  a.h13 = ffn_up_fused_on_every_block(ffn_fused_, rows, 0, d_, F_) ? nullptr : scratch_.bf16("ffn w1|w3", rows * 2 * F_);
   a.act = scratch_.bf16("ffn act", rows * F_);
   a.tokens = scratch_.i64("tokens", rows);
   return a;

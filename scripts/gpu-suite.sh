@@ -423,6 +423,13 @@ if has_step chunks && [ -x "$BIN/yoco" ]; then
   run_step chunks.16384_ffn4096 150 env YOCO_FFN_ROWS=4096 "$BIN/yoco" bench --device cuda --model yoco-3b \
     --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
     --out "$LOGS/models_chunk_16384_ffn4096.csv"
+  # The other candidate: chunks of 16384 with the FFN's up half fused (no W1|W3 buffer, GEMMs at
+  # m = 16384): 12.3 GB at 1M by the formula, and the fused prefill's time (issue 34's goal).
+  if [ "$FUSED_FFN_OK" = 1 ]; then
+    run_step chunks.16384_fused 150 env YOCO_FFN_FUSED=1 "$BIN/yoco" bench --device cuda --model yoco-3b \
+      --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_chunk_16384_fused.csv"
+  fi
 fi
 if has_step models || has_step models-3b || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.

@@ -340,7 +340,10 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
                          int64_t prompt, int64_t gen, int64_t chunk, const RunnerLayout& layout) {
   const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
                C = static_cast<double>(chunk);
-  if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C).total();
+  // The FFN's up half fused on every block of a prefill step (the runners' FFN blocks: whole steps here).
+  const auto rows = static_cast<int64_t>(std::min(B * cuda::prefill_rows_per_sequence(B, P, C), 1e15));
+  const bool fused = layout.ffn_up_fused && cuda::gemm_swiglu::fused_on_every_block(rows, 0, cfg.dim, cfg.hidden_dim);
+  if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C, fused).total();
   double workspace = 0;
   if (cfg.self_decoder() == SelfDecoderKind::gret) {
     const cuda::GretChunkShape shape =
@@ -349,7 +352,7 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
   return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv, 0.0,
-                                     layout.delta_in_normed)
+                                     layout.delta_in_normed, fused)
       .total();
 }
 

@@ -28,10 +28,15 @@ cudaError_t launch_gemm_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* w13,
 bool gemm_swiglu_serves(const __nv_bfloat16* x, const __nv_bfloat16* w13, const gemm_swiglu::Shape& s,
                         const __nv_bfloat16* out);
 
+// Whether a step of `rows` rows in FFN blocks of `block` (0: whole) runs the fused kernel on every
+// block on this device when `fused` is asked (gemm_swiglu::fused_on_every_block and compute
+// capability 9.0): then the runner allocates no [rows, 2F] buffer and passes h13 = nullptr.
+bool ffn_up_fused_on_every_block(bool fused, int64_t rows, int64_t block, int64_t dim, int64_t ffn_dim);
+
 // The one selector of the FFN's up half, for both runners: the fused kernel where `fused` is set
 // and the step has at least kMinRowsToFuse rows and gemm_swiglu_serves them, else the GEMM into
 // `h13` ([rows, 2F]) and SwiGLU. Empty string on success, else what failed (a fused launch that
-// fails is an error, not a fallback).
+// fails is an error, not a fallback; so is the pair's turn without an h13).
 std::string ffn_up_swiglu(Gemm& gemm, const __nv_bfloat16* x, int64_t rows, int64_t dim, const __nv_bfloat16* w13,
                           int64_t ffn_dim, __nv_bfloat16* h13, __nv_bfloat16* out, bool fused, cudaStream_t stream);
 

@@ -45,6 +45,16 @@ YOCO_HD constexpr const char* unsupported(const Shape& s) {
   return nullptr;
 }
 
+// Whether every FFN call of a step of `rows` rows, run in blocks of `block` rows (0: the whole
+// step), takes the fused kernel by shape: every block, the last one too, has kMinRowsToFuse rows
+// or more and the shape is served. Then the step needs no [rows, 2F] buffer for the pair
+// (the runners' allocation and the memory formula, runner/generation_bytes.hpp, both ask this).
+YOCO_HD constexpr bool fused_on_every_block(int64_t rows, int64_t block, int64_t dim, int64_t ffn_dim) {
+  const int64_t b = block > 0 && block < rows ? block : rows;
+  const int64_t last = rows % b == 0 ? b : rows % b;
+  return last >= kMinRowsToFuse && unsupported(Shape{b, dim, ffn_dim, dim, ffn_dim}) == nullptr;
+}
+
 YOCO_HD constexpr int64_t row_tiles(int64_t rows) { return (rows + kTileRows - 1) / kTileRows; }
 YOCO_HD constexpr int64_t col_tiles(int64_t ffn_dim) { return ffn_dim / kTileCols; }
 

@@ -240,6 +240,11 @@ cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& 
   return cudaGetLastError();
 }
 
+bool ffn_up_fused_on_every_block(bool fused, int64_t rows, int64_t block, int64_t dim, int64_t ffn_dim) {
+  int sms = 0;
+  return fused && gs::fused_on_every_block(rows, block, dim, ffn_dim) && hopper_sms(&sms) == cudaSuccess;
+}
+
 std::string ffn_up_swiglu(Gemm& gemm, const bf16* x, int64_t rows, int64_t dim, const bf16* w13, int64_t ffn_dim,
                           bf16* h13, bf16* out, bool fused, cudaStream_t stream) {
   const gs::Shape s{rows, dim, ffn_dim, dim, ffn_dim};
@@ -249,6 +254,9 @@ std::string ffn_up_swiglu(Gemm& gemm, const bf16* x, int64_t rows, int64_t dim, 
     const cudaError_t e = launch_gemm_swiglu(x, w13, s, out, stream);
     return e == cudaSuccess ? "" : std::string("fused W1|W3 + SwiGLU: ") + cudaGetErrorString(e);
   }
+  if (h13 == nullptr)
+    return "ffn W1|W3: the fused kernel does not serve " + std::to_string(rows) + " rows here, and the step has no "
+           "[rows, 2F] buffer for the pair";
   if (std::string why = gemm.linear(x, rows, dim, w13, 2 * ffn_dim, h13, stream); !why.empty()) return "ffn W1|W3: " + why;
   const cudaError_t e = launch_swiglu(h13, rows, ffn_dim, out, stream);
   return e == cudaSuccess ? "" : std::string("ffn swiglu: ") + cudaGetErrorString(e);

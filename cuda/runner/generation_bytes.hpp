@@ -45,11 +45,14 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
 // written into each sequence's cache (GlobalKvProjection::batched, batch > 1).
 // ffn_rows: the FFN's row block (ffn_row_block_from_env; 0: the whole step).
 // delta_in_normed: the runner's layout (launch_count.hpp, kDeltaInNormedRows;
-// false prices runs made before it).
+// false prices runs made before it). ffn_up_fused: every FFN block of a
+// prefill step takes the fused W1|W3 + SwiGLU kernel (ops/gemm_swiglu.hpp,
+// ffn_up_fused_on_every_block), so the step has no W1|W3 output buffer.
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                              double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
                                              bool batched_global_kv = kBatchedGlobalKvByDefault,
-                                             double ffn_rows = 0, bool delta_in_normed = kDeltaInNormedRows) {
+                                             double ffn_rows = 0, bool delta_in_normed = kDeltaInNormedRows,
+                                             bool ffn_up_fused = false) {
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
@@ -61,7 +64,7 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
   // kDeltaInNormedRows); fused projection, mixer output; token ids; the FFN's
   // W1|W3 output and hidden for a block of rows.
   double per_row = 4 * d + (delta_in_normed ? 0 : 2 * d) + 2 * d + 2 * SW + 2 * d + 8;
-  double extra = (ffn_rows > 0 ? std::min(rows, ffn_rows) : rows) * (4 * F + 2 * F);
+  double extra = (ffn_rows > 0 ? std::min(rows, ffn_rows) : rows) * ((ffn_up_fused ? 0 : 4 * F) + 2 * F);
   if (gret) {
     per_row += 8 * Hs;  // gate logits and log-decays, fp32
     extra += gret_chunk_workspace;
@@ -83,12 +86,12 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
 
 // The GQA Transformer baseline.
 inline GenerationBytes transformer_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
-                                                    double chunk) {
+                                                    double chunk, bool ffn_up_fused = false) {
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
                kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
   const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
-  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 4 * F + 2 * F + 8;
+  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + (ffn_up_fused ? 0 : 4 * F) + 2 * F + 8;
   // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
   const double step = batch * (2 * d + 4 * V + 2 * qw + 4 * 128 * (qw + 2.0 * c.n_attn_heads)) + 16 * batch;
   GenerationBytes g;

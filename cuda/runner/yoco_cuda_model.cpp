@@ -151,6 +151,12 @@ class YocoCudaModel final : public CudaModel {
   // caller's; the rows in blocks of ffn_block(rows).
   void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
   int64_t ffn_block(int64_t rows) const { return ffn_rows_ > 0 ? std::min(rows, ffn_rows_) : rows; }
+  // The FFN's W1|W3 output for a step of `rows` rows ([block, 2F]), or nullptr where every block
+  // takes the fused kernel (ffn_up_fused_on_every_block; the memory formula asks the same).
+  bf16* ffn_w13_buffer(int64_t rows) {
+    return ffn_up_fused_on_every_block(ffn_fused_, rows, ffn_rows_, d_, F_) ? nullptr
+                                                                             : scratch_.bf16("ffn in", ffn_block(rows) * 2 * F_);
+  }
   void norm(Residual& r, const bf16* w, bf16* out);
   // The cross-decoder layers over r.rows rows of the residual: norm, q
   // projection, `attend(q, out)` (RoPE on q, then attention over the global
@@ -504,7 +510,7 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   bf16* h = scratch_.bf16("normed", R * d_);
   static_assert(kDeltaInNormedRows, "the memory formula (generation_bytes.hpp) follows this layout");
   r.delta = h;
-  bf16* ffn_in = scratch_.bf16("ffn in", ffn_block(R) * 2 * F_);
+  bf16* ffn_in = ffn_w13_buffer(R);
   bf16* ffn_hidden = scratch_.bf16("ffn hidden", ffn_block(R) * F_);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
@@ -875,8 +881,7 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     check_cuda(launch_set_positions(len, nullptr, batch, n, stream_), "query length");
     const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, n, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
-    cross_decoder(r, h, q, a, scratch_.bf16("ffn in", ffn_block(R) * 2 * F_),
-                  scratch_.bf16("ffn hidden", ffn_block(R) * F_),
+    cross_decoder(r, h, q, a, ffn_w13_buffer(R), scratch_.bf16("ffn hidden", ffn_block(R) * F_),
                   [&](bf16* qv, bf16* out) {
       check_cuda(launch_rope(qv, R, qw_, H_, Da_, begin, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                  "cross-decoder RoPE q");
@@ -923,9 +928,12 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
         select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
         static_cast<int64_t>(std::min(batch, 1e9))));
   }
+  const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
+  const bool fused = ffn_up_fused_on_every_block(ffn_fused_swiglu_from_env(), static_cast<int64_t>(std::min(rows, 1e15)),
+                                                 ffn_row_block_from_env(), c.dim, c.hidden_dim);
   return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending,
                                global_kv_projection_from_env() == GlobalKvProjection::batched,
-                               static_cast<double>(ffn_row_block_from_env()))
+                               static_cast<double>(ffn_row_block_from_env()), kDeltaInNormedRows, fused)
       .total();
 }
 

@@ -678,8 +678,9 @@ TEST(CudaModelFfnRows, ABadRowCountIsAClearError) {
 
 // The FFN's up half fused (YOCO_FFN_FUSED=1: ops/gemm_swiglu.hpp, the W1|W3 GEMM with SwiGLU in
 // its epilogue), taken where a step has kMinRowsToFuse rows or more: the prompt of 1,200 tokens
-// in one prefill chunk and the all-position forward, then 16 decode steps (below the threshold:
-// the pair). Against the reference and against the run without it, for both runners.
+// in one prefill chunk and the all-position forward, then the decode steps (below the threshold:
+// the pair). Against the reference and against the run without it, for both runners; the fused
+// steps allocate no W1|W3 output.
 TEST(CudaModelFfnFused, TheFusedUpHalfMatchesTheReferenceAndThePair) {
   YOCO_REQUIRE_GPU();
   for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
@@ -694,13 +695,18 @@ TEST(CudaModelFfnFused, TheFusedUpHalfMatchesTheReferenceAndThePair) {
     const ScopedEnv env("YOCO_FFN_FUSED");
     std::vector<Mat<double>> dec[2];
     std::vector<float> fwd[2];
+    int64_t peak[2] = {0, 0};
     for (int fused = 0; fused < 2; ++fused) {
       env.set(fused ? "1" : "0");
       auto model = make_model(cfg);
       dec[fused] = prefill_and_decode(*model, {r.seq}, N, kSteps, kOneChunk);
       fwd[fused] = model->forward(r.seq, 1, T);
+      peak[fused] = model->arena().report().peak_at(MemCategory::activations);
       ASSERT_FALSE(HasFatalFailure());
     }
+    // Proof that the fused kernel took the steps: they kept no W1|W3 output ([rows, 2F] bf16; the
+    // forward's T rows the largest).
+    EXPECT_GE(peak[0] - peak[1], T * 4 * cfg.hidden_dim) << c.name << ": the fused steps still held a W1|W3 buffer";
     const std::string tag = c.name + " with the FFN's up half fused";
     expect_within_bound(tag + ", prefill + decode", dec[1][0], r, N - 1);
     expect_pair_within_bound(tag + " against the pair, prefill + decode", dec[1][0], dec[0][0], r, N - 1);
