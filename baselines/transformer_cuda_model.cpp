@@ -49,7 +49,8 @@
 #include "attention/flash_prefill.hpp"
 #include "attention/ring_plan.hpp"
 #include "ops/gemm.hpp"
-#include "ops/gemm_swiglu.hpp"
+#include "ops/ffn_up.hpp"
+#include "ops/gemm_swiglu_plan.hpp"
 #include "inference_checks.hpp"
 #include "ops.hpp"
 #include "param_layout.hpp"
@@ -118,7 +119,9 @@ class TransformerCudaModel final : public CudaModel {
   }
 
  private:
-  Activations activations(int64_t rows);
+  // A step's buffers for `rows` rows; the FFN's W1|W3 output for `w13_rows` (0: none, every FFN
+  // call of the step takes the fused kernel).
+  Activations activations(int64_t rows, int64_t w13_rows);
   void allocate_caches(int64_t batch, int64_t rows);
   // FlashDecoding's shape over the current caches.
   DecodeAttentionShape decode_shape(int64_t batch) const;
@@ -156,7 +159,7 @@ class TransformerCudaModel final : public CudaModel {
   float eps_ = 0, attn_scale_ = 0;
 
   Gemm gemm_;
-  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED)
+  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
   DeviceBuffer cublas_workspace_;
   DeviceBuffer rope_;  // inv_freq, Da / 2 doubles
   const bf16* embedding_ = nullptr;
@@ -198,7 +201,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
   attn_scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Da_)));
 
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
-  ffn_fused_ = ffn_fused_swiglu_from_env();
+  ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
 
   std::vector<std::vector<std::string>> groups;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
@@ -245,25 +248,22 @@ void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16*
 // cuda/runner/generation_bytes.hpp holds the formula (shared with the cost model).
 double transformer_generation_device_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                            double chunk) {
-  const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
-  return transformer_generation_bytes(c, batch, prompt, gen, chunk,
-                                      ffn_up_fused_on_every_block(ffn_fused_swiglu_from_env(),
-                                                                  static_cast<int64_t>(std::min(rows, 1e15)), 0, c.dim,
-                                                                  c.hidden_dim))
+  return transformer_generation_bytes(c, batch, prompt, gen, chunk, ffn_up_fused_here(ffn_fused_swiglu_from_env()))
       .total();
 }
 
 namespace {
 
-Activations TransformerCudaModel::activations(int64_t rows) {
+Activations TransformerCudaModel::activations(int64_t rows, int64_t w13_rows) {
   Activations a;
   a.residual = scratch_.f32("residual", rows * d_);
   a.normed = scratch_.bf16("normed", rows * d_);
   a.qkv = scratch_.bf16("qkv", rows * qkv_w_);
   a.attn = scratch_.bf16("attention out", rows * qw_);
   a.delta = scratch_.bf16("delta", rows * d_);
-  // The W1|W3 output only where the step takes the pair (the formula asks the same question).
-  a.h13 = ffn_up_fused_on_every_block(ffn_fused_, rows, 0, d_, F_) ? nullptr : scratch_.bf16("ffn w1|w3", rows * 2 * F_);
+  // The W1|W3 output: the generation's (ffn_w13_rows, asked by the prefill), which the decode
+  // step's activations(B) then finds; none where no call of it takes the pair.
+  a.h13 = w13_rows > 0 ? scratch_.bf16("ffn w1|w3", w13_rows * 2 * F_) : nullptr;
   a.act = scratch_.bf16("ffn act", rows * F_);
   a.tokens = scratch_.i64("tokens", rows);
   return a;
@@ -536,7 +536,14 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
   const int64_t n_max = link_ ? ring_.rows() : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
     allocate_caches(B, rows);  // keeps the previous generation's of the same shape, else drops it first
-    const Activations a = activations(B * n_max);
+    // The FFN's W1|W3 output for every call of this generation that takes the pair (the
+    // formula's ffn_w13_rows: prefill steps, the ragged last one, the decode steps' B rows).
+    const int64_t w13 = static_cast<int64_t>(
+        link_ ? ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(n_max), static_cast<double>(B * n_max),
+                             0, ffn_fused_, true)
+              : ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(N), static_cast<double>(prefill_chunk), 0,
+                             ffn_fused_, true));
+    const Activations a = activations(B * n_max, w13);
     int64_t* range_dev = link_ ? nullptr : scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     int64_t* positions = scratch_.i64("positions", B);
     int64_t* lengths = scratch_.i64("lengths", B);
@@ -650,7 +657,8 @@ void TransformerCudaModel::graph_decode_step(const std::vector<int64_t>& tokens)
 
 DecodeBuffers TransformerCudaModel::decode_buffers(int64_t B) {
   DecodeBuffers d;
-  d.a = activations(B);
+  // B rows: the fused kernel where they are enough, else the prefill's W1|W3 buffer (>= B rows).
+  d.a = activations(B, ffn_fused_ && gemm_swiglu::fused_on_every_block(B, 0, d_, F_) ? 0 : B);
   d.positions = scratch_.i64("positions", B);
   d.lengths = scratch_.i64("lengths", B);
   d.q = scratch_.bf16("decode q", B * qw_);
@@ -742,7 +750,8 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
   std::vector<float> out;
   try {
     allocate_caches(B, n);  // drops any generation in progress; a cache of exactly this rank's tokens
-    const Activations a = activations(R);
+    // One step of R rows (the forward): the W1|W3 output unless it fuses.
+    const Activations a = activations(R, ffn_fused_ && gemm_swiglu::fused_on_every_block(R, 0, d_, F_) ? 0 : R);
     float* logits = scratch_.f32("logits", R * V_);
     if (link_) {
       ring_chunk(a, B, tokens, N, Head::all_rows, nullptr, logits);

@@ -297,6 +297,18 @@ TEST(Calibration, APrefillIsBoundBelowByTheHostsCalls) {
   const yoco::ModelConfig big = yoco::preset_config("yoco-3b");
   const CalibratedPhase l = calibrated_prefill(big, Storage{}, c, ceil, 1, 1 << 20, 32768);
   EXPECT_LT(l.host_s, 0.02 * l.total_s);  // 32 steps of 32K tokens: the kernels bound it
+  // The fused FFN up half: one launch a layer fewer in a step that fuses, and in B rows that do.
+  const yoco::cuda::FfnFused step_only{true, false}, both{true, true};
+  const auto plain_y = yoco::cuda::yoco_runner_launches(big, 1, 2), fused_y = yoco::cuda::yoco_runner_launches(big, 1, 2, true, step_only);
+  EXPECT_DOUBLE_EQ(plain_y.prefill_step - fused_y.prefill_step, big.n_self_layers());
+  EXPECT_DOUBLE_EQ(plain_y.decode_step, fused_y.decode_step);
+  const auto fused_b = yoco::cuda::yoco_runner_launches(big, 1, 2, true, both);
+  EXPECT_DOUBLE_EQ(plain_y.decode_step - fused_b.decode_step, big.n_layers);
+  EXPECT_DOUBLE_EQ(plain_y.prefill_once - fused_b.prefill_once, big.n_cross_layers());
+  const yoco::ModelConfig t3 = yoco::preset_config("transformer-3b");
+  EXPECT_DOUBLE_EQ(yoco::cuda::transformer_runner_launches(t3).prefill_step -
+                       yoco::cuda::transformer_runner_launches(t3, step_only).prefill_step,
+                   t3.n_layers);
 }
 
 // A measured row is priced as the runner that made it was laid out: its

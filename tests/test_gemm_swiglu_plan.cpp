@@ -26,6 +26,14 @@ TEST(GemmSwigluPlan, ServesTheModelsShapesAndRefusesTheRestWithAReason) {
   EXPECT_NE(unsupported(Shape{8, 64, 128, 64, 100}), nullptr);
   EXPECT_NE(unsupported(Shape{(int64_t{1} << 31) - 100, 64, 128, 64, 128}), nullptr);
   EXPECT_NE(unsupported(Shape{8, 64, int64_t{1} << 30, 64, int64_t{1} << 30}), nullptr);
+  EXPECT_EQ(std::string(unsupported(Shape{int64_t{1} << 30, 1024, 128, 1024, 128})), "an operand reaches 2^40 bytes");
+  // Every block of a step, the last one too, fuses or the step keeps its W1|W3 buffer.
+  EXPECT_TRUE(fused_on_every_block(32768, 0, 3072, 8192));
+  EXPECT_TRUE(fused_on_every_block(32768 + 1024, 8192, 3072, 8192));
+  EXPECT_FALSE(fused_on_every_block(32768 + 100, 8192, 3072, 8192));
+  EXPECT_FALSE(fused_on_every_block(kMinRowsToFuse - 1, 0, 3072, 8192));
+  EXPECT_FALSE(fused_on_every_block(0, 0, 3072, 8192));
+  EXPECT_FALSE(fused_on_every_block(4096, 0, 3072, 8000));
 }
 
 TEST(GemmSwigluPlan, TheRasterVisitsEveryTileOnceInGroupsOfRowTiles) {

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "config.hpp"
-#include "ops/gemm_swiglu_plan.hpp"
 #include "runner/generation_bytes.hpp"
 
 namespace yoco::cuda {
@@ -51,11 +50,12 @@ TEST(GenerationBytes, TheDeltaInTheNormedRowsSavesTwoBytesAColumnARow) {
       << "the runner's layout by default";
 }
 
-// The FFN's up half fused on every block (ops/gemm_swiglu.hpp): the step
-// keeps no W1|W3 output (4F bytes a row of the block), both runners; the
-// blocks' question asked as the runners ask it (every block, the last too,
-// >= kMinRowsToFuse rows of a served shape).
-TEST(GenerationBytes, TheFusedUpHalfDropsTheW13Buffer) {
+// The FFN's up half fused (ops/ffn_up.hpp): the generation keeps the W1|W3
+// output (4F bytes a row) only for the calls that take the pair -- none at
+// yoco-3b's 32K steps; the ragged last step's rows where it is too short to
+// fuse; the Transformer's decode step's B rows, since it shares the prefill's
+// buffers -- and the runners ask the same (ffn_w13_rows).
+TEST(GenerationBytes, TheFusedUpHalfKeepsTheW13BufferOnlyForThePairsCalls) {
   const ModelConfig y = preset_config("yoco-3b"), t = preset_config("transformer-3b");
   const double F = static_cast<double>(y.hidden_dim);
   const GenerationBytes pair = yoco_generation_bytes(y, 1, 1 << 20, 1024, 32768, 0.0, 0.0);
@@ -63,16 +63,15 @@ TEST(GenerationBytes, TheFusedUpHalfDropsTheW13Buffer) {
   EXPECT_DOUBLE_EQ(pair.activations - fused.activations, 32768.0 * 4 * F);  // 1.07 GB at a 32K step
   const GenerationBytes in_blocks = yoco_generation_bytes(y, 1, 1 << 20, 1024, 32768, 0.0, 0.0, true, 8192, true, true);
   EXPECT_DOUBLE_EQ(pair.activations - in_blocks.activations, 32768.0 * 6 * F - 8192.0 * 2 * F);
+  // 33,000 tokens: a fused step of 32,768, then 232 rows that take the pair.
+  EXPECT_DOUBLE_EQ(ffn_w13_rows(y, 1, 33000, 32768, 0, true, false), 232);
+  EXPECT_DOUBLE_EQ(ffn_w13_rows(y, 1, 33000, 32768, 0, false, false), 32768);
+  EXPECT_DOUBLE_EQ(ffn_w13_rows(y, 1, 33000 + 1024, 32768, 0, true, false), 0);  // a last step of 1,256 fuses
+  // The Transformer: its decode step's one row stays.
   EXPECT_DOUBLE_EQ(transformer_generation_bytes(t, 1, 65536, 1024, 32768).activations -
                        transformer_generation_bytes(t, 1, 65536, 1024, 32768, true).activations,
-                   32768.0 * 4 * static_cast<double>(t.hidden_dim));
-  // Which steps fuse on every block.
-  EXPECT_TRUE(gemm_swiglu::fused_on_every_block(32768, 0, 3072, 8192));
-  EXPECT_TRUE(gemm_swiglu::fused_on_every_block(32768, 8192, 3072, 8192));
-  EXPECT_FALSE(gemm_swiglu::fused_on_every_block(32768 + 100, 8192, 3072, 8192));  // a last block of 100 rows
-  EXPECT_TRUE(gemm_swiglu::fused_on_every_block(32768 + 1024, 8192, 3072, 8192));
-  EXPECT_FALSE(gemm_swiglu::fused_on_every_block(1000, 0, 3072, 8192));  // a decode-sized step
-  EXPECT_FALSE(gemm_swiglu::fused_on_every_block(4096, 0, 3072, 8000));  // F not a multiple of 128
+                   (32768.0 - 1) * 4 * static_cast<double>(t.hidden_dim));
+  EXPECT_DOUBLE_EQ(ffn_w13_rows(t, 2048, 65536, 2048 * 16, 0, true, true), 0);  // decode of 2,048 rows fuses too
 }
 
 }  // namespace

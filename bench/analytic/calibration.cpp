@@ -124,14 +124,18 @@ cuda::GretChunkShape gret_step_shape(const ModelConfig& cfg, int64_t batch, int6
 int sms_for(const Calibration& c, const DeviceSpec& dev) { return dev.sm_count > 0 ? dev.sm_count : std::max(c.sm_count, 1); }
 
 // The runners' host calls for `batch` sequences prefilled `rows` tokens a step.
+// ffn_fused_from_rows: KernelView's (0: never).
 cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t rows, int sms,
-                                 bool batched_global_kv = cuda::kBatchedGlobalKvByDefault) {
+                                 bool batched_global_kv = cuda::kBatchedGlobalKvByDefault,
+                                 int64_t ffn_fused_from_rows = 0) {
   double chunk_launches = 1;
   if (cfg.is_yoco() && cfg.self_decoder() == SelfDecoderKind::gret) {
     const cuda::GretChunkPlan plan = cuda::plan_gret_chunk(gret_step_shape(cfg, batch, rows), sms);
     chunk_launches = (plan.segments > 1 ? 3 : 1) + (cuda::gret_chunk_fuses_norm_gate(plan) ? 0 : 1);
   }
-  return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches, batched_global_kv);
+  const bool on = ffn_fused_from_rows > 0;
+  const cuda::FfnFused fused{on && batch * rows >= ffn_fused_from_rows, on && batch >= ffn_fused_from_rows};
+  return cuda::runner_launches(cfg, static_cast<double>(batch), chunk_launches, batched_global_kv, fused);
 }
 
 // The preset of a row's model; nullopt for pairs ("a vs b"), "-" and files.
@@ -163,6 +167,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   c.source = source;
   // Measured values by point and (phase, metric); the run's ceilings.
   std::map<Key, std::map<std::pair<std::string, std::string>, double>> measured;
+  std::map<Key, RunnerLayout> layouts;  // as each point's prefill row says its runner ran
   std::vector<double> others;
   for (const auto& r : rows) {
     if (!r.value) continue;
@@ -176,6 +181,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     if (r.method != "measured" && r.method != "sampled" && r.method != "exact") continue;
     if (!preset_of(r.model)) continue;
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
+    if (r.phase == "prefill" && r.metric == "prefill_latency_s")
+      layouts[{r.model, r.seq_len, r.batch}] = runner_layout_of_notes(r.notes);
     if (r.metric == "mem_other_bytes") others.push_back(*r.value);
   }
   if (c.peak_flops <= 0 || c.bandwidth <= 0)
@@ -223,7 +230,11 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       const std::string ph = is_pre ? "prefill" : "decode";
       const auto kernels = get(ph + ".kernels", "gpu_time_s");
       if (!kernels || *kernels <= 0) continue;
-      const PhaseWork w = is_pre ? prefill_work(cfg, st, batch, len, chunk) : decode_work(cfg, st, batch, len);
+      // The work as the point's runner did it (a sweep made with the fused FFN up half is fitted
+      // on the fused bytes); the sweep's single-sequence 32K steps pad no query tile.
+      const auto lay = layouts.find(key);
+      const KernelView kv = runner_kernels(cfg, lay == layouts.end() ? RunnerLayout{} : lay->second);
+      const PhaseWork w = is_pre ? prefill_work(cfg, st, batch, len, chunk, kv) : decode_work(cfg, st, batch, len, kv);
       for (int f = 0; f < kFamilies; ++f) {
         double t = 0;
         bool any = false;
@@ -328,7 +339,8 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
   // them), the FFN's up half fused where the layout says so.
   CalibratedPhase p =
       calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows, runner_kernels(cfg, layout)), true, c, ceil);
-  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv);
+  const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv,
+                                             runner_kernels(cfg, layout).ffn_up_fused_from_rows);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
   const double call_s = c.prefill_host_call_s > 0 ? c.prefill_host_call_s : c.host_call_s;
   p.host_s = call_s * (steps * n.prefill_step + n.prefill_once);

@@ -3,7 +3,9 @@
 // into the [rows, 2F] buffer and the SwiGLU pass, timed in the same run (and cuBLAS's GEMM alone,
 // the pace the fused kernel must keep). Every row's FLOPs are the GEMM's (2 rows K 2F) against
 // the run's GEMM ceiling; bytes are the task's essential ones (x, [W1; W3] and the output once).
-// Issue 34 counts on the fused row being no slower than the pair: the model's 0.15 s at 512K.
+// Issue 34 counts on the fused row being no slower than the pair: the calibrated model's 0.12 s
+// at 512K (2.73 -> 2.61 s). The fused row's time includes its launcher's host work (two tensor
+// maps encoded, device queries: microseconds, against milliseconds of GEMM).
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,7 +33,8 @@ void check_gemm_str(const std::string& error) {
   if (!error.empty()) throw std::runtime_error("cuBLAS: " + error);
 }
 
-// Largest |a - b| over the first n values, in bf16 units of b's magnitude (what the notes say).
+// Largest |a - b| / max(|b|, 1e-3) over the first n values; NaN if either holds a NaN (std::max
+// would drop it).
 double max_rel_diff(const bf16* a, const bf16* b, size_t n) {
   std::vector<uint16_t> ha(n), hb(n);
   check(cudaMemcpy(ha.data(), a, n * 2, cudaMemcpyDeviceToHost), "download");
@@ -38,9 +42,16 @@ double max_rel_diff(const bf16* a, const bf16* b, size_t n) {
   double worst = 0;
   for (size_t i = 0; i < n; ++i) {
     const double x = bf16_bits_to_float(ha[i]), y = bf16_bits_to_float(hb[i]);
-    worst = std::max(worst, std::abs(x - y) / std::max(std::abs(y), 1e-3));
+    const double d = std::abs(x - y) / std::max(std::abs(y), 1e-3);
+    if (std::isnan(d)) return d;
+    worst = std::max(worst, d);
   }
   return worst;
+}
+
+bool fused_skipped_by_suite() {
+  const char* e = std::getenv("YOCO_FFN_SKIP_FUSED");
+  return e != nullptr && std::string(e) == "1";
 }
 
 YOCO_KERNEL_BENCH(ffn_up) {
@@ -78,8 +89,11 @@ YOCO_KERNEL_BENCH(ffn_up) {
 
     KernelResult f{"ffn_up", "fused gemm_swiglu, " + shape, "yoco-3b", rows, 1, bytes, flops, {}, ""};
     const cuda::gemm_swiglu::Shape s{rows, kD, kF, kD, kF};
-    const cudaError_t probe = cuda::launch_gemm_swiglu(x.p, w13.p, s, fused.p, stream);
-    if (probe == cudaErrorNotSupported) {
+    const cudaError_t probe = fused_skipped_by_suite() ? cudaErrorNotSupported
+                                                       : cuda::launch_gemm_swiglu(x.p, w13.p, s, fused.p, stream);
+    if (fused_skipped_by_suite()) {
+      f.skipped = "YOCO_FFN_SKIP_FUSED=1: the GPU suite's smoke test of the fused kernel failed";
+    } else if (probe == cudaErrorNotSupported) {
       f.skipped = "the fused kernel needs compute capability 9.0";
     } else {
       check(probe, "gemm_swiglu");
@@ -91,7 +105,7 @@ YOCO_KERNEL_BENCH(ffn_up) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "%.3fx the pair's median; largest difference from the pair %.2g (relative, "
                     "first 4M values)", f.time.median_s / u.time.median_s, diff);
-      f.notes = buf;
+      f.notes = std::string(all_finite_bf16(fused.p, fused.n, 1 << 20) ? "" : "out NOT FINITE; ") + buf;
     }
     report.add(f);
   }

@@ -2,7 +2,8 @@
 // Host/device arithmetic of the TMA-fed kernels (KERNELS.md §1(c) "TMA rules", §6): the 3-D
 // tensor-map view of a [batch, rows, stride] bf16 buffer, the box coordinates of a tile, and the
 // stage / phase-parity arithmetic of a full/empty mbarrier ring. Pure integer functions, tested on
-// the CPU (tests/test_tma_plan.cpp) before a GPU runs them; cuda/attention/flash_prefill_v3.cu uses them.
+// the CPU (tests/test_tma_plan.cpp) before a GPU runs them; cuda/attention/flash_prefill_v3.cu and
+// cuda/ops/gemm_swiglu_sm90.cu use them (the maps encoded by cuda/device/tma_encode.cpp).
 #include <cstdint>
 
 #include "arch/hd.hpp"

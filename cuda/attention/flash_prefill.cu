@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "attention/flash_prefill.hpp"
+#include "device/device_query.hpp"
 
 namespace yoco::cuda {
 
@@ -44,12 +45,9 @@ cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, co
                                  cudaStream_t stream) {
   if (!detail::prefill_args_valid(q, k, v, q_start, q_len, s, o)) return cudaErrorInvalidValue;  // before any CUDA call
   if (flash_prefill_v2_supported(s.head_dim)) {
-    int dev = 0, major = 0, minor = 0;
-    cudaError_t err = cudaGetDevice(&dev);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    if (err != cudaSuccess) return err;
-    if (major == 9 && minor == 0)
+    const CurrentDevice dev = current_device();
+    if (dev.error != cudaSuccess) return dev.error;
+    if (dev.is_sm90())
       return kHopperPrefillVersion == 3 ? launch_flash_prefill_v3(q, k, v, q_start, q_len, s, o, lse, stream)
                                         : launch_flash_prefill_v2(q, k, v, q_start, q_len, s, o, lse, stream);
   }

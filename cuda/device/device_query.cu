@@ -30,4 +30,13 @@ DeviceSummary query_devices() {
   return s;
 }
 
+CurrentDevice current_device() {
+  CurrentDevice d;
+  d.error = cudaGetDevice(&d.id);
+  if (d.error == cudaSuccess) d.error = cudaDeviceGetAttribute(&d.major, cudaDevAttrComputeCapabilityMajor, d.id);
+  if (d.error == cudaSuccess) d.error = cudaDeviceGetAttribute(&d.minor, cudaDevAttrComputeCapabilityMinor, d.id);
+  if (d.error == cudaSuccess) d.error = cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, d.id);
+  return d;
+}
+
 }  // namespace yoco::cuda

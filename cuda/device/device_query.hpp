@@ -2,6 +2,8 @@
 // What CUDA devices this process can see. Never throws: a machine without a
 // driver or a GPU is a normal case (CI, the development machine), reported in
 // `error`.
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <string>
 
@@ -18,5 +20,15 @@ struct DeviceSummary {
 };
 
 DeviceSummary query_devices();
+
+// The current device's compute capability and SM count (cudaDeviceGetAttribute: no context-wide
+// state touched). The Hopper kernels (wgmma, TMA: built for sm_90a) run where `major == 9 &&
+// minor == 0`; is_sm90 says so.
+struct CurrentDevice {
+  cudaError_t error = cudaSuccess;
+  int id = 0, major = 0, minor = 0, sm_count = 0;
+  bool is_sm90() const { return error == cudaSuccess && major == 9 && minor == 0; }
+};
+CurrentDevice current_device();
 
 }  // namespace yoco::cuda

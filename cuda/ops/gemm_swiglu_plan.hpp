@@ -42,6 +42,10 @@ YOCO_HD constexpr const char* unsupported(const Shape& s) {
   if (s.out_stride < s.ffn_dim || s.out_stride % 8 != 0) return "out's row stride is below F or not a multiple of 8";
   // TMA coordinates are int32 and a box may overhang the last row tile.
   if (s.rows > kInt32 - kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
+  // A tensor map's strides stay under 2^40 bytes (arch/tma_plan.hpp): x's rows and the weight's.
+  constexpr int64_t kStrideBytes = int64_t{1} << 40;
+  if (s.rows > (kStrideBytes - 1) / (2 * s.x_stride) || 2 * s.ffn_dim > (kStrideBytes - 1) / (2 * s.k))
+    return "an operand reaches 2^40 bytes";
   return nullptr;
 }
 
@@ -50,6 +54,7 @@ YOCO_HD constexpr const char* unsupported(const Shape& s) {
 // or more and the shape is served. Then the step needs no [rows, 2F] buffer for the pair
 // (the runners' allocation and the memory formula, runner/generation_bytes.hpp, both ask this).
 YOCO_HD constexpr bool fused_on_every_block(int64_t rows, int64_t block, int64_t dim, int64_t ffn_dim) {
+  if (rows < 1) return false;
   const int64_t b = block > 0 && block < rows ? block : rows;
   const int64_t last = rows % b == 0 ? b : rows % b;
   return last >= kMinRowsToFuse && unsupported(Shape{b, dim, ffn_dim, dim, ffn_dim}) == nullptr;

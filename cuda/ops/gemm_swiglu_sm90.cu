@@ -1,8 +1,8 @@
 // The FFN's up half in one Hopper kernel (ops/gemm_swiglu.hpp): a warp-specialised, persistent
 // wgmma GEMM with SwiGLU in its epilogue. Written 2026-11-27 without a GPU at hand; its tests
 // (tests/cuda/test_gemm_swiglu.cpp) and bench rows (bench_cuda_kernels --filter ffn_up) say
-// whether it runs and whether it keeps cuBLAS's pace; the runners use it only under
-// YOCO_FFN_FUSED=1 until they do.
+// whether it runs and whether it keeps cuBLAS's pace; the runners use it (ops/ffn_up.hpp) only
+// under YOCO_FFN_FUSED=1 until they do.
 //
 // CTA = 2 consumer warpgroups (warps 0-7, 64 rows of the 128-row tile each) + 1 producer
 // warpgroup (warps 8-11, of which warp 8 works): 384 threads, one CTA per SM (its 225 KiB of
@@ -27,13 +27,15 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "arch/tma_plan.hpp"
 #include "arch/tma_sm90.cuh"
 #include "arch/wgmma_sm90.cuh"
+#include "device/device_query.hpp"
 #include "device/tma_encode.hpp"
-#include "ops/elementwise.hpp"
 #include "ops/gemm_swiglu.hpp"
 #include "ops/swiglu_math.cuh"
 
@@ -198,32 +200,19 @@ bool operands_served(const bf16* x, const bf16* w13, const gs::Shape& s, const b
          aligned16(w13) && aligned16(out);
 }
 
-// Compute capability 9.0 and its SM count (device attribute queries on every call: microseconds,
-// against a GEMM of milliseconds).
-cudaError_t hopper_sms(int* sms) {
-  int dev = 0, major = 0, minor = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev);
-  if (err != cudaSuccess) return err;
-  return major == 9 && minor == 0 ? cudaSuccess : cudaErrorNotSupported;
-}
-
 }  // namespace
 
 bool gemm_swiglu_serves(const bf16* x, const bf16* w13, const gs::Shape& s, const bf16* out) {
-  int sms = 0;
-  return operands_served(x, w13, s, out) && hopper_sms(&sms) == cudaSuccess;
+  return operands_served(x, w13, s, out) && current_device().is_sm90();
 }
 
 cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& s, bf16* out, cudaStream_t stream) {
   if (!operands_served(x, w13, s, out)) return cudaErrorInvalidValue;  // before any CUDA call
-  int sms = 0;
-  cudaError_t err = hopper_sms(&sms);
-  if (err != cudaSuccess) return err;
+  const CurrentDevice dev = current_device();
+  if (dev.error != cudaSuccess) return dev.error;
+  if (!dev.is_sm90()) return cudaErrorNotSupported;
   Params p{};
-  err = encode_bf16_rows(&p.tx, x, 1, s.rows, s.x_stride, kBM);
+  cudaError_t err = encode_bf16_rows(&p.tx, x, 1, s.rows, s.x_stride, kBM);
   if (err == cudaSuccess) err = encode_bf16_rows(&p.tw, w13, 1, 2 * s.ffn_dim, s.k, kBN);
   if (err != cudaSuccess) return err;
   p.out = out;
@@ -233,33 +222,17 @@ cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& 
   p.tiles_m = gs::row_tiles(s.rows);
   p.tiles_n = gs::col_tiles(s.ffn_dim);
   p.k_blocks = s.k / kBK;
-  err = cudaFuncSetAttribute(gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
-  if (err != cudaSuccess) return err;
-  const int64_t ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, sms);
+  // The shared-memory opt-in once per device (a launch's host time is the runners' and the bench's).
+  static std::array<std::atomic<bool>, 64> configured{};
+  std::atomic<bool>* once = dev.id >= 0 && dev.id < 64 ? &configured[static_cast<size_t>(dev.id)] : nullptr;
+  if (once == nullptr || !once->load(std::memory_order_acquire)) {
+    err = cudaFuncSetAttribute(gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
+    if (err != cudaSuccess) return err;
+    if (once != nullptr) once->store(true, std::memory_order_release);
+  }
+  const int64_t ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, dev.sm_count);
   gemm_swiglu_kernel<<<static_cast<unsigned>(ctas), kThreads, Smem::kBytes, stream>>>(p);
   return cudaGetLastError();
-}
-
-bool ffn_up_fused_on_every_block(bool fused, int64_t rows, int64_t block, int64_t dim, int64_t ffn_dim) {
-  int sms = 0;
-  return fused && gs::fused_on_every_block(rows, block, dim, ffn_dim) && hopper_sms(&sms) == cudaSuccess;
-}
-
-std::string ffn_up_swiglu(Gemm& gemm, const bf16* x, int64_t rows, int64_t dim, const bf16* w13, int64_t ffn_dim,
-                          bf16* h13, bf16* out, bool fused, cudaStream_t stream) {
-  const gs::Shape s{rows, dim, ffn_dim, dim, ffn_dim};
-  // What the fused kernel does not serve takes the pair; a failure of the kernel it serves is an
-  // error, never a silent fallback.
-  if (fused && rows >= gs::kMinRowsToFuse && gemm_swiglu_serves(x, w13, s, out)) {
-    const cudaError_t e = launch_gemm_swiglu(x, w13, s, out, stream);
-    return e == cudaSuccess ? "" : std::string("fused W1|W3 + SwiGLU: ") + cudaGetErrorString(e);
-  }
-  if (h13 == nullptr)
-    return "ffn W1|W3: the fused kernel does not serve " + std::to_string(rows) + " rows here, and the step has no "
-           "[rows, 2F] buffer for the pair";
-  if (std::string why = gemm.linear(x, rows, dim, w13, 2 * ffn_dim, h13, stream); !why.empty()) return "ffn W1|W3: " + why;
-  const cudaError_t e = launch_swiglu(h13, rows, ffn_dim, out, stream);
-  return e == cudaSuccess ? "" : std::string("ffn swiglu: ") + cudaGetErrorString(e);
 }
 
 }  // namespace yoco::cuda

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "config.hpp"
+#include "ops/gemm_swiglu_plan.hpp"
 #include "param_layout.hpp"
 #include "runner/launch_count.hpp"
 
@@ -36,6 +37,30 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
   return std::min(prompt, std::max(1.0, std::floor(chunk / batch)));
 }
 
+// Rows of the FFN's W1|W3 output ([rows, 2F] bf16) a generation keeps: the
+// most rows of any FFN call that takes the pair (ops/ffn_up.hpp) -- a
+// prefill step's FFN block (the full steps and the shorter last one), unless
+// every block of that step takes the fused kernel (`fused`: asked for and the
+// device runs it; gemm_swiglu::fused_on_every_block), and where the decode
+// step shares the prefill's buffers (the Transformer's runner) its `batch`
+// rows unless they fuse. The runners allocate by the same rule, step by step
+// (the scratch keeps the largest).
+inline double ffn_w13_rows(const ModelConfig& c, double batch, double prompt, double chunk, double ffn_rows,
+                           bool fused, bool decode_shares) {
+  const double n = prefill_rows_per_sequence(batch, prompt, chunk);
+  auto takes_pair = [&](double rows) -> double {
+    if (rows < 1) return 0;
+    const double block = ffn_rows > 0 ? std::min(rows, ffn_rows) : rows;
+    const bool all_fused =
+        fused && gemm_swiglu::fused_on_every_block(static_cast<int64_t>(std::min(rows, 1e15)),
+                                                   static_cast<int64_t>(std::min(ffn_rows, 1e15)), c.dim, c.hidden_dim);
+    return all_fused ? 0 : block;
+  };
+  double r = std::max(takes_pair(batch * n), takes_pair(batch * std::fmod(prompt, n)));
+  if (decode_shares) r = std::max(r, takes_pair(batch));
+  return r;
+}
+
 // YOCO (gRet or SWA self-decoder). gret_chunk_workspace: the chunk kernel's
 // workspace for a prefill step (gret_chunk_workspace_bytes of the plan the
 // library picks on the device); gret_pending_per_layer: the decode step's
@@ -45,9 +70,9 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
 // written into each sequence's cache (GlobalKvProjection::batched, batch > 1).
 // ffn_rows: the FFN's row block (ffn_row_block_from_env; 0: the whole step).
 // delta_in_normed: the runner's layout (launch_count.hpp, kDeltaInNormedRows;
-// false prices runs made before it). ffn_up_fused: every FFN block of a
-// prefill step takes the fused W1|W3 + SwiGLU kernel (ops/gemm_swiglu.hpp,
-// ffn_up_fused_on_every_block), so the step has no W1|W3 output buffer.
+// false prices runs made before it). ffn_up_fused: the runner asked for the
+// fused W1|W3 + SwiGLU kernel on a device it runs on (ops/ffn_up.hpp): the
+// W1|W3 output is ffn_w13_rows' (none where every step fuses).
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                              double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
                                              bool batched_global_kv = kBatchedGlobalKvByDefault,
@@ -64,7 +89,8 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
   // kDeltaInNormedRows); fused projection, mixer output; token ids; the FFN's
   // W1|W3 output and hidden for a block of rows.
   double per_row = 4 * d + (delta_in_normed ? 0 : 2 * d) + 2 * d + 2 * SW + 2 * d + 8;
-  double extra = (ffn_rows > 0 ? std::min(rows, ffn_rows) : rows) * ((ffn_up_fused ? 0 : 4 * F) + 2 * F);
+  double extra = (ffn_rows > 0 ? std::min(rows, ffn_rows) : rows) * 2 * F +
+                 ffn_w13_rows(c, batch, prompt, chunk, ffn_rows, ffn_up_fused, false) * 4 * F;
   if (gret) {
     per_row += 8 * Hs;  // gate logits and log-decays, fp32
     extra += gret_chunk_workspace;
@@ -85,19 +111,21 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
 }
 
 // The GQA Transformer baseline.
+// ffn_up_fused: as for YOCO (the decode step shares the prefill's FFN buffers here).
 inline GenerationBytes transformer_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                                     double chunk, bool ffn_up_fused = false) {
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), qw = static_cast<double>(c.q_width()),
                kvw = static_cast<double>(c.kv_width()), L = static_cast<double>(c.n_layers);
   const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
-  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + (ffn_up_fused ? 0 : 4 * F) + 2 * F + 8;
+  const double per_row = 4 * d + 2 * d + 2 * (qw + 2 * kvw) + 2 * qw + 2 * d + 2 * F + 8;
+  const double w13 = ffn_w13_rows(c, batch, prompt, chunk, 0, ffn_up_fused, true) * 4 * F;
   // The decode step's own: last rows, logits, dense q, split-KV partials (<= 128 splits of H x (Da + 2) floats).
   const double step = batch * (2 * d + 4 * V + 2 * qw + 4 * 128 * (qw + 2.0 * c.n_attn_heads)) + 16 * batch;
   GenerationBytes g;
   g.weights = 2.0 * static_cast<double>(param_count(c));
   g.caches = L * batch * (prompt + gen) * 2 * kvw * 2;
-  g.activations = rows * per_row + step + static_cast<double>(kCublasWorkspaceBytes);
+  g.activations = rows * per_row + w13 + step + static_cast<double>(kCublasWorkspaceBytes);
   return g;
 }
 

@@ -53,12 +53,19 @@ inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
 // the plan the library picks (1, or 3 with segments, plus the norm + gate
 // kernel unless the plan fuses it: gret_chunk_fuses_norm_gate); unused for SWA.
 // batched_global_kv: GlobalKvProjection::batched (one GEMM for the batch).
+// FfnFused: which FFN calls take the fused W1|W3 + SwiGLU kernel (one launch
+// fewer: ops/ffn_up.hpp): a prefill step's, and those of B rows (the decode
+// step, the early exit's cross-decoder).
+struct FfnFused {
+  bool prefill_step = false, batch_rows = false;
+};
 inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
-                                           bool batched_global_kv = kBatchedGlobalKvByDefault) {
+                                           bool batched_global_kv = kBatchedGlobalKvByDefault, FfnFused fused = {}) {
   const double Ls = static_cast<double>(c.n_self_layers()), Lc = static_cast<double>(c.n_cross_layers());
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
-  // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM; a sublayer's add + RMSNorm before it.
-  const double ffn = 3, norm = 1;
+  // ffn: W1|W3 GEMM, SwiGLU, W2 GEMM (W1|W3 with SwiGLU, W2 where fused); a
+  // sublayer's add + RMSNorm before it.
+  const double ffn = fused.prefill_step ? 2 : 3, ffn_b = fused.batch_rows ? 2 : 3, norm = 1;
   RunnerLaunches n;
   // gRet mixer: q|k|v|g GEMM, gt_proj GEMM, RoPE of q and k (one pass), log
   // decay, the chunk launch (its kernels and norm + gate, unless the plan
@@ -75,37 +82,38 @@ inline RunnerLaunches yoco_runner_launches(const ModelConfig& c, double batch, d
   // allocate_generation: two memsets, the positions; M's last rows, positions
   // twice; the cross-decoder step (q_proj, RoPE, FlashDecoding, out_proj per
   // layer), the final norm and the LM head.
-  const double cross_step = Lc * (norm + 2 + kFlashDecodeLaunches + 1 + norm + ffn) + 2;
+  const double cross_step = Lc * (norm + 2 + kFlashDecodeLaunches + 1 + norm + ffn_b) + 2;
   n.prefill_once = 3 + 3 + cross_step;
   // Decode: embedding; per self layer the fused projection, RoPE q, then gRet
   // (gt_proj, RoPE k, log decay, the step) or SWA (RoPE k, ring append, q rows,
   // FlashDecoding), out_proj; the global K/V row (norm, GEMM, RoPE, append);
   // the cross-decoder step; advance positions.
   const double self_step = gret ? 4 : 3 + kFlashDecodeLaunches;
-  n.decode_step = 1 + Ls * (norm + 2 + self_step + 1 + norm + ffn) + 4 + cross_step + 1;
+  n.decode_step = 1 + Ls * (norm + 2 + self_step + 1 + norm + ffn_b) + 4 + cross_step + 1;
   return n;
 }
 
 // The GQA Transformer.
-inline RunnerLaunches transformer_runner_launches(const ModelConfig& c) {
+inline RunnerLaunches transformer_runner_launches(const ModelConfig& c, FfnFused fused = {}) {
   const double L = static_cast<double>(c.n_layers);
   RunnerLaunches n;
   // Two uploads (tokens, query ranges), embedding; per layer norm, QKV GEMM,
-  // RoPE on q and k, cache write, flash prefill, o_proj, norm, W1|W3, SwiGLU, W2.
-  n.prefill_step = 3 + L * 10;
+  // RoPE on q and k, cache write, flash prefill, o_proj, norm, W1|W3, SwiGLU, W2
+  // (W1|W3 with SwiGLU where fused).
+  n.prefill_step = 3 + L * (fused.prefill_step ? 9 : 10);
   // A memset per layer's cache; the last step's final norm, last-row gather and
   // LM head; the decode positions.
   n.prefill_once = L + 3 + 1;
   // Embedding; per layer norm, QKV GEMM, RoPE, cache write, dense q copy,
   // FlashDecoding, o_proj, norm, W1|W3, SwiGLU, W2; final norm, LM head, advance.
-  n.decode_step = 1 + L * (10 + kFlashDecodeLaunches) + 3;
+  n.decode_step = 1 + L * ((fused.batch_rows ? 9 : 10) + kFlashDecodeLaunches) + 3;
   return n;
 }
 
 inline RunnerLaunches runner_launches(const ModelConfig& c, double batch, double gret_chunk_launches,
-                                      bool batched_global_kv = kBatchedGlobalKvByDefault) {
-  return c.is_yoco() ? yoco_runner_launches(c, batch, gret_chunk_launches, batched_global_kv)
-                     : transformer_runner_launches(c);
+                                      bool batched_global_kv = kBatchedGlobalKvByDefault, FfnFused fused = {}) {
+  return c.is_yoco() ? yoco_runner_launches(c, batch, gret_chunk_launches, batched_global_kv, fused)
+                     : transformer_runner_launches(c, fused);
 }
 
 }  // namespace yoco::cuda

@@ -1,5 +1,7 @@
 #include "runner/runner_support.hpp"
 
+#include "runner/launch_count.hpp"
+
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdlib>
@@ -53,7 +55,8 @@ int64_t ffn_row_block_from_env() {
 bool ffn_fused_swiglu_from_env() {
   const char* e = std::getenv("YOCO_FFN_FUSED");
   const std::string v = e ? e : "";
-  if (v.empty() || v == "0") return false;
+  if (v.empty()) return kFfnUpFusedByDefault;
+  if (v == "0") return false;
   if (v == "1") return true;
   throw InputError("YOCO_FFN_FUSED is '" + v + "': it must be 1 (the fused W1|W3 + SwiGLU kernel) or 0 (or unset)");
 }

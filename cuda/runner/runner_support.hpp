@@ -51,8 +51,9 @@ int64_t ffn_row_block_from_env();
 
 // YOCO_FFN_FUSED=1: prefill steps run the FFN's up half as one kernel
 // (ops/gemm_swiglu.hpp: the W1|W3 GEMM with SwiGLU in its epilogue) where it
-// serves the shape; unset or 0: cuBLAS's GEMM and the SwiGLU pass, the
-// default until the fused kernel has run on a GPU and kept cuBLAS's pace.
+// serves the shape; 0: cuBLAS's GEMM and the SwiGLU pass; unset:
+// kFfnUpFusedByDefault (launch_count.hpp: off until the fused kernel has run
+// on a GPU and kept cuBLAS's pace).
 // Read when a model is made; InputError naming the variable for anything else.
 bool ffn_fused_swiglu_from_env();
 

@@ -23,7 +23,8 @@
 #include "attention/flash_decode.hpp"
 #include "attention/flash_prefill.hpp"
 #include "ops/gemm.hpp"
-#include "ops/gemm_swiglu.hpp"
+#include "ops/ffn_up.hpp"
+#include "ops/gemm_swiglu_plan.hpp"
 #include "gret/gret_chunk.hpp"
 #include "gret/gret_gate.hpp"
 #include "gret/gret_recurrent.hpp"
@@ -152,10 +153,11 @@ class YocoCudaModel final : public CudaModel {
   void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
   int64_t ffn_block(int64_t rows) const { return ffn_rows_ > 0 ? std::min(rows, ffn_rows_) : rows; }
   // The FFN's W1|W3 output for a step of `rows` rows ([block, 2F]), or nullptr where every block
-  // takes the fused kernel (ffn_up_fused_on_every_block; the memory formula asks the same).
+  // takes the fused kernel (the memory formula's ffn_w13_rows asks the same).
   bf16* ffn_w13_buffer(int64_t rows) {
-    return ffn_up_fused_on_every_block(ffn_fused_, rows, ffn_rows_, d_, F_) ? nullptr
-                                                                             : scratch_.bf16("ffn in", ffn_block(rows) * 2 * F_);
+    return ffn_fused_ && gemm_swiglu::fused_on_every_block(rows, ffn_rows_, d_, F_)
+               ? nullptr
+               : scratch_.bf16("ffn in", ffn_block(rows) * 2 * F_);
   }
   void norm(Residual& r, const bf16* w, bf16* out);
   // The cross-decoder layers over r.rows rows of the residual: norm, q
@@ -209,7 +211,7 @@ class YocoCudaModel final : public CudaModel {
   GretChunkVariant chunk_variant_ = GretChunkVariant::automatic;
   GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
-  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED)
+  bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -262,7 +264,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   chunk_variant_ = gret_chunk_variant_from_env();
   global_kv_ = global_kv_projection_from_env();
   ffn_rows_ = ffn_row_block_from_env();
-  ffn_fused_ = ffn_fused_swiglu_from_env();
+  ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -928,9 +930,7 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
         select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
         static_cast<int64_t>(std::min(batch, 1e9))));
   }
-  const double rows = batch * prefill_rows_per_sequence(batch, prompt, chunk);
-  const bool fused = ffn_up_fused_on_every_block(ffn_fused_swiglu_from_env(), static_cast<int64_t>(std::min(rows, 1e15)),
-                                                 ffn_row_block_from_env(), c.dim, c.hidden_dim);
+  const bool fused = ffn_up_fused_here(ffn_fused_swiglu_from_env());
   return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending,
                                global_kv_projection_from_env() == GlobalKvProjection::batched,
                                static_cast<double>(ffn_row_block_from_env()), kDeltaInNormedRows, fused)

@@ -11,6 +11,25 @@ from .data import REPORTS_DIR
 from .style import plt
 
 MODEL_DIR = os.path.join(REPORTS_DIR, "model")
+# The small presets' run the out-of-sample check reads (scripts/calibrate.sh: SMALL).
+SMALL_RUN = os.path.join(REPORTS_DIR, "results", "nvidia-h100", "logs", "run-17-bench-models-split-rope",
+                         "models_small.csv")
+
+
+def _flash_v1_rate(path, model="transformer-small", seq_len="16384"):
+    """TFLOP/s of the flash kernel v1 in a small preset's batch-1 prefill: CUPTI's kernel time
+    against the analytic attention FLOPs in the same file (None where either is missing)."""
+    if not os.path.isfile(path):
+        return None
+    t = f = None
+    for r in _rows(path):
+        if r["model"] != model or r["seq_len"] != seq_len or r["batch"] != "1" or not r["value"]:
+            continue
+        if r["phase"] == "prefill:flash_prefill_v1_kernel" and r["metric"] == "kernel_time_s":
+            t = float(r["value"])
+        if r["phase"] == "prefill.attention" and r["metric"] == "flops" and r["method"] == "analytic":
+            f = float(r["value"])
+    return f / t / 1e12 if t and f else None
 METRICS = OrderedDict([("prefill_latency_s", "prefill s"), ("decode_step_latency_s", "decode step s"),
                        ("throughput_tokens_per_s", "throughput tok/s"), ("mem_total_bytes", "memory GB")])
 
@@ -153,10 +172,11 @@ def calibrated_section(data, table, readme_dir, out_dir):
                 if r["phase"] == "calibration:host" and r["metric"] == "call_s" and float(r["value"]) > 0:
                     host = "%.1f µs a call" % (1e6 * float(r["value"]))
         if os.path.isfile(small):
-            body, worst = [], OrderedDict()
+            body, worst, ratios = [], OrderedDict(), {}
             for p in _rows(small):
                 measured = float(p["notes"].split("measured ", 1)[1].split(";")[0])
                 ratio = float(p["value"]) / measured
+                ratios[(p["model"], p["seq_len"], p["metric"])] = ratio
                 worst[p["metric"]] = max(worst.get(p["metric"], 0), abs(ratio - 1))
                 body.append([p["model"], _len(p["seq_len"]), p["batch"], METRICS.get(p["metric"], p["metric"]),
                              "%s / %s = %.3f" % (_fmt(p["metric"], float(p["value"])), _fmt(p["metric"], measured),
@@ -179,16 +199,19 @@ def calibrated_section(data, table, readme_dir, out_dir):
                       "time a call against the decode steps' %s, so these prefills are paced by the host's calls, "
                       "which cost more there than in a decode step; the next run writes the prefill's own host "
                       "time (prefill_host_enqueue_s) to price them. transformer-small's throughput at 16K (a batch of "
-                      "1024 at 16K context, 1.24) is the worst that passes: its 256 decode steps are right "
-                      "(3.02 s predicted, 3.00 s measured), its prefill is 5.5 s against 7.6 s. That prefill runs "
-                      "32 query rows of each of 1024 sequences a step, each in a 128-row query tile of the flash "
-                      "kernel: the model counts the attention as those tiles (the padding rows cost as much as "
-                      "the valid ones, four times the useful work) and prices it at the slower of the two "
-                      "resources at its fitted rate (here the tensor cores, where the raw rooflines call it "
-                      "memory-bound). What is left is the kernel: head dim 64 runs v1 (mma.sync), which CUPTI "
-                      "times at 308 TFLOP/s in transformer-small's 16K prefill at batch 1 (40%% of the GEMM "
-                      "ceiling), where the fit carries v3's 58%% at head dim 128 from the 3B points "
-                      "([%s](%s))." % (host, host, rel(small), rel(small)), "",
+                      "1024 at 16K context, %s) runs 32 query rows of each of 1024 sequences a prefill step, each "
+                      "in a 128-row query tile of the flash kernel: the model counts the attention as those tiles "
+                      "(the padding rows cost as much as the valid ones, four times the useful work) and prices "
+                      "it at the slower of the two resources at its fitted rate (here the tensor cores, where the "
+                      "raw rooflines call it memory-bound). What is left is the kernel: head dim 64 runs v1 "
+                      "(mma.sync)%s, where the fit carries v3's rate at head dim 128 from the 3B points "
+                      "([%s](%s))." % (
+                          host, host,
+                          "%.2f" % ratios[("transformer-small", "16384", "throughput_tokens_per_s")]
+                          if ("transformer-small", "16384", "throughput_tokens_per_s") in ratios else "—",
+                          (", which CUPTI times at %.0f TFLOP/s in transformer-small's 16K prefill at batch 1"
+                           % _flash_v1_rate(SMALL_RUN)) if _flash_v1_rate(SMALL_RUN) else "",
+                          rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
         # Projections with bands.
         for proj in sorted(glob.glob(os.path.join(MODEL_DIR, "projection-*.csv"))):

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "device_test_data.hpp"
@@ -13,6 +15,8 @@
 #include "ops.hpp"
 #include "ops/elementwise.hpp"
 #include "ops/gemm.hpp"
+#include "device/device_query.hpp"
+#include "ops/ffn_up.hpp"
 #include "ops/gemm_swiglu.hpp"
 
 namespace yoco::cuda {
@@ -21,21 +25,14 @@ namespace {
 using namespace yoco::cuda_test;
 namespace gs = gemm_swiglu;
 
-bool on_hopper() {
-  int dev = 0, major = 0, minor = 0;
-  return cudaGetDevice(&dev) == cudaSuccess &&
-         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) == cudaSuccess && major == 9 &&
-         minor == 0;
-}
-
-#define YOCO_REQUIRE_HOPPER()                                                                          \
-  do {                                                                                                \
-    YOCO_REQUIRE_GPU();                                                                               \
-    if (!on_hopper()) {                                                                               \
-      if (::yoco::cuda_test::gpu_expected()) GTEST_SKIP() << "the fused kernel is for sm_90 only";    \
-      GTEST_SKIP() << "not compute capability 9.0";                                                   \
-    }                                                                                                 \
+// The fused kernel is sm_90 only; the GPU suite also sets YOCO_FFN_SKIP_FUSED=1 when its smoke
+// test (the selector's, below) failed, so that a hang stays in the smoke step.
+#define YOCO_REQUIRE_HOPPER()                                                                      \
+  do {                                                                                            \
+    YOCO_REQUIRE_GPU();                                                                           \
+    if (!::yoco::cuda::current_device().is_sm90()) GTEST_SKIP() << "the fused kernel is for sm_90 only"; \
+    if (const char* skip = std::getenv("YOCO_FFN_SKIP_FUSED"); skip && std::string(skip) == "1")  \
+      GTEST_SKIP() << "YOCO_FFN_SKIP_FUSED=1 (the GPU suite's smoke test of the fused kernel failed)"; \
   } while (0)
 
 // The contract in fp64 for rows [r0, r1): gate and up rounded to bf16, silu(gate) * up.
@@ -93,9 +90,14 @@ TEST(GemmSwiglu, MatchesItsContractAndTheUnfusedPairAndLeavesRowsPastMAlone) {
     for (int64_t r = 0; r < M + extra; ++r)
       for (int64_t c = (r < M ? F : 0); c < os; ++c)
         ASSERT_TRUE(std::isnan(got_all[static_cast<size_t>(r * os + c)])) << "wrote row " << r << " col " << c;
-    // Against the unfused pair: they differ only where the summation order flips a rounding.
-    const std::vector<double> unfused_d(want_gpu.begin(), want_gpu.end());
-    EXPECT_LE(rms_error(got, unfused_d), bf16_output_bound(unfused_d));
+    // Against the unfused pair: they differ only where the two GEMMs' summation orders flip a
+    // bf16 rounding of a gate or up value (rare: well under 1% of the elements, each off by a
+    // rounding's worth), so the difference's RMS is far below 1e-3 of the values'; a wrong tile,
+    // row or column would be O(1).
+    size_t differ = 0;
+    for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want_gpu[i];
+    EXPECT_LE(differ, got.size() / 100) << differ << " of " << got.size() << " elements differ from the pair";
+    EXPECT_LE(rms_error(got, want_gpu), 1e-3);
     // Against the fp64 contract, on every row of the small cases and 16 spread rows of the large.
     const int64_t sample = M * F * K > (int64_t{1} << 31) ? 16 : M;
     std::vector<float> got_s;
@@ -148,7 +150,10 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
     DeviceArray<bf16> dx(M * K), dw(2 * F * K), h13(M * 2 * F), sel(M * F), direct(M * F);
     upload_bf16(dx, x);
     upload_bf16(dw, w);
-    ASSERT_EQ(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, h13.ptr, sel.ptr, true, nullptr), "");
+    // Where the fused kernel is expected no W1|W3 buffer is given: the pair cannot have run.
+    ASSERT_EQ(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, sc.fused_expected ? nullptr : h13.ptr, sel.ptr, true,
+                            nullptr),
+              "");
     if (sc.fused_expected) {
       ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, gs::Shape{M, K, F, K, F}, direct.ptr, nullptr), cudaSuccess);
     } else {
@@ -157,7 +162,16 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
     }
     const auto a = download_bf16(sel), b = download_bf16(direct);
     ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    // The pair's turn without a W1|W3 buffer is an error, not a write through null.
+    if (!sc.fused_expected) {
+      EXPECT_NE(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, nullptr, sel.ptr, true, nullptr), "");
+    }
   }
+  Gemm& g = gemm;
+  DeviceArray<bf16> x(gs::kMinRowsToFuse * K), w(2 * 256 * K), out(gs::kMinRowsToFuse * 256);
+  EXPECT_NE(ffn_up_swiglu(g, x.ptr, gs::kMinRowsToFuse, K, w.ptr, 256, nullptr, out.ptr, false, nullptr), "")
+      << "not asked to fuse, and no buffer for the pair";
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 }  // namespace
