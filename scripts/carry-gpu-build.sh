@@ -15,9 +15,19 @@
 # The limit counts the working tree that travels too (the tracked files): each
 # call's total is checked against it, and both calls' commands are printed.
 #
-#   scripts/carry-gpu-build.sh [BUILD_BIN]   (default build/cuda/bin)
+#   scripts/carry-gpu-build.sh [--tests REGEX] [BUILD_BIN]   (default build/cuda/bin)
+# --tests: only the GPU test binaries whose names match (as gpu-suite's --tests):
+# every test binary links every kernel, so all of them (47 MiB at f03b6b6) no
+# longer fit one call beside the libraries and the tree; a call that runs a few
+# carries those few.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tests_regex="."
+if [ "${1:-}" = "--tests" ]; then
+  [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tests needs a regular expression" >&2; exit 2; }
+  tests_regex="$2"
+  shift 2
+fi
 bin="${1:-build/cuda/bin}"
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
 limit_kib=$((64 * 1024))
@@ -26,6 +36,7 @@ mkdir -p .carry/tests .carry/tools
 missing=""
 for src in tests/cuda/test_*.cpp; do
   t=$(basename "$src" .cpp)
+  [[ "$t" =~ $tests_regex ]] || continue
   if [ -x "$bin/$t" ]; then strip -o ".carry/tests/$t" "$bin/$t"; else missing="$missing $t"; fi
 done
 for t in yoco test_dist_cuda bench_cuda_kernels gret_chunk_on_file; do
@@ -52,7 +63,7 @@ done
 sha=$(git rev-parse --short=12 HEAD)
 cat <<CALLS
 call 1: carry .carry/tests .carry/lib .carry/openmpi
-  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize --deadline 540
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize --tests '$tests_regex' --deadline 540
 call 2: carry .carry/tools .carry/lib .carry/openmpi .whl
   YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tools --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
 CALLS
