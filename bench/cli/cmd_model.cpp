@@ -43,7 +43,8 @@ CommandSpec model_spec() {
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
                                        "compute|memory) at its roofline or at efficiency X"},
       {"--ffn-fused", "", "with --calibration: the runners with the FFN's up half as one kernel (YOCO_FFN_FUSED=1: "
-                          "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone)"},
+                          "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone; a Hopper kernel, so on "
+                          "other cards a what-if)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
       {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
