@@ -80,7 +80,8 @@ struct Activations {
   bf16* qkv = nullptr;        // [rows, qw + 2 kvw]
   bf16* attn = nullptr;       // [rows, qw]
   bf16* delta = nullptr;      // [rows, d]: the Wo and W2 outputs
-  bf16* h13 = nullptr;        // [rows, 2F]
+  bf16* h13 = nullptr;        // [h13_rows, 2F]: the generation's W1|W3 output (null where every call fuses)
+  int64_t h13_rows = 0;
   bf16* act = nullptr;        // [rows, F]
   int64_t* tokens = nullptr;  // [rows]
 };
@@ -264,6 +265,7 @@ Activations TransformerCudaModel::activations(int64_t rows, int64_t w13_rows) {
   // The W1|W3 output: the generation's (ffn_w13_rows, asked by the prefill), which the decode
   // step's activations(B) then finds; none where no call of it takes the pair.
   a.h13 = w13_rows > 0 ? scratch_.bf16("ffn w1|w3", w13_rows * 2 * F_) : nullptr;
+  a.h13_rows = w13_rows;
   a.act = scratch_.bf16("ffn act", rows * F_);
   a.tokens = scratch_.i64("tokens", rows);
   return a;
@@ -342,7 +344,7 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
     gemm(a.attn, rows, qw_, w.wo, d_, a.delta, "attention output projection");
     check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, rows, d_, eps_, a.normed, stream_),
                "attention residual + FFN norm");
-    check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.act, ffn_fused_, stream_),
+    check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.h13_rows, a.act, ffn_fused_, stream_),
                "FFN W1|W3 + SwiGLU");
     gemm(a.act, rows, F_, w.w2, d_, a.delta, "FFN W2");
   }

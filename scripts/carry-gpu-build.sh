@@ -23,12 +23,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests_regex="."
-if [ "${1:-}" = "--tests" ]; then
-  [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tests needs a regular expression" >&2; exit 2; }
-  tests_regex="$2"
-  shift 2
-fi
-bin="${1:-build/cuda/bin}"
+bin="build/cuda/bin"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tests)
+      [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tests needs a regular expression" >&2; exit 2; }
+      tests_regex="$2"; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "carry-gpu-build.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) bin="$1"; shift ;;
+  esac
+done
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
 limit_kib=$((64 * 1024))
 rm -rf .carry/tests .carry/tools
@@ -44,9 +49,17 @@ for t in yoco test_dist_cuda bench_cuda_kernels gret_chunk_on_file; do
 done
 [ -z "$missing" ] || echo "carry-gpu-build.sh: not built (their steps will say MISSING):$missing" >&2
 carry_bins=()
+shopt -s nullglob
 for f in .carry/tests/* .carry/tools/*; do carry_bins+=("$f"); done
+shopt -u nullglob
+[ -n "$(ls -A .carry/tests)" ] || echo "carry-gpu-build.sh: no GPU test binary matches --tests '$tests_regex'" >&2
 scripts/carry-libs.sh --mpirun "${carry_bins[@]}" >/dev/null
-kib() { du -sk "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+# KiB of the paths that exist (a missing .whl is no error).
+kib() {
+  local total=0 p
+  for p in "$@"; do [ -e "$p" ] && total=$((total + $(du -sk "$p" | awk '{print $1}'))); done
+  echo "$total"
+}
 # The tracked files and the untracked ones git does not ignore travel with every call.
 tree=$(git ls-files -z --cached --others --exclude-standard | du -ck --files0-from=- 2>/dev/null | tail -1 | awk '{print $1}')
 shared=$(( $(kib .carry/lib .carry/openmpi) + tree ))
@@ -63,7 +76,7 @@ done
 sha=$(git rev-parse --short=12 HEAD)
 cat <<CALLS
 call 1: carry .carry/tests .carry/lib .carry/openmpi
-  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize --tests '$tests_regex' --deadline 540
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize --tests $(printf '%q' "$tests_regex") --deadline 540
 call 2: carry .carry/tools .carry/lib .carry/openmpi .whl
   YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tools --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
 CALLS

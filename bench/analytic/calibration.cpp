@@ -214,15 +214,22 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       const auto it = m.find({phase, metric});
       return it == m.end() ? std::nullopt : std::optional<double>(it->second);
     };
+    // The point's runner as its prefill row says it ran (the fused FFN up half
+    // is one call fewer a layer where it fused; the global K/V's calls differ
+    // past batch 1).
+    const auto lay_it = layouts.find(key);
+    const RunnerLayout lay = lay_it == layouts.end() ? RunnerLayout{} : lay_it->second;
+    const int64_t fused_from = runner_kernels(cfg, lay).ffn_up_fused_from_rows;
     // The eager step's host enqueue time over its calls (the step's calls do
     // not depend on the prefill plan).
     if (const auto enq = get("decode_eager", "decode_host_enqueue_s"); enq && *enq > 0)
-      host_call.push_back(*enq / launches_of(cfg, batch, std::min(len, chunk), sheet.sm_count).decode_step);
-    // The prefill's host time over its calls, at batch 1 (where the runners'
-    // layout choices do not change the calls).
+      host_call.push_back(*enq / launches_of(cfg, batch, std::min(len, chunk), sheet.sm_count, lay.batched_global_kv,
+                                             fused_from)
+                                     .decode_step);
+    // The prefill's host time over its calls, at batch 1.
     if (const auto enq = get("prefill", "prefill_host_enqueue_s"); enq && *enq > 0 && batch == 1) {
       const int64_t rows = std::min(len, chunk);
-      const cuda::RunnerLaunches n = launches_of(cfg, 1, rows, sheet.sm_count);
+      const cuda::RunnerLaunches n = launches_of(cfg, 1, rows, sheet.sm_count, lay.batched_global_kv, fused_from);
       const double steps = std::ceil(static_cast<double>(len) / static_cast<double>(rows));
       prefill_host_call.push_back(*enq / (steps * n.prefill_step + n.prefill_once));
     }
@@ -232,8 +239,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       if (!kernels || *kernels <= 0) continue;
       // The work as the point's runner did it (a sweep made with the fused FFN up half is fitted
       // on the fused bytes); the sweep's single-sequence 32K steps pad no query tile.
-      const auto lay = layouts.find(key);
-      const KernelView kv = runner_kernels(cfg, lay == layouts.end() ? RunnerLayout{} : lay->second);
+      const KernelView kv = runner_kernels(cfg, lay);
       const PhaseWork w = is_pre ? prefill_work(cfg, st, batch, len, chunk, kv) : decode_work(cfg, st, batch, len, kv);
       for (int f = 0; f < kFamilies; ++f) {
         double t = 0;

@@ -27,6 +27,7 @@
 #include "transformer_cuda_model.hpp"
 #include "device/device_ceilings.hpp"
 #include "device/device_query.hpp"
+#include "ops/ffn_up.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "stats.hpp"
@@ -177,8 +178,10 @@ static std::string global_kv_note(const ModelConfig& cfg, int64_t batch) {
 // The runner's layout in a memory row's notes, for the calibrated model's
 // check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
 // must price the row as.
-// The FFN's up half as one kernel where it serves (YOCO_FFN_FUSED=1), both runners.
-static std::string ffn_note() { return cuda::ffn_fused_swiglu_from_env() ? cuda::kFfnUpFusedNote : ""; }
+// The FFN's up half as one kernel (YOCO_FFN_FUSED=1 on a device it runs on, as the runners decide).
+static std::string ffn_note() {
+  return cuda::ffn_up_fused_here(cuda::ffn_fused_swiglu_from_env()) ? cuda::kFfnUpFusedNote : "";
+}
 
 static std::string joined(std::string a, const std::string& b) {
   if (b.empty()) return a;

@@ -23,8 +23,10 @@ bool ffn_up_fused_here(bool asked);
 // h[rows, F] from x[rows, dim] and [W1; W3] ([2F, dim]): the fused kernel where `fused`
 // (ffn_up_fused_here) and it serves the call, else the pair through h13. Empty string on success,
 // else what failed: a fused launch that fails is an error, not a fallback; so is the pair's turn
-// without an h13 (a runner that dropped the buffer for a step the kernel does not take).
+// without an h13 of enough rows (a runner that sized the buffer for calls the kernel takes).
+// h13 holds h13_rows rows (0 with no buffer).
 std::string ffn_up_swiglu(Gemm& gemm, const __nv_bfloat16* x, int64_t rows, int64_t dim, const __nv_bfloat16* w13,
-                          int64_t ffn_dim, __nv_bfloat16* h13, __nv_bfloat16* out, bool fused, cudaStream_t stream);
+                          int64_t ffn_dim, __nv_bfloat16* h13, int64_t h13_rows, __nv_bfloat16* out, bool fused,
+                          cudaStream_t stream);
 
 }  // namespace yoco::cuda

@@ -410,7 +410,9 @@ void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* 
   const int64_t block = ffn_block(rows);
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
-    check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, a, ffn_fused_, stream_), "ffn W1|W3 + SwiGLU");
+    // h13 holds a block's rows (ffn_w13_buffer, the step buffers' batch), or is null where the step fuses.
+    check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, h13 ? block : 0, a, ffn_fused_, stream_),
+               "ffn W1|W3 + SwiGLU");
     check_gemm(gemm_.linear(a, n, F_, w.w2, d_, out + r0 * d_, stream_), "ffn W2");
   }
 }

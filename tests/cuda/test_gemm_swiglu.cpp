@@ -151,8 +151,8 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
     upload_bf16(dx, x);
     upload_bf16(dw, w);
     // Where the fused kernel is expected no W1|W3 buffer is given: the pair cannot have run.
-    ASSERT_EQ(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, sc.fused_expected ? nullptr : h13.ptr, sel.ptr, true,
-                            nullptr),
+    ASSERT_EQ(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, sc.fused_expected ? nullptr : h13.ptr,
+                            sc.fused_expected ? 0 : M, sel.ptr, true, nullptr),
               "");
     if (sc.fused_expected) {
       ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, gs::Shape{M, K, F, K, F}, direct.ptr, nullptr), cudaSuccess);
@@ -164,12 +164,14 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
     ASSERT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
     // The pair's turn without a W1|W3 buffer is an error, not a write through null.
     if (!sc.fused_expected) {
-      EXPECT_NE(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, nullptr, sel.ptr, true, nullptr), "");
+      EXPECT_NE(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, nullptr, 0, sel.ptr, true, nullptr), "");
+      EXPECT_NE(ffn_up_swiglu(gemm, dx.ptr, M, K, dw.ptr, F, h13.ptr, M - 1, sel.ptr, true, nullptr), "")
+          << "a buffer a row short";
     }
   }
   Gemm& g = gemm;
   DeviceArray<bf16> x(gs::kMinRowsToFuse * K), w(2 * 256 * K), out(gs::kMinRowsToFuse * 256);
-  EXPECT_NE(ffn_up_swiglu(g, x.ptr, gs::kMinRowsToFuse, K, w.ptr, 256, nullptr, out.ptr, false, nullptr), "")
+  EXPECT_NE(ffn_up_swiglu(g, x.ptr, gs::kMinRowsToFuse, K, w.ptr, 256, nullptr, 0, out.ptr, false, nullptr), "")
       << "not asked to fuse, and no buffer for the pair";
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
