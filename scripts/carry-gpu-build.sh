@@ -17,7 +17,7 @@
 #
 #   scripts/carry-gpu-build.sh [--tests REGEX] [BUILD_BIN]   (default build/cuda/bin)
 # --tests: only the GPU test binaries whose names match (as gpu-suite's --tests):
-# every test binary links every kernel, so all of them (47 MiB at f03b6b6) no
+# every test binary links every kernel, so all of them (47 MiB at 0d14f2f) no
 # longer fit one call beside the libraries and the tree; a call that runs a few
 # carries those few.
 set -euo pipefail
