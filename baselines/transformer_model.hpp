@@ -35,7 +35,7 @@ class TransformerModel {
   // All layers over the prompt in chunks (KV cache per layer filled), LM head
   // on the last position only. Returns [B, vocab].
   Mat<T> prefill(const TokenBatch& prompt, int64_t max_new_tokens, TransformerCache<T>& cache,
-                 int64_t prefill_chunk = 32768) const;
+                 int64_t prefill_chunk = kDefaultPrefillChunk) const;
   Mat<T> decode_step(const std::vector<int64_t>& tokens, TransformerCache<T>& cache) const;
   MemoryBreakdown memory(const TransformerCache<T>& cache) const;
 

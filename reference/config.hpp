@@ -9,6 +9,10 @@
 
 namespace yoco {
 
+// Tokens of the whole batch a prefill step takes unless told otherwise
+// (DESIGN.md §4): the runners', the sweep's and the cost model's default.
+inline constexpr int64_t kDefaultPrefillChunk = 32768;
+
 enum class ModelType { yoco, transformer };
 enum class SelfDecoderKind { gret, swa };
 

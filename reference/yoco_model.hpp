@@ -49,7 +49,7 @@ class YocoModel {
   // once, the cross-decoder for the last position only. Returns [B, vocab] and
   // fills `cache`, sized for prompt + max_new_tokens.
   Mat<T> prefill(const TokenBatch& prompt, int64_t max_new_tokens, YocoCache<T>& cache,
-                 int64_t prefill_chunk = 32768) const;
+                 int64_t prefill_chunk = kDefaultPrefillChunk) const;
 
   // One token per sequence: recurrent gRet or the SWA ring, cross-attention over
   // the global cache. Returns [B, vocab].

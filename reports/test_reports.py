@@ -626,6 +626,68 @@ class ReportsTest(unittest.TestCase):
         for k in got:
             self.assertIn(k, claims)
 
+    def test_chunk_tradeoff_pairs_calibrated_and_measured_by_their_notes(self):
+        from yocoreport import chunks
+        header = ["git_sha", "timestamp", "host", "device", "device_name", "driver", "model", "seq_len", "batch",
+                  "gen_tokens", "phase", "metric", "value", "unit", "method", "repeats", "min", "max", "notes"]
+
+        def row(n, phase, metric, v, method, notes, model="yoco-3b", batch="1"):
+            return {"git_sha": "x", "timestamp": "t", "host": "h", "device": "cuda", "device_name": "d",
+                    "driver": "", "model": model, "seq_len": str(n), "batch": batch, "gen_tokens": "0",
+                    "phase": phase, "metric": metric, "value": "%r" % v, "unit": "", "method": method,
+                    "repeats": "1", "min": "%r" % (0.95 * v), "max": "%r" % (1.05 * v), "notes": notes}
+
+        def write(path, rows):
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=header)
+                w.writeheader()
+                w.writerows(rows)
+        cal, meas = os.path.join(self.tmp, "chunks-h100.csv"), os.path.join(self.tmp, "chunks.csv")
+        rows = []
+        for n in (512 * K, M):
+            s = n / (512 * K)
+            rows += [row(n, "prefill", "prefill_latency_s", 3.1 * s, "calibrated", "c; prefill chunk 32768 tokens"),
+                     row(n, "memory", "mem_total_bytes", 14.5e9 * s, "calibrated", "c; prefill chunk 32768 tokens"),
+                     row(n, "prefill", "prefill_latency_s", 3.1 * s, "calibrated",
+                         "c; prefill chunk 16384 tokens; FFN in row blocks of 4096"),
+                     row(n, "memory", "mem_total_bytes", 12.3e9 * s, "calibrated",
+                         "c; prefill chunk 16384 tokens; FFN in row blocks of 4096"),
+                     row(n, "prefill.gemm", "gpu_time_s", 2.0, "calibrated", "c; prefill chunk 16384 tokens"),
+                     row(n, "prefill", "prefill_latency_s", 9.9, "calibrated", "c", model="transformer-3b")]
+        write(cal, rows)
+        self.assertEqual(chunks.config_of("median of 2; prefill chunk 16384; FFN in row blocks of 4096"),
+                         (16384, 4096, False))
+        self.assertEqual(chunks.config_of("x; FFN up half fused"), (32768, 0, True))
+        self.assertEqual(chunks.label((16384, 0, True)), "chunk 16384, FFN up fused")
+        table = lambda h, b: "\n".join(" | ".join(r) for r in [h] + b)  # noqa: E731
+        rel = lambda p: os.path.basename(p)  # noqa: E731
+        # Without measured rows: calibrated only, and the section says none are measured yet.
+        lines = chunks.chunk_section(cal, meas, table, rel, self.out)
+        text = "\n".join(lines)
+        self.assertIn("measured: none yet", text)
+        self.assertIn("chunk 32768 | 14.50 / — | 29.00 / — | 3.1 / — | 6.2 / —", text)
+        self.assertIn("chunk 16384, FFN rows 4096 | 12.30 / — | 24.60 / — | 3.1 / — | 6.2 / —", text)
+        self.assertNotIn("9.9", text)  # the Transformer's row
+        # The measured run: memory and prefill rows in the words the sweep writes, paired with the calibrated
+        # configuration they name; a configuration the model did not project gets a row of its own.
+        write(meas, [row(M, "prefill", "prefill_latency_s", 6.4, "measured",
+                         "median of 2 after 1 warm-up; prefill chunk 16384; FFN in row blocks of 4096"),
+                     row(M, "memory", "mem_total_bytes", 12.41e9, "measured",
+                         "the device arena's buffers; YOCO's prefill delta in the normed rows; FFN in row blocks "
+                         "of 4096; prefill chunk 16384"),
+                     row(M, "memory", "mem_total_bytes", 13.1e9, "measured", "buffers; prefill chunk 8192"),
+                     row(M, "prefill", "prefill_latency_s", 6.6, "measured", "median; prefill chunk 8192")])
+        text = "\n".join(chunks.chunk_section(cal, meas, table, rel, self.out))
+        self.assertIn("measured: [chunks.csv](chunks.csv)", text)
+        self.assertIn("chunk 16384, FFN rows 4096 | 12.30 / — | 24.60 / 12.41 | 3.1 / — | 6.2 / 6.4", text)
+        self.assertIn("chunk 8192 | — / — | — / 13.10 | — / — | — / 6.6", text)
+        png = os.path.join(self.out, "chunk_tradeoff_nvidia-h100.png")
+        self.assertIn("](chunk_tradeoff_nvidia-h100.png)", text)
+        with open(png, "rb") as fh:
+            self.assertEqual(fh.read(8), b"\x89PNG\r\n\x1a\n")
+        # No calibrated file: no section.
+        self.assertEqual(chunks.chunk_section(os.path.join(self.tmp, "none.csv"), meas, table, rel, self.out), [])
+
     def test_scripts_run_by_path(self):
         make_synthetic(self.results, with_cuda=False)
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable

@@ -45,14 +45,17 @@ for w in $WHATIFS; do
     >>"$tmp/whatif.csv"
   first=""
 done
-# Issue 34's trade-off, projected: yoco-3b's memory and prefill by prefill chunk
-# (memory is the runners' formula; the prefill carries the 32K chunk's
-# efficiencies, so only the GPU suite's step `chunks` can say what a smaller
-# chunk costs).
+# Issue 34's trade-off, projected: yoco-3b's memory and prefill by prefill chunk,
+# and the configurations the GPU suite's step `chunks` measures (the FFN in row
+# blocks, the FFN's up half fused). Memory is the runners' formula; the prefill
+# carries the 32K chunk's efficiencies, so only step `chunks` can say what a
+# smaller chunk or a row block costs.
 first=--header
-for c in 4096 8192 16384 32768; do
+for c in "4096" "8192" "16384" "32768" "32768 --ffn-rows 8192" "16384 --ffn-rows 4096" \
+         "32768 --ffn-fused" "16384 --ffn-fused"; do
+  # shellcheck disable=SC2086  # the configuration is words on purpose
   "$YOCO" model --calibration "$tmp/cal.csv" --device-spec h100 --model yoco-3b --lengths 512K,1M \
-    --prefill-chunk "$c" --format csv | only_calibrated $first >>"$tmp/chunks.csv"
+    --prefill-chunk $c --format csv | only_calibrated $first >>"$tmp/chunks.csv"
   first=""
 done
 # Issue 34's steps toward 2.6 s at 512K, projected: yoco-3b's prefill as the

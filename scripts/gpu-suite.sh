@@ -69,7 +69,8 @@
 # working tree it received).
 # Outputs: summary.txt, suite.log (all steps), kernels.csv (bench rows),
 #          peers_sdpa.csv, peers_fla.csv, models.csv (the rows of every models
-#          run; each run's own file is in the logs), logs.tar.gz (one log per step).
+#          run; each run's own file is in the logs), chunks.csv (step chunks'
+#          rows alone), logs.tar.gz (one log per step).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -451,6 +452,11 @@ if has_step chunks && [ -x "$BIN/yoco" ]; then
       --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
       --out "$LOGS/models_chunk_16384_fused.csv"
   fi
+fi
+if has_step chunks; then
+  # The trade-off's rows alone (the report pairs them with the calibrated
+  # configurations by their notes; RUNS.md: into logs/chunks.csv).
+  awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_chunk_*.csv >"$OUTDIR/chunks.csv" 2>/dev/null
 fi
 if has_step models || has_step models-3b || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.

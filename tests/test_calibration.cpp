@@ -323,6 +323,62 @@ TEST(Calibration, ARowsNotesSayHowItsRunnerWasLaidOut) {
   EXPECT_FALSE(runner_layout_of_notes("...; global K/V per sequence").batched_global_kv);
   const RunnerLayout cur = current_runner_layout();
   EXPECT_TRUE(cur.batched_global_kv && cur.delta_in_normed) << "the runners' defaults (launch_count.hpp)";
+  EXPECT_EQ(cur.ffn_rows, 0);
+}
+
+// Issue 34's trade-off: a row says its prefill chunk and its FFN row block,
+// the words the notes carry round-trip, and the check prices the memory of a
+// row by them (the working set is one step's, the FFN's buffers one block's).
+TEST(Calibration, ARowsChunkAndFfnRowBlockPriceItsMemory) {
+  EXPECT_EQ(prefill_chunk_of_notes("median of 2 after 1 warm-up; prefill chunk 16384; FFN in row blocks of 4096"),
+            16384);
+  EXPECT_EQ(prefill_chunk_of_notes("calibration x; prefill chunk 8192 tokens"), 8192);
+  EXPECT_EQ(prefill_chunk_of_notes("median of 3 after 1 warm-up"), yoco::kDefaultPrefillChunk);
+  EXPECT_EQ(prefill_chunk_of_notes("prefill chunk 0"), yoco::kDefaultPrefillChunk);
+  EXPECT_EQ(prefill_chunk_of_notes("prefill chunk x"), yoco::kDefaultPrefillChunk);
+  EXPECT_EQ(runner_layout_of_notes("prefill chunk 16384; FFN in row blocks of 4096").ffn_rows, 4096);
+  EXPECT_EQ(runner_layout_of_notes("prefill chunk 16384").ffn_rows, 0);
+  RunnerLayout lay;
+  EXPECT_EQ(runner_layout_note(lay), "");
+  lay.ffn_rows = 8192;
+  lay.ffn_up_fused = true;
+  const RunnerLayout back = runner_layout_of_notes("prefill chunk 32768 tokens" + runner_layout_note(lay));
+  EXPECT_EQ(back.ffn_rows, 8192);
+  EXPECT_TRUE(back.ffn_up_fused);
+
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const yoco::ModelConfig y = yoco::preset_config("yoco-3b");
+  const int64_t n = 1 << 20;
+  const RunnerLayout whole = current_runner_layout();
+  RunnerLayout blocks = whole;
+  blocks.ffn_rows = 8192;
+  const double m_whole = calibrated_memory(y, c, ceil, 1, n, 0, 32768, whole);
+  const double m_blocks = calibrated_memory(y, c, ceil, 1, n, 0, 32768, blocks);
+  // The FFN's W1|W3 output and hidden (6F bytes a row) hold 8192 rows instead of 32768.
+  EXPECT_NEAR(m_whole - m_blocks, (32768.0 - 8192.0) * 6 * static_cast<double>(y.hidden_dim), 1.0);
+  EXPECT_LT(calibrated_memory(y, c, ceil, 1, n, 0, 16384, whole), m_whole);
+  // The Transformer's runner has no row blocks: its memory does not move.
+  const yoco::ModelConfig t = yoco::preset_config("transformer-3b");
+  EXPECT_EQ(calibrated_memory(t, c, ceil, 1, 65536, 0, 32768, blocks),
+            calibrated_memory(t, c, ceil, 1, 65536, 0, 32768, whole));
+
+  // The check prices a measured memory row by the chunk and block its notes name.
+  const Provenance prov = Provenance::here("cuda", "NVIDIA H100 80GB HBM3", "");
+  const std::vector<ResultRow> rows{
+      make_row(prov, "yoco-3b", n, 1, 0, "memory", "mem_total_bytes", 12.3e9, "B", "measured", 1,
+               "the device arena's buffers; YOCO's prefill delta in the normed rows; prefill chunk 32768"),
+      make_row(prov, "yoco-3b", n, 1, 0, "memory", "mem_total_bytes", 12.3e9, "B", "measured", 1,
+               "the device arena's buffers; YOCO's prefill delta in the normed rows; FFN in row blocks of 8192; "
+               "prefill chunk 32768"),
+      make_row(prov, "yoco-3b", n, 1, 0, "memory", "mem_total_bytes", 12.3e9, "B", "measured", 1,
+               "the device arena's buffers; YOCO's prefill delta in the normed rows; prefill chunk 16384")};
+  const std::vector<CalibrationCheck> k = check_calibration(rows, c);
+  ASSERT_EQ(k.size(), 3u);
+  EXPECT_DOUBLE_EQ(k[0].predicted, m_whole);
+  EXPECT_DOUBLE_EQ(k[1].predicted, m_blocks);
+  EXPECT_DOUBLE_EQ(k[2].predicted, calibrated_memory(y, c, ceil, 1, n, 0, 16384, whole));
 }
 
 // The prefills' own host time, where a sweep has it (prefill_host_enqueue_s),
@@ -350,6 +406,13 @@ TEST(Calibration, APrefillsHostTimePricesItsCalls) {
   decode_only.host_call_s = 7e-6;
   const CalibratedPhase q = calibrated_prefill(y, Storage{}, decode_only, ceil, 1, 32768, 32768);
   EXPECT_NEAR(q.host_s / p.host_s, 7e-6 / c.prefill_host_call_s, 1e-9) << "the same calls at the other cost";
+  // A sweep run in chunks of 16384 made twice the steps (each with the same calls) in the same host time:
+  // the fit reads the chunk from the prefill rows' notes, so a call costs less than the default chunk says.
+  for (auto& r : rows)
+    if (r.phase == "prefill" && r.metric == "prefill_latency_s") r.notes = "median of 3; prefill chunk 16384";
+  const Calibration half = fit_calibration(rows, "synthetic");
+  EXPECT_EQ(half.prefill_host_points, 3);
+  EXPECT_LT(half.prefill_host_call_s, 0.75 * c.prefill_host_call_s);
 }
 
 TEST(Calibration, TheFileRoundTrips) {

@@ -16,7 +16,7 @@ namespace yoco::cli {
 struct AnalyticSettings {
   cost::Storage storage;
   cost::DeviceSpec device;
-  int64_t prefill_chunk = 32768;
+  int64_t prefill_chunk = kDefaultPrefillChunk;
   int64_t batch = 1;         // memory, prefill and decode points
   int64_t gen = 1024;        // throughput: generated tokens
   int64_t tp_batch = 0;      // throughput batch, 0 = largest that fits

@@ -168,6 +168,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   // Measured values by point and (phase, metric); the run's ceilings.
   std::map<Key, std::map<std::pair<std::string, std::string>, double>> measured;
   std::map<Key, RunnerLayout> layouts;  // as each point's prefill row says its runner ran
+  std::map<Key, int64_t> chunks;        // and in prefill steps of how many tokens
   std::vector<double> others;
   for (const auto& r : rows) {
     if (!r.value) continue;
@@ -181,8 +182,10 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     if (r.method != "measured" && r.method != "sampled" && r.method != "exact") continue;
     if (!preset_of(r.model)) continue;
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
-    if (r.phase == "prefill" && r.metric == "prefill_latency_s")
+    if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
       layouts[{r.model, r.seq_len, r.batch}] = runner_layout_of_notes(r.notes);
+      chunks[{r.model, r.seq_len, r.batch}] = prefill_chunk_of_notes(r.notes);
+    }
     if (r.metric == "mem_other_bytes") others.push_back(*r.value);
   }
   if (c.peak_flops <= 0 || c.bandwidth <= 0)
@@ -206,10 +209,10 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
   std::vector<double> gap_pre, gap_dec, host_call, prefill_host_call;
-  const int64_t chunk = 32768;  // the runners' prefill chunk (the sweep's notes)
   for (const auto& [key, m] : measured) {
     const auto& [model, len, batch] = key;
     const ModelConfig cfg = *preset_of(model);
+    const int64_t chunk = chunks.count(key) ? chunks.at(key) : kDefaultPrefillChunk;  // as its prefill row says
     auto get = [&](const std::string& phase, const std::string& metric) -> std::optional<double> {
       const auto it = m.find({phase, metric});
       return it == m.end() ? std::nullopt : std::optional<double>(it->second);
@@ -358,9 +361,11 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
                          int64_t prompt, int64_t gen, int64_t chunk, const RunnerLayout& layout) {
   const double B = static_cast<double>(batch), P = static_cast<double>(prompt), G = static_cast<double>(gen),
                C = static_cast<double>(chunk);
-  // The FFN's up half fused on every block of a prefill step (the runners' FFN blocks: whole steps here).
+  // The FFN's up half fused on every block of a prefill step (the layout's FFN row blocks; 0: whole steps).
   const auto rows = static_cast<int64_t>(std::min(B * cuda::prefill_rows_per_sequence(B, P, C), 1e15));
-  const bool fused = layout.ffn_up_fused && cuda::gemm_swiglu::fused_on_every_block(rows, 0, cfg.dim, cfg.hidden_dim);
+  const int64_t ffn_rows = cfg.is_yoco() ? layout.ffn_rows : 0;  // the Transformer's runner has no FFN row blocks
+  const bool fused =
+      layout.ffn_up_fused && cuda::gemm_swiglu::fused_on_every_block(rows, ffn_rows, cfg.dim, cfg.hidden_dim);
   if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C, fused).total();
   double workspace = 0;
   if (cfg.self_decoder() == SelfDecoderKind::gret) {
@@ -369,8 +374,8 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
     workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms_for(c, dev))));
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
-  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv, 0.0,
-                                     layout.delta_in_normed, fused)
+  return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv,
+                                     static_cast<double>(ffn_rows), layout.delta_in_normed, fused)
       .total();
 }
 
@@ -583,10 +588,39 @@ RunnerLayout current_runner_layout() {
   return RunnerLayout{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows, cuda::kFfnUpFusedByDefault};
 }
 
+// The whole number right after the first `words` in `notes` that digits
+// follow (as reports/yocoreport/chunks.py reads them); `absent` where none do.
+static int64_t number_after(const std::string& notes, const std::string& words, int64_t absent) {
+  for (size_t at = notes.find(words); at != std::string::npos; at = notes.find(words, at + 1)) {
+    int64_t n = 0;
+    bool any = false;
+    for (size_t i = at + words.size();
+         i < notes.size() && std::isdigit(static_cast<unsigned char>(notes[i])) && n < (int64_t{1} << 50); ++i) {
+      n = 10 * n + (notes[i] - '0');
+      any = true;
+    }
+    if (any) return n;
+  }
+  return absent;
+}
+
 RunnerLayout runner_layout_of_notes(const std::string& notes) {
   return RunnerLayout{notes.find("global K/V batched") != std::string::npos,
                       notes.find("delta in the normed rows") != std::string::npos,
-                      notes.find(cuda::kFfnUpFusedNote) != std::string::npos};
+                      notes.find(cuda::kFfnUpFusedNote) != std::string::npos,
+                      number_after(notes, cuda::kFfnRowBlocksNote, 0)};
+}
+
+std::string runner_layout_note(const RunnerLayout& layout) {
+  std::string note;
+  if (layout.ffn_up_fused) note += std::string("; ") + cuda::kFfnUpFusedNote;
+  if (layout.ffn_rows > 0) note += "; " + std::string(cuda::kFfnRowBlocksNote) + std::to_string(layout.ffn_rows);
+  return note;
+}
+
+int64_t prefill_chunk_of_notes(const std::string& notes) {
+  const int64_t c = number_after(notes, "prefill chunk ", kDefaultPrefillChunk);
+  return c > 0 ? c : kDefaultPrefillChunk;
 }
 
 const char* ffn_up_fused_note() { return cuda::kFfnUpFusedNote; }
@@ -627,15 +661,16 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
   std::vector<CalibrationCheck> out;
   const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
   const Storage st;
-  const int64_t chunk = 32768;
   for (const auto& r : rows) {
     if (!r.value || *r.value <= 0) continue;
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
     CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
-    // As the point's runner was laid out: its rows say so since each choice
-    // became the default; rows from before say nothing (RunnerLayout).
+    // As the point's runner was laid out and chunked: its rows say so since
+    // each choice became the default or an option; rows from before say
+    // nothing (RunnerLayout, the default chunk).
     const RunnerLayout layout = runner_layout_of_notes(r.notes);
+    const int64_t chunk = prefill_chunk_of_notes(r.notes);
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
       k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {

@@ -120,6 +120,7 @@ struct RunnerLayout {
   bool batched_global_kv = true;  // YOCO's global K/V for the whole batch at batch > 1
   bool delta_in_normed = true;    // YOCO's prefill delta in the normed rows' buffer
   bool ffn_up_fused = false;      // the FFN's up half as one kernel (YOCO_FFN_FUSED=1), where it serves
+  int64_t ffn_rows = 0;           // YOCO's prefill FFN in row blocks of this many (YOCO_FFN_ROWS); 0: whole steps
 };
 // The words a row's notes carry when its runner fused the FFN's up half.
 const char* ffn_up_fused_note();
@@ -133,6 +134,13 @@ RunnerLayout current_runner_layout();
 // batched"; "delta in the normed rows"; "FFN up half fused"); rows from before
 // a choice lack its words.
 RunnerLayout runner_layout_of_notes(const std::string& notes);
+// The words a row's notes carry for `layout`'s departures from the runners'
+// defaults that a prediction must follow (the FFN fused, its row blocks), each
+// after "; "; "" when there are none.
+std::string runner_layout_note(const RunnerLayout& layout);
+// The prefill chunk a row's notes name ("prefill chunk N"); rows that name
+// none ran the runners' default, 32,768 tokens.
+int64_t prefill_chunk_of_notes(const std::string& notes);
 
 // One decode step at `context` as the runners run it (the layout's kernels).
 CalibratedPhase calibrated_decode(const ModelConfig& cfg, const Storage& st, const Calibration& c,

@@ -45,6 +45,9 @@ CommandSpec model_spec() {
       {"--ffn-fused", "", "with --calibration: the runners with the FFN's up half as one kernel (YOCO_FFN_FUSED=1: "
                           "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone; a Hopper kernel, so on "
                           "other cards a what-if)"},
+      {"--ffn-rows", "N", "with --calibration: YOCO's prefill FFN in row blocks of N (YOCO_FFN_ROWS=N: the FFN's "
+                          "buffers hold N rows, not the step's; the memory follows, the time keeps the whole step's "
+                          "GEMM efficiency)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
       {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
@@ -185,7 +188,10 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
           cost::calibrated_prefill(cfg, s.storage, cal, ceil, s.batch, len, s.prefill_chunk, layout);
       const cost::CalibratedPhase d = cost::calibrated_decode(cfg, s.storage, cal, ceil, s.batch, len, layout);
       const bool host_bound = p.host_s > 0 && p.host_s >= p.total_s;
-      const std::string chunk_note = "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens";
+      cost::RunnerLayout said = layout;
+      if (!cfg.is_yoco()) said.ffn_rows = 0;  // the Transformer's runner has no FFN row blocks
+      const std::string chunk_note =
+          "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens" + cost::runner_layout_note(said);
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
           chunk_note + (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
               (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""));
@@ -279,7 +285,7 @@ int cmd_model(const Args& args) {
   AnalyticSettings s = analytic_settings(a);
   s.batch = a.get_int("--batch", 1, 1, 1 << 20);
   s.gen = a.get_int("--gen", 1024, 1, int64_t{1} << 40);
-  s.prefill_chunk = a.get_int("--prefill-chunk", 32768, 1, int64_t{1} << 40);
+  s.prefill_chunk = a.get_int("--prefill-chunk", kDefaultPrefillChunk, 1, int64_t{1} << 40);
   const std::string tpb = a.get_or("--throughput-batch", "auto");
   s.tp_batch = tpb == "auto" ? 0 : parse_int("--throughput-batch", tpb, 1, 1 << 20);
   const OutputFormat format = parse_output_format(a);
@@ -303,12 +309,14 @@ int cmd_model(const Args& args) {
   std::vector<ResultRow> cal_rows;
   if (a.has("--what-if") && !a.has("--calibration")) throw InputError("--what-if needs --calibration");
   if (a.has("--ffn-fused") && !a.has("--calibration")) throw InputError("--ffn-fused needs --calibration");
+  if (a.has("--ffn-rows") && !a.has("--calibration")) throw InputError("--ffn-rows needs --calibration");
   if (const auto file = a.get("--calibration")) {
     cost::Calibration cal = cost::read_calibration(*file);
     std::string what_if;
     if (const auto w = a.get("--what-if")) what_if = cost::apply_what_if(cal, *w);
     cost::RunnerLayout layout = cost::current_runner_layout();
     if (a.has("--ffn-fused")) layout.ffn_up_fused = true;
+    layout.ffn_rows = a.get_int("--ffn-rows", 0, 1, int64_t{1} << 40);
     cal_rows = calibrated_rows(cal, models, lengths, s, what_if, layout);
   }
   std::vector<ResultRow> multi_rows;

@@ -188,15 +188,23 @@ static std::string joined(std::string a, const std::string& b) {
   return a.empty() ? b : a + "; " + b;
 }
 
+// YOCO's prefill FFN in row blocks (YOCO_FFN_ROWS=N; the Transformer's runner has none).
+static std::string ffn_rows_note(const ModelConfig& cfg) {
+  const int64_t n = cfg.is_yoco() ? cuda::ffn_row_block_from_env() : 0;
+  return n > 0 ? cuda::kFfnRowBlocksNote + std::to_string(n) : "";
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
-  note = joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())), ffn_note());
+  note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
+                      ffn_note()),
+                ffn_rows_note(runner.config()));
   return note.empty() ? note : "; " + note;
 }
 
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
-  return joined(global_kv_note(cfg, batch), ffn_note());
+  return joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg));
 }
 
 void CudaBackend::reset_peak_memory() {

@@ -455,7 +455,11 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       } else {
         const std::string common = budget_note.empty() ? "" : "; " + budget_note;
         if (res.memory && s.metrics.count("memory")) {
-          for (const Reading& r : *res.memory) sink.reading(model, n, B, 0, "memory", r);
+          // The working set is a prefill step's: the rows say whose (the calibrated check reads it).
+          for (Reading r : *res.memory) {
+            r.notes += (r.notes.empty() ? "" : "; ") + std::string("prefill chunk ") + std::to_string(s.prefill_chunk);
+            sink.reading(model, n, B, 0, "memory", r);
+          }
           if (res.kv_per_token) sink.reading(model, n, B, 0, "kv_cache", *res.kv_per_token);
         }
         const std::string runner_note = dev.runner_note(cfg, B);

@@ -27,7 +27,7 @@ struct SweepSettings {
   std::set<std::string> metrics = {"memory", "prefill", "decode", "throughput"};
   int repeats = 3, warmup = 1;
   int64_t decode_sample = 64;  // decode steps timed per point
-  int64_t prefill_chunk = 32768;
+  int64_t prefill_chunk = kDefaultPrefillChunk;
   double budget_s = 120;       // per point
   Precision precision = Precision::f32;
   uint64_t seed = 0;           // weights and synthetic prompts

@@ -48,6 +48,10 @@ inline constexpr bool kDeltaInNormedRows = true;
 // run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.
 inline constexpr bool kFfnUpFusedByDefault = false;
 inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
+// The words before N in a YOCO row whose runner ran its prefill FFN in row
+// blocks of N (YOCO_FFN_ROWS=N, runner_support.hpp); rows without them ran
+// each step's FFN whole.
+inline constexpr const char* kFfnRowBlocksNote = "FFN in row blocks of ";
 
 // YOCO. gret_chunk_launches: the chunk launch's kernels for a prefill step of
 // the plan the library picks (1, or 3 with segments, plus the norm + gate

@@ -7,10 +7,14 @@ import glob
 import os
 from collections import OrderedDict
 
+from .chunks import chunk_section
 from .data import REPORTS_DIR
 from .style import plt
 
 MODEL_DIR = os.path.join(REPORTS_DIR, "model")
+# Issue 34's trade-off as measured (the GPU suite's step `chunks`; RUNS.md): under logs/, so that the
+# device's section (results/<device>/*.csv) does not take its points for the sweep's.
+MEASURED_CHUNKS = os.path.join(REPORTS_DIR, "results", "nvidia-h100", "logs", "chunks.csv")
 # The small presets' run the out-of-sample check reads (scripts/calibrate.sh: SMALL).
 SMALL_RUN = os.path.join(REPORTS_DIR, "results", "nvidia-h100", "logs", "run-17-bench-models-split-rope",
                          "models_small.csv")
@@ -269,26 +273,5 @@ def calibrated_section(data, table, readme_dir, out_dir):
                           "at cuBLAS's GEMM efficiency: the kernel has not run yet). Projections, not "
                           "measurements ([%s](%s))." % (rel(steps), rel(steps)), "",
                           table(["scenario", "prefill s 512K", "prefill s 1M"], body), ""]
-        chunks = os.path.join(MODEL_DIR, "chunks-h100.csv")
-        if os.path.isfile(chunks):
-            # Issue 34's trade-off: the activation working set is one prefill chunk's.
-            by = OrderedDict()
-            for r in _rows(chunks):
-                if r["phase"] not in ("prefill", "memory") or "prefill chunk " not in r["notes"]:
-                    continue
-                c = int(r["notes"].split("prefill chunk ", 1)[1].split(" ", 1)[0])
-                by.setdefault(c, {})[(r["metric"], int(r["seq_len"]))] = float(r["value"])
-            body = []
-            for c, v in sorted(by.items()):
-                body.append(["%d" % c] + ["%.2f" % (v[("mem_total_bytes", n)] / 1e9) if ("mem_total_bytes", n) in v
-                                          else "—" for n in (524288, 1048576)] +
-                            ["%.3g" % v[("prefill_latency_s", n)] if ("prefill_latency_s", n) in v else "—"
-                             for n in (524288, 1048576)])
-            if body:
-                lines += ["yoco-3b by prefill chunk (calibrated, H100; [%s](%s)): memory is the runners' own "
-                          "formula, so the 1M total falls under the paper's 12.4 GB from chunks of 8192 tokens; "
-                          "the prefill column carries the 32K chunk's kernel efficiencies and so cannot show what a "
-                          "smaller chunk costs: the GPU suite's step `chunks` measures it." % (rel(chunks), rel(chunks)),
-                          "", table(["prefill chunk", "memory GB 512K", "memory GB 1M", "prefill s 512K",
-                                     "prefill s 1M"], body), ""]
+        lines += chunk_section(os.path.join(MODEL_DIR, "chunks-h100.csv"), MEASURED_CHUNKS, table, rel, out_dir)
     return lines
