@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "cli_runner.hpp"
@@ -264,6 +265,45 @@ TEST_F(Bench, BadOptionsExit2) {
   // CUDA: not built here, or no device, or no runner yet -- said, not crashed.
   const auto cuda = yoco("bench --device cuda --model yoco-tiny --lengths 1K");
   expect_input_error(cuda, {"--device cuda"}, "cuda");
+}
+
+// `yoco model --calibration`: the calibrated rows name the layout they price
+// (the chunk, the FFN row block, the FFN fused) in the words the check and the
+// report read back, a row block shrinks YOCO's memory and leaves the
+// Transformer's alone, and the layout options need a calibration.
+TEST_F(Bench, CalibratedModelRowsNameTheirLayout) {
+  const std::string cal =
+      (std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/model/calibration-nvidia-h100.csv")
+          .string();
+  auto memory_1m = [&](const std::string& model, const std::string& extra) -> std::optional<ResultRow> {
+    const std::string out = path("m.csv");
+    const auto r = yoco("model --model " + model + " --lengths 1M --calibration " + cal + " --device-spec h100 " +
+                        extra + " --format csv --out " + out);
+    EXPECT_EQ(r.status, 0) << r.err;
+    for (const auto& row : yoco::cli::read_results_csv(out))
+      if (row.method == "calibrated" && row.metric == "mem_total_bytes") return row;
+    return std::nullopt;
+  };
+  const auto whole = memory_1m("yoco-3b", "--prefill-chunk 16384");
+  ASSERT_TRUE(whole && whole->value);
+  EXPECT_NE(whole->notes.find("prefill chunk 16384 tokens"), std::string::npos) << whole->notes;
+  EXPECT_EQ(whole->notes.find("FFN in row blocks"), std::string::npos) << whole->notes;
+  const auto blocks = memory_1m("yoco-3b", "--prefill-chunk 16384 --ffn-rows 4096 --ffn-fused");
+  ASSERT_TRUE(blocks && blocks->value);
+  EXPECT_LT(*blocks->value, *whole->value);
+  EXPECT_NE(blocks->notes.find("FFN in row blocks of 4096"), std::string::npos) << blocks->notes;
+  EXPECT_NE(blocks->notes.find("FFN up half fused"), std::string::npos) << blocks->notes;
+  const auto t_whole = memory_1m("transformer-3b", ""), t_blocks = memory_1m("transformer-3b", "--ffn-rows 4096");
+  ASSERT_TRUE(t_whole && t_whole->value && t_blocks && t_blocks->value);
+  EXPECT_EQ(*t_blocks->value, *t_whole->value) << "the Transformer's runner has no FFN row blocks";
+  EXPECT_EQ(t_blocks->notes.find("FFN in row blocks"), std::string::npos) << t_blocks->notes;
+  using yoco_test::expect_input_error;
+  expect_input_error(yoco("model --model yoco-3b --ffn-rows 4096"), {"--ffn-rows", "--calibration"}, "rows alone");
+  expect_input_error(yoco("model --model yoco-3b --ffn-fused"), {"--ffn-fused", "--calibration"}, "fused alone");
+  expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --ffn-rows 0"), {"--ffn-rows"},
+                     "rows 0");
+  expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --ffn-rows many"), {"--ffn-rows"},
+                     "rows not a number");
 }
 
 }  // namespace
