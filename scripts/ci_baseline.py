@@ -9,7 +9,12 @@ compared with the baseline of a host like its own.
                                      why (and a warning where no baseline comes from a host within 25% on both)
   ci_baseline.py name RUN.csv DIR    the path --update writes: the nearest baseline if it is within 25% on both
                                      ceilings, else a new file named after RUN's ceilings
+  ci_baseline.py counted RUN.csv DIR METRICS
+                                     --update's second half: every other baseline in DIR takes RUN's rows of the
+                                     counted METRICS (comma-separated; what the exact pass compares), which do not
+                                     depend on the host, so that a change of the models regenerates them all
 Standard library only. Exit 2 naming the file when a file has no ceiling rows."""
+import csv
 import glob
 import math
 import os
@@ -51,9 +56,33 @@ def describe(c):
     return "GEMM %.3f TFLOP/s, copy %.1f GB/s" % c
 
 
+def counted(run, folder, metrics):
+    """Every baseline in `folder` but `run` itself: its rows of `metrics` replaced by `run`'s (written whole,
+    then renamed over the old file)."""
+    wanted = set(m for m in metrics.split(",") if m)
+    fresh = [r for r in load([run], "ci_baseline.py") if r.get("metric") in wanted]
+    for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
+        if os.path.abspath(path) == os.path.abspath(run):
+            continue
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            header, rows = reader.fieldnames, [r for r in reader if r.get("metric") not in wanted]
+        tmp = path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+            w.writeheader()
+            w.writerows(rows + [{k: r.get(k, "") for k in header} for r in fresh])
+        os.replace(tmp, path)
+        print("ci_baseline.py: %s: %d counted rows from %s" % (path, len(fresh), run), file=sys.stderr)
+    return 0
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "counted":
+        return counted(argv[2], argv[3], argv[4])
     if len(argv) != 4 or argv[1] not in ("pick", "name"):
-        print("usage: ci_baseline.py pick|name RUN.csv DIR", file=sys.stderr)
+        print("usage: ci_baseline.py pick|name RUN.csv DIR  |  ci_baseline.py counted RUN.csv DIR METRICS",
+              file=sys.stderr)
         return 2
     _, what, run, folder = argv
     here, path, dist = nearest(run, folder)
