@@ -9,7 +9,7 @@ from collections import OrderedDict
 
 from .chunks import chunk_section
 from .data import REPORTS_DIR
-from .style import plt
+from .style import _save, plt
 
 MODEL_DIR = os.path.join(REPORTS_DIR, "model")
 # Issue 34's trade-off as measured (the GPU suite's step `chunks`; RUNS.md): under logs/, so that the
@@ -70,15 +70,7 @@ def check_figure(points, out_dir, stem):
     ax.set_ylim(0.8, 1.2)
     ax.legend(fontsize=8, ncol=3, loc="upper right")
     ax.set_title("Calibrated cost model vs the H100 sweep (in-sample)", fontsize=10)
-    paths = []
-    os.makedirs(out_dir, exist_ok=True)
-    for ext in ("png", "svg"):
-        p = os.path.join(out_dir, "%s.%s" % (stem, ext))
-        fig.savefig(p + ".tmp." + ext, dpi=120)
-        os.replace(p + ".tmp." + ext, p)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return _save(fig, out_dir, stem)
 
 
 def calibrated_section(data, table, readme_dir, out_dir):

@@ -9,7 +9,7 @@ import re
 import sys
 from collections import OrderedDict
 
-from .style import plt
+from .style import _save, plt
 
 LENGTHS = (524288, 1048576)
 GOAL_S = {524288: 2.6, 1048576: 5.2}  # issue 34's prefill goals on the H100
@@ -98,15 +98,7 @@ def figure(cal, meas, out_dir, stem):
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.99, 0.5))
     fig.tight_layout()
-    os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    for ext in ("png", "svg"):
-        p = os.path.join(out_dir, "%s.%s" % (stem, ext))
-        fig.savefig(p + ".tmp." + ext, dpi=120, bbox_inches="tight")
-        os.replace(p + ".tmp." + ext, p)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return _save(fig, out_dir, stem)
 
 
 def chunk_section(calibrated_csv, measured_csv, table, rel, out_dir):

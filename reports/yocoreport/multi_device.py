@@ -6,7 +6,7 @@ import os
 from collections import defaultdict
 
 from .data import REPORTS_DIR
-from .style import plt
+from .style import _save, plt
 
 MODEL_DIR = os.path.join(REPORTS_DIR, "model")
 PATH = os.path.join(MODEL_DIR, "multi-device.csv")
@@ -53,15 +53,7 @@ def figure(points, out_dir):
     ax.set_ylabel("prefill latency, s (analytic)")
     ax.legend(fontsize=8)
     ax.set_title("Prefill on R H100s over NVLink (roofline of each device's share + link)", fontsize=10)
-    os.makedirs(out_dir, exist_ok=True)
-    paths = []
-    for ext in ("png", "svg"):
-        p = os.path.join(out_dir, "multi_device_prefill.%s" % ext)
-        fig.savefig(p + ".tmp." + ext, dpi=120)
-        os.replace(p + ".tmp." + ext, p)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+    return _save(fig, out_dir, "multi_device_prefill")
 
 
 def multi_device_section(table, readme_dir, out_dir):
