@@ -87,4 +87,29 @@ YOCO_HD constexpr int fragment_row(int wg, int warp, int lane, int i) {
 }
 YOCO_HD constexpr int fragment_col(int lane, int i) { return (i >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
 
+// ---- The CTA's shared memory, in bytes from its 1024-aligned base ----------------------------
+// kStages stages of [x's box | W1's box | W3's box], each a 128-row x 64-column bf16 box in the
+// TMA's 128-byte swizzle (row r at 128 r, its 16-byte chunks XORed with r % 8), then the
+// epilogue's staging tile and the ring's mbarriers. The wgmma B operand of a stage is its W1 box
+// and the W3 box right after it read as one 256-row K-major operand (8-row atoms 1024 B apart all
+// the way), so the W3 box must start where the W1 box's 128 rows end.
+inline constexpr int kStages = 4;
+inline constexpr uint32_t kABytes = kTileRows * kTileK * 2;      // 16 KiB
+inline constexpr uint32_t kBHalfBytes = kTileCols * kTileK * 2;  // 16 KiB: 128 rows of W1 (or W3)
+inline constexpr uint32_t kStageBytes = kABytes + 2 * kBHalfBytes;
+inline constexpr uint32_t kEpilogueBytes = kTileRows * kTileCols * 2;  // [2 halves][128 rows][64]
+inline constexpr uint32_t kOffEpilogue = kStages * kStageBytes;
+inline constexpr uint32_t kOffBars = kOffEpilogue + kEpilogueBytes;
+inline constexpr uint32_t kSmemBytes = kOffBars + 2 * kStages * 8 + 1024;  // + slack to align the base
+static_assert(kABytes % 1024 == 0 && kBHalfBytes == kTileCols * 128, "boxes start on swizzle atoms, W3 after W1");
+YOCO_HD constexpr uint32_t stage_x(int s) { return static_cast<uint32_t>(s) * kStageBytes; }
+YOCO_HD constexpr uint32_t stage_w1(int s) { return stage_x(s) + kABytes; }
+YOCO_HD constexpr uint32_t stage_w3(int s) { return stage_w1(s) + kBHalfBytes; }
+YOCO_HD constexpr uint32_t full_bar(int s) { return kOffBars + 8 * static_cast<uint32_t>(s); }
+YOCO_HD constexpr uint32_t empty_bar(int s) { return kOffBars + 8 * static_cast<uint32_t>(kStages + s); }
+// Consumer warpgroup wg's 64 rows of the x box, and wgmma step kk's 16 columns of a 128-byte
+// swizzled row (the descriptor's start moves 32 bytes; the hardware swizzles the address).
+YOCO_HD constexpr uint32_t x_rows_of_warpgroup(int wg) { return static_cast<uint32_t>(wg) * 64 * 128; }
+YOCO_HD constexpr uint32_t k_step_bytes(int kk) { return static_cast<uint32_t>(kk) * 32; }
+
 }  // namespace yoco::cuda::gemm_swiglu

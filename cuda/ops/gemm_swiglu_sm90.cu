@@ -49,11 +49,8 @@ namespace gs = gemm_swiglu;
 
 constexpr int kBM = static_cast<int>(gs::kTileRows), kBN = static_cast<int>(gs::kTileCols),
               kBK = static_cast<int>(gs::kTileK);
-constexpr int kStages = 4;
-constexpr int kABytes = kBM * kBK * 2;          // 16 KiB: x's 128 rows x 64
-constexpr int kBHalfBytes = kBN * kBK * 2;      // 16 KiB: 128 rows of W1 (or W3) x 64
-constexpr int kStageBytes = kABytes + 2 * kBHalfBytes;
-constexpr int kEpilogueBytes = kBM * kBN * 2;   // 32 KiB: the output tile, [2 halves][128 rows][64]
+constexpr int kStages = gs::kStages;
+constexpr int kStageBytes = static_cast<int>(gs::kStageBytes);
 constexpr int kConsumerThreads = 256;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
 constexpr int kProducerWarpgroup = 2;
@@ -63,19 +60,18 @@ constexpr int kThreads = kConsumerThreads + 128;
 constexpr int kEntryRegs = 168, kProducerRegs = 40, kConsumerRegs = 232;
 static_assert(128 * (kEntryRegs - kProducerRegs) >= kConsumerThreads * (kConsumerRegs - kEntryRegs), "register pool");
 static_assert(kBM == 2 * 64 && kBN == 128 && kBK == 64, "two m64n256k16 warpgroups over one 64-column box");
-static_assert(kABytes == kBHalfBytes && kABytes % 1024 == 0, "every box starts on a swizzle atom");
-static_assert(kBHalfBytes == kBN * 128, "the W3 box starts where the W1 box's 128 rows of 128 bytes end");
 
+// The layout of gemm_swiglu_plan.hpp (one definition: the lane emulator's test of this kernel,
+// tests/emulation/test_gemm_swiglu_emulation.cpp, reads it too) on the CTA's aligned base.
 struct Smem {
-  static constexpr int kOffEpilogue = kStages * kStageBytes;
-  static constexpr int kOffBars = kOffEpilogue + kEpilogueBytes;
-  static constexpr int kBytes = kOffBars + 2 * kStages * 8 + 1024;  // + slack to align the base to 1024 B
+  static constexpr int kOffEpilogue = static_cast<int>(gs::kOffEpilogue);
+  static constexpr int kBytes = static_cast<int>(gs::kSmemBytes);
   static_assert(kBytes <= 227 * 1024, "shared memory per block");
-  __device__ static constexpr uint32_t a(uint32_t base, int s) { return base + static_cast<uint32_t>(s * kStageBytes); }
-  __device__ static constexpr uint32_t w1(uint32_t base, int s) { return a(base, s) + kABytes; }
-  __device__ static constexpr uint32_t w3(uint32_t base, int s) { return a(base, s) + kABytes + kBHalfBytes; }
-  __device__ static constexpr uint32_t full(uint32_t base, int s) { return base + kOffBars + 8 * s; }
-  __device__ static constexpr uint32_t empty(uint32_t base, int s) { return base + kOffBars + 8 * (kStages + s); }
+  __device__ static constexpr uint32_t a(uint32_t base, int s) { return base + gs::stage_x(s); }
+  __device__ static constexpr uint32_t w1(uint32_t base, int s) { return base + gs::stage_w1(s); }
+  __device__ static constexpr uint32_t w3(uint32_t base, int s) { return base + gs::stage_w3(s); }
+  __device__ static constexpr uint32_t full(uint32_t base, int s) { return base + gs::full_bar(s); }
+  __device__ static constexpr uint32_t empty(uint32_t base, int s) { return base + gs::empty_bar(s); }
 };
 
 struct Params {
@@ -138,7 +134,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
   // ---- Consumers ----
   setmaxnreg_inc<kConsumerRegs>();
   const int warp = (tid % 128) / 32;
-  const uint32_t a_off = static_cast<uint32_t>(wg * 64 * 128);  // this warpgroup's 64 rows of the x box
+  const uint32_t a_off = gs::x_rows_of_warpgroup(wg);
   float acc[128];  // [0, 64): x W1ᵀ, [64, 128): x W3ᵀ at the same (row, column) of the tile
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
@@ -152,7 +148,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk) {
-        const uint32_t step = static_cast<uint32_t>(kk * 32);  // 16 columns of a 128-byte swizzled row
+        const uint32_t step = gs::k_step_bytes(kk);
         // B: 256 rows from the W1 box on (the W3 box follows it: 8-row swizzle atoms of 1024 B all the way).
         wgmma_ss_m64n256k16(acc, sw128_desc(Smem::a(base, s) + a_off + step, 16, 1024),
                             sw128_desc(Smem::w1(base, s) + step, 16, 1024), (kb > 0 || kk > 0) ? 1 : 0);

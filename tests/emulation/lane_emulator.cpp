@@ -232,4 +232,27 @@ void cp_async16(SharedMemory& smem, uint32_t dst, const void* src, bool valid) {
     std::memset(smem.data() + dst, 0, 16);
 }
 
+void tma_load_box_sw128(SharedMemory& smem, uint32_t dst, const void* global, const cuda::tma::Bf16RowsView& view,
+                        int32_t c0, int32_t c1, int32_t c2) {
+  if (view.box[0] * 2 != 128) throw std::invalid_argument("TMA 128B swizzle: the inner box is 128 bytes");
+  if (dst % 1024 != 0) throw std::invalid_argument("TMA 128B swizzle: destination not 1024-byte aligned");
+  const uint32_t rows = view.box[1] * view.box[2];
+  smem.check(dst, rows * 128, 1024, "TMA box");
+  const auto* g = static_cast<const unsigned char*>(global);
+  for (uint32_t z = 0; z < view.box[2]; ++z)
+    for (uint32_t r = 0; r < view.box[1]; ++r)
+      for (uint32_t i = 0; i < view.box[0]; ++i) {
+        const int64_t col = int64_t{c0} + i, row = int64_t{c1} + r, seq = int64_t{c2} + z;
+        const bool inside = col >= 0 && row >= 0 && seq >= 0 && static_cast<uint64_t>(col) < view.dims[0] &&
+                            static_cast<uint64_t>(row) < view.dims[1] && static_cast<uint64_t>(seq) < view.dims[2];
+        uint16_t v = 0;
+        if (inside)
+          std::memcpy(&v,
+                      g + static_cast<uint64_t>(seq) * view.strides_bytes[1] +
+                          static_cast<uint64_t>(row) * view.strides_bytes[0] + static_cast<uint64_t>(col) * 2,
+                      2);
+        smem.store16(swizzle128(dst + (z * view.box[1] + r) * 128 + i * 2), v);
+      }
+}
+
 }  // namespace yoco::emu

@@ -20,6 +20,8 @@
 #include <cstring>
 #include <vector>
 
+#include "arch/tma_plan.hpp"
+
 namespace yoco::emu {
 
 constexpr int kWarpSize = 32;
@@ -157,5 +159,17 @@ std::vector<float> wg_acc_matrix(const WgAcc<N>& d) {
 // bytes; not valid writes 16 zero bytes and reads nothing (src may be any
 // pointer). Completes immediately (no groups, no waits).
 void cp_async16(SharedMemory& smem, uint32_t dst, const void* src, bool valid);
+
+// ------------------------------------------------------------------- TMA --
+// cp.async.bulk.tensor.3d of one box through a tensor map with the 128-byte
+// swizzle over `view` (the tma::Bf16RowsView the host encodes): box element
+// (column i, row r) of the box at (c0, c1, c2) lands at byte
+// swizzle128(dst + 128 r + 2 i), i.e. row r at 128 r with its 16-byte chunks
+// XORed with r % 8; elements outside the view's dims are zero (OOB fill NONE),
+// their global bytes never read. dst must be 1024-byte aligned (the swizzle
+// pattern's period; the kernels align their stages so). Completes at once:
+// the mbarrier's transaction count is not modelled.
+void tma_load_box_sw128(SharedMemory& smem, uint32_t dst, const void* global, const cuda::tma::Bf16RowsView& view,
+                        int32_t c0, int32_t c1, int32_t c2);
 
 }  // namespace yoco::emu
