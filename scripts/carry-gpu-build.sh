@@ -8,7 +8,8 @@
 #   .carry/tools  yoco, test_dist_cuda, bench_cuda_kernels, gret_chunk_on_file:
 #                 call 2, --only dist,bench,peers,sass,models (dist: the test
 #                 binary under mpirun, then the mpirun yoco runs; also
-#                 models-3b, chunks, sweep in calls of their own). test_dist_cuda
+#                 models-3b, chunks, models-3b-short, sweep in calls of
+#                 their own). test_dist_cuda
 #                 went from call 1 to call 2 when the ring attention test took
 #                 call 1 past the limit (65.1 MiB at its commit).
 #   .carry/lib, .carry/openmpi  scripts/carry-libs.sh --mpirun (both calls)

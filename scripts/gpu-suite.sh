@@ -7,8 +7,9 @@
 # run, a SASS census (HGMMA/HMMA per kernel), and the model runners through
 # `yoco bench --device cuda` (step `models`: the small presets at 4K, and an
 # out-of-memory point followed by one that runs; step `models-3b`, not in the
-# default: yoco-3b vs transformer-3b at 32K and 128K end to end, then yoco-3b's
-# prefill at 512K and 1M). Every step runs under `timeout`, so a hung kernel
+# default: yoco-3b's prefill at 512K and 1M, plain and with the FFN's up half
+# fused; step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
+# at 32K and 128K end to end). Every step runs under `timeout`, so a hung kernel
 # costs one step, not the call. The default steps fit one device call: about
 # 9 minutes on the lent H100 by the step times of its 2026-11-23 runs (tests
 # 2.5, sanitizers 2.5, peers 2.7, the rest under 1), plus about 1 for prefill
@@ -22,8 +23,9 @@
 # has no OpenMPI, so scripts/carry-libs.sh --mpirun carries a relocatable copy
 # in .carry/openmpi, which this script puts on PATH (OPAL_PREFIX).
 # Step `chunks` (not in the default): yoco-3b at 512K and 1M with prefill
-# chunks of 8192, 16384 and 32768 tokens, and 32768 with the FFN in blocks of
-# 8192 rows (memory and prefill; issue 34; about 5 minutes).
+# chunks of 16384 (FFN up half fused; FFN in blocks of 4096 rows; plain) and
+# 8192 tokens, and 32768 with the FFN in blocks of 8192 rows (memory and
+# prefill; issue 34; about 5 minutes; chunk 32768 itself is step models-3b's).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
 # 4K: README's profiling commands, checked. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
@@ -36,7 +38,7 @@
 # beyond.csv, a file of its own, since a resumed file must hold only the
 # points its command asks for).
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,profile,sweep]
+#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -111,6 +113,13 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$DEADLINE" =~ ^[0-9]+$ ]] || { echo "gpu-suite: --deadline takes whole seconds, not '$DEADLINE'" >&2; exit 2; }
+# A misspelt step would run nothing and cost a device call: refuse it here.
+for step in ${STEPS//,/ }; do
+  case "$step" in
+    info|tests|sanitize|dist|bench|peers|sass|models|models-3b|chunks|models-3b-short|profile|sweep) ;;
+    *) echo "gpu-suite: --only: unknown step '$step' (see --help)" >&2; exit 2 ;;
+  esac
+done
 if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi
@@ -411,54 +420,60 @@ if has_step models && [ -x "$BIN/yoco" ]; then
   run_step models.oom 240 "$BIN/yoco" bench --device cuda --model transformer-3b --lengths 2M,2K \
     --metrics memory,prefill --repeats 1 --warmup 0 --out "$LOGS/models_oom.csv"
 fi
+# Steps models-3b and chunks hold what issue 34 is judged on, most telling first, so that a call cut
+# by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K), the same with the
+# FFN's up half fused (the goal), then the memory candidates. models-3b-short (yoco-3b against
+# transformer-3b at 32K and 128K, up to 7 minutes) comes after them.
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
-  run_step models.3b 420 "$BIN/yoco" bench --device cuda --model yoco-3b,transformer-3b --lengths 32K,128K \
-    --repeats 3 --budget-s 150 --out "$LOGS/models_3b.csv"
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
   # Issue 34's goal (2.6 s at 512K) counts on the FFN's up half fused (ops/gemm_swiglu.hpp):
   # the same prefills with YOCO_FFN_FUSED=1, beside (about 1 minute).
   if [ "$FUSED_FFN_OK" = 1 ]; then
     run_step models.3b_long_fused 150 env YOCO_FFN_FUSED=1 "$BIN/yoco" bench --device cuda --model yoco-3b \
-      --lengths 512K,1M --metrics prefill --repeats 2 --warmup 1 --budget-s 120 --out "$LOGS/models_3b_long_fused.csv"
+      --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_3b_long_fused.csv"
   fi
 fi
 if has_step chunks && [ -x "$BIN/yoco" ]; then
-  # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by prefill
-  # chunk (the runners' activation working set is one chunk's: the calibrated
-  # model puts 1M at 12.1 GB with chunks of 8192 tokens, 14.7 GB with 32768;
-  # whether the prefill keeps its time is what this measures). About 4 minutes.
-  for chunk in 8192 16384 32768; do
-    run_step "chunks.$chunk" 150 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
-      --metrics memory,prefill --prefill-chunk "$chunk" --repeats 2 --warmup 1 --budget-s 120 \
-      --out "$LOGS/models_chunk_$chunk.csv"
-  done
-  # The FFN in row blocks of 8192 (YOCO_FFN_ROWS) at the default chunk: about
-  # 1.2 GB off the working set, the GEMMs still m = 8192 (the formula's
-  # 13.5 GB at 1M); whether the prefill keeps its time is what this measures.
-  run_step chunks.32768_ffn8192 150 env YOCO_FFN_ROWS=8192 "$BIN/yoco" bench --device cuda --model yoco-3b \
-    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 32768 --repeats 2 --warmup 1 --budget-s 120 \
-    --out "$LOGS/models_chunk_32768_ffn8192.csv"
-  # The candidate for the paper's 12.4 GB at 1M: chunks of 16384 with the FFN
-  # in blocks of 4096 rows (the formula, with the delta in the normed rows:
-  # 12.30 GB); the GEMMs at m = 4096 and 16384.
-  run_step chunks.16384_ffn4096 150 env YOCO_FFN_ROWS=4096 "$BIN/yoco" bench --device cuda --model yoco-3b \
-    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
-    --out "$LOGS/models_chunk_16384_ffn4096.csv"
-  # The other candidate: chunks of 16384 with the FFN's up half fused (no W1|W3 buffer, GEMMs at
-  # m = 16384): 12.3 GB at 1M by the formula, and the fused prefill's time (issue 34's goal).
+  # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by how a prefill step holds its
+  # activations (the runners' working set is one step's). Chunk 32768, the default, is step
+  # models-3b's (its rows join chunks.csv below). About 1 minute a configuration.
+  # The candidates for the paper's 12.4 GB at 1M first: chunks of 16384 with the FFN's up half
+  # fused (no W1|W3 buffer, GEMMs at m = 16384: 12.3 GB by the formula), and with the FFN in
+  # blocks of 4096 rows (12.30 GB; the GEMMs at m = 4096 and 16384).
   if [ "$FUSED_FFN_OK" = 1 ]; then
     run_step chunks.16384_fused 150 env YOCO_FFN_FUSED=1 "$BIN/yoco" bench --device cuda --model yoco-3b \
       --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
       --out "$LOGS/models_chunk_16384_fused.csv"
   fi
+  run_step chunks.16384_ffn4096 150 env YOCO_FFN_ROWS=4096 "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_chunk_16384_ffn4096.csv"
+  # The FFN in row blocks of 8192 (YOCO_FFN_ROWS) at the default chunk: about 1.2 GB off the
+  # working set, the GEMMs still m = 8192 (the formula's 13.5 GB at 1M).
+  run_step chunks.32768_ffn8192 150 env YOCO_FFN_ROWS=8192 "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill --prefill-chunk 32768 --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_chunk_32768_ffn8192.csv"
+  # The plain chunks (the calibrated model: 12.1 GB at 1M with 8192, 14.7 GB with 32768).
+  for chunk in 16384 8192; do
+    run_step "chunks.$chunk" 150 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
+      --metrics memory,prefill --prefill-chunk "$chunk" --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_chunk_$chunk.csv"
+  done
+fi
+if has_step models-3b-short && [ -x "$BIN/yoco" ]; then
+  # Issue 15's end-to-end command; issue 34's "no slower elsewhere" at the short lengths.
+  run_step models.3b 420 "$BIN/yoco" bench --device cuda --model yoco-3b,transformer-3b --lengths 32K,128K \
+    --repeats 3 --budget-s 150 --out "$LOGS/models_3b.csv"
 fi
 if has_step chunks; then
   # The trade-off's rows alone (the report pairs them with the calibrated
   # configurations by their notes; RUNS.md: into logs/chunks.csv).
-  awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_chunk_*.csv >"$OUTDIR/chunks.csv" 2>/dev/null
+  awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_chunk_*.csv "$LOGS"/models_3b_long*.csv \
+    >"$OUTDIR/chunks.csv" 2>/dev/null
 fi
-if has_step models || has_step models-3b || has_step chunks; then
+if has_step models || has_step models-3b || has_step models-3b-short || has_step chunks; then
   # One file back (a lent machine returns at most 8): the runs' rows, one header.
   awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_*.csv >"$OUTDIR/models.csv" 2>/dev/null
 fi
