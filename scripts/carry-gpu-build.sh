@@ -37,6 +37,16 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
 limit_kib=$((64 * 1024))
+# What is carried must stay out of git: not ignored, .carry/ would travel twice (as the tree's
+# untracked files too, over the limit) and a `git add -A` would commit binaries. A fresh clone
+# has no .git/info/exclude entry for it: add one (this checkout's own, never committed).
+for d in .carry .whl; do
+  if ! git check-ignore -q "$d/x" 2>/dev/null; then
+    mkdir -p "$(git rev-parse --git-path info)"
+    echo "/$d/" >>"$(git rev-parse --git-path info/exclude)"
+    echo "carry-gpu-build.sh: $d/ added to .git/info/exclude (carried, never committed)" >&2
+  fi
+done
 rm -rf .carry/tests .carry/tools
 mkdir -p .carry/tests .carry/tools
 missing=""
