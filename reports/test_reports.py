@@ -688,6 +688,44 @@ class ReportsTest(unittest.TestCase):
         # No calibrated file: no section.
         self.assertEqual(chunks.chunk_section(os.path.join(self.tmp, "none.csv"), meas, table, rel, self.out), [])
 
+    def test_second_card_check_states_its_ceilings_and_the_goal(self):
+        from yocoreport import calibrated
+        header = ["git_sha", "timestamp", "host", "device", "device_name", "driver", "model", "seq_len", "batch",
+                  "gen_tokens", "phase", "metric", "value", "unit", "method", "repeats", "min", "max", "notes"]
+
+        def write(name, ceilings, points):
+            path = os.path.join(self.tmp, name)
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=header)
+                w.writeheader()
+                for model, n, metric, predicted, measured in points:
+                    w.writerow({"git_sha": "x", "timestamp": "t", "host": "h", "device": "calibrated",
+                                "device_name": "calibrated model of NVIDIA H100 80GB HBM3", "driver": "",
+                                "model": model, "seq_len": str(n), "batch": "1", "gen_tokens": "0",
+                                "phase": metric.split("_")[0], "metric": metric, "value": "%r" % predicted,
+                                "unit": "s", "method": "calibrated", "repeats": "0", "min": "", "max": "",
+                                "notes": "measured %.6g; predicted / measured %.4f; ceilings: %s" % (
+                                    measured, predicted / measured, ceilings)})
+            return path
+        table = lambda h, b: "\n".join(" | ".join(r) for r in [h] + b)  # noqa: E731
+        rel = lambda p: os.path.basename(p)  # noqa: E731
+        proj = write("check-nvidia-h100-on-nvidia-h200.csv", "H200 SXM 141GB (datasheet) scaled by H100's ratios",
+                     [("yoco-3b", 32 * K, "prefill_latency_s", 0.17, 0.15),
+                      ("yoco-3b", 32 * K, "decode_step_latency_s", 0.0030, 0.0031)])
+        text = "\n".join(calibrated.second_card_section(proj, table, rel))
+        self.assertIn("another card (nvidia-h200; the projection)", text)
+        self.assertIn("on H200 SXM 141GB (datasheet) scaled by H100's ratios", text)
+        self.assertIn("prefill s 13.3%", text)
+        self.assertIn("0 of 2 points outside the ±20% goal", text)
+        self.assertIn("yoco-3b | 32K | 1 | prefill s | 0.17 / 0.15 = 1.133", text)
+        own = write("check-nvidia-h100-on-nvidia-h200-run-ceilings.csv", "the run's measured ceilings (NVIDIA H200)",
+                    [("transformer-3b", 64 * K, "prefill_latency_s", 0.5, 0.8)])
+        text = "\n".join(calibrated.second_card_section(own, table, rel))
+        self.assertIn("another card (nvidia-h200; its own measured ceilings)", text)
+        self.assertIn("1 of 1 points outside the ±20% goal", text)
+        self.assertEqual(calibrated.second_card_section(write("check-nvidia-h100-on-x.csv", "c", []), table, rel),
+                         [])
+
     def test_scripts_run_by_path(self):
         make_synthetic(self.results, with_cuda=False)
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable

@@ -2,7 +2,8 @@
 # Regenerates reports/model/ from committed data: the calibrated cost model
 # fitted on the committed H100 sweep (--cupti), its check on that sweep
 # (in-sample), its check on the small presets' run (run-17: 4K and 16K, kept buffers, CUPTI; out of sample: not
-# in the fit), projections to the H100/H200/B200 datasheets, and what-ifs.
+# in the fit), its check on every other card's committed sweep (reports/results/<card>/sweep.csv: on the
+# projection and on the card's own ceilings), projections to the H100/H200/B200 datasheets, and what-ifs.
 # Then `/usr/bin/python3 reports/report.py` draws them into the report.
 #
 #   scripts/calibrate.sh [--yoco PATH]     (default build/cpu/bin/yoco, else build/cuda/bin/yoco)
@@ -35,6 +36,18 @@ only_calibrated() { /usr/bin/python3 scripts/result_rows.py keep method=calibrat
 
 "$YOCO" calibrate "$SWEEP" --out "$tmp/cal.csv" --format csv >"$tmp/check.csv"
 "$YOCO" calibrate "$SMALL" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-small.csv"
+# Out of sample on another card (issue 35): each other device's sweep, predicted on the projection the
+# model made for that card (its datasheet scaled by the H100's measured / datasheet ratios) and on the
+# card's own measured ceilings.
+others=()
+for s in reports/results/*/sweep.csv; do
+  card=$(basename "$(dirname "$s")")
+  case "$card" in nvidia-h100|cpu*|analytic*|roofline*) continue ;; esac
+  grep -q ',ceiling,gemm_peak_tflops,' "$s" || continue  # a GPU run with its measured ceilings
+  "$YOCO" calibrate "$s" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-on-$card.csv"
+  "$YOCO" calibrate "$s" --calibration "$tmp/cal.csv" --ceilings run --format csv >"$tmp/check-on-$card-run-ceilings.csv"
+  others+=("$card")
+done
 for dev in h100 h200 b200; do
   "$YOCO" model --calibration "$tmp/cal.csv" --device-spec "$dev" --format csv | only_calibrated --header \
     >"$tmp/projection-$dev.csv"
@@ -73,6 +86,10 @@ sed -i "s#$tmp/cal.csv#$CAL#g" "$tmp"/*.csv
 mv "$tmp/cal.csv" "$CAL"
 mv "$tmp/check.csv" "$OUT/check-nvidia-h100.csv"
 mv "$tmp/check-small.csv" "$OUT/check-small-nvidia-h100.csv"
+for card in "${others[@]}"; do
+  mv "$tmp/check-on-$card.csv" "$OUT/check-nvidia-h100-on-$card.csv"
+  mv "$tmp/check-on-$card-run-ceilings.csv" "$OUT/check-nvidia-h100-on-$card-run-ceilings.csv"
+done
 for dev in h100 h200 b200; do mv "$tmp/projection-$dev.csv" "$OUT/projection-$dev.csv"; done
 mv "$tmp/whatif.csv" "$OUT/whatif-h100.csv"
 mv "$tmp/chunks.csv" "$OUT/chunks-h100.csv"

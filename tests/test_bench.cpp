@@ -306,4 +306,24 @@ TEST_F(Bench, CalibratedModelRowsNameTheirLayout) {
                      "rows not a number");
 }
 
+// `yoco calibrate --calibration FILE --ceilings MODE`: the check says which
+// ceilings it divides by, and a mode it does not know, or --ceilings without a
+// calibration to check, is exit 2 naming the option.
+TEST_F(Bench, CalibrateChecksOnTheCeilingsItSays) {
+  const auto root = std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path();
+  const std::string cal = (root / "reports/model/calibration-nvidia-h100.csv").string();
+  const std::string sweep = (root / "reports/results/nvidia-h100/sweep.csv").string();
+  const auto own = yoco("calibrate " + sweep + " --calibration " + cal);
+  ASSERT_EQ(own.status, 0) << own.err;
+  EXPECT_NE(own.out.find("checked on: the calibration's measured ceilings"), std::string::npos) << own.out;
+  const auto h200 = yoco("calibrate " + sweep + " --calibration " + cal + " --ceilings h200 --format csv");
+  ASSERT_EQ(h200.status, 0) << h200.err;
+  EXPECT_NE(h200.out.find("ceilings: H200 SXM 141GB (datasheet) scaled by"), std::string::npos) << h200.out;
+  using yoco_test::expect_input_error;
+  expect_input_error(yoco("calibrate " + sweep + " --calibration " + cal + " --ceilings a100"), {"--ceilings", "a100"},
+                     "unknown mode");
+  expect_input_error(yoco("calibrate " + sweep + " --ceilings run"), {"--ceilings", "--calibration"},
+                     "ceilings without a calibration");
+}
+
 }  // namespace

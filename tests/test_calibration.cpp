@@ -170,6 +170,70 @@ TEST(Calibration, TheCommittedH100SweepIsPredictedWithin15Percent) {
   EXPECT_EQ(per_metric["mem_total_bytes"], 11);
 }
 
+// A second card's run checked against the H100 calibration (issue 35: the
+// H200 sweep is the cost model's out-of-sample test): by default on the
+// projection the model made before the run (the H200 datasheet scaled by the
+// H100's measured / datasheet ratios, as `yoco model --device-spec h200`),
+// or on the run's own measured ceilings, or on a named datasheet. The "H200
+// run" here is the committed H100 sweep relabelled, its ceilings changed.
+TEST(Calibration, ASecondCardIsCheckedOnItsProjectionOrItsOwnCeilings) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const auto h100_rows = yoco::cli::read_results_csv(sweep);
+  const Calibration c = fit_calibration(h100_rows, sweep);
+  std::vector<ResultRow> h200_rows = h100_rows;
+  for (auto& r : h200_rows) {
+    if (r.prov.device != "cuda") continue;
+    r.prov.device_name = "NVIDIA H200";
+    if (r.phase == "ceiling" && r.metric == "copy_bw_gbs") r.value = 4300.0;
+    if (r.phase == "ceiling" && r.metric == "gemm_peak_tflops") r.value = 790.0;
+  }
+  // The H100's own rows: its own ceilings, whatever the mode but run.
+  const CheckCeilings own = check_ceilings(h100_rows, c, "auto", sweep);
+  EXPECT_DOUBLE_EQ(own.ceil.bandwidth, c.bandwidth);
+  EXPECT_EQ(check_ceilings(h100_rows, c, "h100", sweep).ceil.bandwidth, c.bandwidth);
+  // The H200's: the projection.
+  const CheckCeilings proj = check_ceilings(h200_rows, c, "auto", "h200.csv");
+  EXPECT_DOUBLE_EQ(proj.ceil.bandwidth, calibrated_ceilings(c, device_spec("h200")).bandwidth);
+  EXPECT_NEAR(proj.ceil.bandwidth, c.bandwidth * 4.8 / 3.35, 1e3);
+  EXPECT_NE(proj.how.find("H200"), std::string::npos) << proj.how;
+  EXPECT_NE(proj.how.find("scaled"), std::string::npos) << proj.how;
+  EXPECT_EQ(proj.ceil.sm_count, 132);
+  const CheckCeilings run = check_ceilings(h200_rows, c, "run", "h200.csv");
+  EXPECT_DOUBLE_EQ(run.ceil.bandwidth, 4300e9);
+  EXPECT_DOUBLE_EQ(run.ceil.peak_flops, 790e12);
+  EXPECT_NE(run.how.find("measured"), std::string::npos) << run.how;
+  // A memory-bound point is predicted faster on the projected H200; check_calibration's
+  // default is the auto ceilings.
+  const auto on_h100 = check_calibration(h200_rows, c, own.ceil), on_h200 = check_calibration(h200_rows, c);
+  ASSERT_EQ(on_h100.size(), on_h200.size());
+  int decode = 0;
+  for (size_t i = 0; i < on_h100.size(); ++i)
+    if (on_h100[i].metric == "decode_step_latency_s" && on_h100[i].model == "yoco-3b") {
+      ++decode;
+      EXPECT_LT(on_h200[i].predicted, on_h100[i].predicted * 0.9) << on_h100[i].seq_len;
+      EXPECT_GT(on_h200[i].predicted, on_h100[i].predicted * 3.35 / 4.8 * 0.95) << on_h100[i].seq_len;
+    }
+  EXPECT_GT(decode, 0);
+  // What a mode needs, and names it.
+  std::vector<ResultRow> no_ceilings;
+  for (const auto& r : h200_rows)
+    if (r.phase != "ceiling") no_ceilings.push_back(r);
+  try {
+    check_ceilings(no_ceilings, c, "run", "h200.csv");
+    ADD_FAILURE() << "no error for run without ceilings";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h200.csv"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--ceilings run"), std::string::npos) << e.what();
+  }
+  EXPECT_DOUBLE_EQ(check_ceilings(no_ceilings, c, "auto", "h200.csv").ceil.bandwidth, proj.ceil.bandwidth)
+      << "the card's name comes from any GPU row when the ceilings are missing";
+  EXPECT_THROW(check_ceilings(h200_rows, c, "a100", "h200.csv"), InputError);
+  EXPECT_EQ(datasheet_name_of("NVIDIA H200"), "h200");
+  EXPECT_EQ(datasheet_name_of("NVIDIA H100 80GB HBM3"), "h100");
+  EXPECT_EQ(datasheet_name_of("NVIDIA B200"), "b200");
+  EXPECT_EQ(datasheet_name_of("NVIDIA A100-SXM4-80GB"), "");
+}
+
 // The calibration fitted on the committed H100 sweep, checked on a run of the
 // small presets (out of sample: not in the fit).
 std::vector<CalibrationCheck> small_preset_checks(const std::string& run) {

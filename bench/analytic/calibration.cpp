@@ -193,12 +193,9 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   const std::string dn = c.device_name;
   // The datasheet of the measured card, by its name; a card the suite has no
   // datasheet for cannot be projected from.
-  std::string sheet_name;
-  for (const char* n : {"H100", "H200", "B200"})
-    if (dn.find(n) != std::string::npos) sheet_name = n;
+  const std::string sheet_name = datasheet_name_of(dn);
   if (sheet_name.empty())
     throw InputError(source + ": no datasheet for '" + dn + "' (known: H100, H200, B200): cannot calibrate projections");
-  for (auto& ch : sheet_name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   const DeviceSpec sheet = device_spec(sheet_name);
   c.datasheet_flops = sheet.peak_flops;
   c.datasheet_bandwidth = sheet.bandwidth;
@@ -657,9 +654,53 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
                                current_runner_layout());
 }
 
+CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibration& c, const std::string& mode,
+                             const std::string& source) {
+  // The rows' card: the name their measured ceilings carry, else any GPU row's.
+  std::string card;
+  double peak = 0, bw = 0;
+  for (const auto& r : rows) {
+    if (r.phase == "ceiling" && r.method == "measured" && r.value) {
+      card = r.prov.device_name;
+      if (r.metric == "gemm_peak_tflops") peak = *r.value * 1e12;
+      if (r.metric == "copy_bw_gbs") bw = *r.value * 1e9;
+    } else if (card.empty() && r.prov.device.rfind("cuda", 0) == 0) {
+      card = r.prov.device_name;
+    }
+  }
+  const std::string own = datasheet_name_of(c.device_name), theirs = datasheet_name_of(card);
+  if (mode == "run") {
+    if (!(peak > 0) || !(bw > 0))
+      throw InputError(source + ": --ceilings run needs the run's measured ceilings (phase ceiling, gemm_peak_tflops "
+                                "and copy_bw_gbs)");
+    DeviceSpec d = theirs.empty() ? DeviceSpec{} : device_spec(theirs);
+    d.name = card;
+    d.peak_flops = peak;
+    d.bandwidth = bw;
+    d.source = "the run's measured ceilings (" + card + ")";
+    return {d, d.source + ", the calibration's efficiencies"};
+  }
+  std::string sheet = mode;
+  if (mode == "auto") {
+    if (theirs.empty() || theirs == own) {
+      const DeviceSpec d = calibrated_ceilings(c, DeviceSpec{});
+      return {d, d.source};
+    }
+    sheet = theirs;
+  } else if (mode != "h100" && mode != "h200" && mode != "b200") {
+    throw InputError("--ceilings: expected auto, run, h100, h200 or b200, got '" + mode + "'");
+  }
+  const DeviceSpec d = calibrated_ceilings(c, device_spec(sheet));
+  return {d, d.source};
+}
+
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c) {
+  return check_calibration(rows, c, check_ceilings(rows, c, "auto", c.source).ceil);
+}
+
+std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c,
+                                                const DeviceSpec& ceil) {
   std::vector<CalibrationCheck> out;
-  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
   const Storage st;
   for (const auto& r : rows) {
     if (!r.value || *r.value <= 0) continue;

@@ -197,8 +197,29 @@ struct CalibrationCheck {
 // Returns a description for the rows' notes.
 std::string apply_what_if(Calibration& c, const std::string& spec);
 
+// The ceilings a check of `rows` divides by (yoco calibrate --ceilings), and
+// what they are, in words for the output:
+//   "auto": the calibration's own measured ceilings when the rows come from the
+//     kind of card it was fitted on (by datasheet name) or name no card; else
+//     the rows' card's datasheet scaled by the calibration's measured /
+//     datasheet ratios: the projection `yoco model --calibration --device-spec`
+//     made before that card ran (the out-of-sample test of a second card);
+//   "run": the rows' own measured ceilings (phase ceiling): the calibration's
+//     efficiencies on the card's measured rates;
+//   a datasheet name (h100, h200, b200): that card's datasheet, scaled.
+// InputError naming `source` (or --ceilings) when the rows lack what the mode needs.
+struct CheckCeilings {
+  DeviceSpec ceil;
+  std::string how;
+};
+CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibration& c, const std::string& mode,
+                             const std::string& source);
+
 // Every measured point of `rows` (their models' presets, batch and gen as the
-// rows have them) predicted by `c` on its own device.
+// rows have them) predicted by `c` on `ceil`; without it, on the "auto"
+// ceilings above.
+std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c,
+                                                const DeviceSpec& ceil);
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c);
 
 }  // namespace yoco::cost

@@ -1,5 +1,7 @@
 #include "device_spec.hpp"
 
+#include <cctype>
+
 #include "errors.hpp"
 
 namespace yoco::cost {
@@ -27,6 +29,16 @@ DeviceSpec device_spec(const std::string& name) {
 }
 
 std::vector<std::string> device_spec_names() { return {"h100", "h200", "b200"}; }
+
+std::string datasheet_name_of(const std::string& device_name) {
+  for (const char* n : {"H100", "H200", "B200"})
+    if (device_name.find(n) != std::string::npos) {
+      std::string s = n;
+      s[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[0])));
+      return s;
+    }
+  return "";
+}
 
 DeviceSpec custom_device_spec(double tflops, double gbs, double memory_gb) {
   if (!(tflops > 0) || !(gbs > 0)) throw InputError("--peak-tflops and --peak-gbs must both be positive");

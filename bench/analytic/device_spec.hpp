@@ -19,6 +19,9 @@ struct DeviceSpec {
 // "h100" | "h200"; InputError listing the known names otherwise.
 DeviceSpec device_spec(const std::string& name);
 std::vector<std::string> device_spec_names();
+// The datasheet name ("h100", "h200", "b200") of a card by the name the
+// driver gives it ("NVIDIA H200 ..."); "" for a card without one here.
+std::string datasheet_name_of(const std::string& device_name);
 // A user-given device: peak in TFLOP/s, bandwidth in GB/s, memory in GB (decimal).
 DeviceSpec custom_device_spec(double tflops, double gbs, double memory_gb);
 

@@ -24,7 +24,9 @@ namespace {
 CommandSpec calibrate_spec() {
   CommandSpec s;
   s.path = "yoco calibrate";
-  s.usage = "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--calibration FILE] [--format table|csv]";
+  s.usage =
+      "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--calibration FILE [--ceilings auto|run|h100|h200|b200]]\n"
+      "                         [--format table|csv]";
   s.summary =
       "Fits the calibrated cost model to a sweep run with --cupti: per phase and kernel family (gemm with the\n"
       "LM head, attention, gret, norms and other element-wise kernels) the inverse efficiency against the\n"
@@ -34,6 +36,10 @@ CommandSpec calibrate_spec() {
   s.options = {
       {"--out", "FILE.csv", "write the calibration (result rows, reports/SCHEMA.md; yoco model --calibration reads it)"},
       {"--calibration", "FILE", "check this calibration against SWEEP instead of fitting one (out-of-sample)"},
+      {"--ceilings", "MODE",
+       "the rates the check divides by: auto (default: the calibration's own on its kind of card; on another card\n"
+       "its datasheet scaled by the calibration's measured / datasheet ratios, the projection), run (SWEEP's own\n"
+       "measured ceilings), or a datasheet, h100, h200, b200 (scaled)"},
       {"--format", "table|csv", "stdout: the check table (default) or the check as rows (method calibrated)"},
   };
   s.min_positional = 1;
@@ -64,7 +70,10 @@ int cmd_calibrate(const Args& args) {
     write_results_csv(csv, cost::calibration_rows(cal, prov));
     write_file_atomically(*out, csv.str());
   }
-  const auto checks = cost::check_calibration(rows, cal);
+  if (a.has("--ceilings") && !a.has("--calibration"))
+    throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
+  const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
+  const auto checks = cost::check_calibration(rows, cal, on.ceil);
   if (format == "csv") {
     std::vector<ResultRow> out;
     const Provenance p = Provenance::here("calibrated", "calibrated model of " + cal.device_name, "");
@@ -72,7 +81,7 @@ int cmd_calibrate(const Args& args) {
       ResultRow r = make_row(p, k.model, k.seq_len, k.batch, k.gen_tokens, k.phase, k.metric, k.predicted,
                              k.metric == "mem_total_bytes" ? "B" : k.metric == "throughput_tokens_per_s" ? "tokens/s" : "s",
                              "calibrated", 0, "measured " + strf("%.6g", k.measured) + "; predicted / measured " +
-                                               strf("%.4f", k.ratio()));
+                                               strf("%.4f", k.ratio()) + "; ceilings: " + on.how);
       out.push_back(r);
     }
     write_results_csv(std::cout, out);
@@ -80,7 +89,9 @@ int cmd_calibrate(const Args& args) {
   }
   std::cout << "yoco calibrate: " << (a.has("--calibration") ? "calibration " + cal.source : "fitted on " + sweep)
             << " (" << cal.device_name << "), ceilings " << strf("%.1f", cal.peak_flops / 1e12) << " TFLOP/s, "
-            << strf("%.0f", cal.bandwidth / 1e9) << " GB/s\n\n";
+            << strf("%.0f", cal.bandwidth / 1e9) << " GB/s\nchecked on: " << on.how << " ("
+            << strf("%.1f", on.ceil.peak_flops / 1e12) << " TFLOP/s, " << strf("%.0f", on.ceil.bandwidth / 1e9)
+            << " GB/s)\n\n";
   TextTable fits({"phase", "family", "bound", "inverse efficiency", "per layer", "points", "worst residual"});
   for (const bool pre : {true, false})
     for (int f = 0; f < cost::kFamilies; ++f)

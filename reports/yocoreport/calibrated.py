@@ -73,6 +73,37 @@ def check_figure(points, out_dir, stem):
     return _save(fig, out_dir, stem)
 
 
+SECOND_CARD_GOAL = 0.20  # issue 35: the projection within ±20% at every point of the second card
+RUN_CEILINGS = "-run-ceilings"  # scripts/calibrate.sh: the check on the card's own measured ceilings
+
+
+def second_card_section(path, table, rel):
+    """A calibration checked on another card's sweep (scripts/calibrate.sh: `yoco calibrate --calibration`,
+    check-<fitted>-on-<card>[-run-ceilings].csv): every point's predicted / measured, the worst per metric
+    against the goal, and which ceilings the check divided by (the projection, or the card's own measured)."""
+    rows = _rows(path)
+    if not rows:
+        return []
+    body, worst, over = [], OrderedDict(), 0
+    for p in rows:
+        measured = float(p["notes"].split("measured ", 1)[1].split(";")[0])
+        ratio = float(p["value"]) / measured
+        worst[p["metric"]] = max(worst.get(p["metric"], 0), abs(ratio - 1))
+        over += abs(ratio - 1) > SECOND_CARD_GOAL
+        body.append([p["model"], _len(p["seq_len"]), p["batch"], METRICS.get(p["metric"], p["metric"]),
+                     "%s / %s = %.3f" % (_fmt(p["metric"], float(p["value"])), _fmt(p["metric"], measured), ratio)])
+    ceilings = rows[0]["notes"].split("ceilings: ", 1)[-1] if "ceilings: " in rows[0]["notes"] else "not stated"
+    card = os.path.basename(path)[:-len(".csv")].split("-on-", 1)[-1]
+    own = card.endswith(RUN_CEILINGS)
+    return ["Out of sample, another card (%s; %s): every measured point of its sweep, predicted by this "
+            "calibration on %s. Worst |predicted / measured − 1|: %s; %d of %d points outside the ±%d%% goal "
+            "([%s](%s))." % (
+                card[:-len(RUN_CEILINGS)] if own else card, "its own measured ceilings" if own else "the projection",
+                ceilings, ", ".join("%s %.1f%%" % (METRICS.get(m, m), 100 * w) for m, w in worst.items()), over,
+                len(rows), round(100 * SECOND_CARD_GOAL), rel(path), rel(path)), "",
+            table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
+
+
 def calibrated_section(data, table, readme_dir, out_dir):
     files = sorted(glob.glob(os.path.join(MODEL_DIR, "calibration-*.csv")))
     if not files:
@@ -209,6 +240,10 @@ def calibrated_section(data, table, readme_dir, out_dir):
                            % _flash_v1_rate(SMALL_RUN)) if _flash_v1_rate(SMALL_RUN) else "",
                           rel(small), rel(small)), "",
                       table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
+        # Out of sample on another card (issue 35: the second card's sweep is the cost model's test).
+        for other in sorted(glob.glob(os.path.join(MODEL_DIR, "check-%s-on-*.csv" % dev)),
+                            key=lambda q: (q.replace(RUN_CEILINGS, ""), RUN_CEILINGS in q)):  # the projection first
+            lines += second_card_section(other, table, rel)
         # Projections with bands.
         for proj in sorted(glob.glob(os.path.join(MODEL_DIR, "projection-*.csv"))):
             rows = [r for r in _rows(proj) if r["method"] == "calibrated" and "." not in r["phase"]
