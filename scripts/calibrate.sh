@@ -39,13 +39,17 @@ only_calibrated() { /usr/bin/python3 scripts/result_rows.py keep method=calibrat
 # Out of sample on another card (issue 35): each other device's sweep, predicted on the projection the
 # model made for that card (its datasheet scaled by the H100's measured / datasheet ratios) and on the
 # card's own measured ceilings.
+# The card's sweep and its points past the paper (beyond.csv: yoco-3b at 2M and 4M, issue 35) together.
 others=()
 for s in reports/results/*/sweep.csv; do
   card=$(basename "$(dirname "$s")")
   case "$card" in nvidia-h100|cpu*|analytic*|roofline*) continue ;; esac
   grep -q ',ceiling,gemm_peak_tflops,' "$s" || continue  # a GPU run with its measured ceilings
-  "$YOCO" calibrate "$s" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-on-$card.csv"
-  "$YOCO" calibrate "$s" --calibration "$tmp/cal.csv" --ceilings run --format csv >"$tmp/check-on-$card-run-ceilings.csv"
+  run="$tmp/run-$card.csv"
+  cp "$s" "$run"
+  [ -f "$(dirname "$s")/beyond.csv" ] && tail -n +2 "$(dirname "$s")/beyond.csv" >>"$run"
+  "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-on-$card.csv"
+  "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --ceilings run --format csv >"$tmp/check-on-$card-run-ceilings.csv"
   others+=("$card")
 done
 for dev in h100 h200 b200; do
