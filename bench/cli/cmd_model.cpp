@@ -201,6 +201,10 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
               "gpu_time_s", p.family_s[f], "s", p.band, "");
       add(models.names[i], len, s.batch, 0, "decode", "decode_step_latency_s", d.total_s, "s", d.band,
           d.fallback.empty() ? "" : "; fallback: " + d.fallback);
+      for (int f = 0; f < cost::kFamilies; ++f)
+        if (d.family_s[f] > 0)
+          add(models.names[i], len, s.batch, 0, std::string("decode.") + cost::family_name(static_cast<cost::Family>(f)),
+              "gpu_time_s", d.family_s[f], "s", d.band, "");
       add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
           cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk, layout), "B", 0.0,
           chunk_note + "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
