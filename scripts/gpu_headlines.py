@@ -76,6 +76,11 @@ def main(argv):
         unit = "GEMM" if RATE.get(fam) else "copy"
         peers = "; ".join("%s %.2f-%.2fx" % (who, min(x), max(x)) for who, x in sorted(vs[fam].items()))
         print("%-28s %5d  %5.1f-%5.1f%% of %-6s  %s" % (fam, len(f), 100 * min(f), 100 * max(f), unit, peers or "-"))
+    # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam not in fams and fam == "launch_floor":
+            print("%-28s %s: %.2f us a launch" % (fam, variant, 1e6 * float(r["value"])))
     return 0
 
 
