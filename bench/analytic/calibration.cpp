@@ -162,23 +162,39 @@ const char* family_name(Family f) {
   return "?";
 }
 
+// A run's measured ceilings (phase ceiling: the GEMM rate and the copy bandwidth of the same run)
+// and the card and commit they name; the last of each where a file holds several.
+struct RunCeilings {
+  std::string card, fitted_at;
+  double peak_flops = 0, bandwidth = 0;
+};
+static RunCeilings run_ceilings(const std::vector<ResultRow>& rows) {
+  RunCeilings rc;
+  for (const auto& r : rows) {
+    if (r.phase != "ceiling" || r.method != "measured" || !r.value) continue;
+    if (r.metric == "gemm_peak_tflops") rc.peak_flops = *r.value * 1e12;
+    if (r.metric == "copy_bw_gbs") rc.bandwidth = *r.value * 1e9;
+    rc.card = r.prov.device_name;
+    rc.fitted_at = r.prov.git_sha + " " + r.prov.timestamp.substr(0, 10);
+  }
+  return rc;
+}
+
 Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::string& source) {
   Calibration c;
   c.source = source;
-  // Measured values by point and (phase, metric); the run's ceilings.
+  const RunCeilings rc = run_ceilings(rows);
+  c.peak_flops = rc.peak_flops;
+  c.bandwidth = rc.bandwidth;
+  c.device_name = rc.card;
+  c.fitted_at = rc.fitted_at;
+  // Measured values by point and (phase, metric).
   std::map<Key, std::map<std::pair<std::string, std::string>, double>> measured;
   std::map<Key, RunnerLayout> layouts;  // as each point's prefill row says its runner ran
   std::map<Key, int64_t> chunks;        // and in prefill steps of how many tokens
   std::vector<double> others;
   for (const auto& r : rows) {
-    if (!r.value) continue;
-    if (r.phase == "ceiling" && r.method == "measured") {
-      if (r.metric == "gemm_peak_tflops") c.peak_flops = *r.value * 1e12;
-      if (r.metric == "copy_bw_gbs") c.bandwidth = *r.value * 1e9;
-      c.device_name = r.prov.device_name;
-      c.fitted_at = r.prov.git_sha + " " + r.prov.timestamp.substr(0, 10);
-      continue;
-    }
+    if (!r.value || r.phase == "ceiling") continue;
     if (r.method != "measured" && r.method != "sampled" && r.method != "exact") continue;
     if (!preset_of(r.model)) continue;
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
@@ -657,26 +673,19 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
 CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibration& c, const std::string& mode,
                              const std::string& source) {
   // The rows' card: the name their measured ceilings carry, else any GPU row's.
-  std::string card;
-  double peak = 0, bw = 0;
-  for (const auto& r : rows) {
-    if (r.phase == "ceiling" && r.method == "measured" && r.value) {
-      card = r.prov.device_name;
-      if (r.metric == "gemm_peak_tflops") peak = *r.value * 1e12;
-      if (r.metric == "copy_bw_gbs") bw = *r.value * 1e9;
-    } else if (card.empty() && r.prov.device.rfind("cuda", 0) == 0) {
-      card = r.prov.device_name;
-    }
-  }
+  const RunCeilings rc = run_ceilings(rows);
+  std::string card = rc.card;
+  for (size_t i = 0; card.empty() && i < rows.size(); ++i)
+    if (rows[i].prov.device.rfind("cuda", 0) == 0) card = rows[i].prov.device_name;
   const std::string own = datasheet_name_of(c.device_name), theirs = datasheet_name_of(card);
   if (mode == "run") {
-    if (!(peak > 0) || !(bw > 0))
+    if (!(rc.peak_flops > 0) || !(rc.bandwidth > 0))
       throw InputError(source + ": --ceilings run needs the run's measured ceilings (phase ceiling, gemm_peak_tflops "
                                 "and copy_bw_gbs)");
     DeviceSpec d = theirs.empty() ? DeviceSpec{} : device_spec(theirs);
     d.name = card;
-    d.peak_flops = peak;
-    d.bandwidth = bw;
+    d.peak_flops = rc.peak_flops;
+    d.bandwidth = rc.bandwidth;
     d.source = "the run's measured ceilings (" + card + ")";
     return {d, d.source + ", the calibration's efficiencies"};
   }
@@ -687,7 +696,7 @@ CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibrati
       return {d, d.source};
     }
     sheet = theirs;
-  } else if (mode != "h100" && mode != "h200" && mode != "b200") {
+  } else if (const auto names = device_spec_names(); std::find(names.begin(), names.end(), mode) == names.end()) {
     throw InputError("--ceilings: expected auto, run, h100, h200 or b200, got '" + mode + "'");
   }
   const DeviceSpec d = calibrated_ceilings(c, device_spec(sheet));
