@@ -21,6 +21,7 @@ from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from yocoreport.calibrated import calibrated_section  # noqa: E402
+from yocoreport.data import difference_for  # noqa: E402
 from yocoreport.multi_device import multi_device_section  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
@@ -168,26 +169,29 @@ def section_glance(data, devices):
         ours = matches[id(p)]
         what = "%s, %s, %s" % (SHORT_METRIC.get(p.metric, p.metric), p.model, short_length(p.seq_len))
         src = paper_fig(p)
-        why_key = (p.model, p.seq_len, p.metric)
-        why = data.differences.get(why_key, "")
-        if why:
-            used.add(why_key)
         if not ours:
+            key, why = difference_for(data.differences, p.model, p.seq_len, p.metric, "")
+            used.add(key)
             body.append([what, plot.paper_value_text(p), src, "not measured", "—", "—", "—", why])
             continue
-        for i, r in enumerate(ours):
+        shown = set()  # a reason written out once for the claim, then "(as above)"
+        for r in ours:
             v, _ = data.value_of(r)
             ratio = "%s" % fmt_sig(v / p.value) if (v is not None and p.value) else "—"
+            key, why = difference_for(data.differences, p.model, p.seq_len, p.metric, r.device_name)
+            used.add(key)
             body.append([what, plot.paper_value_text(p), src, our_value_text(data, r), ratio, method_text(r),
                          r.device_name + ("" if r.batch in (0, 1) else " (batch %d)" % r.batch),
-                         why if i == 0 else "(as above)" if why else ""])
+                         "" if not why else "(as above)" if key in shown else why])
+            shown.add(key)
     lines.append(table(["claim", "paper", "where", "ours", "ours / paper", "method", "device", "why they differ"],
                        body))
     lines.append("")
     for k in data.differences:
         if k not in used:
-            plot.warn("%s: no claim of the paper has model %r, length %d, metric %r; reason not shown"
-                      % (data.differences_file, k[0], k[1], k[2]))
+            plot.warn("%s: no claim of the paper has model %r, length %d, metric %r%s; reason not shown"
+                      % (data.differences_file, k[0], k[1], k[2],
+                         ", measured on a device named like %r" % k[3] if k[3] else ""))
     return lines
 
 

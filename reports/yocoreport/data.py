@@ -15,6 +15,8 @@ DEFAULT_OUT = os.path.join(REPORTS_DIR, "figures")
 DIFFERENCES_NAME = "differences.csv"
 DEFAULT_DIFFERENCES = os.path.join(REPORTS_DIR, "paper", DIFFERENCES_NAME)
 DIFFERENCES_COLUMNS = ("model", "seq_len", "metric", "reason")
+# With a device: a reason for one card's rows only (a substring of their device_name, e.g. H200).
+DIFFERENCES_DEVICE_COLUMNS = ("model", "seq_len", "metric", "device", "reason")
 
 COLUMNS = (
     "git_sha,timestamp,host,device,device_name,driver,model,seq_len,batch,gen_tokens,"
@@ -227,9 +229,11 @@ def _parse_length(text, path, line):
 
 
 def read_differences(path):
-    """{(model, seq_len, metric): reason} from the hand-written reports/paper/differences.csv.
+    """{(model, seq_len, metric, device): reason} from the hand-written reports/paper/differences.csv.
 
-    Columns model,seq_len,metric,reason (the header is the first line that is not a comment); lines whose first
+    Columns model,seq_len,metric,reason, or model,seq_len,metric,device,reason (the header is the first line that
+    is not a comment); device "" (or the four-column form) is a reason for every device's row of that claim,
+    otherwise for the rows whose device_name contains it (case-insensitive), e.g. H200. Lines whose first
     non-blank character is '#' are comments and blank lines are skipped, anywhere. seq_len: tokens, or 32K / 1M;
     0 for numbers of no length (KV cache per token). Two lines with one key: their reasons joined with '; '.
     CsvError naming file and line for anything else; a missing file is no reasons ({}).
@@ -251,22 +255,34 @@ def read_differences(path):
             raise CsvError(path, no, "malformed CSV: %s" % exc)
         rec = [x.strip() for x in rec]
         if header is None:
-            if tuple(rec) != DIFFERENCES_COLUMNS:
-                raise CsvError(path, no, "the header must be `%s` (after any '#' comment lines), got `%s`"
-                               % (",".join(DIFFERENCES_COLUMNS), ",".join(rec)))
-            header = rec
+            if tuple(rec) not in (DIFFERENCES_COLUMNS, DIFFERENCES_DEVICE_COLUMNS):
+                raise CsvError(path, no, "the header must be `%s` or `%s` (after any '#' comment lines), got `%s`"
+                               % (",".join(DIFFERENCES_COLUMNS), ",".join(DIFFERENCES_DEVICE_COLUMNS),
+                                  ",".join(rec)))
+            header = tuple(rec)
             continue
-        if len(rec) != len(DIFFERENCES_COLUMNS):
+        if len(rec) != len(header):
             raise CsvError(path, no, "%d fields, a line has %d (%s; quote a reason that holds a comma)"
-                           % (len(rec), len(DIFFERENCES_COLUMNS), ",".join(DIFFERENCES_COLUMNS)))
-        model, n, metric, reason = rec
+                           % (len(rec), len(header), ",".join(header)))
+        f = dict(zip(header, rec))
+        model, n, metric, reason, device = f["model"], f["seq_len"], f["metric"], f["reason"], f.get("device", "")
         if not model or not metric or not reason:
             raise CsvError(path, no, "model, metric and reason must not be empty")
-        key = (model, _parse_length(n, path, no), metric)
+        key = (model, _parse_length(n, path, no), metric, device)
         out[key] = (out[key] + "; " + reason) if key in out else reason
     if header is None and any(l.strip() and not l.lstrip().startswith("#") for l in lines):
         raise CsvError(path, 1, "no header line")
     return out
+
+
+def difference_for(differences, model, seq_len, metric, device_name):
+    """(key, reason) of the reason for one row: the one written for its device (device_name contains the
+    line's device), else the one for every device; (None, "") where none is written."""
+    for (m, n, met, dev), reason in differences.items():
+        if dev and (m, n, met) == (model, seq_len, metric) and dev.lower() in (device_name or "").lower():
+            return (m, n, met, dev), reason
+    key = (model, seq_len, metric, "")
+    return (key, differences[key]) if key in differences else (None, "")
 
 
 def dedupe(rows):
