@@ -159,8 +159,8 @@ def section_glance(data, devices):
         "",
     ]
     lines += [
-        "*why they differ*: the reasons written by hand in `reports/paper/differences.csv` (model, length, metric), "
-        "after the numbers were measured; empty where none is written yet.",
+        "*why they differ*: the reasons written by hand in `reports/paper/differences.csv` (model, length, metric, "
+        "and the card whose rows they explain), after the numbers were measured; empty where none is written yet.",
         "",
     ]
     body = []
