@@ -415,7 +415,9 @@ TEST(Calibration, ARowsChunkAndFfnRowBlockPriceItsMemory) {
   const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
   const yoco::ModelConfig y = yoco::preset_config("yoco-3b");
   const int64_t n = 1 << 20;
-  const RunnerLayout whole = current_runner_layout();
+  // As the rows below ran: a buffer for each sublayer (their notes do not say they shared one).
+  RunnerLayout whole = current_runner_layout();
+  whole.shared_sublayers = false;
   RunnerLayout blocks = whole;
   blocks.ffn_rows = 8192;
   const double m_whole = calibrated_memory(y, c, ceil, 1, n, 0, 32768, whole);
@@ -437,12 +439,21 @@ TEST(Calibration, ARowsChunkAndFfnRowBlockPriceItsMemory) {
                "the device arena's buffers; YOCO's prefill delta in the normed rows; FFN in row blocks of 8192; "
                "prefill chunk 32768"),
       make_row(prov, "yoco-3b", n, 1, 0, "memory", "mem_total_bytes", 12.3e9, "B", "measured", 1,
-               "the device arena's buffers; YOCO's prefill delta in the normed rows; prefill chunk 16384")};
+               "the device arena's buffers; YOCO's prefill delta in the normed rows; prefill chunk 16384"),
+      make_row(prov, "yoco-3b", n, 1, 0, "memory", "mem_total_bytes", 12.3e9, "B", "measured", 1,
+               std::string("the device arena's buffers; YOCO's prefill delta in the normed rows; ") +
+                   yoco::cuda::kSharedSublayerNote + "; prefill chunk 32768")};
   const std::vector<CalibrationCheck> k = check_calibration(rows, c);
-  ASSERT_EQ(k.size(), 3u);
+  ASSERT_EQ(k.size(), 4u);
   EXPECT_DOUBLE_EQ(k[0].predicted, m_whole);
   EXPECT_DOUBLE_EQ(k[1].predicted, m_blocks);
   EXPECT_DOUBLE_EQ(k[2].predicted, calibrated_memory(y, c, ceil, 1, n, 0, 16384, whole));
+  // One buffer for the sublayers: the mixer's pieces (30,912 bytes a row at yoco-3b) inside the FFN's.
+  RunnerLayout shared = whole;
+  shared.shared_sublayers = true;
+  EXPECT_DOUBLE_EQ(k[3].predicted, calibrated_memory(y, c, ceil, 1, n, 0, 32768, shared));
+  EXPECT_NEAR(m_whole - k[3].predicted, 32768.0 * 30912, 1.0);
+  EXPECT_TRUE(current_runner_layout().shared_sublayers) << "the runner's layout by default";
 }
 
 // The prefills' own host time, where a sweep has it (prefill_host_enqueue_s),

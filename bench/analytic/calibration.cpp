@@ -388,7 +388,8 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
   return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv,
-                                     static_cast<double>(ffn_rows), layout.delta_in_normed, fused)
+                                     static_cast<double>(ffn_rows), layout.delta_in_normed, fused,
+                                     layout.shared_sublayers)
       .total();
 }
 
@@ -598,7 +599,9 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
 }
 
 RunnerLayout current_runner_layout() {
-  return RunnerLayout{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows, cuda::kFfnUpFusedByDefault};
+  RunnerLayout l{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows, cuda::kFfnUpFusedByDefault};
+  l.shared_sublayers = cuda::kSharedSublayerBuffers;
+  return l;
 }
 
 // The whole number right after the first `words` in `notes` that digits
@@ -618,10 +621,12 @@ static int64_t number_after(const std::string& notes, const std::string& words, 
 }
 
 RunnerLayout runner_layout_of_notes(const std::string& notes) {
-  return RunnerLayout{notes.find("global K/V batched") != std::string::npos,
-                      notes.find("delta in the normed rows") != std::string::npos,
-                      notes.find(cuda::kFfnUpFusedNote) != std::string::npos,
-                      number_after(notes, cuda::kFfnRowBlocksNote, 0)};
+  RunnerLayout l{notes.find("global K/V batched") != std::string::npos,
+                 notes.find("delta in the normed rows") != std::string::npos,
+                 notes.find(cuda::kFfnUpFusedNote) != std::string::npos,
+                 number_after(notes, cuda::kFfnRowBlocksNote, 0)};
+  l.shared_sublayers = notes.find(cuda::kSharedSublayerNote) != std::string::npos;
+  return l;
 }
 
 std::string runner_layout_note(const RunnerLayout& layout) {

@@ -121,6 +121,7 @@ struct RunnerLayout {
   bool delta_in_normed = true;    // YOCO's prefill delta in the normed rows' buffer
   bool ffn_up_fused = false;      // the FFN's up half as one kernel (YOCO_FFN_FUSED=1), where it serves
   int64_t ffn_rows = 0;           // YOCO's prefill FFN in row blocks of this many (YOCO_FFN_ROWS); 0: whole steps
+  bool shared_sublayers = false;  // YOCO's prefill sublayers in one buffer (kSharedSublayerBuffers)
 };
 // The words a row's notes carry when its runner fused the FFN's up half.
 const char* ffn_up_fused_note();
@@ -131,8 +132,8 @@ KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout);
 // The runners' layout now (the defaults of launch_count.hpp).
 RunnerLayout current_runner_layout();
 // The layout a measured row was made with, from its notes ("global K/V
-// batched"; "delta in the normed rows"; "FFN up half fused"); rows from before
-// a choice lack its words.
+// batched"; "delta in the normed rows"; "FFN up half fused"; "one buffer for
+// the prefill's sublayers"); rows from before a choice lack its words.
 RunnerLayout runner_layout_of_notes(const std::string& notes);
 // The words a row's notes carry for `layout`'s departures from the runners'
 // defaults that a prediction must follow (the FFN fused, its row blocks), each

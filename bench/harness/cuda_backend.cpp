@@ -194,9 +194,20 @@ static std::string ffn_rows_note(const ModelConfig& cfg) {
   return n > 0 ? cuda::kFfnRowBlocksNote + std::to_string(n) : "";
 }
 
+// YOCO's prefill sublayers in one buffer or a buffer each (YOCO_SUBLAYER_BUFFERS): a memory row
+// always says which (rows from before either have neither: a buffer each); a prefill or throughput
+// row only when apart, the departure from the default (reports/yocoreport/chunks.py tells the
+// configurations of step `chunks` apart by it).
+static std::string sublayers_note(const ModelConfig& cfg, bool memory_row) {
+  if (!cfg.is_yoco()) return "";
+  if (!cuda::shared_sublayer_buffers_from_env()) return cuda::kApartSublayerNote;
+  return memory_row ? cuda::kSharedSublayerNote : "";
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
+  note = joined(note, sublayers_note(runner.config(), true));
   note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
                       ffn_note()),
                 ffn_rows_note(runner.config()));
@@ -204,7 +215,7 @@ static std::string layout_note(const ModelRunner& runner) {
 }
 
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
-  return joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg));
+  return joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)), sublayers_note(cfg, false));
 }
 
 void CudaBackend::reset_peak_memory() {

@@ -19,6 +19,7 @@
 #include "ops/gemm_swiglu_plan.hpp"
 #include "param_layout.hpp"
 #include "runner/launch_count.hpp"
+#include "runner/sublayer_buffers.hpp"
 
 namespace yoco::cuda {
 
@@ -73,11 +74,15 @@ inline double ffn_w13_rows(const ModelConfig& c, double batch, double prompt, do
 // false prices runs made before it). ffn_up_fused: the runner asked for the
 // fused W1|W3 + SwiGLU kernel on a device it runs on (ops/ffn_up.hpp): the
 // W1|W3 output is ffn_w13_rows' (none where every step fuses).
+// shared_sublayers: one buffer for a step's mixer, FFN and global K/V rows
+// (kSharedSublayerBuffers, runner/sublayer_buffers.hpp: the largest of them, at
+// the full step or the shorter last one, whichever needs more), else a buffer each.
 inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch, double prompt, double gen,
                                              double chunk, double gret_chunk_workspace, double gret_pending_per_layer,
                                              bool batched_global_kv = kBatchedGlobalKvByDefault,
                                              double ffn_rows = 0, bool delta_in_normed = kDeltaInNormedRows,
-                                             bool ffn_up_fused = false) {
+                                             bool ffn_up_fused = false,
+                                             bool shared_sublayers = kSharedSublayerBuffers) {
   const bool gret = c.self_decoder() == SelfDecoderKind::gret;
   const double d = static_cast<double>(c.dim), F = static_cast<double>(c.hidden_dim),
                V = static_cast<double>(c.vocab_size), Hs = static_cast<double>(c.n_self_heads),
@@ -98,6 +103,25 @@ inline GenerationBytes yoco_generation_bytes(const ModelConfig& c, double batch,
     extra += batch * (W - 1 + n) * 2 * d * 2 + 24 * batch;  // the window buffer, chunk start/length
   }
   if (batched_global_kv && batch > 1) extra += rows * 2 * kvw * 2 + (gret ? 8 * batch : 0);  // rows; chunk start
+  if (shared_sublayers) {
+    // The same rows and small buffers; the mixer's, the FFN's and the K/V rows' pieces in one buffer.
+    per_row = 4 * d + (delta_in_normed ? 0 : 2 * d) + 2 * d + 8;
+    // (Clamped where int64 byte counts of a piece stay far from overflow; no real step comes near.)
+    const auto i64 = [](double x) { return static_cast<int64_t>(std::min(x, 1e12)); };
+    auto step_bytes = [&](double steps_n) -> double {
+      const double R = batch * steps_n;
+      if (R < 1) return 0;
+      const double block = ffn_rows > 0 ? std::min(R, ffn_rows) : R;
+      const bool all_fused = ffn_up_fused && gemm_swiglu::fused_on_every_block(i64(R), i64(ffn_rows), c.dim, c.hidden_dim);
+      const sublayer::Mixer m =
+          sublayer::mixer(gret, i64(R), c.dim, c.n_self_heads, gret ? 0 : i64(batch * (W - 1 + steps_n)));
+      const sublayer::Ffn f = sublayer::ffn(all_fused ? 0 : i64(block), i64(block), c.hidden_dim);
+      const int64_t kv = batched_global_kv && batch > 1 ? sublayer::kv_rows_bytes(i64(R), c.kv_width()) : 0;
+      return static_cast<double>(sublayer::bytes(m, f, kv));
+    };
+    extra = std::max(step_bytes(n), step_bytes(std::fmod(prompt, n))) +
+            (gret ? gret_chunk_workspace : 24 * batch) + (batched_global_kv && batch > 1 && gret ? 8 * batch : 0);
+  }
   // The decode step's buffers (and the early exit's): B rows of everything, logits, split-KV partials.
   const double step =
       batch * (4 * d + 2 * d * 2 + 2 * 2 * std::max(qw, d) + 2 * SW + 8 * Hs + 4 * kvw + 6 * F + 4 * V + 8) +

@@ -43,6 +43,15 @@ inline constexpr bool kBatchedGlobalKvByDefault = true;
 // normed rows' buffer rather than a buffer of its own (2d bytes a row; since
 // 2026-11-27: runs before kept both, and their memory rows do not say so).
 inline constexpr bool kDeltaInNormedRows = true;
+// Whether YOCO's prefill step carves its sublayers' working sets (the mixer's,
+// the FFN's, the global K/V rows) from one buffer of the largest rather than
+// a buffer each (runner/sublayer_buffers.hpp; YOCO_SUBLAYER_BUFFERS=apart for
+// the old layout). Memory rows say kSharedSublayerNote or kApartSublayerNote;
+// rows made before the choice (2026-11-27, fourth session) say neither and
+// held a buffer each.
+inline constexpr bool kSharedSublayerBuffers = true;
+inline constexpr const char* kSharedSublayerNote = "one buffer for the prefill's sublayers";
+inline constexpr const char* kApartSublayerNote = "a buffer each for the prefill's sublayers";
 // Whether the runners run the FFN's up half as one kernel (ops/gemm_swiglu.hpp)
 // unless told otherwise (YOCO_FFN_FUSED, runner_support.hpp): not until it has
 // run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.

@@ -61,6 +61,15 @@ bool ffn_fused_swiglu_from_env() {
   throw InputError("YOCO_FFN_FUSED is '" + v + "': it must be 1 (the fused W1|W3 + SwiGLU kernel) or 0 (or unset)");
 }
 
+bool shared_sublayer_buffers_from_env() {
+  const char* e = std::getenv("YOCO_SUBLAYER_BUFFERS");
+  const std::string v = e ? e : "";
+  if (v.empty()) return kSharedSublayerBuffers;
+  if (v == "shared") return true;
+  if (v == "apart") return false;
+  throw InputError("YOCO_SUBLAYER_BUFFERS is '" + v + "': it must be 'shared' or 'apart' (or unset)");
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

@@ -57,6 +57,12 @@ int64_t ffn_row_block_from_env();
 // Read when a model is made; InputError naming the variable for anything else.
 bool ffn_fused_swiglu_from_env();
 
+// YOCO_SUBLAYER_BUFFERS=shared: a prefill step's mixer, FFN and global K/V rows
+// share one buffer (runner/sublayer_buffers.hpp); apart: a buffer each (the
+// layout before 2026-11-27); unset: kSharedSublayerBuffers. Read when a model
+// is made; InputError naming the variable for anything else.
+bool shared_sublayer_buffers_from_env();
+
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The
 // names are copied, so temporaries are fine.

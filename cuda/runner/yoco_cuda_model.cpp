@@ -34,6 +34,7 @@
 #include "param_layout.hpp"
 #include "runner/runner_support.hpp"
 #include "runner/shard_link.hpp"
+#include "runner/sublayer_buffers.hpp"
 
 namespace yoco::cuda {
 
@@ -146,18 +147,24 @@ class YocoCudaModel final : public CudaModel {
   // tokens written into the cache rows s..s+n-1. Leaves M (the self-decoder
   // output) in the residual "x".
   void self_decoder_chunk(const int64_t* tokens, int64_t batch, int64_t n, int64_t s);
-  void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
-  void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out);
+  // A prefill step's working sets for `rows` rows (batch x n): the mixer's, the FFN's, the global
+  // K/V's rows, carved from one buffer (runner/sublayer_buffers.hpp) unless YOCO_SUBLAYER_BUFFERS
+  // = apart asked for a buffer each.
+  struct StepWork {
+    bf16 *proj = nullptr, *out = nullptr, *window = nullptr, *w13 = nullptr, *hidden = nullptr, *kv_rows = nullptr;
+    float *gate_logits = nullptr, *log_decay = nullptr;
+  };
+  StepWork step_work(int64_t batch, int64_t n);
+  void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w, bf16* out);
+  void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w, bf16* out);
   // h13: [min(rows, ffn_block(rows)), 2F], act: [.., F] buffers of the
   // caller's; the rows in blocks of ffn_block(rows).
   void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
   int64_t ffn_block(int64_t rows) const { return ffn_rows_ > 0 ? std::min(rows, ffn_rows_) : rows; }
-  // The FFN's W1|W3 output for a step of `rows` rows ([block, 2F]), or nullptr where every block
+  // Rows of the FFN's W1|W3 output a step of `rows` rows needs: a block's, or 0 where every block
   // takes the fused kernel (the memory formula's ffn_w13_rows asks the same).
-  bf16* ffn_w13_buffer(int64_t rows) {
-    return ffn_fused_ && gemm_swiglu::fused_on_every_block(rows, ffn_rows_, d_, F_)
-               ? nullptr
-               : scratch_.bf16("ffn in", ffn_block(rows) * 2 * F_);
+  int64_t ffn_w13_rows(int64_t rows) const {
+    return ffn_fused_ && gemm_swiglu::fused_on_every_block(rows, ffn_rows_, d_, F_) ? 0 : ffn_block(rows);
   }
   void norm(Residual& r, const bf16* w, bf16* out);
   // The cross-decoder layers over r.rows rows of the residual: norm, q
@@ -212,6 +219,7 @@ class YocoCudaModel final : public CudaModel {
   GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
+  bool shared_sublayers_ = kSharedSublayerBuffers;  // one buffer for a step's sublayers (YOCO_SUBLAYER_BUFFERS)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
   std::vector<std::string> self_names_, cross_names_;  // NVTX range names, made once
@@ -265,6 +273,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   global_kv_ = global_kv_projection_from_env();
   ffn_rows_ = ffn_row_block_from_env();
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
+  shared_sublayers_ = shared_sublayer_buffers_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -410,20 +419,58 @@ void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* 
   const int64_t block = ffn_block(rows);
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
-    // h13 holds a block's rows (ffn_w13_buffer, the step buffers' batch), or is null where the step fuses.
+    // h13 holds a block's rows (StepWork::w13, the step buffers' batch), or is null where the step fuses.
     check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, h13 ? block : 0, a, ffn_fused_, stream_),
                "ffn W1|W3 + SwiGLU");
     check_gemm(gemm_.linear(a, n, F_, w.w2, d_, out + r0 * d_, stream_), "ffn W2");
   }
 }
 
-void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out) {
+YocoCudaModel::StepWork YocoCudaModel::step_work(int64_t batch, int64_t n) {
+  const int64_t R = batch * n, block = ffn_block(R), w13_rows = ffn_w13_rows(R);
+  const int64_t window_rows = gret() ? 0 : batch * (W_ - 1 + n);
+  const int64_t kv_rows = batch > 1 && global_kv_ == GlobalKvProjection::batched ? R : 0;
+  StepWork w;
+  if (!shared_sublayers_) {  // a buffer each, by name (the layout before 2026-11-27)
+    w.proj = scratch_.bf16("self qkvg", R * self_width());
+    if (gret()) {
+      w.gate_logits = scratch_.f32("self gate logits", R * Hs_);
+      w.log_decay = scratch_.f32("self log decay", R * Hs_);
+    } else {
+      w.window = scratch_.bf16("swa window", window_rows * 2 * d_);
+    }
+    w.out = scratch_.bf16("self mixer out", R * d_);
+    if (w13_rows > 0) w.w13 = scratch_.bf16("ffn in", w13_rows * 2 * F_);
+    w.hidden = scratch_.bf16("ffn hidden", block * F_);
+    if (kv_rows > 0) w.kv_rows = scratch_.bf16("global K/V rows", kv_rows * 2 * kvw_);
+    return w;
+  }
+  const sublayer::Mixer m = sublayer::mixer(gret(), R, d_, Hs_, window_rows);
+  const sublayer::Ffn f = sublayer::ffn(w13_rows, block, F_);
+  auto* base = static_cast<unsigned char*>(
+      scratch_.get("sublayers", sublayer::bytes(m, f, sublayer::kv_rows_bytes(kv_rows, kvw_))));
+  w.proj = reinterpret_cast<bf16*>(base + m.proj);
+  if (gret()) {
+    w.gate_logits = reinterpret_cast<float*>(base + m.gate_logits);
+    w.log_decay = reinterpret_cast<float*>(base + m.log_decay);
+  } else {
+    w.window = reinterpret_cast<bf16*>(base + m.window);
+  }
+  w.out = reinterpret_cast<bf16*>(base + m.out);
+  if (w13_rows > 0) w.w13 = reinterpret_cast<bf16*>(base + f.w13);
+  w.hidden = reinterpret_cast<bf16*>(base + f.hidden);
+  if (kv_rows > 0) w.kv_rows = reinterpret_cast<bf16*>(base);
+  return w;
+}
+
+void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s,
+                                     const StepWork& w, bf16* out) {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t R = batch * n, SW = self_width();
-  bf16* qkvg = scratch_.bf16("self qkvg", R * SW);
-  float* z = scratch_.f32("self gate logits", R * Hs_);
-  float* lg = scratch_.f32("self log decay", R * Hs_);
-  bf16* o = scratch_.bf16("self mixer out", R * d_);
+  bf16* qkvg = w.proj;
+  float* z = w.gate_logits;
+  float* lg = w.log_decay;
+  bf16* o = w.out;
   check_gemm(gemm_.linear(h, R, d_, self_w_[l].proj, SW, qkvg, stream_), p + "q|k|v|g");
   // z in fp32: a bf16 z would shift log gamma by up to ~1.7 % (cuda/gret/gret_gate.hpp).
   check_gemm(gemm_.linear_f32(h, R, d_, self_w_[l].gate_logits, Hs_, z, stream_), p + "gt_proj");
@@ -464,11 +511,12 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
   check_gemm(gemm_.linear(o, R, d_, self_w_[l].out, d_, out, stream_), p + "out_proj");
 }
 
-void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, bf16* out) {
+void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s,
+                                    const StepWork& w, bf16* out) {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t R = batch * n, SW = self_width();
-  bf16* qkv = scratch_.bf16("self qkv", R * SW);
-  bf16* o = scratch_.bf16("self mixer out", R * d_);
+  bf16* qkv = w.proj;
+  bf16* o = w.out;
   check_gemm(gemm_.linear(h, R, d_, self_w_[l].proj, SW, qkv, stream_), p + "q|k|v");
   const double* f = self_freq_.as<double>();
   check_cuda(launch_rope(qkv, R, SW, 2 * Hs_, D_, s, n, f, RopeLayout::interleaved, stream_), p + "RoPE q, k");
@@ -476,7 +524,7 @@ void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int
   // unrolled in order, then the chunk's own keys. Masks are relative, so the
   // window buffer's row r stands for position first + r.
   const int64_t first = std::max<int64_t>(0, s - (W_ - 1)), prev = s - first, rows = prev + n;
-  bf16* win = scratch_.bf16("swa window", batch * rows * 2 * d_);
+  bf16* win = w.window;  // [batch, rows, 2d] of its [batch, W - 1 + n, 2d]
   int64_t* prev_dev = scratch_.i64("swa window start", batch);
   int64_t* chunk_start = scratch_.i64("chunk start", batch);
   int64_t* chunk_len = scratch_.i64("chunk length", batch);
@@ -514,8 +562,7 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   bf16* h = scratch_.bf16("normed", R * d_);
   static_assert(kDeltaInNormedRows, "the memory formula (generation_bytes.hpp) follows this layout");
   r.delta = h;
-  bf16* ffn_in = ffn_w13_buffer(R);
-  bf16* ffn_hidden = scratch_.bf16("ffn hidden", ffn_block(R) * F_);
+  const StepWork work = step_work(batch, n);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
@@ -524,11 +571,11 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
     for (int64_t l = 0; l < Ls_; ++l) {
       NvtxRange layer(self_names_[l]);
       norm(r, self_w_[l].mixer_norm, h);
-      if (gret()) gret_mixer_chunk(l, h, batch, n, s, r.delta);
-      else swa_mixer_chunk(l, h, batch, n, s, r.delta);
+      if (gret()) gret_mixer_chunk(l, h, batch, n, s, work, r.delta);
+      else swa_mixer_chunk(l, h, batch, n, s, work, r.delta);
       r.pending = true;
       norm(r, self_w_[l].ffn.final_norm, h);
-      ffn(self_w_[l].ffn, h, R, r.delta, ffn_in, ffn_hidden);
+      ffn(self_w_[l].ffn, h, R, r.delta, work.w13, work.hidden);
       r.pending = true;
     }
   }
@@ -538,7 +585,7 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   if (batch > 1 && global_kv_ == GlobalKvProjection::batched) {
     // One GEMM for the batch's rows, RoPE on K (position s + row % n), then
     // each sequence's n rows into its cache at s: 4 launches, not 2 a sequence.
-    bf16* rows = scratch_.bf16("global K/V rows", R * 2 * kvw_);
+    bf16* rows = work.kv_rows;
     int64_t* start = scratch_.i64("chunk start", batch);
     check_gemm(gemm_.linear(h, R, d_, wkv, 2 * kvw_, rows, stream_), "global K/V projection (batch)");
     check_cuda(launch_rope(rows, R, 2 * kvw_, Hkv_, Da_, s, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
@@ -885,8 +932,8 @@ std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, in
     check_cuda(launch_set_positions(len, nullptr, batch, n, stream_), "query length");
     const PrefillAttentionShape s = attention_shape(batch, H_, Hkv_, Da_, n, length, qw_, 2 * kvw_, 0);
     const bf16* k = kv_.as<bf16>();
-    cross_decoder(r, h, q, a, ffn_w13_buffer(R), scratch_.bf16("ffn hidden", ffn_block(R) * F_),
-                  [&](bf16* qv, bf16* out) {
+    const StepWork work = step_work(batch, n);  // the self-decoder's, free again: its FFN pieces
+    cross_decoder(r, h, q, a, work.w13, work.hidden, [&](bf16* qv, bf16* out) {
       check_cuda(launch_rope(qv, R, qw_, H_, Da_, begin, n, cross_freq_.as<double>(), RopeLayout::interleaved, stream_),
                  "cross-decoder RoPE q");
       check_cuda(launch_flash_prefill(qv, k, k + kvw_, zero, len, s, out, nullptr, stream_), "cross attention");
@@ -935,7 +982,8 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
   const bool fused = ffn_up_fused_here(ffn_fused_swiglu_from_env());
   return yoco_generation_bytes(c, batch, prompt, gen, chunk, workspace, pending,
                                global_kv_projection_from_env() == GlobalKvProjection::batched,
-                               static_cast<double>(ffn_row_block_from_env()), kDeltaInNormedRows, fused)
+                               static_cast<double>(ffn_row_block_from_env()), kDeltaInNormedRows, fused,
+                               shared_sublayer_buffers_from_env())
       .total();
 }
 

@@ -17,21 +17,27 @@ PAPER_1M_GB = 12.4                    # the paper's yoco-3b memory at 1M tokens
 DEFAULT_CHUNK = 32768                 # rows that name no chunk ran the default (reference/config.hpp)
 
 
+APART = "a buffer each for the prefill's sublayers"  # cuda/runner/launch_count.hpp, kApartSublayerNote
+
+
 def config_of(notes):
-    """(prefill chunk, FFN row block or 0, FFN up half fused) as a row's notes say it ran."""
+    """(prefill chunk, FFN row block or 0, FFN up half fused, sublayers in a buffer each) as a row's notes say
+    it ran (the calibrated rows price the runners' default: one buffer for the sublayers)."""
     chunk = re.search(r"prefill chunk (\d+)", notes)
     rows = re.search(r"FFN in row blocks of (\d+)", notes)
     return (int(chunk.group(1)) if chunk else DEFAULT_CHUNK, int(rows.group(1)) if rows else 0,
-            "FFN up half fused" in notes)
+            "FFN up half fused" in notes, APART in notes)
 
 
 def label(config):
-    chunk, rows, fused = config
+    chunk, rows, fused, apart = config
     parts = ["chunk %d" % chunk]
     if rows:
         parts.append("FFN rows %d" % rows)
     if fused:
         parts.append("FFN up fused")
+    if apart:
+        parts.append("sublayer buffers apart")
     return ", ".join(parts)
 
 

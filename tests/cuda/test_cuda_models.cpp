@@ -69,6 +69,7 @@
 #include "gpu_test_support.hpp"
 #include "gret/gret_pending.hpp"
 #include "ops/gemm_swiglu_plan.hpp"
+#include "runner/sublayer_buffers.hpp"
 #include "small_configs.hpp"
 #include "transformer_cuda_model.hpp"
 #include "transformer_model.hpp"
@@ -620,21 +621,27 @@ void expect_option_runs_within_bound(const std::string& what, const OptionRuns& 
 // bound of the per-sequence run, the middle one of the reference; gRet and SWA.
 TEST(CudaModelGlobalKv, TheBatchedProjectionMatchesThePerSequenceOne) {
   YOCO_REQUIRE_GPU();
-  for (const char* name : {"yoco-small", "yoco-swa-small"}) {
-    const Case& c = case_named(name);
-    const ModelConfig cfg = config_of(c.name);
-    const RefData& r = reference_data(c);
-    const int64_t N = c.prompt;
-    const OptionRuns runs = run_with_option(c, "YOCO_GLOBAL_KV", "per-sequence", "batched");
-    ASSERT_FALSE(HasFatalFailure());
-    // Proof that the batched branch ran: its rows buffer (291 rows of K|V) in the scratch.
-    const int64_t rows_bytes = 291 * 2 * cfg.kv_width() * 2;
-    EXPECT_GE(runs.after_model->arena().report().at(MemCategory::activations) -
-                  runs.before_model->arena().report().at(MemCategory::activations),
-              rows_bytes)
-        << c.name << ": YOCO_GLOBAL_KV=batched left no rows buffer";
-    expect_option_runs_within_bound(c.name + " batched global K/V", runs, r, N);
-  }
+  const ScopedEnv layout("YOCO_SUBLAYER_BUFFERS");
+  for (const char* sublayers : {"apart", "shared"})
+    for (const char* name : {"yoco-small", "yoco-swa-small"}) {
+      const Case& c = case_named(name);
+      const ModelConfig cfg = config_of(c.name);
+      const RefData& r = reference_data(c);
+      const int64_t N = c.prompt;
+      layout.set(sublayers);
+      const OptionRuns runs = run_with_option(c, "YOCO_GLOBAL_KV", "per-sequence", "batched");
+      ASSERT_FALSE(HasFatalFailure());
+      // Proof that the batched branch ran: its rows buffer (291 rows of K|V) in the scratch, where
+      // it is a buffer of its own (shared, it is a piece of the sublayers' buffer).
+      if (std::string(sublayers) == "apart") {
+        const int64_t rows_bytes = 291 * 2 * cfg.kv_width() * 2;
+        EXPECT_GE(runs.after_model->arena().report().at(MemCategory::activations) -
+                      runs.before_model->arena().report().at(MemCategory::activations),
+                  rows_bytes)
+            << c.name << ": YOCO_GLOBAL_KV=batched left no rows buffer";
+      }
+      expect_option_runs_within_bound(c.name + " batched global K/V, sublayer buffers " + sublayers, runs, r, N);
+    }
 }
 
 TEST(CudaModelGlobalKv, AnUnknownChoiceIsAClearError) {
@@ -650,25 +657,32 @@ TEST(CudaModelGlobalKv, AnUnknownChoiceIsAClearError) {
 // buffers shrink to the block: the arena says so. gRet and SWA.
 TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
   YOCO_REQUIRE_GPU();
-  for (const char* name : {"yoco-small", "yoco-swa-small"}) {
-    const Case& c = case_named(name);
-    const ModelConfig cfg = config_of(c.name);
-    const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, V = cfg.vocab_size;
-    OptionRuns runs = run_with_option(c, "YOCO_FFN_ROWS", "0", "100");
-    ASSERT_FALSE(HasFatalFailure());
-    // Proof that the blocks ran: the FFN's buffers hold 100 rows, not 291 (W1|W3 out and hidden, bf16).
-    const int64_t saved = (291 - 100) * 3 * cfg.hidden_dim * 2;
-    EXPECT_GE(runs.before_model->arena().report().peak_at(MemCategory::activations) -
-                  runs.after_model->arena().report().peak_at(MemCategory::activations),
-              saved)
-        << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
-    expect_option_runs_within_bound(c.name + " FFN in blocks of 100 rows", runs, r, N);
-    const int64_t T = static_cast<int64_t>(r.seq.size());
-    const std::vector<float> f = runs.after_model->forward(r.seq, 1, T);
-    ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
-    expect_within_bound(c.name + " forward with the FFN in blocks of 100 rows", cuda_test::to_mat(f, T, V), r, 0);
-  }
+  const ScopedEnv layout("YOCO_SUBLAYER_BUFFERS");
+  for (const char* sublayers : {"apart", "shared"})
+    for (const char* name : {"yoco-small", "yoco-swa-small"}) {
+      const Case& c = case_named(name);
+      const ModelConfig cfg = config_of(c.name);
+      const RefData& r = reference_data(c);
+      const int64_t N = c.prompt, V = cfg.vocab_size;
+      layout.set(sublayers);
+      const std::string tag = c.name + " FFN in blocks of 100 rows, sublayer buffers " + sublayers;
+      OptionRuns runs = run_with_option(c, "YOCO_FFN_ROWS", "0", "100");
+      ASSERT_FALSE(HasFatalFailure());
+      // Proof that the blocks ran: the FFN's buffers hold 100 rows, not 291 (W1|W3 out and hidden,
+      // bf16), where they are buffers of their own.
+      if (std::string(sublayers) == "apart") {
+        const int64_t saved = (291 - 100) * 3 * cfg.hidden_dim * 2;
+        EXPECT_GE(runs.before_model->arena().report().peak_at(MemCategory::activations) -
+                      runs.after_model->arena().report().peak_at(MemCategory::activations),
+                  saved)
+            << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
+      }
+      expect_option_runs_within_bound(tag, runs, r, N);
+      const int64_t T = static_cast<int64_t>(r.seq.size());
+      const std::vector<float> f = runs.after_model->forward(r.seq, 1, T);
+      ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
+      expect_within_bound(tag + ", forward", cuda_test::to_mat(f, T, V), r, 0);
+    }
 }
 
 TEST(CudaModelFfnRows, ABadRowCountIsAClearError) {
@@ -687,45 +701,99 @@ TEST(CudaModelFfnFused, TheFusedUpHalfMatchesTheReferenceAndThePair) {
   if (!current_device().is_sm90()) GTEST_SKIP() << "the fused kernel is for sm_90 only: nothing would fuse";
   if (const char* skip = std::getenv("YOCO_FFN_SKIP_FUSED"); skip && std::string(skip) == "1")
     GTEST_SKIP() << "YOCO_FFN_SKIP_FUSED=1 (the GPU suite's smoke test of the fused kernel failed)";
-  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
-    const Case& c = case_named(name);
-    const ModelConfig cfg = config_of(c.name);
-    const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
-    // The premise: these steps are the fused kernel's (the selector's own test checks it takes them).
-    ASSERT_GE(N, gemm_swiglu::kMinRowsToFuse);
-    ASSERT_EQ(gemm_swiglu::unsupported(gemm_swiglu::Shape{N, cfg.dim, cfg.hidden_dim, cfg.dim, cfg.hidden_dim}),
-              nullptr);
-    const ScopedEnv env("YOCO_FFN_FUSED");
-    std::vector<Mat<double>> dec[2], ragged;
-    std::vector<float> fwd[2];
-    int64_t peak[2] = {0, 0};
-    for (int fused = 0; fused < 2; ++fused) {
-      env.set(fused ? "1" : "0");
-      auto model = make_model(cfg);
-      dec[fused] = prefill_and_decode(*model, {r.seq}, N, kSteps, kOneChunk);
-      fwd[fused] = model->forward(r.seq, 1, T);
-      peak[fused] = model->arena().report().peak_at(MemCategory::activations);
-      // Chunks of 1,100 tokens: a fused step, then a ragged one of 100 rows that takes the pair.
-      if (fused) ragged = prefill_and_decode(*model, {r.seq}, N, 16, 1100);
-      ASSERT_FALSE(HasFatalFailure());
+  const ScopedEnv layout("YOCO_SUBLAYER_BUFFERS");
+  for (const char* sublayers : {"apart", "shared"}) {
+    for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+      const Case& c = case_named(name);
+      const ModelConfig cfg = config_of(c.name);
+      const RefData& r = reference_data(c);
+      const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+      // The premise: these steps are the fused kernel's (the selector's own test checks it takes them).
+      ASSERT_GE(N, gemm_swiglu::kMinRowsToFuse);
+      ASSERT_EQ(gemm_swiglu::unsupported(gemm_swiglu::Shape{N, cfg.dim, cfg.hidden_dim, cfg.dim, cfg.hidden_dim}),
+                nullptr);
+      const ScopedEnv env("YOCO_FFN_FUSED");
+      layout.set(sublayers);  // apart: the FFN's buffers its own, so the saving shows whole in the arena
+      const bool apart = std::string(sublayers) == "apart";
+      if (!apart && !cfg.is_yoco()) continue;  // the Transformer's runner has no such switch
+      std::vector<Mat<double>> dec[2], ragged;
+      std::vector<float> fwd[2];
+      int64_t peak[2] = {0, 0};
+      for (int fused = 0; fused < 2; ++fused) {
+        env.set(fused ? "1" : "0");
+        auto model = make_model(cfg);
+        dec[fused] = prefill_and_decode(*model, {r.seq}, N, kSteps, kOneChunk);
+        fwd[fused] = model->forward(r.seq, 1, T);
+        peak[fused] = model->arena().report().peak_at(MemCategory::activations);
+        // Chunks of 1,100 tokens: a fused step, then a ragged one of 100 rows that takes the pair.
+        if (fused) ragged = prefill_and_decode(*model, {r.seq}, N, 16, 1100);
+        ASSERT_FALSE(HasFatalFailure());
+      }
+      // Proof that the fused kernel took the steps: they kept no W1|W3 output ([rows, 2F] bf16; the
+      // forward's T rows the largest; the Transformer's decode step keeps one row's, its B).
+      if (apart) {
+        EXPECT_GE(peak[0] - peak[1], (T - 1) * 4 * cfg.hidden_dim)
+            << c.name << ": the fused steps still held a W1|W3 buffer";
+      }
+      const std::string tag = c.name + " with the FFN's up half fused, sublayer buffers " + sublayers;
+      expect_within_bound(tag + ", prefill chunks of 1,100 + decode", ragged[0], r, N - 1);
+      expect_within_bound(tag + ", prefill + decode", dec[1][0], r, N - 1);
+      expect_pair_within_bound(tag + " against the pair, prefill + decode", dec[1][0], dec[0][0], r, N - 1);
+      ASSERT_EQ(static_cast<int64_t>(fwd[1].size()), T * V);
+      expect_within_bound(tag + ", forward", cuda_test::to_mat(fwd[1], T, V), r, 0);
     }
-    // Proof that the fused kernel took the steps: they kept no W1|W3 output ([rows, 2F] bf16; the
-    // forward's T rows the largest; the Transformer's decode step keeps one row's, its B).
-    EXPECT_GE(peak[0] - peak[1], (T - 1) * 4 * cfg.hidden_dim)
-        << c.name << ": the fused steps still held a W1|W3 buffer";
-    expect_within_bound(c.name + " fused, prefill chunks of 1,100 + decode", ragged[0], r, N - 1);
-    const std::string tag = c.name + " with the FFN's up half fused";
-    expect_within_bound(tag + ", prefill + decode", dec[1][0], r, N - 1);
-    expect_pair_within_bound(tag + " against the pair, prefill + decode", dec[1][0], dec[0][0], r, N - 1);
-    ASSERT_EQ(static_cast<int64_t>(fwd[1].size()), T * V);
-    expect_within_bound(tag + ", forward", cuda_test::to_mat(fwd[1], T, V), r, 0);
   }
 }
 
 TEST(CudaModelFfnFused, ABadChoiceIsAClearError) {
   YOCO_REQUIRE_GPU();
   expect_unknown_choice_refused("YOCO_FFN_FUSED", "yes");
+}
+
+// One buffer for a prefill step's sublayers (YOCO_SUBLAYER_BUFFERS=shared, the default: the
+// mixer's, the FFN's and the global K/V rows' pieces carved from the largest, runner/
+// sublayer_buffers.hpp) against a buffer each: a batch of 3 prefilled in steps of 291 rows (the
+// batched global K/V's rows a piece of it; a ragged last step) and decoded 16 steps, every row
+// within the bound of the run apart, the middle one of the reference; and the all-position forward.
+// The arena holds the difference the carve says. gRet and SWA.
+TEST(CudaModelSublayers, OneBufferForTheSublayersMatchesABufferEach) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+    // The runs' layout otherwise: the K/V rows batched, the FFN whole and through the pair.
+    const ScopedEnv kv_env("YOCO_GLOBAL_KV"), rows_env("YOCO_FFN_ROWS"), fused_env("YOCO_FFN_FUSED");
+    kv_env.set("batched");
+    rows_env.set("0");
+    fused_env.set("0");
+    OptionRuns runs = run_with_option(c, "YOCO_SUBLAYER_BUFFERS", "apart", "shared");
+    ASSERT_FALSE(HasFatalFailure());
+    // Steps of 291 rows, batch 3 (97 tokens of each sequence): apart, each piece its exact size
+    // under its own name; shared, the carve's largest. Everything else is the same buffers, so the
+    // activations' peaks differ by exactly that.
+    const bool gret = cfg.self_decoder() == SelfDecoderKind::gret;
+    const int64_t R = 291, d = cfg.dim, F = cfg.hidden_dim, Hs = cfg.n_self_heads;
+    const int64_t window_rows = gret ? 0 : 3 * (cfg.window() - 1 + 97);
+    const int64_t apart = R * (gret ? 4 : 3) * d * 2 + (gret ? 2 * R * Hs * 4 : window_rows * 2 * d * 2) +
+                          R * d * 2 + R * 2 * F * 2 + R * F * 2 + R * 2 * cfg.kv_width() * 2;
+    const int64_t shared = sublayer::bytes(sublayer::mixer(gret, R, d, Hs, window_rows), sublayer::ffn(R, R, F),
+                                           sublayer::kv_rows_bytes(R, cfg.kv_width()));
+    EXPECT_EQ(runs.before_model->arena().report().peak_at(MemCategory::activations) -
+                  runs.after_model->arena().report().peak_at(MemCategory::activations),
+              apart - shared)
+        << c.name << ": the activations' peaks differ by other than the sublayers' pieces against their carve";
+    expect_option_runs_within_bound(c.name + " one buffer for the sublayers", runs, r, N);
+    const std::vector<float> fwd = runs.after_model->forward(r.seq, 1, T);
+    ASSERT_EQ(static_cast<int64_t>(fwd.size()), T * V);
+    expect_within_bound(c.name + " forward, one buffer for the sublayers", cuda_test::to_mat(fwd, T, V), r, 0);
+  }
+}
+
+TEST(CudaModelSublayers, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_SUBLAYER_BUFFERS", "pooled");
 }
 
 std::string case_test_name(const ::testing::TestParamInfo<std::string>& info) {
