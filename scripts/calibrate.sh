@@ -69,7 +69,7 @@ done
 # smaller chunk or a row block costs.
 first=--header
 for c in "4096" "8192" "16384" "32768" "32768 --ffn-rows 8192" "16384 --ffn-rows 4096" \
-         "32768 --ffn-fused" "16384 --ffn-fused"; do
+         "32768 --ffn-fused" "16384 --ffn-fused" "32768 --sublayer-buffers apart"; do
   # shellcheck disable=SC2086  # the configuration is words on purpose
   "$YOCO" model --calibration "$tmp/cal.csv" --device-spec h100 --model yoco-3b --lengths 512K,1M \
     --prefill-chunk $c --format csv | only_calibrated $first >>"$tmp/chunks.csv"

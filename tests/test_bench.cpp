@@ -304,6 +304,19 @@ TEST_F(Bench, CalibratedModelRowsNameTheirLayout) {
                      "rows 0");
   expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --ffn-rows many"), {"--ffn-rows"},
                      "rows not a number");
+  // A buffer each for the sublayers: more memory, said in the notes; the Transformer untouched.
+  const auto apart = memory_1m("yoco-3b", "--prefill-chunk 16384 --sublayer-buffers apart");
+  ASSERT_TRUE(apart && apart->value);
+  EXPECT_GT(*apart->value, *whole->value);
+  EXPECT_NE(apart->notes.find("a buffer each for the prefill's sublayers"), std::string::npos) << apart->notes;
+  const auto t_apart = memory_1m("transformer-3b", "--sublayer-buffers apart");
+  ASSERT_TRUE(t_apart && t_apart->value);
+  EXPECT_EQ(*t_apart->value, *t_whole->value);
+  EXPECT_EQ(t_apart->notes.find("a buffer each"), std::string::npos) << t_apart->notes;
+  expect_input_error(yoco("model --model yoco-3b --sublayer-buffers apart"), {"--sublayer-buffers", "--calibration"},
+                     "sublayers alone");
+  expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --sublayer-buffers pooled"),
+                     {"--sublayer-buffers", "pooled"}, "an unknown layout");
 }
 
 // `yoco calibrate --calibration FILE --ceilings MODE`: the check says which

@@ -409,6 +409,10 @@ TEST(Calibration, ARowsChunkAndFfnRowBlockPriceItsMemory) {
   const RunnerLayout back = runner_layout_of_notes("prefill chunk 32768 tokens" + runner_layout_note(lay));
   EXPECT_EQ(back.ffn_rows, 8192);
   EXPECT_TRUE(back.ffn_up_fused);
+  lay.shared_sublayers = false;  // a buffer each: said, and read back as such
+  EXPECT_NE(runner_layout_note(lay).find(yoco::cuda::kApartSublayerNote), std::string::npos);
+  EXPECT_FALSE(runner_layout_of_notes(runner_layout_note(lay)).shared_sublayers);
+  EXPECT_TRUE(runner_layout_of_notes(std::string("x; ") + yoco::cuda::kSharedSublayerNote).shared_sublayers);
 
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);

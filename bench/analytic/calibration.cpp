@@ -633,6 +633,7 @@ std::string runner_layout_note(const RunnerLayout& layout) {
   std::string note;
   if (layout.ffn_up_fused) note += std::string("; ") + cuda::kFfnUpFusedNote;
   if (layout.ffn_rows > 0) note += "; " + std::string(cuda::kFfnRowBlocksNote) + std::to_string(layout.ffn_rows);
+  if (!layout.shared_sublayers && cuda::kSharedSublayerBuffers) note += std::string("; ") + cuda::kApartSublayerNote;
   return note;
 }
 

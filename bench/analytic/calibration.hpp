@@ -121,7 +121,7 @@ struct RunnerLayout {
   bool delta_in_normed = true;    // YOCO's prefill delta in the normed rows' buffer
   bool ffn_up_fused = false;      // the FFN's up half as one kernel (YOCO_FFN_FUSED=1), where it serves
   int64_t ffn_rows = 0;           // YOCO's prefill FFN in row blocks of this many (YOCO_FFN_ROWS); 0: whole steps
-  bool shared_sublayers = false;  // YOCO's prefill sublayers in one buffer (kSharedSublayerBuffers)
+  bool shared_sublayers = true;   // YOCO's prefill sublayers in one buffer (kSharedSublayerBuffers)
 };
 // The words a row's notes carry when its runner fused the FFN's up half.
 const char* ffn_up_fused_note();

@@ -48,6 +48,8 @@ CommandSpec model_spec() {
       {"--ffn-rows", "N", "with --calibration: YOCO's prefill FFN in row blocks of N (YOCO_FFN_ROWS=N: the FFN's "
                           "buffers hold N rows, not the step's; the memory follows, the time keeps the whole step's "
                           "GEMM efficiency)"},
+      {"--sublayer-buffers", "shared|apart", "with --calibration: YOCO's prefill sublayers in one buffer (the "
+                                             "runners' default) or a buffer each (YOCO_SUBLAYER_BUFFERS=apart)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
       {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
@@ -189,7 +191,10 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
       const cost::CalibratedPhase d = cost::calibrated_decode(cfg, s.storage, cal, ceil, s.batch, len, layout);
       const bool host_bound = p.host_s > 0 && p.host_s >= p.total_s;
       cost::RunnerLayout said = layout;
-      if (!cfg.is_yoco()) said.ffn_rows = 0;  // the Transformer's runner has no FFN row blocks
+      if (!cfg.is_yoco()) {  // the Transformer's runner has no FFN row blocks and no sublayer switch
+        said.ffn_rows = 0;
+        said.shared_sublayers = true;
+      }
       const std::string chunk_note =
           "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens" + cost::runner_layout_note(said);
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
@@ -314,6 +319,8 @@ int cmd_model(const Args& args) {
   if (a.has("--what-if") && !a.has("--calibration")) throw InputError("--what-if needs --calibration");
   if (a.has("--ffn-fused") && !a.has("--calibration")) throw InputError("--ffn-fused needs --calibration");
   if (a.has("--ffn-rows") && !a.has("--calibration")) throw InputError("--ffn-rows needs --calibration");
+  if (a.has("--sublayer-buffers") && !a.has("--calibration"))
+    throw InputError("--sublayer-buffers needs --calibration");
   if (const auto file = a.get("--calibration")) {
     cost::Calibration cal = cost::read_calibration(*file);
     std::string what_if;
@@ -321,6 +328,11 @@ int cmd_model(const Args& args) {
     cost::RunnerLayout layout = cost::current_runner_layout();
     if (a.has("--ffn-fused")) layout.ffn_up_fused = true;
     layout.ffn_rows = a.get_int("--ffn-rows", 0, 1, int64_t{1} << 40);
+    if (const auto sb = a.get("--sublayer-buffers")) {
+      if (*sb != "shared" && *sb != "apart")
+        throw InputError("--sublayer-buffers: expected shared or apart, got '" + *sb + "'");
+      layout.shared_sublayers = *sb == "shared";
+    }
     cal_rows = calibrated_rows(cal, models, lengths, s, what_if, layout);
   }
   std::vector<ResultRow> multi_rows;
