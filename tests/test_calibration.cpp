@@ -228,6 +228,21 @@ TEST(Calibration, ASecondCardIsCheckedOnItsProjectionOrItsOwnCeilings) {
   EXPECT_DOUBLE_EQ(check_ceilings(no_ceilings, c, "auto", "h200.csv").ceil.bandwidth, proj.ceil.bandwidth)
       << "the card's name comes from any GPU row when the ceilings are missing";
   EXPECT_THROW(check_ceilings(h200_rows, c, "a100", "h200.csv"), InputError);
+  // A card with no datasheet here: its own ceilings, never the H100's under its name; without them, an error.
+  std::vector<ResultRow> a100_rows = h200_rows, a100_bare;
+  for (auto& r : a100_rows)
+    if (r.prov.device == "cuda") r.prov.device_name = "NVIDIA A100-SXM4-80GB";
+  const CheckCeilings a100 = check_ceilings(a100_rows, c, "auto", "a100.csv");
+  EXPECT_DOUBLE_EQ(a100.ceil.bandwidth, 4300e9);
+  EXPECT_NE(a100.how.find("no datasheet"), std::string::npos) << a100.how;
+  for (const auto& r : a100_rows)
+    if (r.phase != "ceiling") a100_bare.push_back(r);
+  try {
+    check_ceilings(a100_bare, c, "auto", "a100.csv");
+    ADD_FAILURE() << "no error for a card without a datasheet or ceilings";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("A100-SXM4-80GB' has no datasheet"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(datasheet_name_of("NVIDIA H200"), "h200");
   EXPECT_EQ(datasheet_name_of("NVIDIA H100 80GB HBM3"), "h100");
   EXPECT_EQ(datasheet_name_of("NVIDIA B200"), "b200");

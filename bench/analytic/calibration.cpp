@@ -684,20 +684,25 @@ CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibrati
   for (size_t i = 0; card.empty() && i < rows.size(); ++i)
     if (rows[i].prov.device.rfind("cuda", 0) == 0) card = rows[i].prov.device_name;
   const std::string own = datasheet_name_of(c.device_name), theirs = datasheet_name_of(card);
-  if (mode == "run") {
+  // Another card the suite has no datasheet for (an A100, say): no projection to check it on, only
+  // its own measured ceilings; never the calibration's card's rates under its name.
+  const bool unknown_card = mode == "auto" && !card.empty() && theirs.empty() && card != c.device_name;
+  if (mode == "run" || unknown_card) {
     if (!(rc.peak_flops > 0) || !(rc.bandwidth > 0))
-      throw InputError(source + ": --ceilings run needs the run's measured ceilings (phase ceiling, gemm_peak_tflops "
-                                "and copy_bw_gbs)");
+      throw InputError(source + (unknown_card ? ": '" + card + "' has no datasheet here (known: H100, H200, B200), so "
+                                                "the check needs the run's measured ceilings"
+                                              : std::string(": --ceilings run needs the run's measured ceilings")) +
+                       " (phase ceiling, gemm_peak_tflops and copy_bw_gbs)");
     DeviceSpec d = theirs.empty() ? DeviceSpec{} : device_spec(theirs);
     d.name = card;
     d.peak_flops = rc.peak_flops;
     d.bandwidth = rc.bandwidth;
     d.source = "the run's measured ceilings (" + card + ")";
-    return {d, d.source + ", the calibration's efficiencies"};
+    return {d, d.source + ", the calibration's efficiencies" + (unknown_card ? " (no datasheet for the card)" : "")};
   }
   std::string sheet = mode;
   if (mode == "auto") {
-    if (theirs.empty() || theirs == own) {
+    if (theirs.empty() || theirs == own) {  // the calibration's card, or rows that name none
       const DeviceSpec d = calibrated_ceilings(c, DeviceSpec{});
       return {d, d.source};
     }

@@ -205,6 +205,7 @@ std::string apply_what_if(Calibration& c, const std::string& spec);
 //     the rows' card's datasheet scaled by the calibration's measured /
 //     datasheet ratios: the projection `yoco model --calibration --device-spec`
 //     made before that card ran (the out-of-sample test of a second card);
+//     a card with no datasheet here: its own measured ceilings, as "run";
 //   "run": the rows' own measured ceilings (phase ceiling): the calibration's
 //     efficiencies on the card's measured rates;
 //   a datasheet name (h100, h200, b200): that card's datasheet, scaled.
