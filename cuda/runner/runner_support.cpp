@@ -26,13 +26,24 @@ void check_gemm(const std::string& error, const char* what) {
   if (!error.empty()) throw std::runtime_error(std::string("cuBLAS error in ") + what + ": " + error);
 }
 
-GlobalKvProjection global_kv_projection_from_env() {
-  const char* e = std::getenv("YOCO_GLOBAL_KV");
+namespace {
+// A two-way switch in the environment: `name` set to `yes` is true, to `no` false, unset or empty
+// `unset`; anything else an InputError naming the variable and what it must be (`expected`).
+bool env_switch(const char* name, const char* yes, const char* no, bool unset, const char* expected) {
+  const char* e = std::getenv(name);
   const std::string v = e ? e : "";
-  if (v.empty()) return kDefaultGlobalKv;
-  if (v == "per-sequence") return GlobalKvProjection::per_sequence;
-  if (v == "batched") return GlobalKvProjection::batched;
-  throw InputError("YOCO_GLOBAL_KV is '" + v + "': it must be 'per-sequence' or 'batched' (or unset)");
+  if (v.empty()) return unset;
+  if (v == yes) return true;
+  if (v == no) return false;
+  throw InputError(std::string(name) + " is '" + v + "': it must be " + expected + " (or unset)");
+}
+}  // namespace
+
+GlobalKvProjection global_kv_projection_from_env() {
+  return env_switch("YOCO_GLOBAL_KV", "batched", "per-sequence", kDefaultGlobalKv == GlobalKvProjection::batched,
+                    "'per-sequence' or 'batched'")
+             ? GlobalKvProjection::batched
+             : GlobalKvProjection::per_sequence;
 }
 
 int64_t ffn_row_block_from_env() {
@@ -53,21 +64,11 @@ int64_t ffn_row_block_from_env() {
 }
 
 bool ffn_fused_swiglu_from_env() {
-  const char* e = std::getenv("YOCO_FFN_FUSED");
-  const std::string v = e ? e : "";
-  if (v.empty()) return kFfnUpFusedByDefault;
-  if (v == "0") return false;
-  if (v == "1") return true;
-  throw InputError("YOCO_FFN_FUSED is '" + v + "': it must be 1 (the fused W1|W3 + SwiGLU kernel) or 0 (or unset)");
+  return env_switch("YOCO_FFN_FUSED", "1", "0", kFfnUpFusedByDefault, "1 (the fused W1|W3 + SwiGLU kernel) or 0");
 }
 
 bool shared_sublayer_buffers_from_env() {
-  const char* e = std::getenv("YOCO_SUBLAYER_BUFFERS");
-  const std::string v = e ? e : "";
-  if (v.empty()) return kSharedSublayerBuffers;
-  if (v == "shared") return true;
-  if (v == "apart") return false;
-  throw InputError("YOCO_SUBLAYER_BUFFERS is '" + v + "': it must be 'shared' or 'apart' (or unset)");
+  return env_switch("YOCO_SUBLAYER_BUFFERS", "shared", "apart", kSharedSublayerBuffers, "'shared' or 'apart'");
 }
 
 namespace {
