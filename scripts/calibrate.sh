@@ -39,15 +39,20 @@ only_calibrated() { /usr/bin/python3 scripts/result_rows.py keep method=calibrat
 # Out of sample on another card (issue 35): each other device's sweep, predicted on the projection the
 # model made for that card (its datasheet scaled by the H100's measured / datasheet ratios) and on the
 # card's own measured ceilings.
-# The card's sweep and its points past the paper (beyond.csv: yoco-3b at 2M and 4M, issue 35) together.
 others=()
-for s in reports/results/*/sweep.csv; do
-  card=$(basename "$(dirname "$s")")
+for dir in reports/results/*/; do
+  card=$(basename "$dir")
   case "$card" in nvidia-h100|cpu*|analytic*|roofline*) continue ;; esac
-  grep -q ',ceiling,gemm_peak_tflops,' "$s" || continue  # a GPU run with its measured ceilings
+  # A card may have its sweep, its points past the paper, or both (the H200's first call measured 2M and 4M
+  # before any sweep point): one file of rows, one header.
   run="$tmp/run-$card.csv"
-  cp "$s" "$run"
-  [ -f "$(dirname "$s")/beyond.csv" ] && tail -n +2 "$(dirname "$s")/beyond.csv" >>"$run"
+  : >"$run"
+  for f in sweep.csv beyond.csv; do
+    [ -f "$dir$f" ] || continue
+    if [ -s "$run" ]; then tail -n +2 "$dir$f" >>"$run"; else cp "$dir$f" "$run"; fi
+  done
+  [ -s "$run" ] || continue
+  grep -q ',ceiling,gemm_peak_tflops,' "$run" || continue  # a GPU run with its measured ceilings
   "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-on-$card.csv"
   "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --ceilings run --format csv >"$tmp/check-on-$card-run-ceilings.csv"
   others+=("$card")
