@@ -58,6 +58,22 @@ inline bool all_finite_bf16(const bf16* d, size_t n, size_t limit = SIZE_MAX) {
   return true;
 }
 
+// Largest |a - b| / max(|b|, 1e-3) over the first n values of two device buffers; NaN if either
+// holds a NaN (std::max would drop it).
+inline double max_rel_diff(const bf16* a, const bf16* b, size_t n) {
+  std::vector<uint16_t> ha(n), hb(n);
+  check(cudaMemcpy(ha.data(), a, n * 2, cudaMemcpyDeviceToHost), "download");
+  check(cudaMemcpy(hb.data(), b, n * 2, cudaMemcpyDeviceToHost), "download");
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = bf16_bits_to_float(ha[i]), y = bf16_bits_to_float(hb[i]);
+    const double d = std::abs(x - y) / (std::abs(y) > 1e-3 ? std::abs(y) : 1e-3);
+    if (std::isnan(d)) return d;
+    if (d > worst) worst = d;
+  }
+  return worst;
+}
+
 struct ScopedStream {
   cudaStream_t s = nullptr;
   ScopedStream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream"); }

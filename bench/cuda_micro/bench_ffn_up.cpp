@@ -33,22 +33,6 @@ void check_gemm_str(const std::string& error) {
   if (!error.empty()) throw std::runtime_error("cuBLAS: " + error);
 }
 
-// Largest |a - b| / max(|b|, 1e-3) over the first n values; NaN if either holds a NaN (std::max
-// would drop it).
-double max_rel_diff(const bf16* a, const bf16* b, size_t n) {
-  std::vector<uint16_t> ha(n), hb(n);
-  check(cudaMemcpy(ha.data(), a, n * 2, cudaMemcpyDeviceToHost), "download");
-  check(cudaMemcpy(hb.data(), b, n * 2, cudaMemcpyDeviceToHost), "download");
-  double worst = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double x = bf16_bits_to_float(ha[i]), y = bf16_bits_to_float(hb[i]);
-    const double d = std::abs(x - y) / std::max(std::abs(y), 1e-3);
-    if (std::isnan(d)) return d;
-    worst = std::max(worst, d);
-  }
-  return worst;
-}
-
 bool fused_skipped_by_suite() {
   const char* e = std::getenv("YOCO_FFN_SKIP_FUSED");
   return e != nullptr && std::string(e) == "1";
