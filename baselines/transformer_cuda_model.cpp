@@ -232,6 +232,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
   cublas_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspaceBytes, "activations: cuBLAS workspace");
   check_gemm(gemm_.set_workspace(cublas_workspace_.get(), static_cast<size_t>(kCublasWorkspaceBytes)),
              "set the cuBLAS workspace");
+  check_gemm(gemm_.choose_algorithms(gemm_algorithms_from_env()), "choose the GEMM algorithms");
 }
 
 TransformerCudaModel::~TransformerCudaModel() {

@@ -424,18 +424,22 @@ if has_step models && [ -x "$BIN/yoco" ]; then
 fi
 # Steps models-3b and chunks hold what issue 34 is judged on, most telling first, so that a call cut
 # by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K), the same with the
-# FFN's up half fused (the goal), then the memory candidates. models-3b-short (yoco-3b against
-# transformer-3b at 32K and 128K, up to 7 minutes) comes after them.
+# GEMMs' algorithms tuned (run-22's CUPTI: the GEMMs at 91.9% of the ceiling GEMM), then the memory
+# candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
+# comes after them. The FFN's up half fused ran in run-21 (1.012x the pair: it stays off); step
+# chunks keeps its 16384 row.
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
-  # Issue 34's goal (2.6 s at 512K) counts on the FFN's up half fused (ops/gemm_swiglu.hpp):
-  # the same prefills with YOCO_FFN_FUSED=1, beside (about 1 minute).
-  if [ "$FUSED_FFN_OK" = 1 ]; then
-    run_step models.3b_long_fused 150 env YOCO_FFN_FUSED=1 "$BIN/yoco" bench --device cuda --model yoco-3b \
-      --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
-      --out "$LOGS/models_3b_long_fused.csv"
-  fi
+  # Each shape's fastest cuBLASLt algorithm, timed at first use (ops/gemm_tuner.hpp; the warm-up
+  # prefill takes the timing): at the default chunk and at 16384, the 12.4 GB candidate (about 1
+  # minute each).
+  run_step models.3b_long_tuned 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_3b_long_tuned.csv"
+  run_step models.3b_long_tuned_16384 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda \
+    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 \
+    --budget-s 120 --out "$LOGS/models_3b_long_tuned_16384.csv"
 fi
 if has_step chunks && [ -x "$BIN/yoco" ]; then
   # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by how a prefill step holds its

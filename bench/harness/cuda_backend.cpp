@@ -204,6 +204,12 @@ static std::string sublayers_note(const ModelConfig& cfg, bool memory_row) {
   return memory_row ? cuda::kSharedSublayerNote : "";
 }
 
+// The GEMMs' algorithms when tuned (YOCO_GEMM_ALGO=tuned): every row's departure from the default (memory rows too, so that
+// reports/yocoreport/chunks.py keeps a tuned run's points apart).
+static std::string gemm_note() {
+  return cuda::gemm_algorithms_from_env() == cuda::GemmAlgorithms::tuned ? cuda::kGemmTunedNote : "";
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
@@ -211,11 +217,14 @@ static std::string layout_note(const ModelRunner& runner) {
   note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
                       ffn_note()),
                 ffn_rows_note(runner.config()));
+  note = joined(note, gemm_note());
   return note.empty() ? note : "; " + note;
 }
 
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
-  return joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)), sublayers_note(cfg, false));
+  return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
+                       sublayers_note(cfg, false)),
+                gemm_note());
 }
 
 void CudaBackend::reset_peak_memory() {

@@ -20,6 +20,7 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   if (m < 1 || n < 1 || k < 1 || m > kMax || n > kMax || k > kMax)
     return "gemm: shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            " outside cuBLAS's 32-bit range";
+  if (tuner_) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
   cublasSetStream(handle_, stream);
   // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
   if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
@@ -43,6 +44,20 @@ std::string Gemm::set_workspace(void* workspace, size_t bytes) {
   workspace_bytes_ = bytes;
   return "";
 }
+
+std::string Gemm::choose_algorithms(GemmAlgorithms a) {
+  if (a == GemmAlgorithms::cublas) {
+    tuner_.reset();
+    return "";
+  }
+  if (tuner_) return "";
+  auto t = std::make_unique<GemmTuner>();
+  if (!t->ok()) return "cublasLtCreate failed";
+  tuner_ = std::move(t);
+  return "";
+}
+
+std::vector<std::string> Gemm::tuning_record() const { return tuner_ ? tuner_->record_lines() : std::vector<std::string>{}; }
 
 std::string Gemm::linear(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
                          __nv_bfloat16* y, cudaStream_t stream) {

@@ -1,6 +1,8 @@
 #pragma once
 // The dense projections: y = x Wᵀ for a [out, in] weight (reference linear()),
-// bf16 operands, fp32 accumulation, through cuBLAS. Row-major [rows, features]
+// bf16 operands, fp32 accumulation, through cuBLAS: cublasGemmEx's own choice of
+// algorithm, or each shape's fastest of cuBLASLt's candidates timed at first use
+// (GemmAlgorithms::tuned, ops/gemm_tuner.hpp). Row-major [rows, features]
 // buffers as everywhere else; cuBLAS is column-major, so the call computes
 // yᵀ = W xᵀ, which is the same memory.
 #include <cublas_v2.h>
@@ -8,9 +10,15 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "ops/gemm_tuner.hpp"
 
 namespace yoco::cuda {
+
+enum class GemmAlgorithms { cublas, tuned };
 
 class Gemm {
  public:
@@ -28,6 +36,12 @@ class Gemm {
   // Gives cuBLAS its workspace (what a captured CUDA graph needs: no
   // allocation inside the capture). The memory must outlive the handle's use.
   std::string set_workspace(void* workspace, size_t bytes);
+  // From the next call on: cublasGemmEx's choice (the default) or the tuned cuBLASLt path. Empty
+  // string on success, else why (cuBLASLt could not start).
+  std::string choose_algorithms(GemmAlgorithms a);
+  GemmAlgorithms algorithms() const { return tuner_ ? GemmAlgorithms::tuned : GemmAlgorithms::cublas; }
+  // The tuned path's record, a line per shape met (empty on the cublas path).
+  std::vector<std::string> tuning_record() const;
   // The same with fp32 output (logits).
   std::string linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
                          cudaStream_t stream);
@@ -39,6 +53,7 @@ class Gemm {
   void* workspace_ = nullptr;  // set_workspace's, given again after every cublasSetStream
   size_t workspace_bytes_ = 0;
   std::string error_;
+  std::unique_ptr<GemmTuner> tuner_;  // set: GemmAlgorithms::tuned
 };
 
 }  // namespace yoco::cuda

@@ -57,6 +57,12 @@ inline constexpr const char* kApartSublayerNote = "a buffer each for the prefill
 // run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.
 inline constexpr bool kFfnUpFusedByDefault = false;
 inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
+// Whether the runners' GEMMs take each shape's fastest cuBLASLt algorithm, timed at first use
+// (ops/gemm_tuner.hpp), unless told otherwise (YOCO_GEMM_ALGO, runner_support.hpp): not until bench
+// family `gemm_shapes` has shown a candidate beating cublasGemmEx's choice on the runners' shapes.
+// Rows made with it say kGemmTunedNote.
+inline constexpr bool kGemmTunedByDefault = false;
+inline constexpr const char* kGemmTunedNote = "GEMM algorithms tuned at first use";
 // The words before N in a YOCO row whose runner ran its prefill FFN in row
 // blocks of N (YOCO_FFN_ROWS=N, runner_support.hpp); rows without them ran
 // each step's FFN whole.

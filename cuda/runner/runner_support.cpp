@@ -71,6 +71,13 @@ bool shared_sublayer_buffers_from_env() {
   return env_switch("YOCO_SUBLAYER_BUFFERS", "shared", "apart", kSharedSublayerBuffers, "'shared' or 'apart'");
 }
 
+GemmAlgorithms gemm_algorithms_from_env() {
+  return env_switch("YOCO_GEMM_ALGO", "tuned", "cublas", kGemmTunedByDefault,
+                    "'tuned' (each shape's fastest cuBLASLt algorithm, timed at first use) or 'cublas'")
+             ? GemmAlgorithms::tuned
+             : GemmAlgorithms::cublas;
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

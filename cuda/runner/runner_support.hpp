@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/device_arena.hpp"
+#include "ops/gemm.hpp"
 #include "runner/launch_count.hpp"
 
 namespace yoco::cuda {
@@ -62,6 +63,12 @@ bool ffn_fused_swiglu_from_env();
 // layout before 2026-11-27); unset: kSharedSublayerBuffers. Read when a model
 // is made; InputError naming the variable for anything else.
 bool shared_sublayer_buffers_from_env();
+
+// YOCO_GEMM_ALGO=tuned: the runners' GEMMs take each shape's fastest cuBLASLt
+// algorithm, timed at first use (ops/gemm_tuner.hpp); cublas: cublasGemmEx's own
+// choice; unset: kGemmTunedByDefault. Read when a model is made; InputError
+// naming the variable for anything else.
+GemmAlgorithms gemm_algorithms_from_env();
 
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The

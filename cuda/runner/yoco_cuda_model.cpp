@@ -305,6 +305,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   cross_freq_ = upload_table(arena_, rope_inv_freq_linspace(Da_, cfg_.rope_theta), "cross-decoder RoPE table", stream_);
   gemm_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspaceBytes, "activations: cuBLAS workspace");
   check_gemm(gemm_.set_workspace(gemm_workspace_.get(), kCublasWorkspaceBytes), "set the cuBLAS workspace");
+  check_gemm(gemm_.choose_algorithms(gemm_algorithms_from_env()), "choose the GEMM algorithms");
 }
 
 YocoCudaModel::~YocoCudaModel() {

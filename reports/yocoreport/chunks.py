@@ -18,19 +18,21 @@ DEFAULT_CHUNK = 32768                 # rows that name no chunk ran the default 
 
 
 APART = "a buffer each for the prefill's sublayers"  # cuda/runner/launch_count.hpp, kApartSublayerNote
+TUNED = "GEMM algorithms tuned at first use"        # cuda/runner/launch_count.hpp, kGemmTunedNote
 
 
 def config_of(notes):
-    """(prefill chunk, FFN row block or 0, FFN up half fused, sublayers in a buffer each) as a row's notes say
-    it ran (the calibrated rows price the runners' default: one buffer for the sublayers)."""
+    """(prefill chunk, FFN row block or 0, FFN up half fused, sublayers in a buffer each, GEMMs tuned) as a row's
+    notes say it ran (the calibrated rows price the runners' default: one buffer for the sublayers, cuBLAS's own
+    GEMM algorithms)."""
     chunk = re.search(r"prefill chunk (\d+)", notes)
     rows = re.search(r"FFN in row blocks of (\d+)", notes)
     return (int(chunk.group(1)) if chunk else DEFAULT_CHUNK, int(rows.group(1)) if rows else 0,
-            "FFN up half fused" in notes, APART in notes)
+            "FFN up half fused" in notes, APART in notes, TUNED in notes)
 
 
 def label(config):
-    chunk, rows, fused, apart = config
+    chunk, rows, fused, apart, tuned = config
     parts = ["chunk %d" % chunk]
     if rows:
         parts.append("FFN rows %d" % rows)
@@ -38,6 +40,8 @@ def label(config):
         parts.append("FFN up fused")
     if apart:
         parts.append("sublayer buffers apart")
+    if tuned:
+        parts.append("GEMMs tuned")
     return ", ".join(parts)
 
 

@@ -750,6 +750,26 @@ TEST(CudaModelFfnFused, ABadChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_FFN_FUSED", "yes");
 }
 
+// The GEMMs on their tuned path (YOCO_GEMM_ALGO=tuned: each shape's fastest cuBLASLt algorithm,
+// timed at first use, ops/gemm_tuner.hpp) against cublasGemmEx's: a batch of 3 prefilled in steps of
+// 291 rows and decoded 16 steps (the runner's default decode),
+// every row within the bound of the cublas run, the middle one of the reference. Both runners.
+TEST(CudaModelGemmTuned, TunedGemmsMatchTheReferenceAndTheCublasRun) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const RefData& r = reference_data(c);
+    OptionRuns runs = run_with_option(c, "YOCO_GEMM_ALGO", "cublas", "tuned");
+    ASSERT_FALSE(HasFatalFailure());
+    expect_option_runs_within_bound(c.name + " with tuned GEMMs", runs, r, c.prompt);
+  }
+}
+
+TEST(CudaModelGemmTuned, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_GEMM_ALGO", "fastest");
+}
+
 // One buffer for a prefill step's sublayers (YOCO_SUBLAYER_BUFFERS=shared, the default: the
 // mixer's, the FFN's and the global K/V rows' pieces carved from the largest, runner/
 // sublayer_buffers.hpp) against a buffer each: a batch of 3 prefilled in steps of 291 rows (the

@@ -1,0 +1,164 @@
+// The runners' GEMM on its tuned path (ops/gemm_tuner.hpp: each shape's fastest cuBLASLt candidate,
+// timed at first use) against the fp64 product within DESIGN.md §6's bound:
+// - at the runners' kinds of shape: a prefill step's rows, a decode step's one row, the fp32
+//   gate logits;
+// - one algorithm kept a shape: the second call's bits equal the first's, with no new timing;
+// - a shape first met inside a CUDA graph capture takes the first candidate, untimed, and replays
+//   to the bits of an eager call after it;
+// - back on cublasGemmEx's path, the record is gone.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device_test_data.hpp"
+#include "gpu_test_support.hpp"
+#include "ops/gemm.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+using namespace yoco::cuda_test;
+
+std::vector<double> exact_product(const std::vector<float>& x, const std::vector<float>& w, int64_t m, int64_t k,
+                                  int64_t n) {
+  std::vector<double> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t < k; ++t)
+        s += static_cast<double>(x[static_cast<size_t>(i * k + t)]) * w[static_cast<size_t>(j * k + t)];
+      y[static_cast<size_t>(i * n + j)] = s;
+    }
+  return y;
+}
+
+struct Shape {
+  int64_t m, k, n;
+};
+
+TEST(GemmTuner, TunedProductsAreRightAtTheRunnersShapes) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_TRUE(gemm.ok()) << gemm.error();
+  DeviceArray<unsigned char> workspace(size_t{32} << 20);
+  ASSERT_EQ(gemm.set_workspace(workspace.ptr, workspace.n), "");
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
+  EXPECT_EQ(gemm.algorithms(), GemmAlgorithms::tuned);
+  // A prefill step's rows (ragged), a decode step's one row, a wide projection.
+  for (const Shape s : {Shape{300, 256, 1536}, Shape{1, 3072, 3072}, Shape{2048, 512, 4096}}) {
+    SCOPED_TRACE("m " + std::to_string(s.m) + " k " + std::to_string(s.k) + " n " + std::to_string(s.n));
+    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 11);
+    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 12, 0.05f);
+    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), dy(static_cast<size_t>(s.m * s.n));
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto exact = exact_product(x, w, s.m, s.k, s.n);
+    EXPECT_LE(rms_error(download_bf16(dy), exact), bf16_output_bound(exact));
+  }
+  // The fp32 gate logits (gt_proj: n = the heads).
+  {
+    const Shape s{512, 3072, 24};
+    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 13);
+    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 14, 0.05f);
+    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size());
+    DeviceArray<float> dy(static_cast<size_t>(s.m * s.n));
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(gemm.linear_f32(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto exact = exact_product(x, w, s.m, s.k, s.n);
+    // fp32 output: fp32 accumulation alone, far inside the bf16 bound.
+    EXPECT_LE(rms_error(download(dy), exact), 1e-5);
+  }
+  const auto record = gemm.tuning_record();
+  ASSERT_EQ(record.size(), 4u);
+  for (const auto& line : record) {
+    SCOPED_TRACE(line);
+    EXPECT_NE(line.find("(timed)"), std::string::npos);
+  }
+}
+
+TEST(GemmTuner, KeepsOneAlgorithmAShapeAndTimesItOnce) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
+  const Shape s{1024, 1024, 2048};
+  const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 21);
+  const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 22, 0.05f);
+  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), y1(static_cast<size_t>(s.m * s.n)),
+      y2(static_cast<size_t>(s.m * s.n));
+  upload_bf16(dx, x);
+  upload_bf16(dw, w);
+  ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, y1.ptr, nullptr), "");
+  const auto first = gemm.tuning_record();
+  ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, y2.ptr, nullptr), "");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(gemm.tuning_record(), first);
+  const auto a = download_bf16(y1), b = download_bf16(y2);
+  ASSERT_EQ(a.size(), b.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) differ += a[i] != b[i];
+  EXPECT_EQ(differ, 0u) << "the kept algorithm wrote other bits on its second call";
+}
+
+TEST(GemmTuner, AShapeFirstMetInACaptureTakesTheFirstCandidateAndReplaysToTheEagerBits) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
+  const Shape s{4, 768, 1536};
+  const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 31);
+  const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 32, 0.05f);
+  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), graph_y(static_cast<size_t>(s.m * s.n)),
+      eager_y(static_cast<size_t>(s.m * s.n));
+  upload_bf16(dx, x);
+  upload_bf16(dw, w);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const std::string captured = gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, graph_y.ptr, stream);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(captured, "");
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, eager_y.ptr, stream), "");
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  const auto record = gemm.tuning_record();
+  ASSERT_EQ(record.size(), 1u);
+  EXPECT_NE(record[0].find("candidate 0 of"), std::string::npos) << record[0];
+  EXPECT_NE(record[0].find("untimed"), std::string::npos) << record[0];
+  EXPECT_EQ(download_bf16(graph_y), download_bf16(eager_y));
+  const auto exact = exact_product(x, w, s.m, s.k, s.n);
+  EXPECT_LE(rms_error(download_bf16(graph_y), exact), bf16_output_bound(exact));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(GemmTuner, BackOnCublasTheRecordIsGone) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
+  const auto x = random_bf16_values(64 * 128, 41);
+  const auto w = random_bf16_values(256 * 128, 42, 0.05f);
+  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), dy(64 * 256);
+  upload_bf16(dx, x);
+  upload_bf16(dw, w);
+  ASSERT_EQ(gemm.linear(dx.ptr, 64, 128, dw.ptr, 256, dy.ptr, nullptr), "");
+  EXPECT_EQ(gemm.tuning_record().size(), 1u);
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::cublas), "");
+  EXPECT_EQ(gemm.algorithms(), GemmAlgorithms::cublas);
+  EXPECT_TRUE(gemm.tuning_record().empty());
+  ASSERT_EQ(gemm.linear(dx.ptr, 64, 128, dw.ptr, 256, dy.ptr, nullptr), "");
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto exact = exact_product(x, w, 64, 128, 256);
+  EXPECT_LE(rms_error(download_bf16(dy), exact), bf16_output_bound(exact));
+}
+
+}  // namespace
+}  // namespace yoco::cuda
