@@ -434,8 +434,9 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
   # Each shape's fastest cuBLASLt algorithm, timed at first use (ops/gemm_tuner.hpp; the warm-up
   # prefill takes the timing): at the default chunk and at 16384, the 12.4 GB candidate (about 1
   # minute each).
-  run_step models.3b_long_tuned 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda --model yoco-3b \
-    --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+  # Its decode steps too: a graph's shapes keep the first candidate, untimed (ops/gemm_tuner.hpp).
+  run_step models.3b_long_tuned 200 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 150 \
     --out "$LOGS/models_3b_long_tuned.csv"
   run_step models.3b_long_tuned_16384 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda \
     --model yoco-3b --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 \

@@ -36,12 +36,15 @@ class Gemm {
   // Gives cuBLAS its workspace (what a captured CUDA graph needs: no
   // allocation inside the capture). The memory must outlive the handle's use.
   std::string set_workspace(void* workspace, size_t bytes);
-  // From the next call on: cublasGemmEx's choice (the default) or the tuned cuBLASLt path. Empty
-  // string on success, else why (cuBLASLt could not start).
+  // From the next call on: cublasGemmEx's choice (the default) or the tuned cuBLASLt path. Call it
+  // before any graph captures this Gemm's calls: a captured graph keeps the path it was captured
+  // with. Empty string on success, else why (cuBLASLt could not start).
   std::string choose_algorithms(GemmAlgorithms a);
   GemmAlgorithms algorithms() const { return tuner_ ? GemmAlgorithms::tuned : GemmAlgorithms::cublas; }
-  // The tuned path's record, a line per shape met (empty on the cublas path).
+  // The tuned path's record, a line per shape this Gemm ran (empty on the cublas path), and how many
+  // shapes it timed itself.
   std::vector<std::string> tuning_record() const;
+  int tuning_timings() const { return tuner_ ? tuner_->timings() : 0; }
   // The same with fp32 output (logits).
   std::string linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
                          cudaStream_t stream);

@@ -1,45 +1,47 @@
 #pragma once
-// The runners' GEMM through cuBLASLt, with the algorithm of each shape chosen by timing the
-// heuristic's first candidates on the call's own buffers, once per shape and process (a runtime
-// tuning, as PyTorch's TunableOp does it).
+// The runners' GEMM through cuBLASLt. The algorithm for each shape is chosen by timing the heuristic's
+// first candidates on the call's own buffers, once per shape and process. This is a runtime tuning,
+// the way PyTorch's TunableOp does it.
 //
 // Why: run-22's CUPTI puts yoco-3b's four self-decoder GEMMs at 91.9% of the same run's ceiling GEMM
 // as a whole, while W1|W3 alone runs at 100%. cublasGemmEx gives every shape the kernel its heuristic
 // ranks first. Bench family `gemm_shapes` measures the candidates shape by shape; this class takes the
 // fastest at run time.
 //
-// - When a shape is first met outside a CUDA graph capture, each candidate runs once to warm up and
-//   then kTimedRuns times between events on the call's stream, and the one with the least median
-//   time is kept. The call's output is then written by the kept algorithm. That costs one host
-//   synchronisation per candidate, once per shape: benchmarks take it in their warm-up.
-// - When a shape is first met inside a capture (a decode step's graph), nothing can be timed. The
-//   heuristic's first candidate is kept instead, so that eager and graph steps use one algorithm for
-//   a shape.
-// - Every kept choice is in `record()`, with the times of all the candidates: the tuning record
-//   beside the choice.
-// Different algorithms may round differently (split-K sums in another order). One process keeps one
-// algorithm for each shape, so its results are reproducible within the process.
+// - **First met outside a CUDA graph capture.** Each candidate runs once to warm up, then kTimedRuns
+//   times between one pair of events on the call's stream. The one with the least time is kept, and
+//   the call's output is then written by it. That costs one host synchronisation per candidate, once
+//   per shape; benchmarks take it in their warm-up.
+// - **First met inside a capture** (a decode step's graph). Nothing can be timed, so the heuristic's
+//   first candidate is kept.
+// - **A shape** is its sizes, output type, device, the operands' address alignment and the workspace.
+// - **One algorithm per shape for the whole process.** The choices are shared by every GemmTuner, so
+//   the process uses one algorithm a shape: eager and graph steps, and separate models, agree to the
+//   bit. Different algorithms may round differently (split-K sums in another order, always in fp32).
+// - **The tuning record.** Every choice is in `record_lines()`, with how the kept candidate compares
+//   with the first: the record sits beside the choice.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "ops/gemm_lt.hpp"
+
 namespace yoco::cuda {
 
 struct GemmChoice {
-  int rank = 0;                 // the kept candidate's place in the heuristic's order
-  int candidates = 0;           // how many the heuristic offered
-  bool timed = false;           // false: chosen inside a capture (the first candidate, untimed)
-  std::vector<double> median_s;  // each candidate's median time, in the heuristic's order (timed only)
+  int rank = 0;                  // the kept candidate's place in the heuristic's order
+  int candidates = 0;            // how many the heuristic offered
+  bool timed = false;            // false: chosen inside a capture (the first candidate, untimed)
+  std::vector<double> time_s;    // each candidate's time per run, in the heuristic's order (timed only; -1 failed)
   cublasLtMatmulAlgo_t algo{};
 };
-
-struct GemmLtProblem;  // one shape's cuBLASLt descriptors (gemm_tuner.cpp)
 
 class GemmTuner {
  public:
@@ -57,18 +59,24 @@ class GemmTuner {
   std::string run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
                   void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
-  // (m, n, k, output type) -> the choice.
-  using Key = std::tuple<int64_t, int64_t, int64_t, int>;
-  const std::map<Key, GemmChoice>& record() const { return choices_; }
-  // One line a shape: "m 32768 n 3072 k 3072 bf16: candidate 2 of 8, 0.93x the first (timed)".
+  // One line for each shape this tuner ran, e.g. "m 32768 n 3072 k 3072 bf16: candidate 2 of 8, 0.93x the
+  // first's time (timed)".
   std::vector<std::string> record_lines() const;
+  // How many shapes this tuner timed itself (a shape another tuner of the process timed first is not
+  // timed again).
+  int timings() const { return timings_; }
+
+  // (device, m, n, k, output type, alignment, workspace bytes)
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int, GemmLtAlignment, size_t>;
 
  private:
-  std::string choose(const Key& key, const void* x, const void* w, void* y, void* workspace, size_t workspace_bytes,
-                     cudaStream_t stream, GemmChoice& out);
+  std::string choose(const GemmLtProblem& p, const GemmLtAlignment& align, const void* x, const void* w, void* y,
+                     void* workspace, size_t workspace_bytes, cudaStream_t stream, GemmChoice& out);
   cublasLtHandle_t handle_ = nullptr;
-  std::map<Key, GemmChoice> choices_;
-  std::map<Key, std::shared_ptr<GemmLtProblem>> problems_;  // made once a shape, as the choices
+  // Descriptors, made once per (m, n, k, output type).
+  std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::unique_ptr<GemmLtProblem>> problems_;
+  std::set<Key> used_;  // the shapes this tuner ran, for its record
+  int timings_ = 0;
 };
 
 }  // namespace yoco::cuda

@@ -69,6 +69,10 @@ class CudaModel {
   // taken after it are its own, not an earlier, larger call's.
   virtual void release_buffers() = 0;
 
+  // The GEMMs' tuning record (YOCO_GEMM_ALGO=tuned: a line per shape the model's GEMMs ran,
+  // ops/gemm_tuner.hpp); empty on cublasGemmEx's path.
+  virtual std::vector<std::string> gemm_tuning_record() const = 0;
+
   int64_t batch() const { return batch_; }
   int64_t position() const { return position_; }  // tokens per sequence in the caches
   int64_t capacity() const { return capacity_; }

@@ -761,7 +761,34 @@ TEST(CudaModelGemmTuned, TunedGemmsMatchTheReferenceAndTheCublasRun) {
     const RefData& r = reference_data(c);
     OptionRuns runs = run_with_option(c, "YOCO_GEMM_ALGO", "cublas", "tuned");
     ASSERT_FALSE(HasFatalFailure());
+    // Proof the switch took: the tuned model's GEMMs kept a record, the cuBLAS one's none.
+    EXPECT_TRUE(runs.before_model->gemm_tuning_record().empty()) << c.name;
+    EXPECT_FALSE(runs.after_model->gemm_tuning_record().empty()) << c.name << ": YOCO_GEMM_ALGO=tuned left no record";
     expect_option_runs_within_bound(c.name + " with tuned GEMMs", runs, r, c.prompt);
+  }
+}
+
+// With tuned GEMMs, a decode step replayed from its graph equals the eager step to the bit: the
+// process keeps one algorithm a shape, whichever path met the shape first (here the graph: its
+// capture keeps the first candidate, untimed, and the eager steps after it take that one).
+TEST(CudaModelGemmTuned, GraphAndEagerDecodeAreBitIdentical) {
+  YOCO_REQUIRE_GPU();
+  const ScopedEnv env("YOCO_GEMM_ALGO");
+  env.set("tuned");
+  for (const char* name : {"yoco-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, steps = 8;
+    std::vector<Mat<double>> out[2];
+    for (const bool graphs : {true, false}) {
+      auto model = make_model(cfg);
+      model->set_decode_graphs(graphs);
+      out[graphs ? 0 : 1] = prefill_and_decode(*model, {r.seq}, N, steps, kOneChunk);
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    EXPECT_TRUE((out[0][0].array() == out[1][0].array()).all())
+        << c.name << ": graph and eager decode differ with tuned GEMMs";
   }
 }
 
