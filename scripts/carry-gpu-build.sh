@@ -16,21 +16,27 @@
 # The limit counts the working tree that travels too (the tracked files): each
 # call's total is checked against it, and both calls' commands are printed.
 #
-#   scripts/carry-gpu-build.sh [--tests REGEX] [BUILD_BIN]   (default build/cuda/bin)
+#   scripts/carry-gpu-build.sh [--tests REGEX] [--tools REGEX] [BUILD_BIN]   (default build/cuda/bin)
 # --tests: only the GPU test binaries whose names match (as gpu-suite's --tests):
 # every test binary links every kernel, so all of them (47 MiB at 0d14f2f) no
 # longer fit one call beside the libraries and the tree; a call that runs a few
-# carries those few.
+# carries those few. --tools: the same for call 2's tools, whole names (default all four; the
+# tree grows with every committed run: 16.6 MiB at 3f75db0, when call 2 with all
+# four came to 62.8 MiB), e.g. 'yoco|bench_cuda_kernels' for --only bench,models-3b.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests_regex="."
+tools_regex="."
 bin="build/cuda/bin"
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests)
       [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tests needs a regular expression" >&2; exit 2; }
       tests_regex="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --tools)
+      [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tools needs a regular expression" >&2; exit 2; }
+      tools_regex="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) echo "carry-gpu-build.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) bin="$1"; shift ;;
   esac
@@ -56,6 +62,7 @@ for src in tests/cuda/test_*.cpp; do
   if [ -x "$bin/$t" ]; then strip -o ".carry/tests/$t" "$bin/$t"; else missing="$missing $t"; fi
 done
 for t in yoco test_dist_cuda bench_cuda_kernels gret_chunk_on_file; do
+  [[ "$t" =~ ^($tools_regex)$ ]] || continue
   if [ -x "$bin/$t" ]; then strip -o ".carry/tools/$t" "$bin/$t"; else missing="$missing $t"; fi
 done
 [ -z "$missing" ] || echo "carry-gpu-build.sh: not built (their steps will say MISSING):$missing" >&2
@@ -64,6 +71,7 @@ shopt -s nullglob
 for f in .carry/tests/* .carry/tools/*; do carry_bins+=("$f"); done
 shopt -u nullglob
 [ -n "$(ls -A .carry/tests)" ] || echo "carry-gpu-build.sh: no GPU test binary matches --tests '$tests_regex'" >&2
+[ -n "$(ls -A .carry/tools)" ] || echo "carry-gpu-build.sh: no tool matches --tools '$tools_regex'" >&2
 scripts/carry-libs.sh --mpirun "${carry_bins[@]}" >/dev/null
 # KiB of the paths that exist (a missing .whl is no error).
 kib() {
