@@ -27,6 +27,7 @@
 #include "bench_buffers.hpp"
 #include "config.hpp"
 #include "kernel_bench.hpp"
+#include "ops/elementwise.hpp"
 #include "ops/gemm.hpp"
 #include "ops/gemm_lt.hpp"
 #include "runner/generation_bytes.hpp"
@@ -72,6 +73,47 @@ double sampled_rows_max_rel_diff(const bf16* a, const bf16* b, int64_t rows, int
   return max_rel_diff(sa.p, sb.p, sa.n);
 }
 
+// A sublayer's end as the runners do it (the output projection into a bf16 delta, then add +
+// RMSNorm: 2 + 12 bytes an element past the GEMM's operands) against the residual added in the GEMM's
+// epilogue (cublasGemmEx accumulating into the fp32 residual, beta 1, then RMSNorm alone: 8 + 6
+// bytes). The bytes are equal; what differs is whether the GEMM's epilogue hides its extra 6 under
+// its main loop. Both rows' FLOPs are the GEMM's.
+void sublayer_end_rows(Report& report, cuda::Gemm& gemm, const std::string& shape, const char* model, int64_t rows,
+                       int64_t k, int64_t n, const bf16* x, const bf16* w, double flops, cudaStream_t stream) {
+  DeviceBuffer<float> residual(static_cast<size_t>(rows * n));
+  DeviceBuffer<bf16> delta(static_cast<size_t>(rows * n)), h(static_cast<size_t>(rows * n)),
+      norm_w(static_cast<size_t>(n));
+  fill_uniform_f32(residual.p, residual.n, 73, 0.0f, 1.0f);
+  fill_normal_bf16(norm_w.p, norm_w.n, 74, 0.25f);
+  const double elems = static_cast<double>(rows) * static_cast<double>(n);
+  const double operands = 2.0 * static_cast<double>(rows * k + n * k);
+  const auto fail = [](const std::string& e) {
+    if (!e.empty()) throw std::runtime_error("cuBLAS: " + e);
+  };
+  KernelResult pair{"gemm_shapes", shape + ", into a bf16 delta, then add + RMSNorm (the runners')", model, rows, 1,
+                    operands + 14.0 * elems, flops, {}, ""};
+  pair.time = time_launches(
+      [&](cudaStream_t s) {
+        fail(gemm.linear(x, rows, k, w, n, delta.p, s));
+        check(cuda::launch_add_rms_norm(residual.p, delta.p, norm_w.p, rows, n, 1e-5f, h.p, s), "add_rms_norm");
+      },
+      stream);
+  pair.notes = all_finite_bf16(h.p, h.n, 1 << 20) ? "" : "out NOT FINITE";
+  report.add(pair);
+  KernelResult fused{"gemm_shapes", shape + ", accumulated into the fp32 residual (beta 1), then RMSNorm", model, rows,
+                     1, operands + 14.0 * elems, flops, {}, ""};
+  fused.time = time_launches(
+      [&](cudaStream_t s) {
+        fail(gemm.accumulate_f32(x, rows, k, w, n, residual.p, s));
+        check(cuda::launch_rms_norm(residual.p, norm_w.p, rows, n, 1e-5f, h.p, s), "rms_norm");
+      },
+      stream);
+  char buf[120];
+  std::snprintf(buf, sizeof buf, "%.3fx the runners' pair's median", fused.time.median_s / pair.time.median_s);
+  fused.notes = std::string(all_finite_bf16(h.p, h.n, 1 << 20) ? "" : "out NOT FINITE; ") + buf;
+  report.add(fused);
+}
+
 YOCO_KERNEL_BENCH(gemm_shapes) {
   ScopedStream scoped;
   const cudaStream_t stream = scoped.s;
@@ -109,6 +151,10 @@ YOCO_KERNEL_BENCH(gemm_shapes) {
           stream);
       r.notes = all_finite_bf16(ref.p, ref.n, 1 << 20) ? "the reference of the cuBLASLt rows" : "out NOT FINITE";
       report.add(r);
+
+      // The sublayers' ends: YOCO's out_proj and W2 (n = d).
+      if (std::string(g.model) == "yoco-3b" && (std::string(g.name) == "out_proj" || std::string(g.name) == "W2"))
+        sublayer_end_rows(report, gemm, shape, g.model, rows, g.k, g.n, x.p, w.p, flops, stream);
 
       const cuda::GemmLtProblem p(rows, g.k, g.n, CUDA_R_16BF);
       check_lt(p.status, "descriptors");

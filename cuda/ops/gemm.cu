@@ -14,18 +14,18 @@ Gemm::~Gemm() {
 }
 
 std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
-                      cudaStream_t stream) {
+                      cudaStream_t stream, float beta) {
   if (!handle_) return error_;
   constexpr int64_t kMax = 0x7fffffff;
   if (m < 1 || n < 1 || k < 1 || m > kMax || n > kMax || k > kMax)
     return "gemm: shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            " outside cuBLAS's 32-bit range";
-  if (tuner_) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
+  if (tuner_ && beta == 0.0f) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
   cublasSetStream(handle_, stream);
   // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
   if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
     return "cublasSetWorkspace failed";
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   // Column-major view: yᵀ[n, m] = W[n, k] (stored as the column-major k x n,
   // hence OP_T) · xᵀ[k, m] (the column-major k x m of row-major x).
   const cublasStatus_t s =
@@ -62,6 +62,11 @@ std::vector<std::string> Gemm::tuning_record() const { return tuner_ ? tuner_->r
 std::string Gemm::linear(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
                          __nv_bfloat16* y, cudaStream_t stream) {
   return run(x, m, k, w, n, y, CUDA_R_16BF, stream);
+}
+
+std::string Gemm::accumulate_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
+                                 float* y, cudaStream_t stream) {
+  return run(x, m, k, w, n, y, CUDA_R_32F, stream, 1.0f);
 }
 
 std::string Gemm::linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,

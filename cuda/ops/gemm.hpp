@@ -45,13 +45,17 @@ class Gemm {
   // shapes it timed itself.
   std::vector<std::string> tuning_record() const;
   int tuning_timings() const { return tuner_ ? tuner_->timings() : 0; }
+  // y[m, n] += x[m, k] · w[n, k]ᵀ into fp32 y (beta 1): a sublayer's output added to the fp32
+  // residual in the GEMM's epilogue, with no bf16 delta between. Always cublasGemmEx's choice.
+  std::string accumulate_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,
+                             float* y, cudaStream_t stream);
   // The same with fp32 output (logits).
   std::string linear_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, float* y,
                          cudaStream_t stream);
 
  private:
   std::string run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
-                  cudaStream_t stream);
+                  cudaStream_t stream, float beta = 0.0f);
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;  // set_workspace's, given again after every cublasSetStream
   size_t workspace_bytes_ = 0;

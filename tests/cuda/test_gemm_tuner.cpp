@@ -6,7 +6,8 @@
 //   second Gemm of the process takes the first's choice;
 // - a shape first met inside a CUDA graph capture takes the first candidate, untimed, and replays
 //   to the bits of an eager call after it;
-// - back on cublasGemmEx's path, the record is gone.
+// - back on cublasGemmEx's path, the record is gone;
+// - accumulate_f32 adds the product into an fp32 buffer (beta 1), on either path.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -176,6 +177,30 @@ TEST(GemmTuner, BackOnCublasTheRecordIsGone) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto exact = exact_product(x, w, 64, 128, 256);
   EXPECT_LE(rms_error(download_bf16(dy), exact), bf16_output_bound(exact));
+}
+
+TEST(GemmTuner, AccumulateAddsTheProductIntoTheFp32Residual) {
+  YOCO_REQUIRE_GPU();
+  for (const GemmAlgorithms path : {GemmAlgorithms::cublas, GemmAlgorithms::tuned}) {
+    Gemm gemm;
+    ASSERT_EQ(gemm.choose_algorithms(path), "");
+    const Shape s{96, 256, 512};
+    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 51);
+    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 52, 0.05f);
+    std::vector<float> y0(static_cast<size_t>(s.m * s.n));
+    for (size_t i = 0; i < y0.size(); ++i) y0[i] = static_cast<float>(i % 97) * 0.03125f - 1.5f;
+    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size());
+    DeviceArray<float> dy(y0.size());
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    upload(dy, y0);
+    ASSERT_EQ(gemm.accumulate_f32(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    auto want = exact_product(x, w, s.m, s.k, s.n);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
+    // fp32 accumulation over k = 256 and one fp32 add: far inside 1e-5 relative.
+    EXPECT_LE(rms_error(download(dy), want), 1e-5) << (path == GemmAlgorithms::tuned ? "tuned" : "cublas");
+  }
 }
 
 }  // namespace
