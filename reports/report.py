@@ -23,7 +23,7 @@ from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from yocoreport.calibrated import calibrated_section  # noqa: E402
 from yocoreport.data import difference_for  # noqa: E402
 from yocoreport.multi_device import multi_device_section  # noqa: E402
-from yocoreport.two_cards import two_cards_section  # noqa: E402
+from yocoreport.two_cards import card_dirs_of, two_cards_section  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
 DEFAULT_README = os.path.join(plot.REPORTS_DIR, "README.md")
@@ -395,7 +395,8 @@ def build_readme(data, figures, readme_path, out_dir=None):
         by_dev[f.device_name].append(f)
     for name, rows in devices.items():
         lines += section_device(data, name, rows, by_dev.get(name, []), readme_dir)
-    lines += two_cards_section(table, lambda p: os.path.relpath(p, readme_dir).replace(os.sep, "/"))
+    lines += two_cards_section(table, lambda p: os.path.relpath(p, readme_dir).replace(os.sep, "/"),
+                               card_dirs_of(data.result_files))
     if out_dir:
         lines += calibrated_section(data, table, readme_dir, out_dir)
         lines += multi_device_section(table, readme_dir, out_dir)

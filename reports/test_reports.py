@@ -642,6 +642,49 @@ class ReportsTest(unittest.TestCase):
         for k in got:
             self.assertIn(k[:3], claims)
 
+    def test_two_cards_pair_one_revisions_kernel_rows_by_family(self):
+        from yocoreport import two_cards
+        header = ["git_sha", "timestamp", "host", "device", "device_name", "driver", "model", "seq_len", "batch",
+                  "gen_tokens", "phase", "metric", "value", "unit", "method", "repeats", "min", "max", "notes"]
+
+        def write(card, sub, sha, device_name, copy, times):
+            folder = os.path.join(self.results, card, *sub)
+            os.makedirs(folder, exist_ok=True)
+            rows = [[sha, "t", "h", "cuda", device_name, "", "-", "0", "1", "0", "ceiling", "copy_bw_gbs",
+                     repr(copy), "GB/s", "measured", "1", "", "", ""],
+                    [sha, "t", "h", "cuda", device_name, "", "-", "0", "1", "0", "ceiling", "gemm_peak_tflops",
+                     "780.0", "TFLOP/s", "measured", "1", "", "", ""]]
+            for phase, t in times.items():
+                rows.append([sha, "t", "h", "cuda", device_name, "", "yoco-3b", "32768", "1", "0", phase,
+                             "kernel_time_s", repr(t), "s", "measured", "20", "", "", ""])
+            with open(os.path.join(folder, "kernels.csv"), "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(header)
+                w.writerows(rows)
+        # Card A's rows of revision abc in a run's logs, card B's at its top; revision old only on A.
+        write("card-a", ("logs", "run-1"), "abc", "Card A", 3000.0,
+              {"swiglu:rows": 1.4e-3, "gret_chunk:v6": 1.0e-3, "gret_chunk:v3": 1.2e-3, "only_a:x": 1.0})
+        write("card-b", (), "abc-dirty", "Card B", 4200.0,
+              {"swiglu:rows": 1.0e-3, "gret_chunk:v6": 1.0e-3, "gret_chunk:v3": 1.0e-3, "only_b:x": 1.0})
+        write("card-a", (), "old", "Card A", 3000.0, {"swiglu:rows": 9.0})
+        cards = [os.path.join(self.results, c) for c in ("card-a", "card-b")]
+        self.assertEqual(two_cards.card_dirs_of([os.path.join(cards[1], "sweep.csv"), os.path.join(cards[0], "k.csv"),
+                                                 os.path.join(cards[0], "x.csv")]), cards)
+        found = two_cards.pairs(cards)
+        self.assertEqual([(sha, a[0], b[0]) for sha, a, b in found], [("abc", "Card A", "Card B")])
+        ratios = two_cards.family_ratios(found[0][1][1], found[0][2][1])
+        self.assertEqual(list(ratios), ["gret_chunk", "swiglu"])  # rows both ran, by family
+        self.assertAlmostEqual(ratios["swiglu"][0], 1.4)
+        self.assertEqual(sorted(round(r, 3) for r in ratios["gret_chunk"]), [1.0, 1.2])
+        table = lambda h, b: "\n".join(" | ".join(r) for r in [h] + b)  # noqa: E731
+        text = "\n".join(two_cards.two_cards_section(table, os.path.basename, cards))
+        self.assertIn("copy bandwidth 1.40x, GEMM rate 1.00x", text)
+        self.assertIn("gret_chunk | 2 | 1.10x | 1.00-1.20x", text)
+        self.assertIn("swiglu | 1 | 1.40x | 1.40-1.40x", text)
+        # No revision on two cards: no section.
+        shutil.rmtree(os.path.join(self.results, "card-b"))
+        self.assertEqual(two_cards.two_cards_section(table, os.path.basename, cards), [])
+
     def test_chunk_tradeoff_pairs_calibrated_and_measured_by_their_notes(self):
         from yocoreport import chunks
         header = ["git_sha", "timestamp", "host", "device", "device_name", "driver", "model", "seq_len", "batch",

@@ -3,18 +3,15 @@ kernels, the same shapes), how much faster the second card runs it, beside the r
 ceilings. Bandwidth-bound kernels should follow the copy ratio and compute-bound ones the GEMM ratio. A kernel
 that follows neither is bound by something else, such as launch latency or a chain of dependent steps.
 
-Reads every kernels.csv under reports/results/<card>/ and its logs/ (the bench_cuda_kernels rows, metric
-kernel_time_s, method measured), pairs the files of one git revision run on different devices, and joins their
-rows by (phase, model, length, batch)."""
+Reads every kernels.csv in the folders of the report's result files (reports/results/<card>/) and under their
+logs/ (the bench_cuda_kernels rows, metric kernel_time_s, method measured), pairs the files of one git revision
+run on different devices, and joins their rows by (phase, model, length, batch)."""
 import csv
 import glob
 import os
 import statistics
 from collections import OrderedDict, defaultdict
 
-from .data import REPORTS_DIR
-
-RESULTS_DIR = os.path.join(REPORTS_DIR, "results")
 
 
 def _read(path):
@@ -32,13 +29,20 @@ def _read(path):
     return sha, device, times, ceilings
 
 
-def pairs(results_dir=RESULTS_DIR):
+def card_dirs_of(result_files):
+    """The folders of the report's result files: reports/results/<card>/ for the default ones."""
+    return sorted({os.path.dirname(os.path.abspath(f)) for f in result_files})
+
+
+def pairs(card_dirs):
     """[(sha, (device A, times A, ceilings A, path A), (device B, ...))] for every revision two devices ran;
     A is the device whose name sorts first (for the H100 and the H200: the H100). Of several files of one
     revision and device, the one with the most rows."""
     best = {}
-    for path in sorted(glob.glob(os.path.join(results_dir, "*", "kernels.csv")) +
-                       glob.glob(os.path.join(results_dir, "*", "logs", "*", "kernels.csv"))):
+    paths = []
+    for d in card_dirs:
+        paths += glob.glob(os.path.join(d, "kernels.csv")) + glob.glob(os.path.join(d, "logs", "*", "kernels.csv"))
+    for path in sorted(paths):
         sha, device, times, ceilings = _read(path)
         if not times or not sha:
             continue
@@ -67,10 +71,10 @@ def family_ratios(times_a, times_b):
     return out
 
 
-def two_cards_section(table, rel, results_dir=RESULTS_DIR):
+def two_cards_section(table, rel, card_dirs):
     """README lines: per pair of cards, per kernel family, the second card's speedup against the ceilings'."""
     lines = []
-    for sha, (dev_a, times_a, ceil_a, path_a), (dev_b, times_b, ceil_b, path_b) in pairs(results_dir):
+    for sha, (dev_a, times_a, ceil_a, path_a), (dev_b, times_b, ceil_b, path_b) in pairs(card_dirs):
         ratios = family_ratios(times_a, times_b)
         if not ratios:
             continue
