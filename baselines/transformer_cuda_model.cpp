@@ -155,6 +155,11 @@ class TransformerCudaModel final : public CudaModel {
   // The new token's q and k rotated at `positions`, q copied out dense into d.q.
   void decode_rope_and_q(const DecodeBuffers& d, int64_t batch);
   void gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y, const char* what);
+  // A sublayer's output projection (n = d): into a.delta, or added to a.residual by the GEMM
+  // (YOCO_RESIDUAL_IN_GEMM=1). Then the residual's norm into a.normed: add + RMSNorm of the delta, or
+  // RMSNorm alone where the GEMM added it.
+  void project_out(const bf16* x, int64_t m, int64_t k, const bf16* w, const Activations& a, const char* what);
+  void residual_norm(const Activations& a, const bf16* w, int64_t rows, const char* what);
 
   ModelConfig cfg_;
   int64_t d_ = 0, F_ = 0, V_ = 0, H_ = 0, Hkv_ = 0, Da_ = 0, qw_ = 0, kvw_ = 0, qkv_w_ = 0;
@@ -162,6 +167,7 @@ class TransformerCudaModel final : public CudaModel {
 
   Gemm gemm_;
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
+  bool residual_in_gemm_ = false;  // the sublayers' outputs added to the residual by their GEMMs
   DeviceBuffer cublas_workspace_;
   DeviceBuffer rope_;  // inv_freq, Da / 2 doubles
   const bf16* embedding_ = nullptr;
@@ -204,6 +210,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
 
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
+  residual_in_gemm_ = residual_in_gemm_from_env();
 
   std::vector<std::vector<std::string>> groups;
   for (int64_t l = 0; l < cfg_.n_layers; ++l) {
@@ -244,6 +251,17 @@ TransformerCudaModel::~TransformerCudaModel() {
 void TransformerCudaModel::gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y,
                                 const char* what) {
   check_gemm(gemm_.linear(x, m, k, w, n, y, stream_), what);
+}
+
+void TransformerCudaModel::project_out(const bf16* x, int64_t m, int64_t k, const bf16* w, const Activations& a,
+                                       const char* what) {
+  if (residual_in_gemm_) check_gemm(gemm_.accumulate_f32(x, m, k, w, d_, a.residual, stream_), what);
+  else gemm(x, m, k, w, d_, a.delta, what);
+}
+
+void TransformerCudaModel::residual_norm(const Activations& a, const bf16* w, int64_t rows, const char* what) {
+  if (residual_in_gemm_) check_cuda(launch_rms_norm(a.residual, w, rows, d_, eps_, a.normed, stream_), what);
+  else check_cuda(launch_add_rms_norm(a.residual, a.delta, w, rows, d_, eps_, a.normed, stream_), what);
 }
 
 }  // namespace
@@ -339,16 +357,14 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
     if (l == 0)
       check_cuda(launch_rms_norm(a.residual, w.attn_norm, rows, d_, eps_, a.normed, stream_), "attention norm");
     else
-      check_cuda(launch_add_rms_norm(a.residual, a.delta, w.attn_norm, rows, d_, eps_, a.normed, stream_),
-                 "FFN residual + attention norm");
+      residual_norm(a, w.attn_norm, rows, "FFN residual + attention norm");
     gemm(a.normed, rows, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
     attend(caches_[static_cast<size_t>(l)].as<bf16>());
-    gemm(a.attn, rows, qw_, w.wo, d_, a.delta, "attention output projection");
-    check_cuda(launch_add_rms_norm(a.residual, a.delta, w.ffn_norm, rows, d_, eps_, a.normed, stream_),
-               "attention residual + FFN norm");
+    project_out(a.attn, rows, qw_, w.wo, a, "attention output projection");
+    residual_norm(a, w.ffn_norm, rows, "attention residual + FFN norm");
     check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.h13_rows, a.act, ffn_fused_, stream_),
                "FFN W1|W3 + SwiGLU");
-    gemm(a.act, rows, F_, w.w2, d_, a.delta, "FFN W2");
+    project_out(a.act, rows, F_, w.w2, a, "FFN W2");
   }
 }
 
@@ -391,8 +407,7 @@ void TransformerCudaModel::lm_head(const Activations& a, int64_t B, int64_t rows
   // A chunk before the last needs only its keys and values: the residual
   // stream restarts from the embedding in the next chunk.
   if (head == Head::none) return;
-  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, rows, d_, eps_, a.normed, stream_),
-             "FFN residual + final norm");
+  residual_norm(a, final_norm_, rows, "FFN residual + final norm");
   if (head == Head::all_rows) {
     check_gemm(gemm_.linear_f32(a.normed, rows, d_, output_, V_, logits, stream_), "LM head");
     return;
@@ -645,8 +660,7 @@ void TransformerCudaModel::graph_decode_step(const std::vector<int64_t>& tokens)
       check_cuda(launch_flash_decode(d.q, cache, cache + kvw_, lengths, d.ds, d.splits, d.workspace, a.attn, stream_),
                  "flash decode attention");
     });
-    check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
-               "FFN residual + final norm");
+    residual_norm(a, final_norm_, B, "FFN residual + final norm");
     check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, logits, stream_), "LM head");
     check_cuda(launch_advance_positions(positions, lengths, B, stream_), "advance decode positions");
   };
@@ -710,8 +724,7 @@ void TransformerCudaModel::sharded_decode_step(const std::vector<int64_t>& token
     const DecodePartials parts = decode_partials(d.ds, d.splits, d.workspace);
     link_->attention_across(parts.part_o, parts.part_lse, B, H_, d.splits, Da_, a.attn, "decode_partial", stream_);
   });
-  check_cuda(launch_add_rms_norm(a.residual, a.delta, final_norm_, B, d_, eps_, a.normed, stream_),
-             "FFN residual + final norm");
+  residual_norm(a, final_norm_, B, "FFN residual + final norm");
   check_gemm(gemm_.linear_f32(a.normed, B, d_, output_, V_, d.logits, stream_), "LM head");
 }
 

@@ -424,8 +424,8 @@ if has_step models && [ -x "$BIN/yoco" ]; then
 fi
 # Steps models-3b and chunks hold what issue 34 is judged on, most telling first, so that a call cut
 # by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K), the same with the
-# GEMMs' algorithms tuned (run-22's CUPTI: the GEMMs at 91.9% of the ceiling GEMM), then the memory
-# candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
+# GEMMs' algorithms tuned (run-22's CUPTI: the GEMMs at 91.9% of the ceiling GEMM), with the residual
+# added by the GEMMs, then the memory candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
 # comes after them. The FFN's up half fused ran in run-21 (1.012x the pair: it stays off); step
 # chunks keeps its 16384 row.
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
@@ -438,6 +438,11 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long_tuned 200 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda --model yoco-3b \
     --lengths 512K,1M --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 150 \
     --out "$LOGS/models_3b_long_tuned.csv"
+  # The sublayers' outputs added to the fp32 residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1; bench
+  # gemm_shapes' "accumulated into the fp32 residual" rows price one sublayer end).
+  run_step models.3b_long_residual 150 env YOCO_RESIDUAL_IN_GEMM=1 "$BIN/yoco" bench --device cuda \
+    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_3b_long_residual.csv"
   run_step models.3b_long_tuned_16384 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda \
     --model yoco-3b --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 \
     --budget-s 120 --out "$LOGS/models_3b_long_tuned_16384.csv"

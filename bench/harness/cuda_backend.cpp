@@ -210,6 +210,11 @@ static std::string gemm_note() {
   return cuda::gemm_algorithms_from_env() == cuda::GemmAlgorithms::tuned ? cuda::kGemmTunedNote : "";
 }
 
+// The sublayers' outputs added to the residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1): on every row.
+static std::string residual_note() {
+  return cuda::residual_in_gemm_from_env() ? cuda::kResidualInGemmNote : "";
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
@@ -217,14 +222,14 @@ static std::string layout_note(const ModelRunner& runner) {
   note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
                       ffn_note()),
                 ffn_rows_note(runner.config()));
-  note = joined(note, gemm_note());
+  note = joined(joined(note, gemm_note()), residual_note());
   return note.empty() ? note : "; " + note;
 }
 
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
-                gemm_note());
+                joined(gemm_note(), residual_note()));
 }
 
 void CudaBackend::reset_peak_memory() {

@@ -78,6 +78,11 @@ GemmAlgorithms gemm_algorithms_from_env() {
              : GemmAlgorithms::cublas;
 }
 
+bool residual_in_gemm_from_env() {
+  return env_switch("YOCO_RESIDUAL_IN_GEMM", "1", "0", kResidualInGemmByDefault,
+                    "1 (the residual added by the output projections' GEMMs) or 0");
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

@@ -70,6 +70,12 @@ bool shared_sublayer_buffers_from_env();
 // naming the variable for anything else.
 GemmAlgorithms gemm_algorithms_from_env();
 
+// YOCO_RESIDUAL_IN_GEMM=1: a prefill's sublayer outputs (YOCO's self-decoder; every layer of the
+// Transformer) are added to the fp32 residual by their output projections' GEMMs (beta 1); 0: into a
+// bf16 delta that the next add + RMSNorm adds; unset: kResidualInGemmByDefault. Read when a model is
+// made; InputError naming the variable for anything else.
+bool residual_in_gemm_from_env();
+
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The
 // names are copied, so temporaries are fine.

@@ -109,6 +109,15 @@ struct Residual {
   bool pending = false;
 };
 
+// Where a sublayer's output projection goes: the bf16 delta that the next add + RMSNorm adds, or
+// (YOCO_RESIDUAL_IN_GEMM=1, the prefill's self-decoder) the fp32 residual itself, added by the GEMM
+// (beta 1), with no delta and no add pass after.
+struct SublayerOut {
+  bf16* delta = nullptr;
+  float* residual = nullptr;  // set: accumulate here
+  static SublayerOut into_delta(const Residual& r) { return {r.delta, nullptr}; }
+};
+
 // The decode step's buffers (B rows each), looked up once per step before
 // the enqueue, so that an eager step's host time is its launches alone.
 struct StepBuffers {
@@ -156,11 +165,16 @@ class YocoCudaModel final : public CudaModel {
     float *gate_logits = nullptr, *log_decay = nullptr;
   };
   StepWork step_work(int64_t batch, int64_t n);
-  void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w, bf16* out);
-  void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w, bf16* out);
+  void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w,
+                        const SublayerOut& out);
+  void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w,
+                       const SublayerOut& out);
   // h13: [min(rows, ffn_block(rows)), 2F], act: [.., F] buffers of the
   // caller's; the rows in blocks of ffn_block(rows).
-  void ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* act);
+  void ffn(const FfnWeights& w, const bf16* h, int64_t rows, const SublayerOut& out, bf16* h13, bf16* act);
+  // A sublayer's output projection, `rows` rows of a[.., k] · wᵀ into `out` from row `row0` on.
+  void project_out(const bf16* a, int64_t rows, int64_t k, const bf16* w, const SublayerOut& out, int64_t row0,
+                   const std::string& what);
   int64_t ffn_block(int64_t rows) const { return ffn_rows_ > 0 ? std::min(rows, ffn_rows_) : rows; }
   // Rows of the FFN's W1|W3 output a step of `rows` rows needs: a block's, or 0 where every block
   // takes the fused kernel (the memory formula's ffn_w13_rows asks the same).
@@ -220,6 +234,7 @@ class YocoCudaModel final : public CudaModel {
   GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
+  bool residual_in_gemm_ = false;  // the prefill's sublayer outputs added to the residual by their GEMMs
   bool shared_sublayers_ = kSharedSublayerBuffers;  // one buffer for a step's sublayers (YOCO_SUBLAYER_BUFFERS)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;
@@ -275,6 +290,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   ffn_rows_ = ffn_row_block_from_env();
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
   shared_sublayers_ = shared_sublayer_buffers_from_env();
+  residual_in_gemm_ = residual_in_gemm_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {
@@ -417,14 +433,21 @@ void YocoCudaModel::norm(Residual& r, const bf16* w, bf16* out) {
   r.pending = false;
 }
 
-void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, bf16* out, bf16* h13, bf16* a) {
+void YocoCudaModel::project_out(const bf16* a, int64_t rows, int64_t k, const bf16* w, const SublayerOut& out,
+                                int64_t row0, const std::string& what) {
+  if (out.residual) check_gemm(gemm_.accumulate_f32(a, rows, k, w, d_, out.residual + row0 * d_, stream_), what);
+  else check_gemm(gemm_.linear(a, rows, k, w, d_, out.delta + row0 * d_, stream_), what);
+}
+
+void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, const SublayerOut& out, bf16* h13,
+                        bf16* a) {
   const int64_t block = ffn_block(rows);
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
     // h13 holds a block's rows (StepWork::w13, the step buffers' batch), or is null where the step fuses.
     check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, h13 ? block : 0, a, ffn_fused_, stream_),
                "ffn W1|W3 + SwiGLU");
-    check_gemm(gemm_.linear(a, n, F_, w.w2, d_, out + r0 * d_, stream_), "ffn W2");
+    project_out(a, n, F_, w.w2, out, r0, "ffn W2");
   }
 }
 
@@ -466,7 +489,7 @@ YocoCudaModel::StepWork YocoCudaModel::step_work(int64_t batch, int64_t n) {
 }
 
 void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s,
-                                     const StepWork& w, bf16* out) {
+                                     const StepWork& w, const SublayerOut& out) {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t R = batch * n, SW = self_width();
   bf16* qkvg = w.proj;
@@ -510,11 +533,11 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
     else
       check_cuda(launch_gret_norm_gate(o, norm_gate.g, SW, R, Hs_, D_, eps_, o, stream_), p + "norm + gate");
   }
-  check_gemm(gemm_.linear(o, R, d_, self_w_[l].out, d_, out, stream_), p + "out_proj");
+  project_out(o, R, d_, self_w_[l].out, out, 0, p + "out_proj");
 }
 
 void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s,
-                                    const StepWork& w, bf16* out) {
+                                    const StepWork& w, const SublayerOut& out) {
   const std::string p = self_prefix(l) + "mixer.";
   const int64_t R = batch * n, SW = self_width();
   bf16* qkv = w.proj;
@@ -546,7 +569,7 @@ void YocoCudaModel::swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int
   // Then the ring takes the chunk's last W positions (after the gather read it).
   check_cuda(launch_cache_write_rows(qkv + d_, SW, batch, n, 2 * d_, chunk_start, ring, W_, 2 * d_, W_, stream_),
              p + "ring update");
-  check_gemm(gemm_.linear(o, R, d_, self_w_[l].out, d_, out, stream_), p + "out_proj");
+  project_out(o, R, d_, self_w_[l].out, out, 0, p + "out_proj");
 }
 
 void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int64_t n, int64_t s) {
@@ -565,6 +588,8 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   static_assert(kDeltaInNormedRows, "the memory formula (generation_bytes.hpp) follows this layout");
   r.delta = h;
   const StepWork work = step_work(batch, n);
+  // Each sublayer's output: into delta, or added to the residual by its output projection's GEMM.
+  const SublayerOut out = residual_in_gemm_ ? SublayerOut{nullptr, r.x} : SublayerOut::into_delta(r);
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
@@ -573,12 +598,12 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
     for (int64_t l = 0; l < Ls_; ++l) {
       NvtxRange layer(self_names_[l]);
       norm(r, self_w_[l].mixer_norm, h);
-      if (gret()) gret_mixer_chunk(l, h, batch, n, s, work, r.delta);
-      else swa_mixer_chunk(l, h, batch, n, s, work, r.delta);
-      r.pending = true;
+      if (gret()) gret_mixer_chunk(l, h, batch, n, s, work, out);
+      else swa_mixer_chunk(l, h, batch, n, s, work, out);
+      r.pending = out.residual == nullptr;
       norm(r, self_w_[l].ffn.final_norm, h);
-      ffn(self_w_[l].ffn, h, R, r.delta, work.w13, work.hidden);
-      r.pending = true;
+      ffn(self_w_[l].ffn, h, R, out, work.w13, work.hidden);
+      r.pending = out.residual == nullptr;
     }
   }
   NvtxRange range("global K/V");
@@ -619,7 +644,7 @@ void YocoCudaModel::cross_decoder(Residual& r, bf16* h, bf16* q, bf16* a, bf16* 
     check_gemm(gemm_.linear(a, r.rows, qw_, w.out, d_, r.delta, stream_), "cross-decoder out_proj");
     r.pending = true;
     norm(r, w.ffn.final_norm, h);
-    ffn(w.ffn, h, r.rows, r.delta, ffn_in, ffn_hidden);
+    ffn(w.ffn, h, r.rows, SublayerOut::into_delta(r), ffn_in, ffn_hidden);
     r.pending = true;
   }
   norm(r, final_norm_, h);
@@ -794,7 +819,7 @@ void YocoCudaModel::enqueue_self_decoder_step(int64_t batch, const StepBuffers& 
     check_gemm(gemm_.linear(o, batch, d_, self_w_[l].out, d_, r.delta, stream_), "self-decoder out_proj");
     r.pending = true;
     norm(r, self_w_[l].ffn.final_norm, h);
-    ffn(self_w_[l].ffn, h, batch, r.delta, b.ffn_in, b.ffn_hidden);
+    ffn(self_w_[l].ffn, h, batch, SublayerOut::into_delta(r), b.ffn_in, b.ffn_hidden);
     r.pending = true;
   }
   // The new token's K-hat / V-hat: one row per sequence appended to the global cache.

@@ -797,6 +797,32 @@ TEST(CudaModelGemmTuned, AnUnknownChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_GEMM_ALGO", "fastest");
 }
 
+// The sublayers' outputs added to the fp32 residual by their output projections' GEMMs
+// (YOCO_RESIDUAL_IN_GEMM=1: beta 1, no bf16 delta, RMSNorm alone after) against the delta path: a
+// batch of 3 prefilled in steps of 291 rows and decoded 16 steps, every row within the bound of the
+// delta run, the middle one of the reference; and the all-position forward. All three runners'
+// kinds (YOCO's self-decoder prefill; every Transformer layer, decode included).
+TEST(CudaModelResidualInGemm, MatchesTheReferenceAndTheDeltaRun) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+    OptionRuns runs = run_with_option(c, "YOCO_RESIDUAL_IN_GEMM", "0", "1");
+    ASSERT_FALSE(HasFatalFailure());
+    expect_option_runs_within_bound(c.name + " with the residual added in the GEMMs", runs, r, N);
+    const std::vector<float> fwd = runs.after_model->forward(r.seq, 1, T);
+    ASSERT_EQ(static_cast<int64_t>(fwd.size()), T * V);
+    expect_within_bound(c.name + " forward, the residual added in the GEMMs", cuda_test::to_mat(fwd, T, V), r, 0);
+  }
+}
+
+TEST(CudaModelResidualInGemm, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_RESIDUAL_IN_GEMM", "yes");
+}
+
 // One buffer for a prefill step's sublayers (YOCO_SUBLAYER_BUFFERS=shared, the default: the
 // mixer's, the FFN's and the global K/V rows' pieces carved from the largest, runner/
 // sublayer_buffers.hpp) against a buffer each: a batch of 3 prefilled in steps of 291 rows (the
