@@ -63,12 +63,11 @@ inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
 // Rows made with it say kGemmTunedNote.
 inline constexpr bool kGemmTunedByDefault = false;
 inline constexpr const char* kGemmTunedNote = "GEMM algorithms tuned at first use";
-// Whether a prefill's sublayer outputs are added to the fp32 residual by their output projections'
-// GEMMs (beta 1) rather than written as a bf16 delta for the next add + RMSNorm to add
+// Whether the sublayer outputs are added to the fp32 residual by their output projections' GEMMs (beta 1) rather than written as a bf16 delta for the next add + RMSNorm to add
 // (YOCO_RESIDUAL_IN_GEMM, runner_support.hpp): the same bytes, 6 of the 14 an element moved into the
 // GEMMs' epilogues, where a compute-bound GEMM may hide them; and one bf16 rounding fewer. Not until
 // bench family `gemm_shapes` has shown the GEMM hides them. YOCO's self-decoder prefill and all of
-// the Transformer's layers. Rows made with it say kResidualInGemmNote.
+// the Transformer's layers, its decode step included. Rows made with it say kResidualInGemmNote.
 inline constexpr bool kResidualInGemmByDefault = false;
 inline constexpr const char* kResidualInGemmNote = "residual added in the GEMMs' epilogue";
 // The words before N in a YOCO row whose runner ran its prefill FFN in row

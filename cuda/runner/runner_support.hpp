@@ -70,8 +70,8 @@ bool shared_sublayer_buffers_from_env();
 // naming the variable for anything else.
 GemmAlgorithms gemm_algorithms_from_env();
 
-// YOCO_RESIDUAL_IN_GEMM=1: a prefill's sublayer outputs (YOCO's self-decoder; every layer of the
-// Transformer) are added to the fp32 residual by their output projections' GEMMs (beta 1); 0: into a
+// YOCO_RESIDUAL_IN_GEMM=1: the sublayer outputs (YOCO's self-decoder prefill; every layer of the
+// Transformer, its decode step included) are added to the fp32 residual by their output projections' GEMMs (beta 1); 0: into a
 // bf16 delta that the next add + RMSNorm adds; unset: kResidualInGemmByDefault. Read when a model is
 // made; InputError naming the variable for anything else.
 bool residual_in_gemm_from_env();
