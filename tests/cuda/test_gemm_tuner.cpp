@@ -38,6 +38,21 @@ std::vector<double> exact_product(const std::vector<float>& x, const std::vector
 
 struct Shape {
   int64_t m, k, n;
+  size_t out() const { return static_cast<size_t>(m * n); }
+};
+
+// A product's random bf16 operands, on the host (for the fp64 product) and on the device.
+struct Operands {
+  std::vector<float> x, w;
+  DeviceArray<__nv_bfloat16> dx, dw;
+  Operands(const Shape& s, uint64_t seed)
+      : x(random_bf16_values(static_cast<size_t>(s.m * s.k), seed)),
+        w(random_bf16_values(static_cast<size_t>(s.n * s.k), seed + 1, 0.05f)),
+        dx(x.size()),
+        dw(w.size()) {
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+  }
 };
 
 TEST(GemmTuner, TunedProductsAreRightAtTheRunnersShapes) {
@@ -51,11 +66,9 @@ TEST(GemmTuner, TunedProductsAreRightAtTheRunnersShapes) {
   // A prefill step's rows (ragged), a decode step's one row, a wide projection.
   for (const Shape s : {Shape{300, 256, 1536}, Shape{1, 3072, 3072}, Shape{1024, 512, 2048}}) {
     SCOPED_TRACE("m " + std::to_string(s.m) + " k " + std::to_string(s.k) + " n " + std::to_string(s.n));
-    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 11);
-    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 12, 0.05f);
-    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), dy(static_cast<size_t>(s.m * s.n));
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
+    const Operands op(s, 11);
+    const auto& [x, w, dx, dw] = op;
+    DeviceArray<__nv_bfloat16> dy(s.out());
     ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto exact = exact_product(x, w, s.m, s.k, s.n);
@@ -66,12 +79,9 @@ TEST(GemmTuner, TunedProductsAreRightAtTheRunnersShapes) {
   // cublasGemmEx's on the same inputs.
   {
     const Shape s{512, 3072, 24};
-    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 13);
-    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 14, 0.05f);
-    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size());
-    DeviceArray<float> dy(static_cast<size_t>(s.m * s.n)), dref(static_cast<size_t>(s.m * s.n));
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
+    const Operands op(s, 13);
+    const auto& [x, w, dx, dw] = op;
+    DeviceArray<float> dy(s.out()), dref(s.out());
     ASSERT_EQ(gemm.linear_f32(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
     Gemm plain;
     ASSERT_EQ(plain.linear_f32(dx.ptr, s.m, s.k, dw.ptr, s.n, dref.ptr, nullptr), "");
@@ -92,12 +102,9 @@ TEST(GemmTuner, KeepsOneAlgorithmAShapeAndTimesItOnce) {
   Gemm gemm;
   ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
   const Shape s{1024, 1024, 2048};
-  const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 21);
-  const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 22, 0.05f);
-  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), y1(static_cast<size_t>(s.m * s.n)),
-      y2(static_cast<size_t>(s.m * s.n));
-  upload_bf16(dx, x);
-  upload_bf16(dw, w);
+  const Operands op(s, 21);
+  const auto& [x, w, dx, dw] = op;
+  DeviceArray<__nv_bfloat16> y1(s.out()), y2(s.out());
   ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, y1.ptr, nullptr), "");
   EXPECT_EQ(gemm.tuning_timings(), 1);
   const auto first = gemm.tuning_record();
@@ -106,7 +113,7 @@ TEST(GemmTuner, KeepsOneAlgorithmAShapeAndTimesItOnce) {
   // A second Gemm of the process: the first's choice, untimed, the same bits.
   Gemm other;
   ASSERT_EQ(other.choose_algorithms(GemmAlgorithms::tuned), "");
-  DeviceArray<__nv_bfloat16> y3(static_cast<size_t>(s.m * s.n));
+  DeviceArray<__nv_bfloat16> y3(s.out());
   ASSERT_EQ(other.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, y3.ptr, nullptr), "");
   EXPECT_EQ(other.tuning_timings(), 0) << "a second Gemm timed a shape the process had chosen for";
   EXPECT_EQ(other.tuning_record(), first);
@@ -128,12 +135,9 @@ TEST(GemmTuner, AShapeFirstMetInACaptureTakesTheFirstCandidateAndReplaysToTheEag
   Gemm gemm;
   ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
   const Shape s{4, 768, 1536};
-  const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 31);
-  const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 32, 0.05f);
-  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), graph_y(static_cast<size_t>(s.m * s.n)),
-      eager_y(static_cast<size_t>(s.m * s.n));
-  upload_bf16(dx, x);
-  upload_bf16(dw, w);
+  const Operands op(s, 31);
+  const auto& [x, w, dx, dw] = op;
+  DeviceArray<__nv_bfloat16> graph_y(s.out()), eager_y(s.out());
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
   cudaGraph_t graph = nullptr;
@@ -163,11 +167,10 @@ TEST(GemmTuner, BackOnCublasTheRecordIsGone) {
   YOCO_REQUIRE_GPU();
   Gemm gemm;
   ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
-  const auto x = random_bf16_values(64 * 128, 41);
-  const auto w = random_bf16_values(256 * 128, 42, 0.05f);
-  DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size()), dy(64 * 256);
-  upload_bf16(dx, x);
-  upload_bf16(dw, w);
+  const Shape s{64, 128, 256};
+  const Operands op(s, 41);
+  const auto& [x, w, dx, dw] = op;
+  DeviceArray<__nv_bfloat16> dy(s.out());
   ASSERT_EQ(gemm.linear(dx.ptr, 64, 128, dw.ptr, 256, dy.ptr, nullptr), "");
   EXPECT_EQ(gemm.tuning_record().size(), 1u);
   ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::cublas), "");
@@ -185,14 +188,11 @@ TEST(GemmTuner, AccumulateAddsTheProductIntoTheFp32Residual) {
     Gemm gemm;
     ASSERT_EQ(gemm.choose_algorithms(path), "");
     const Shape s{96, 256, 512};
-    const auto x = random_bf16_values(static_cast<size_t>(s.m * s.k), 51);
-    const auto w = random_bf16_values(static_cast<size_t>(s.n * s.k), 52, 0.05f);
-    std::vector<float> y0(static_cast<size_t>(s.m * s.n));
+    const Operands op(s, 51);
+    const auto& [x, w, dx, dw] = op;
+    std::vector<float> y0(s.out());
     for (size_t i = 0; i < y0.size(); ++i) y0[i] = static_cast<float>(i % 97) * 0.03125f - 1.5f;
-    DeviceArray<__nv_bfloat16> dx(x.size()), dw(w.size());
     DeviceArray<float> dy(y0.size());
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
     upload(dy, y0);
     ASSERT_EQ(gemm.accumulate_f32(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
