@@ -7,7 +7,7 @@ import glob
 import os
 from collections import OrderedDict
 
-from .chunks import chunk_section
+from .chunks import chunk_section, measured_default
 from .data import REPORTS_DIR
 from .style import _save, plt
 
@@ -292,15 +292,20 @@ def calibrated_section(data, table, readme_dir, out_dir):
                                                                   float(r["max"]))
             body = [[name] + ["%.3g [%.3g, %.3g]" % v[n] if n in v else "—" for n in (524288, 1048576)]
                     for name, v in by.items()]
+            measured = measured_default(MEASURED_CHUNKS)
+            measured_note = ("; measured in the runners' default configuration ([%s](%s)): %s" % (
+                rel(MEASURED_CHUNKS), rel(MEASURED_CHUNKS),
+                ", ".join("%.3f s at %s" % (measured[n], "512K" if n == 524288 else "1M") for n in sorted(measured)))
+                if measured else "")
             if body:
                 lines += ["yoco-3b's prefill toward issue 34's goal (2.6 s at 512K, 5.2 s at 1M; must 2.9 s at "
                           "512K), calibrated on the H100 sweep, band from the fit's residuals: as the sweep ran it, "
                           "with the element-wise kernels at 95%% of copy (run-17 measured the reworked ones at "
                           "88-102%%), and with the FFN's up half fused too (ops/gemm_swiglu.hpp, YOCO_FFN_FUSED=1, "
-                          "at cuBLAS's GEMM efficiency; run-21 measured the kernel at 85%% of cuBLAS's pace, 1.012x "
-                          "the unfused pair, so it stays off). Projections, not measurements ([%s](%s)); run-21 "
-                          "measured 2.943 s at 512K and 5.899 s at 1M with the reworked element-wise kernels "
-                          "(reports/results/nvidia-h100/logs/chunks.csv)." % (rel(steps), rel(steps)), "",
+                          "at cuBLAS's GEMM efficiency, which the kernel does not reach: the kernel benchmark's "
+                          "`ffn_up` rows time it beside the unfused pair). Projections, not measurements "
+                          "([%s](%s))%s." % (
+                              rel(steps), rel(steps), measured_note), "",
                           table(["scenario", "prefill s 512K", "prefill s 1M"], body), ""]
         lines += chunk_section(os.path.join(MODEL_DIR, "chunks-h100.csv"), MEASURED_CHUNKS, table, rel, out_dir)
     return lines

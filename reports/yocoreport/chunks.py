@@ -49,6 +49,17 @@ def label(config):
     return ", ".join(parts)
 
 
+DEFAULT_CONFIG = (DEFAULT_CHUNK, 0, False, False, False, False)  # the runners' defaults, as config_of reads them
+
+
+def measured_default(path):
+    """{seq_len: prefill s} of yoco-3b's measured runs in the runners' default configuration, from `path`."""
+    if not os.path.isfile(path):
+        return {}
+    point = points(_rows(path), ("measured",)).get(DEFAULT_CONFIG, {})
+    return {n: v[0] for (metric, n), v in point.items() if metric == "prefill_latency_s"}
+
+
 def _rows(path):
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
