@@ -28,7 +28,8 @@
 # buffer each for the sublayers (memory and prefill; issue 34; about 6
 # minutes; chunk 32768 itself is step models-3b's).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
-# 4K: README's profiling commands, checked. Step `sweep` (not in the default
+# 4K: README's profiling commands, checked; then ncu on gRet chunk v6 at yoco-3b
+# 32K (every section, in the logs' *.ncu-details.txt). Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
 # default job's GPU sweep (yoco-3b vs transformer-3b, 32K-1M, --cupti) with
 # --resume into --sweep-results (default reports/results, so that a sweep cut
@@ -506,6 +507,10 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
   fi
   run_step profile.ncu 300 scripts/profile-point.sh --bin "$BIN" --model yoco-small --length 4K --tool ncu \
     --count 3 --out /tmp/yoco-profile
+  # gRet chunk v6, yoco-3b's default chunk kernel, one launch at 32K: the H200 showed DRAM bandwidth
+  # does not bound it (cuda/gret/NOTES-gret_chunk.md); its sections say what does.
+  run_step profile.ncu_gret_v6 300 scripts/profile-point.sh --bin "$BIN" --model yoco-3b --length 32K --tool ncu \
+    --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
   cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
 fi
 if has_step sweep && [ -x "$BIN/yoco" ]; then

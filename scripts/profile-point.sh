@@ -14,7 +14,7 @@
 # each kernel many times, so keep N small. Outputs in --out (default
 # build/cuda/profile): <model>-<length>.nsys-rep with its summaries
 # (*_nvtx_sum.csv, *_cuda_gpu_kern_sum.csv), <model>-<length>.ncu-rep with a
-# text summary (*.ncu.txt).
+# text summary (*.ncu.txt) and every section of each kernel (*.ncu-details.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=yoco-3b LENGTH=128K TOOL=both KERNEL="" COUNT=5 OUTDIR=build/cuda/profile BIN=build/cuda/bin
@@ -56,5 +56,8 @@ if [ "$TOOL" != nsys ]; then
   ncu --nvtx --nvtx-include "yoco@prefill/" "${filter[@]}" --launch-count "$COUNT" --set full --force-overwrite \
     --export "$name" "$BIN/yoco" "${point[@]}" --warmup 0
   ncu --import "$name.ncu-rep" --print-summary per-kernel >"$name.ncu.txt"
-  echo "profile-point: $name.ncu-rep (open in ncu-ui), summary $name.ncu.txt"
+  # Every section of every profiled kernel (throughputs, warp stall reasons, occupancy, pipes): what a
+  # kernel's limiter is, readable without ncu-ui.
+  ncu --import "$name.ncu-rep" --page details >"$name.ncu-details.txt"
+  echo "profile-point: $name.ncu-rep (open in ncu-ui), summary $name.ncu.txt, sections $name.ncu-details.txt"
 fi
