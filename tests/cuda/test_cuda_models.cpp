@@ -607,6 +607,14 @@ OptionRuns run_with_option(const Case& c, const char* name, const char* before, 
 
 // The option's runs held to the bounds: the middle row (the reference's
 // sequence) against the reference, every row against the run without it.
+// The all-position forward of the reference's sequence on `model`, held to the bound at every position.
+void expect_forward_within_bound(const std::string& what, CudaModel& model, const RefData& r) {
+  const int64_t T = static_cast<int64_t>(r.seq.size()), V = model.config().vocab_size;
+  const std::vector<float> f = model.forward(r.seq, 1, T);
+  ASSERT_EQ(static_cast<int64_t>(f.size()), T * V) << what;
+  expect_within_bound(what, cuda_test::to_mat(f, T, V), r, 0);
+}
+
 void expect_option_runs_within_bound(const std::string& what, const OptionRuns& runs, const RefData& r, int64_t N) {
   expect_within_bound(what + ", middle row", runs.after[1], r, N - 1);
   for (size_t b = 0; b < 3; ++b)
@@ -663,7 +671,7 @@ TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
       const Case& c = case_named(name);
       const ModelConfig cfg = config_of(c.name);
       const RefData& r = reference_data(c);
-      const int64_t N = c.prompt, V = cfg.vocab_size;
+      const int64_t N = c.prompt;
       layout.set(sublayers);
       const std::string tag = c.name + " FFN in blocks of 100 rows, sublayer buffers " + sublayers;
       OptionRuns runs = run_with_option(c, "YOCO_FFN_ROWS", "0", "100");
@@ -678,10 +686,7 @@ TEST(CudaModelFfnRows, FfnRowBlocksMatchTheWholeStep) {
             << c.name << ": YOCO_FFN_ROWS=100 left the FFN's buffers at the step's size";
       }
       expect_option_runs_within_bound(tag, runs, r, N);
-      const int64_t T = static_cast<int64_t>(r.seq.size());
-      const std::vector<float> f = runs.after_model->forward(r.seq, 1, T);
-      ASSERT_EQ(static_cast<int64_t>(f.size()), T * V);
-      expect_within_bound(tag + ", forward", cuda_test::to_mat(f, T, V), r, 0);
+      expect_forward_within_bound(tag + ", forward", *runs.after_model, r);
     }
 }
 
@@ -808,7 +813,7 @@ TEST(CudaModelResidualInGemm, MatchesTheReferenceAndTheDeltaRun) {
     const Case& c = case_named(name);
     const ModelConfig cfg = config_of(c.name);
     const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+    const int64_t N = c.prompt;
     // yoco-small once more with its FFN in row blocks of 100: W2's accumulation at a block's offset.
     for (const char* ffn_rows : {"0", "100"}) {
       if (std::string(ffn_rows) != "0" && c.name != "yoco-small") continue;
@@ -821,9 +826,7 @@ TEST(CudaModelResidualInGemm, MatchesTheReferenceAndTheDeltaRun) {
       // Proof the switch took: one bf16 rounding fewer per sublayer moves the logits' bits.
       EXPECT_TRUE((runs.after[1].array() != runs.before[1].array()).any())
           << tag << ": the logits equal the delta run's bit for bit, as if the switch were ignored";
-      const std::vector<float> fwd = runs.after_model->forward(r.seq, 1, T);
-      ASSERT_EQ(static_cast<int64_t>(fwd.size()), T * V);
-      expect_within_bound(tag + ", forward", cuda_test::to_mat(fwd, T, V), r, 0);
+      expect_forward_within_bound(tag + ", forward", *runs.after_model, r);
     }
   }
 }
@@ -845,7 +848,7 @@ TEST(CudaModelSublayers, OneBufferForTheSublayersMatchesABufferEach) {
     const Case& c = case_named(name);
     const ModelConfig cfg = config_of(c.name);
     const RefData& r = reference_data(c);
-    const int64_t N = c.prompt, V = cfg.vocab_size, T = static_cast<int64_t>(r.seq.size());
+    const int64_t N = c.prompt;
     // The runs' layout otherwise: the K/V rows batched, the FFN whole and through the pair.
     const ScopedEnv kv_env("YOCO_GLOBAL_KV"), rows_env("YOCO_FFN_ROWS"), fused_env("YOCO_FFN_FUSED");
     kv_env.set("batched");
@@ -868,9 +871,7 @@ TEST(CudaModelSublayers, OneBufferForTheSublayersMatchesABufferEach) {
               apart - shared)
         << c.name << ": the activations' peaks differ by other than the sublayers' pieces against their carve";
     expect_option_runs_within_bound(c.name + " one buffer for the sublayers", runs, r, N);
-    const std::vector<float> fwd = runs.after_model->forward(r.seq, 1, T);
-    ASSERT_EQ(static_cast<int64_t>(fwd.size()), T * V);
-    expect_within_bound(c.name + " forward, one buffer for the sublayers", cuda_test::to_mat(fwd, T, V), r, 0);
+    expect_forward_within_bound(c.name + " forward, one buffer for the sublayers", *runs.after_model, r);
   }
 }
 
