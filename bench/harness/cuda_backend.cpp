@@ -226,6 +226,10 @@ static std::string layout_note(const ModelRunner& runner) {
   return note.empty() ? note : "; " + note;
 }
 
+std::vector<std::string> CudaBackend::runner_log(const ModelRunner& runner) const {
+  return cuda_runner_of(runner).model().gemm_tuning_record();
+}
+
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
@@ -462,6 +466,7 @@ void CudaBackend::adopt(ModelRunner&) { lacks("time a runner"); }
 Ceilings CudaBackend::ceilings_of(const cuda::DeviceCeilings&) const { lacks("measure its ceilings"); }
 double CudaBackend::time(const std::function<void()>&) { lacks("time (CUDA events)"); }
 std::string CudaBackend::runner_note(const ModelConfig&, int64_t) const { return ""; }
+std::vector<std::string> CudaBackend::runner_log(const ModelRunner&) const { return {}; }
 void CudaBackend::reset_peak_memory() { lacks("reset its peak memory mark"); }
 std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner&, int64_t, Precision) {
   lacks("read its memory");

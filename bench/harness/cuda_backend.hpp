@@ -64,6 +64,7 @@ class CudaBackend : public DeviceBackend {
   double time(const std::function<void()>& region) override;
   std::optional<double> last_region_host_s() const override { return last_host_s_; }
   std::string runner_note(const ModelConfig& cfg, int64_t batch) const override;
+  std::vector<std::string> runner_log(const ModelRunner& runner) const override;
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;

@@ -79,6 +79,9 @@ class DeviceBackend {
   // model and shape (CUDA: YOCO's global K/V projection at batch > 1), for
   // the notes of rows the calibrated model checks ("" when nothing to say).
   virtual std::string runner_note(const ModelConfig&, int64_t /*batch*/) const { return ""; }
+  // What the device's runner chose at run time that the log should keep (CUDA with
+  // YOCO_GEMM_ALGO=tuned: the GEMMs' tuning record, a line per shape); empty where nothing.
+  virtual std::vector<std::string> runner_log(const ModelRunner&) const { return {}; }
 
   // Memory of a point: the peak marks are reset before its prefills; the
   // breakdown is read after its first timed prefill (a cache of exactly `n`

@@ -2,6 +2,7 @@
 // device backend (device_backend.hpp) creates the runners, times, reads memory
 // and measures the ceilings; nothing here knows which device it drives.
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <new>
 #include <set>
@@ -385,6 +386,13 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             }
             auto peaks = dev.memory_peaks();
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
+            // What the runner chose as it ran (the tuned GEMMs' record), for the log: always printed,
+            // a run's choices are part of what it measured.
+            if (const auto log = dev.runner_log(*runner); !log.empty()) {
+              progress.done();
+              for (const std::string& line : log)
+                std::fprintf(stderr, "yoco bench: %s %s: %s\n", model.c_str(), length_label(n).c_str(), line.c_str());
+            }
             if (s.cupti) profile_kernels(s, dev, progress, *runner, cfg, n, B, res);
           }
           if (tp) {
