@@ -13,6 +13,7 @@ from .style import _save, plt
 
 LENGTHS = (524288, 1048576)
 GOAL_S = {524288: 2.6, 1048576: 5.2}  # issue 34's prefill goals on the H100
+MUST_S = {524288: 2.9}                # and its must
 PAPER_1M_GB = 12.4                    # the paper's yoco-3b memory at 1M tokens
 DEFAULT_CHUNK = 32768                 # rows that name no chunk ran the default (reference/config.hpp)
 
@@ -114,14 +115,20 @@ def figure(cal, meas, out_dir, stem):
                 if c_mem and c_pre:
                     ax.plot([c_mem[0] / 1e9, m_mem[0] / 1e9], [c_pre[0], m_pre[0]], "-", color=color, lw=0.6)
         ax.axhline(GOAL_S[n], color="0.4", ls="--", lw=0.8, label="issue 34's goal (%.1f s)" % GOAL_S[n])
+        if n in MUST_S:
+            ax.axhline(MUST_S[n], color="C3", ls="-.", lw=0.8, label="issue 34's must (%.1f s)" % MUST_S[n])
         if n == 1048576:
             ax.axvline(PAPER_1M_GB, color="0.4", ls=":", lw=0.8, label="the paper's %.1f GB" % PAPER_1M_GB)
         ax.set_title("yoco-3b at %dK tokens (H100)" % (n >> 10) if n < 1048576 else "yoco-3b at 1M tokens (H100)",
                      fontsize=10)
         ax.set_xlabel("total memory, GB")
         ax.set_ylabel("prefill, s")
-    handles, labels = axes[1].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.99, 0.5))
+    # One legend for both panels: each label once (the must's line is on the 512K panel only).
+    seen = OrderedDict()
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(l, h)
+    fig.legend(list(seen.values()), list(seen), fontsize=7, loc="center left", bbox_to_anchor=(0.99, 0.5))
     fig.tight_layout()
     return _save(fig, out_dir, stem)
 
