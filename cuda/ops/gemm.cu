@@ -20,6 +20,8 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   if (m < 1 || n < 1 || k < 1 || m > kMax || n > kMax || k > kMax)
     return "gemm: shape " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
            " outside cuBLAS's 32-bit range";
+  // An accumulating call (beta 1) keeps cublasGemmEx's choice: the tuner times its candidates by running them
+  // again on the call's own output, which would add the product more than once.
   if (tuner_ && beta == 0.0f) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
   cublasSetStream(handle_, stream);
   // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
