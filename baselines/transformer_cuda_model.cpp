@@ -527,7 +527,7 @@ void TransformerCudaModel::ring_chunk(const Activations& a, int64_t B, const std
 
 void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
                                    int64_t max_new_tokens, int64_t prefill_chunk) {
-  // Messages and their order as the YOCO runner's (cuda/runner/yoco_cuda_model.cpp).
+  // Messages and their order as the YOCO runner's (cuda/runner/yoco_prefill.cpp).
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
   if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
     throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +

@@ -1,5 +1,5 @@
 #pragma once
-// A model on the GPU (DESIGN.md §3-4): YOCO (cuda/runner/yoco_cuda_model.cpp) or the
+// A model on the GPU (DESIGN.md §3-4): YOCO (cuda/runner/yoco_cuda_model.hpp) or the
 // GQA Transformer (baselines/transformer_cuda_model.hpp), behind one interface
 // so that the harness and the tests drive either. bf16 weights, activations
 // and caches; fp32 residual stream, gRet state and accumulation; every buffer

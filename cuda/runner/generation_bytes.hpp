@@ -8,7 +8,7 @@
 // cost model (bench/analytic/calibration.cpp: memory as the runners allocate
 // it, for any preset, length and batch). Plain C++ (no CUDA), in double so that
 // no size overflows. Keep in step with the buffers of
-// cuda/runner/yoco_cuda_model.cpp (allocate_generation, prepare_decode_buffers,
+// the YOCO runner, cuda/runner/yoco_*.cpp (allocate_generation, prepare_decode_buffers,
 // self_decoder_chunk and the mixers, cross_decoder_step) and of
 // baselines/transformer_cuda_model.cpp (activations(), prefill()).
 #include <algorithm>

@@ -8,7 +8,7 @@
 // (bench/analytic/calibration.cpp: the host floor of a prefill, the host cost
 // of a call fitted on the eager decode steps) and its tests, which hold the
 // decode counts against the CUPTI launch counts of the committed sweep. Plain
-// C++ (no CUDA), in double. Keep in step with cuda/runner/yoco_cuda_model.cpp
+// C++ (no CUDA), in double. Keep in step with the YOCO runner, cuda/runner/yoco_*.cpp
 // (allocate_generation, self_decoder_chunk and the mixers, prefill,
 // enqueue_decode_step, cross_decoder_step) and
 // baselines/transformer_cuda_model.cpp (allocate_caches, run_layers,

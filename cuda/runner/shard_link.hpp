@@ -3,7 +3,7 @@
 // appendix A): the points where one rank's runner meets the others, as an
 // interface the runner calls and dist/ implements over a communicator
 // (dist/cuda_shard_link.hpp). The runner knows no transport; the link knows no
-// kernel. YOCO (cuda/runner/yoco_cuda_model.cpp) is the pair of dist/
+// kernel. YOCO (cuda/runner/yoco_cuda_model.hpp) is the pair of dist/
 // yoco_sharded.hpp ShardedYoco, the Transformer (baselines/
 // transformer_cuda_model.cpp) of dist/transformer_context_parallel.hpp
 // ContextParallelTransformer: the CPU references of the same algorithms.

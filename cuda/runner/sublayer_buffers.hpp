@@ -7,7 +7,7 @@
 // global K/V's rows (batch > 1) follow both. So one buffer of the largest of the three serves all
 // of them, carved at 256-byte offsets, where separate buffers held their sum: at yoco-3b's
 // 32K-token step 1.0 GB less (0.54 GB with the FFN's up half fused). The runner
-// (yoco_cuda_model.cpp, self_decoder_chunk) carves it and the memory formula
+// (yoco_self_decoder.cpp, step_work) carves it and the memory formula
 // (generation_bytes.hpp) counts it from these functions: one definition. Plain C++, integer bytes.
 #include <algorithm>
 #include <cstdint>
