@@ -1,5 +1,5 @@
 #pragma once
-// Ring attention's step (baselines/transformer_cuda_model.cpp): the partial a
+// Ring attention's step (baselines/transformer_ring.cpp): the partial a
 // prefill attention call leaves over one block of keys (its normalised bf16
 // output and fp32 log-sum-exp, flash_prefill.hpp's o and lse) merged into a
 // running fp32 partial over the blocks before it. Maths: merge_math.hpp; the

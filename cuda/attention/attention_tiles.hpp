@@ -54,7 +54,7 @@ YOCO_HD constexpr bool key_block_needs_mask(int64_t block, int64_t block_keys, i
   return !(all_causal && all_in_window);
 }
 
-// Ring attention (baselines/transformer_cuda_model.cpp) attends a block of keys that lies wholly
+// Ring attention (baselines/transformer_ring.cpp) attends a block of keys that lies wholly
 // before its queries: q_start + q_len may then pass the cache's rows, and positions at or past
 // `capacity` hold no key (v1 serves this; cuda/attention/flash_prefill.hpp). The key blocks a
 // tile visits end with the cache ...

@@ -52,7 +52,7 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
 // v1 alone also serves q_start[b] + q_len[b] > capacity with window == 0: positions at or past
 // `capacity` hold no key, so a query sees every row [0, capacity) before it. (Not with a window:
 // the parameters clamp a window >= capacity to none, which is right only inside the contract.) Ring attention
-// (baselines/transformer_cuda_model.cpp) attends a block of keys that wholly precedes its queries
+// (baselines/transformer_ring.cpp) attends a block of keys that wholly precedes its queries
 // this way: keys of chunk c in a [batch, len(c), kv_stride] buffer, q_start = begin(q) - begin(c)
 // >= len(c), every key visible. (v2 and v3 keep the contract: they may visit blocks past the cache.)
 cudaError_t launch_flash_prefill_v1(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,

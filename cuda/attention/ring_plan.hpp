@@ -7,7 +7,7 @@
 // query chunk q, a key chunk c < q is wholly visible, c == q is causal from
 // its first row, c > q is never seen. The schedule of
 // dist/transformer_context_parallel.cpp (the CPU reference) and of
-// baselines/transformer_cuda_model.cpp, proved on the CPU by
+// baselines/transformer_ring.cpp, proved on the CPU by
 // tests/test_attention_tiles.cpp.
 #include <cstdint>
 

@@ -10,7 +10,7 @@
 // no size overflows. Keep in step with the buffers of
 // the YOCO runner, cuda/runner/yoco_*.cpp (allocate_generation, prepare_decode_buffers,
 // self_decoder_chunk and the mixers, cross_decoder_step) and of
-// baselines/transformer_cuda_model.cpp (activations(), prefill()).
+// the Transformer runner, baselines/transformer_*.cpp (activations(), prefill()).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

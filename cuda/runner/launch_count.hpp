@@ -11,7 +11,7 @@
 // C++ (no CUDA), in double. Keep in step with the YOCO runner, cuda/runner/yoco_*.cpp
 // (allocate_generation, self_decoder_chunk and the mixers, prefill,
 // enqueue_decode_step, cross_decoder_step) and
-// baselines/transformer_cuda_model.cpp (allocate_caches, run_layers,
+// the Transformer runner, baselines/transformer_*.cpp (allocate_caches, run_layers,
 // run_chunk, prefill, decode_step).
 //
 // Counted as the host makes them: a cuBLAS GEMM is one call (cuBLAS may add

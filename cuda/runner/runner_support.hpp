@@ -1,6 +1,6 @@
 #pragma once
 // What both CUDA runners (cuda/runner/yoco_cuda_model.hpp,
-// baselines/transformer_cuda_model.cpp) need besides kernels: errors as
+// baselines/transformer_cuda_runner.hpp) need besides kernels: errors as
 // exceptions, NVTX ranges in the `yoco` domain, activation buffers kept in the
 // arena between calls, the decode step's CUDA graph, token upload, and the
 // RoPE frequency tables on the device.

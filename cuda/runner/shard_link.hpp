@@ -5,7 +5,7 @@
 // (dist/cuda_shard_link.hpp). The runner knows no transport; the link knows no
 // kernel. YOCO (cuda/runner/yoco_cuda_model.hpp) is the pair of dist/
 // yoco_sharded.hpp ShardedYoco, the Transformer (baselines/
-// transformer_cuda_model.cpp) of dist/transformer_context_parallel.hpp
+// transformer_cuda_runner.hpp) of dist/transformer_context_parallel.hpp
 // ContextParallelTransformer: the CPU references of the same algorithms.
 //
 // The Transformer's ranks hold two mirrored chunks each (RingShard, the

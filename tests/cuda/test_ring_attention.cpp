@@ -1,4 +1,4 @@
-// Ring attention's pieces on the GPU (baselines/transformer_cuda_model.cpp's
+// Ring attention's pieces on the GPU (baselines/transformer_ring.cpp's
 // context-parallel prefill): flash prefill v1 over a block of keys that wholly
 // precedes its queries (q_start + q_len past the buffer's rows: positions at
 // or past `capacity` hold no key), the merge of partials
