@@ -23,10 +23,16 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   // An accumulating call (beta 1) keeps cublasGemmEx's choice: the tuner times its candidates by running them
   // again on the call's own output, which would add the product more than once.
   if (tuner_ && beta == 0.0f) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
-  cublasSetStream(handle_, stream);
-  // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
-  if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
-    return "cublasSetWorkspace failed";
+  // The stream only when it changes: a prefill's eager GEMMs are paced by the host (launch_floor: an
+  // eager cuBLAS call costs about twice an eager kernel), and the runners keep one stream.
+  if (!stream_set_ || stream != stream_) {
+    if (cublasSetStream(handle_, stream) != CUBLAS_STATUS_SUCCESS) return "cublasSetStream failed";
+    stream_ = stream;
+    stream_set_ = true;
+    // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
+    if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
+      return "cublasSetWorkspace failed";
+  }
   const float alpha = 1.0f;
   // Column-major view: yᵀ[n, m] = W[n, k] (stored as the column-major k x n,
   // hence OP_T) · xᵀ[k, m] (the column-major k x m of row-major x).

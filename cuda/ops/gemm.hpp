@@ -59,6 +59,8 @@ class Gemm {
   cublasHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;  // set_workspace's, given again after every cublasSetStream
   size_t workspace_bytes_ = 0;
+  cudaStream_t stream_ = nullptr;  // the handle's stream, once stream_set_
+  bool stream_set_ = false;
   std::string error_;
   std::unique_ptr<GemmTuner> tuner_;  // set: GemmAlgorithms::tuned
 };
