@@ -185,6 +185,9 @@ const std::vector<Own>& own_kernels() {
        "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d16embedding_kernelEPKlPK13__nv_bfloat16lfPf"},
       {"rms_norm_kernel", "norms",
        "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d15rms_norm_kernelILi4EEEvPfPK13__nv_bfloat16S6_lfPS4_"},
+      {"rms_norm_cached_kernel", "norms",
+       "_ZN4yoco4cuda47_GLOBAL__N__87c62436_14_elementwise_cu_ea0dd89d22rms_norm_cached_kernelILi4EEEvPfPK13__nv_"
+       "bfloat16S6_lfPS4_"},
       {"swiglu_kernel", "norms",
        "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d13swiglu_kernelILi8EEEvPK13__nv_bfloat16llPS3_"},
       {"rope_kernel", "norms",

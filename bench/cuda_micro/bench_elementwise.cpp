@@ -12,6 +12,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_buffers.hpp"
@@ -33,14 +35,34 @@ YOCO_KERNEL_BENCH(elementwise) {
     fill_uniform_f32(residual.p, residual.n, 31, 0.0f, 2.0f);
     fill_normal_bf16(delta.p, delta.n, 32, 1.0f);
     fill_normal_bf16(w.p, w.n, 33, 0.25f);
-    KernelResult r{"add_rms_norm", "rows 32768 d 3072", "yoco-3b", kRows, 1, 12.0 * kRows * kD, 0, {}, ""};
-    r.time = time_launches(
-        [&](cudaStream_t st) {
-          check(cuda::launch_add_rms_norm(residual.p, delta.p, w.p, kRows, kD, 1e-5f, out.p, st), "add_rms_norm");
-        },
-        stream);
-    r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
-    report.add(r);
+    // The runners' choice (the cached kernel at d 3072), then the looped one beside it; then one row, a
+    // decode step's norm, each sample after the L2 flush: its weights cold, as in the step.
+    for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::automatic, ""},
+                                        std::pair{cuda::RmsNormKernel::looped, ", looped kernel"}}) {
+      KernelResult r{"add_rms_norm", std::string("rows 32768 d 3072") + label, "yoco-3b", kRows, 1,
+                     12.0 * kRows * kD, 0, {}, ""};
+      r.time = time_launches(
+          [&](cudaStream_t st) {
+            check(cuda::launch_add_rms_norm(residual.p, delta.p, w.p, kRows, kD, 1e-5f, out.p, st, kernel),
+                  "add_rms_norm");
+          },
+          stream);
+      r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+      report.add(r);
+    }
+    for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::cached, "cached kernel"},
+                                        std::pair{cuda::RmsNormKernel::looped, "looped kernel"}}) {
+      KernelResult r{"add_rms_norm", std::string("rows 1 d 3072, weights cold, ") + label, "yoco-3b", 1, 1,
+                     12.0 * kD + 2.0 * kD, 0, {}, ""};
+      r.time = time_launches(
+          [&](cudaStream_t st) {
+            check(cuda::launch_add_rms_norm(residual.p, delta.p, w.p, 1, kD, 1e-5f, out.p, st, kernel),
+                  "add_rms_norm");
+          },
+          stream, 3, 50);
+      r.notes = "one row: latency, not bandwidth (CUPTI: 10.6 us a norm inside yoco-3b's decode step at run-10)";
+      report.add(r);
+    }
   }
   {
     DeviceBuffer<bf16> h13(kRows * 2 * kF), out(kRows * kF);

@@ -50,6 +50,7 @@ constexpr OwnKernel kOwnKernels[] = {
     // elementwise.cu, gret_gate.cu, cache_ops.cu: norms and elementwise ops.
     {"embedding_kernel", "norms"},
     {"rms_norm_kernel", "norms"},
+    {"rms_norm_cached_kernel", "norms"},
     {"swiglu_kernel", "norms"},
     {"rope_kernel", "norms"},
     {"rope_at_kernel", "norms"},

@@ -19,14 +19,26 @@ using bf16 = __nv_bfloat16;
 cudaError_t launch_embedding(const int64_t* tokens, int64_t rows, const bf16* table, int64_t dim, float scale,
                              float* residual, cudaStream_t stream);
 
+// The two RMSNorm kernels, one block a row, equal bit for bit (the same operations in the same order).
+// looped: any width; the second pass reads the row again. cached: rows of up to 4096 columns
+// (rms_norm_cached_fits); each thread keeps its pieces of the row in registers between the passes and
+// loads its weights first, so that a decode step's one-row norm, whose weights are cold in the L2, waits
+// for them once, beside the first pass, and not once per piece after the reduction. automatic: cached
+// where it fits. A kernel asked for where it does not fit: cudaErrorInvalidValue.
+enum class RmsNormKernel { automatic, looped, cached };
+// Whether the cached kernel takes rows of `dim` columns (`vectorized`: in pieces of 4, the launchers'
+// choice when dim % 4 == 0 and every pointer is aligned for them).
+bool rms_norm_cached_fits(int64_t dim, bool vectorized);
+
 // out = x / sqrt(mean(x^2) + eps) * w, per row (w may be null: no weight).  ↔ rms_norm
 cudaError_t launch_rms_norm(const float* x, const bf16* w, int64_t rows, int64_t dim, float eps, bf16* out,
-                            cudaStream_t stream);
+                            cudaStream_t stream, RmsNormKernel kernel = RmsNormKernel::automatic);
 
 // residual += delta, then out = rms_norm(residual) * w: the pre-norm block's
 // add and the next norm in one pass over the row.  ↔ x + delta, rms_norm
 cudaError_t launch_add_rms_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim,
-                                float eps, bf16* out, cudaStream_t stream);
+                                float eps, bf16* out, cudaStream_t stream,
+                                RmsNormKernel kernel = RmsNormKernel::automatic);
 
 // h13 rows are [W1 x (F) | W3 x (F)]; out = silu(W1 x) * W3 x, [rows, F].  ↔ the middle of swiglu_ffn
 cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* out, cudaStream_t stream);

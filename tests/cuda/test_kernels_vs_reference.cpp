@@ -4,7 +4,9 @@
 // 2x the error of rounding the exact output to bf16 (fp32 outputs: 1e-5).
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <random>
 
 #include "device_test_data.hpp"
@@ -63,6 +65,70 @@ TEST(CudaKernels, RmsNormAndTheFusedAddMatchTheReference) {
       EXPECT_LE(rms_error(download_bf16(out), want2), bf16_output_bound(want2));
     }
   }
+}
+
+// The cached kernel (weights loaded first, the row kept in registers) against the looped one: the same
+// bits in the residual and the output, with and without the add and the weight, at one row (a decode
+// step), a few, and past a block's worth; widths in pieces of 4 up to the cached kernel's 4096, the
+// scalar path (d odd), and delta aliasing the output as the runners' prefill runs it.
+void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::bit_cast<uint32_t>(a[i]), std::bit_cast<uint32_t>(b[i])) << what << " differs at " << i;
+}
+
+TEST(CudaKernels, RmsNormCachedEqualsLoopedBitForBit) {
+  YOCO_REQUIRE_GPU();
+  for (int64_t rows : {1, 3, 300}) {
+    for (int64_t d : {64, 768, 3072, 4096, 1001}) {
+      for (const bool add : {false, true}) {
+        for (const bool weight : {true, false}) {
+          for (const bool alias : {false, true}) {
+            if (alias && !add) continue;
+            SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(d) + (add ? " add" : "") +
+                         (weight ? " weight" : "") + (alias ? " delta = out" : ""));
+            const auto x = random_bf16_values(rows * d, 12, 3.0f), delta = random_bf16_values(rows * d, 13);
+            const auto w = random_bf16_values(d, 14, 0.25f);
+            DeviceArray<float> res[2] = {DeviceArray<float>(rows * d), DeviceArray<float>(rows * d)};
+            DeviceArray<bf16> out[2] = {DeviceArray<bf16>(rows * d), DeviceArray<bf16>(rows * d)};
+            DeviceArray<bf16> ddelta(rows * d), dw(d);
+            upload_bf16(dw, w);
+            const RmsNormKernel kernels[2] = {RmsNormKernel::looped, RmsNormKernel::cached};
+            for (int k = 0; k < 2; ++k) {
+              upload(res[k], x);
+              upload_bf16(alias ? out[k] : ddelta, delta);
+              const bf16* dl = alias ? out[k].ptr : ddelta.ptr;
+              const bf16* wp = weight ? dw.ptr : nullptr;
+              const cudaError_t e =
+                  add ? launch_add_rms_norm(res[k].ptr, dl, wp, rows, d, 1e-5f, out[k].ptr, nullptr, kernels[k])
+                      : launch_rms_norm(res[k].ptr, wp, rows, d, 1e-5f, out[k].ptr, nullptr, kernels[k]);
+              ASSERT_EQ(e, cudaSuccess);
+            }
+            expect_same_bits(download(res[0]), download(res[1]), "residual");
+            expect_same_bits(download_bf16(out[0]), download_bf16(out[1]), "output");
+          }
+        }
+      }
+    }
+  }
+  // Past its width the cached kernel is refused, and automatic takes the looped one.
+  DeviceArray<float> res(4100);
+  DeviceArray<bf16> out(4100);
+  EXPECT_EQ(launch_rms_norm(res.ptr, nullptr, 1, 4100, 1e-5f, out.ptr, nullptr, RmsNormKernel::cached),
+            cudaErrorInvalidValue);
+  cudaGetLastError();
+  EXPECT_EQ(launch_rms_norm(res.ptr, nullptr, 1, 4100, 1e-5f, out.ptr, nullptr), cudaSuccess);
+}
+
+// Which rows the cached kernel takes: host arithmetic, no GPU.
+TEST(CudaKernels, RmsNormCachedFitsUpTo4096ColumnsInPiecesOf4) {
+  EXPECT_TRUE(rms_norm_cached_fits(3072, true));
+  EXPECT_TRUE(rms_norm_cached_fits(4096, true));
+  EXPECT_FALSE(rms_norm_cached_fits(4100, true));
+  EXPECT_FALSE(rms_norm_cached_fits(3074, true));  // not in pieces of 4
+  EXPECT_TRUE(rms_norm_cached_fits(1024, false));
+  EXPECT_FALSE(rms_norm_cached_fits(1025, false));
+  EXPECT_FALSE(rms_norm_cached_fits(0, false));
 }
 
 // F 1000: 16-byte pieces; F 1001: the scalar path; 70,000 rows of 8: more rows
