@@ -402,6 +402,10 @@ class ReportsTest(unittest.TestCase):
         self._expect_exit2(header + good + "x,y\n", 3, "2 fields")
         self._expect_exit2(header + good + good.replace("0.5,s", "fast,s"), 3, "column value")
         self._expect_exit2(header + good + good.replace(",1024,", ",1k,"), 3, "column seq_len")
+        # nan and inf are not numbers of a result: refused, never drawn nor dropped quietly
+        self._expect_exit2(header + good + good.replace("0.5,s", "nan,s"), 3, "column value: 'nan' is not a finite")
+        self._expect_exit2(header + good + good.replace("0.5,s", "inf,s"), 3, "column value: 'inf' is not a finite")
+        self._expect_exit2(header + good.replace(",0.6,", ",-inf,"), 2, "column max: '-inf' is not a finite")
         self._expect_exit2("", 1, "empty file")
 
     def test_outputs_are_atomic_and_unwritable_paths_exit_2(self):

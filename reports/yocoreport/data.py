@@ -89,7 +89,10 @@ def _parse_float(text, column, path, line):
         v = float(text)
     except ValueError:
         raise CsvError(path, line, "column %s: %r is not a number" % (column, text))
-    return None if math.isnan(v) else v
+    if not math.isfinite(v):  # a point that did not run has an empty value (reports/SCHEMA.md), never nan or inf
+        raise CsvError(path, line, "column %s: %r is not a finite number (leave it empty where there is none)"
+                       % (column, text))
+    return v
 
 
 def _parse_int(text, column, path, line, default=None):
