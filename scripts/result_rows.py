@@ -1,18 +1,23 @@
 """Result CSVs (reports/SCHEMA.md) for the headline scripts: standard library
-only, so that they run on the lent GPU machine as they are."""
+only, so that they run on the lent GPU machine as they are. A file is checked
+by the report's own reader (reports/yocoreport/data.py, standard library too)."""
 import csv
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports"))
+from yocoreport.data import CsvError, result_records  # noqa: E402
 
 
 def load(paths, tool):
-    """Every row of every file, as dicts; exit 2 naming the file when one cannot be read."""
+    """Every row of every file, as dicts of the columns as written; exit 2 with one line naming the file (and line,
+    and column) when one cannot be read or is not a result CSV (a missing column, a truncated row, a bad number)."""
     rows = []
     for p in paths:
         try:
-            with open(p, newline="") as f:
-                rows.extend(csv.DictReader(f))
-        except OSError as e:
-            print(f"{tool}: cannot read {p}: {e}", file=sys.stderr)
+            rows.extend(raw for _line, raw, _fields in result_records(p))
+        except CsvError as e:
+            print(f"{tool}: {e}", file=sys.stderr)
             sys.exit(2)
     return rows
 

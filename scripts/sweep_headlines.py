@@ -74,7 +74,10 @@ def main(argv):
         paper_dir = args[i + 1]
         del args[i:i + 2]
     rows = [r for r in load(args) if r["device"] not in ("analytic", "paper")]
-    paper = [r for r in load(sorted(glob.glob(os.path.join(paper_dir, "*.csv")))) if r.get("method") == "paper"]
+    # reports/paper/differences.csv is the report's hand-written reasons, not a result CSV
+    paper_files = sorted(p for p in glob.glob(os.path.join(paper_dir, "*.csv"))
+                         if os.path.basename(p) != "differences.csv")
+    paper = [r for r in load(paper_files) if r.get("method") == "paper"]
     # The last row of each key wins (a resumed or repeated run).
     by_key = {}
     for r in rows:

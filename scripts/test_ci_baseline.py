@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """scripts/ci_baseline.py on small files of the bench's schema: the nearest host's baseline is picked (a warning
 where none is of the same kind), --update's path is that baseline or a new file, the counted rows reach every other
-baseline and nothing else of theirs changes, and a file without ceilings exits 2 naming it.
+baseline and nothing else of theirs changes, and a file without ceilings exits 2 naming it; and the scripts that
+read result CSVs through scripts/result_rows.py exit 2 with one line naming a file that is not one.
 Run: /usr/bin/python3 -m unittest discover -s scripts -p test_ci_baseline.py"""
 import csv
 import os
@@ -20,7 +21,7 @@ HEADER = ["git_sha", "timestamp", "host", "device", "device_name", "driver", "mo
 def _row(phase, metric, value, method="measured", model="-"):
     r = dict.fromkeys(HEADER, "")
     r.update(model=model, seq_len="1024", batch="2", gen_tokens="0", phase=phase, metric=metric, value=repr(value),
-             method=method, device_name="ci-cpu")
+             method=method, device="cpu", device_name="ci-cpu")
     return r
 
 
@@ -100,6 +101,68 @@ class CiBaselineTest(unittest.TestCase):
         self.assertIn(bad, err)
         self.assertIn("no measured ceiling rows", err)
         self.assertEqual(_run("pick", bad)[0], 2)  # usage
+
+
+GOOD = ("abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1024,1,0,prefill,prefill_latency_s,0.5,s,measured,3,0.4,"
+        "0.6,note\n")
+
+
+class BadResultFilesTest(unittest.TestCase):
+    """The scripts that read result CSVs (scripts/result_rows.py): a file that is not one exits 2 with one line on
+    stderr naming it (and the line and column where there is one), never a traceback; a UTF-8 BOM is fine."""
+    SCRIPTS = (["model_headlines.py"], ["sweep_headlines.py"], ["ci_baseline.py", "pick"])
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="yoco-result-rows-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _file(self, name, content):
+        path = os.path.join(self.tmp, name)
+        with open(path, "wb") as f:
+            f.write(content if isinstance(content, bytes) else content.encode())
+        return path
+
+    def _run(self, script, path):
+        args = [sys.executable, os.path.join(HERE, script[0])] + script[1:] + [path]
+        if script[0] == "ci_baseline.py":
+            args.append(self.tmp)
+        return subprocess.run(args, capture_output=True, text=True)
+
+    def test_bad_files_exit_2_naming_file_and_line(self):
+        header = ",".join(HEADER) + "\n"
+        cases = [
+            (self._file("missing.csv", header.replace(",notes", "") + GOOD.replace(",note", "")), ":1:",
+             "missing column(s) notes"),
+            (self._file("extra.csv", header.replace("notes", "notes,x") + GOOD.replace("note", "note,x")), ":1:",
+             "unexpected column(s) 'x'"),
+            (self._file("truncated.csv", header + GOOD + GOOD[:40]), ":3:", "fields, a result row has 19"),
+            (self._file("number.csv", header + GOOD.replace("0.5,s", "fast,s")), ":2:", "column value"),
+            (self._file("nan.csv", header + GOOD.replace("0.5,s", "nan,s")), ":2:", "not a finite number"),
+            (self._file("inf.csv", header + GOOD.replace("0.4,", "inf,")), ":2:", "column min"),
+            (self._file("int.csv", header + GOOD.replace(",1024,", ",1k,")), ":2:", "column seq_len"),
+            (self._file("binary.csv", b"\x00\xff\xfe"), ":1:", "not UTF-8"),
+            (self._file("empty.csv", ""), ":1:", "empty file"),
+            (os.path.join(self.tmp, "none.csv"), "", "cannot read"),
+            (self.tmp, "", "cannot read"),
+        ]
+        for script in self.SCRIPTS:
+            for path, line, fragment in cases:
+                p = self._run(script, path)
+                what = "%s %s: %s" % (script[0], os.path.basename(path), p.stderr)
+                self.assertEqual(p.returncode, 2, what)
+                self.assertNotIn("Traceback", p.stderr, what)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1, what)
+                self.assertIn(path + line, p.stderr, what)
+                self.assertIn(fragment, p.stderr, what)
+
+    def test_a_bom_is_read(self):
+        path = self._file("bom.csv", b"\xef\xbb\xbf" + (",".join(HEADER) + "\n" + GOOD).encode())
+        for script in self.SCRIPTS[:2]:
+            p = self._run(script, path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("yoco-3b", p.stdout)
 
 
 if __name__ == "__main__":

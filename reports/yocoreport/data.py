@@ -111,13 +111,17 @@ def _parse_int(text, column, path, line, default=None):
         raise CsvError(path, line, "column %s: %r is not an integer" % (column, text))
 
 
-def read_result_csv(path):
-    """Rows of one result CSV; CsvError naming file and line if it is not one."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise CsvError(path, 0, "cannot read: %s" % exc.strerror)
+def result_records(path, data=None):
+    """[(line, raw, fields)] for every row of one result CSV (reports/SCHEMA.md), blank lines skipped: `raw` the
+    columns as written (stripped, but notes), `fields` with the integers and numbers parsed (an empty value None).
+    `data`: the file's bytes, read from `path` if None. CsvError naming file and line if it is not a result CSV:
+    the one check of a result file, shared by the report and scripts/result_rows.py."""
+    if data is None:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise CsvError(path, 0, "cannot read: %s" % exc.strerror)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -144,8 +148,7 @@ def read_result_csv(path):
                 why.append("columns out of order")
             raise CsvError(path, 1, "not a result CSV (header must be exactly `%s`): %s"
                            % (",".join(COLUMNS), "; ".join(why)))
-        rows = []
-        seen = {}
+        out = []
         prev = reader.line_num
         for rec in reader:
             line, prev = prev + 1, reader.line_num
@@ -154,7 +157,8 @@ def read_result_csv(path):
             if len(rec) != len(COLUMNS):
                 raise CsvError(path, line, "%d fields, a result row has %d (%s)"
                                % (len(rec), len(COLUMNS), ",".join(COLUMNS)))
-            fields = dict(zip(COLUMNS, (x.strip() if k != "notes" else x for k, x in zip(COLUMNS, rec))))
+            raw = dict(zip(COLUMNS, (x.strip() if k != "notes" else x for k, x in zip(COLUMNS, rec))))
+            fields = dict(raw)
             for k in INT_COLUMNS:
                 fields[k] = _parse_int(fields[k], k, path, line)
             fields["repeats"] = _parse_int(fields["repeats"], "repeats", path, line, default=0)
@@ -163,21 +167,30 @@ def read_result_csv(path):
             for k in ("device", "device_name", "model", "phase", "metric", "method"):
                 if not fields[k]:
                     raise CsvError(path, line, "column %s is empty" % k)
-            row = Row(fields, path, line)
-            if row.method not in KNOWN_METHODS:
-                warn("%s: unknown method %r (reports/SCHEMA.md lists %s); drawn as measured"
-                     % (row.where(), row.method, ", ".join(KNOWN_METHODS)))
-            if row.value is None and not row.not_run:
-                warn("%s: method %s but no value; row ignored" % (row.where(), row.method))
-            k = row.key()
-            if k in seen:
-                warn("%s: same key as line %d (model, device_name, seq_len, batch, gen_tokens, phase, metric); "
-                     "keeping this one" % (row.where(), seen[k].line))
-                rows.remove(seen[k])
-            seen[k] = row
-            rows.append(row)
+            out.append((line, raw, fields))
     except csv.Error as exc:
         raise CsvError(path, reader.line_num, "malformed CSV: %s" % exc)
+    return out
+
+
+def read_result_csv(path):
+    """Rows of one result CSV; CsvError naming file and line if it is not one."""
+    rows = []
+    seen = {}
+    for line, _raw, fields in result_records(path):
+        row = Row(fields, path, line)
+        if row.method not in KNOWN_METHODS:
+            warn("%s: unknown method %r (reports/SCHEMA.md lists %s); drawn as measured"
+                 % (row.where(), row.method, ", ".join(KNOWN_METHODS)))
+        if row.value is None and not row.not_run:
+            warn("%s: method %s but no value; row ignored" % (row.where(), row.method))
+        k = row.key()
+        if k in seen:
+            warn("%s: same key as line %d (model, device_name, seq_len, batch, gen_tokens, phase, metric); "
+                 "keeping this one" % (row.where(), seen[k].line))
+            rows.remove(seen[k])
+        seen[k] = row
+        rows.append(row)
     return rows
 
 
