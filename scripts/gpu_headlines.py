@@ -7,11 +7,18 @@ compares with each peer at the same points. gpu-suite.sh prints it last.
 
 Rows whose variant says "sweep" are left out of ours (tuning sweeps, not what
 the library runs). Standard library only: runs on the lent machine's python3.
+
+Exit status: 0 done; 2 a file that is not a result CSV (file and line named,
+nothing printed), or a PEERS file that does not exist (named after the lines of
+the files that do: the suite passes peers_*.csv whether or not a peer ran).
 """
-import csv
+import os
 import re
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_rows import load  # noqa: E402
 
 RATE = {"attn_prefill": "fraction_of_gemm_peak"}  # the others: fraction_of_copy_bw
 PEER = re.compile(r"^(?P<base>.+?)_(?:torch_(?P<backend>[a-z0-9]+)|(?P<fla>fla))$")
@@ -31,16 +38,23 @@ def is_chunk(variant):
 
 
 def main(argv):
-    if len(argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(argv) < 2 or argv[1].startswith("-"):
+        print("usage: scripts/gpu_headlines.py KERNELS.csv [PEERS.csv ...] (--help says more)", file=sys.stderr)
         return 2
-    rows = []
-    for path in argv[1:]:
-        try:
-            with open(path, newline="") as f:
-                rows += list(csv.DictReader(f))
-        except OSError as e:
-            print("gpu_headlines: %s: %s" % (path, e.strerror), file=sys.stderr)
+    missing = [p for p in argv[2:] if not os.path.exists(p)]
+    rows = load([p for p in argv[1:] if p not in missing], "gpu_headlines")
+    rc = report(rows)
+    if missing:
+        print("gpu_headlines: no such file: %s (its rows are not in the lines above)" % ", ".join(missing),
+              file=sys.stderr)
+        return 2
+    return rc
+
+
+def report(rows):
     val = {}
     for r in rows:
         if r.get("value"):

@@ -110,7 +110,7 @@ GOOD = ("abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1024,1,0,prefill,prefi
 class BadResultFilesTest(unittest.TestCase):
     """The scripts that read result CSVs (scripts/result_rows.py): a file that is not one exits 2 with one line on
     stderr naming it (and the line and column where there is one), never a traceback; a UTF-8 BOM is fine."""
-    SCRIPTS = (["model_headlines.py"], ["sweep_headlines.py"], ["ci_baseline.py", "pick"])
+    SCRIPTS = (["model_headlines.py"], ["sweep_headlines.py"], ["ci_baseline.py", "pick"], ["gpu_headlines.py"])
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="yoco-result-rows-")
@@ -156,6 +156,20 @@ class BadResultFilesTest(unittest.TestCase):
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1, what)
                 self.assertIn(path + line, p.stderr, what)
                 self.assertIn(fragment, p.stderr, what)
+
+    def test_gpu_headlines_names_a_missing_peers_file_after_the_headlines(self):
+        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + GOOD)
+        peers = os.path.join(self.tmp, "peers_*.csv")  # the suite's glob where no peer ran
+        p = subprocess.run([sys.executable, os.path.join(HERE, "gpu_headlines.py"), kernels, peers],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("no kernel rows", p.stdout)
+        self.assertEqual(p.stderr.strip().splitlines(), ["gpu_headlines: no such file: %s (its rows are not in the "
+                                                         "lines above)" % peers])
+        p = subprocess.run([sys.executable, os.path.join(HERE, "gpu_headlines.py"), "--help"],
+                           capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("KERNELS.csv [PEERS.csv ...]", p.stdout)
 
     def test_a_bom_is_read(self):
         path = self._file("bom.csv", b"\xef\xbb\xbf" + (",".join(HEADER) + "\n" + GOOD).encode())
