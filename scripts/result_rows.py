@@ -6,16 +6,18 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports"))
-from yocoreport.data import CsvError, result_records  # noqa: E402
+from yocoreport.data import INT_COLUMNS, CsvError, result_records  # noqa: E402
 
 
 def load(paths, tool):
-    """Every row of every file, as dicts of the columns as written; exit 2 with one line naming the file (and line,
-    and column) when one cannot be read or is not a result CSV (a missing column, a truncated row, a bad number)."""
+    """Every row of every file, as dicts of the columns as written (seq_len, batch, gen_tokens as plain integers:
+    1024.0 reads 1024); exit 2 with one line naming the file (and line, and column) when one cannot be read or is
+    not a result CSV (a missing column, a truncated row, a bad number)."""
     rows = []
     for p in paths:
         try:
-            rows.extend(raw for _line, raw, _fields in result_records(p))
+            rows.extend(dict(raw, **{k: str(fields[k]) for k in INT_COLUMNS})
+                        for _line, raw, fields in result_records(p))
         except CsvError as e:
             print(f"{tool}: {e}", file=sys.stderr)
             sys.exit(2)

@@ -171,6 +171,13 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertIn("KERNELS.csv [PEERS.csv ...]", p.stdout)
 
+    def test_an_integer_written_as_a_float_is_read(self):
+        path = self._file("float.csv", ",".join(HEADER) + "\n" + GOOD.replace(",1024,1,0,", ",1024.0,1.0,0,"))
+        for script in self.SCRIPTS[:2]:
+            p = self._run(script, path)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout, r"yoco-3b +(1024|1K) ")
+
     def test_a_bom_is_read(self):
         path = self._file("bom.csv", b"\xef\xbb\xbf" + (",".join(HEADER) + "\n" + GOOD).encode())
         for script in self.SCRIPTS[:2]:
