@@ -35,9 +35,14 @@ def configuration(notes):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+    if "-h" in argv[1:] or "--help" in argv[1:]:
         print(__doc__.strip())
-        return 0 if len(argv) >= 2 else 2
+        return 0
+    bad = [a for a in argv[1:] if a.startswith("-")]
+    if len(argv) < 2 or bad:
+        print("model_headlines: %s; usage: scripts/model_headlines.py FILE.csv [FILE.csv ...]"
+              % ("unknown option %s" % bad[0] if bad else "no file given"), file=sys.stderr)
+        return 2
     rows = load(argv[1:])
     # (model, seq_len, batch, run) -> {(device_kind, phase, metric): (value, method, notes)}; a run is a
     # timestamp: a `yoco bench` writes its analytic and measured rows of a point under one.

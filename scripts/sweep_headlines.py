@@ -63,16 +63,29 @@ def table(header, body):
     return "\n".join(out)
 
 
+def usage(why):
+    print("sweep_headlines: %s; usage: scripts/sweep_headlines.py SWEEP.csv [more.csv ...] [--paper DIR]" % why,
+          file=sys.stderr)
+    return 2
+
+
 def main(argv):
     args = argv[1:]
-    if not args or args[0] in ("-h", "--help"):
+    if "-h" in args or "--help" in args:
         print(__doc__.strip())
-        return 0 if args else 2
+        return 0
     paper_dir = os.path.join(HERE, "..", "reports", "paper")
     if "--paper" in args:
         i = args.index("--paper")
+        if i + 1 == len(args) or args[i + 1].startswith("-"):
+            return usage("--paper needs a folder")
         paper_dir = args[i + 1]
         del args[i:i + 2]
+        if not os.path.isdir(paper_dir):
+            return usage("--paper %s: no such folder" % paper_dir)
+    bad = [a for a in args if a.startswith("-")]
+    if bad or not args:
+        return usage("unknown option %s" % bad[0] if bad else "no file given")
     rows = [r for r in load(args) if r["device"] not in ("analytic", "paper")]
     # reports/paper/differences.csv is the report's hand-written reasons, not a result CSV
     paper_files = sorted(p for p in glob.glob(os.path.join(paper_dir, "*.csv"))

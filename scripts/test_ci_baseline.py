@@ -171,6 +171,26 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertIn("KERNELS.csv [PEERS.csv ...]", p.stdout)
 
+    def test_bad_options_exit_2_with_one_line(self):
+        good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
+        for script, args, fragment in (
+                ("model_headlines.py", [], "no file given"),
+                ("model_headlines.py", ["--bogus", good], "unknown option --bogus"),
+                ("sweep_headlines.py", [], "no file given"),
+                ("sweep_headlines.py", [good, "--paper"], "--paper needs a folder"),
+                ("sweep_headlines.py", [good, "--paper", os.path.join(self.tmp, "none")], "no such folder"),
+                ("sweep_headlines.py", [good, "--bogus"], "unknown option --bogus")):
+            p = subprocess.run([sys.executable, os.path.join(HERE, script)] + args, capture_output=True, text=True)
+            what = "%s %s: %s" % (script, args, p.stdout + p.stderr)
+            self.assertEqual(p.returncode, 2, what)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, what)
+            self.assertIn(fragment, p.stderr, what)
+        for script in ("model_headlines.py", "sweep_headlines.py"):
+            p = subprocess.run([sys.executable, os.path.join(HERE, script), good, "--help"], capture_output=True,
+                               text=True)
+            self.assertEqual((p.returncode, p.stderr), (0, ""), script)
+            self.assertIn("scripts/" + script, p.stdout)
+
     def test_an_integer_written_as_a_float_is_read(self):
         path = self._file("float.csv", ",".join(HEADER) + "\n" + GOOD.replace(",1024,1,0,", ",1024.0,1.0,0,"))
         for script in self.SCRIPTS[:2]:
