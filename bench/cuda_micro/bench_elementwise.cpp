@@ -35,10 +35,12 @@ YOCO_KERNEL_BENCH(elementwise) {
     fill_uniform_f32(residual.p, residual.n, 31, 0.0f, 2.0f);
     fill_normal_bf16(delta.p, delta.n, 32, 1.0f);
     fill_normal_bf16(w.p, w.n, 33, 0.25f);
-    // The runners' choice (the cached kernel at d 3072), then the looped one beside it; then one row, a
-    // decode step's norm, each sample after the L2 flush: its weights cold, as in the step.
-    for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::automatic, ""},
-                                        std::pair{cuda::RmsNormKernel::looped, ", looped kernel"}}) {
+    // The looped kernel keeps the row's old label (its series in earlier files), the cached one (the
+    // runners' choice at d 3072 since 2026-11-27) is beside it; then one row, a decode step's norm, each
+    // sample after the L2 flush: its weights cold, as in the step (and its row too, which in the step
+    // the GEMM before it has just written into the L2).
+    for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::looped, ""},
+                                        std::pair{cuda::RmsNormKernel::cached, ", cached kernel"}}) {
       KernelResult r{"add_rms_norm", std::string("rows 32768 d 3072") + label, "yoco-3b", kRows, 1,
                      12.0 * kRows * kD, 0, {}, ""};
       r.time = time_launches(
@@ -52,7 +54,7 @@ YOCO_KERNEL_BENCH(elementwise) {
     }
     for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::cached, "cached kernel"},
                                         std::pair{cuda::RmsNormKernel::looped, "looped kernel"}}) {
-      KernelResult r{"add_rms_norm", std::string("rows 1 d 3072, weights cold, ") + label, "yoco-3b", 1, 1,
+      KernelResult r{"add_rms_norm", std::string("rows 1 d 3072, after an L2 flush, ") + label, "yoco-3b", 1, 1,
                      12.0 * kD + 2.0 * kD, 0, {}, ""};
       r.time = time_launches(
           [&](cudaStream_t st) {

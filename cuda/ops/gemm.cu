@@ -26,12 +26,13 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   // The stream only when it changes: a prefill's eager GEMMs are paced by the host (launch_floor: an
   // eager cuBLAS call costs about twice an eager kernel), and the runners keep one stream.
   if (!stream_set_ || stream != stream_) {
+    stream_set_ = false;  // until both calls succeed: a failed one is tried again by the next call
     if (cublasSetStream(handle_, stream) != CUBLAS_STATUS_SUCCESS) return "cublasSetStream failed";
-    stream_ = stream;
-    stream_set_ = true;
     // cublasSetStream puts the handle back on cuBLAS's own workspace pool: give it ours again.
     if (workspace_ && cublasSetWorkspace(handle_, workspace_, workspace_bytes_) != CUBLAS_STATUS_SUCCESS)
       return "cublasSetWorkspace failed";
+    stream_ = stream;
+    stream_set_ = true;
   }
   const float alpha = 1.0f;
   // Column-major view: yᵀ[n, m] = W[n, k] (stored as the column-major k x n,

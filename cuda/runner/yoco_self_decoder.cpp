@@ -167,7 +167,7 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   // delta (the mixers' projections and the FFN's W1|W3 of a row block come
   // before their out_proj / W2 of those rows), and the add + RMSNorm that
   // reads delta and writes h reads a row whole before its block barrier and
-  // writes it after (cuda/ops/elementwise.cu, rms_norm_kernel).
+  // writes it after (cuda/ops/elementwise.cu: rms_norm_kernel and rms_norm_cached_kernel alike).
   bf16* h = scratch_.bf16("normed", R * d_);
   static_assert(kDeltaInNormedRows, "the memory formula (generation_bytes.hpp) follows this layout");
   r.delta = h;
