@@ -22,6 +22,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from result_rows import load, num  # noqa: E402
+from yocoreport.data import COLUMNS  # noqa: E402  (result_rows put reports/ on the path)
 
 SAME_KIND = math.log(1.25)  # both ceilings within 25%: a host of the same kind
 
@@ -30,11 +31,16 @@ def ceilings(path):
     """(GEMM TFLOP/s, copy GB/s) of a bench CSV's measured ceiling rows."""
     got = {}
     for r in load([path], "ci_baseline.py"):
-        if r.get("phase") == "ceiling" and r.get("method") == "measured" and num(r.get("value")):
+        if r.get("phase") == "ceiling" and r.get("method") == "measured" and num(r.get("value")) is not None:
             got[r["metric"]] = num(r["value"])
     if "gemm_peak_tflops" not in got or "copy_bw_gbs" not in got:
         print("ci_baseline.py: %s: no measured ceiling rows (gemm_peak_tflops, copy_bw_gbs)" % path, file=sys.stderr)
         sys.exit(2)
+    for k in ("gemm_peak_tflops", "copy_bw_gbs"):
+        if got[k] <= 0:
+            print("ci_baseline.py: %s: ceiling %s is %r; a measured ceiling is above 0" % (path, k, got[k]),
+                  file=sys.stderr)
+            sys.exit(2)
     return got["gemm_peak_tflops"], got["copy_bw_gbs"]
 
 
@@ -61,12 +67,14 @@ def counted(run, folder, metrics):
     then renamed over the old file)."""
     wanted = set(m for m in metrics.split(",") if m)
     fresh = [r for r in load([run], "ci_baseline.py") if r.get("metric") in wanted]
-    for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
-        if os.path.abspath(path) == os.path.abspath(run):
-            continue
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            header, rows = reader.fieldnames, [r for r in reader if r.get("metric") not in wanted]
+    if not fresh:  # a misspelt METRICS would take every baseline's counted rows away
+        print("ci_baseline.py: %s: no rows of the metrics %r; no baseline changed" % (run, metrics), file=sys.stderr)
+        return 2
+    others = [p for p in sorted(glob.glob(os.path.join(folder, "*.csv"))) if os.path.abspath(p) != os.path.abspath(run)]
+    olds = [load([p], "ci_baseline.py") for p in others]  # every baseline checked before any is rewritten
+    header = COLUMNS
+    for path, old in zip(others, olds):
+        rows = [r for r in old if r.get("metric") not in wanted]
         tmp = path + ".tmp"
         with open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
@@ -78,6 +86,12 @@ def counted(run, folder, metrics):
 
 
 def main(argv):
+    if len(argv) == 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(argv) in (4, 5) and os.path.exists(argv[3]) and not os.path.isdir(argv[3]):
+        print("ci_baseline.py: %s: not a folder (DIR holds the baselines)" % argv[3], file=sys.stderr)
+        return 2
     if len(argv) == 5 and argv[1] == "counted":
         return counted(argv[2], argv[3], argv[4])
     if len(argv) != 4 or argv[1] not in ("pick", "name"):

@@ -102,6 +102,31 @@ class CiBaselineTest(unittest.TestCase):
         self.assertIn("no measured ceiling rows", err)
         self.assertEqual(_run("pick", bad)[0], 2)  # usage
 
+    def test_bad_ceilings_folders_and_metrics_exit_2_with_one_line(self):
+        run = os.path.join(self.tmp, "run.csv")
+        _write(run, -0.1, 10.0)  # a ceiling that is not above 0 (log of it: a traceback before)
+        rc, _, err = _run("pick", run, self.dir)
+        self.assertEqual((rc, len(err.strip().splitlines())), (2, 1), err)
+        self.assertIn("gemm_peak_tflops is -0.1", err)
+        _write(run, 0.1, 20.0)
+        rc, _, err = _run("pick", run, run)  # DIR a file
+        self.assertEqual(rc, 2, err)
+        self.assertIn("%s: not a folder" % run, err)
+        before = {p: open(p).read() for p in (self.slow, self.fast)}
+        rc, _, err = _run("counted", self.fast, self.dir, "flopz")  # a misspelt metric: nothing changes
+        self.assertEqual(rc, 2, err)
+        self.assertIn("no rows of the metrics 'flopz'", err)
+        with open(self.slow, "a") as f:
+            f.write("truncated,row\n")
+        before[self.slow] = open(self.slow).read()
+        rc, _, err = _run("counted", self.fast, self.dir, "flops")  # a malformed baseline: nothing changes
+        self.assertEqual(rc, 2, err)
+        self.assertIn(self.slow + ":6:", err)
+        self.assertEqual(before, {p: open(p).read() for p in (self.slow, self.fast)})
+        rc, out, err = _run("--help")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertIn("ci_baseline.py pick RUN.csv DIR", out)
+
 
 GOOD = ("abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1024,1,0,prefill,prefill_latency_s,0.5,s,measured,3,0.4,"
         "0.6,note\n")
