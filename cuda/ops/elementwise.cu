@@ -13,6 +13,8 @@ constexpr int kThreads = 256;
 // The pieces of a row each thread keeps in registers in rms_norm_cached_kernel: rows of up to
 // kCachedPieces * kThreads pieces (4096 columns in pieces of 4, both 3B presets' 3072 among them).
 constexpr int kCachedPieces = 4;
+// The most rows RmsNormKernel::automatic gives the cached kernel (launch_norm).
+constexpr int64_t kCachedNormMaxRows = 256;
 
 // Sum over the block; every thread gets the result.
 __device__ float block_sum(float v) {
@@ -271,7 +273,12 @@ cudaError_t launch_norm(float* residual, const bf16* delta, const bf16* w, int64
   const bool fits = rms_norm_cached_fits(dim, vec);
   if (kernel == RmsNormKernel::cached && !fits) return cudaErrorInvalidValue;
   const auto grid = static_cast<unsigned>(rows);
-  if (kernel != RmsNormKernel::looped && fits) {
+  // automatic: the cached kernel for the few rows of a decode step (latency-bound: one wave of blocks), the
+  // looped one for a prefill's rows, where it runs at the copy rate (run-17: 101%) and holds more blocks
+  // an SM (30 registers against 70). The two give the same bits, so the switch changes no result.
+  const bool cached = kernel == RmsNormKernel::cached || (kernel == RmsNormKernel::automatic && fits &&
+                                                          rows <= kCachedNormMaxRows);
+  if (cached) {
     if (vec) rms_norm_cached_kernel<4><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
     else rms_norm_cached_kernel<1><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
   } else {

@@ -24,7 +24,8 @@ cudaError_t launch_embedding(const int64_t* tokens, int64_t rows, const bf16* ta
 // (rms_norm_cached_fits); each thread keeps its pieces of the row in registers between the passes and
 // loads its weights first, so that a decode step's one-row norm, whose weights are cold in the L2, waits
 // for them once, beside the first pass, and not once per piece after the reduction. automatic: cached
-// where it fits. A kernel asked for where it does not fit: cudaErrorInvalidValue.
+// where it fits and the rows are a decode step's few (up to 256), looped for a prefill's. A kernel asked
+// for where it does not fit: cudaErrorInvalidValue.
 enum class RmsNormKernel { automatic, looped, cached };
 // Whether the cached kernel takes rows of `dim` columns (`vectorized`: in pieces of 4, the launchers'
 // choice when dim % 4 == 0 and every pointer is aligned for them).
