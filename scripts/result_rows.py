@@ -2,6 +2,7 @@
 only, so that they run on the lent GPU machine as they are. A file is checked
 by the report's own reader (reports/yocoreport/data.py, standard library too)."""
 import csv
+import io
 import os
 import sys
 
@@ -41,18 +42,41 @@ def filter_stdin(argv):
         return 2
     prefix = "^=" in args[0]
     col, val = args[0].split("^=" if prefix else "=", 1)
-    r = csv.DictReader(sys.stdin)
-    if col not in (r.fieldnames or []):
-        print(f"result_rows.py keep: no column '{col}' in the input", file=sys.stderr)
-        return 2
-    w = csv.DictWriter(sys.stdout, r.fieldnames, lineterminator="\n")
+    data = sys.stdin.buffer.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return _keep_error("%d: not UTF-8 text" % (data[:exc.start].count(b"\n") + 1))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    kept = []
+    try:  # every line checked before one is written: bad input leaves nothing half-appended
+        header = next(reader, None)
+        if not header:
+            return _keep_error("1: empty input, no header line")
+        if col not in header:
+            return _keep_error("1: no column '%s' in the header" % col)
+        i = header.index(col)
+        prev = reader.line_num
+        for rec in reader:
+            line, prev = prev + 1, reader.line_num
+            if not rec:
+                continue
+            if len(rec) != len(header):
+                return _keep_error("%d: %d fields, the header has %d" % (line, len(rec), len(header)))
+            if rec[i].startswith(val) if prefix else rec[i] == val:
+                kept.append(rec)
+    except csv.Error as exc:
+        return _keep_error("%d: malformed CSV: %s" % (reader.line_num, exc))
+    w = csv.writer(sys.stdout, lineterminator="\n")
     if "--header" in argv:
-        w.writeheader()
-    for row in r:
-        if (row[col].startswith(val) if prefix else row[col] == val):
-            w.writerow(row)
+        w.writerow(header)
+    w.writerows(kept)
     return 0
 
+
+def _keep_error(where_what):
+    print("result_rows.py keep: <stdin>:%s" % where_what, file=sys.stderr)
+    return 2
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "keep":

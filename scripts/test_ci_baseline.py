@@ -41,6 +41,11 @@ def _run(*args):
     return p.returncode, p.stdout.strip(), p.stderr
 
 
+def _text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def _rows(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -112,17 +117,17 @@ class CiBaselineTest(unittest.TestCase):
         rc, _, err = _run("pick", run, run)  # DIR a file
         self.assertEqual(rc, 2, err)
         self.assertIn("%s: not a folder" % run, err)
-        before = {p: open(p).read() for p in (self.slow, self.fast)}
+        before = {p: _text(p) for p in (self.slow, self.fast)}
         rc, _, err = _run("counted", self.fast, self.dir, "flopz")  # a misspelt metric: nothing changes
         self.assertEqual(rc, 2, err)
         self.assertIn("no rows of the metrics 'flopz'", err)
         with open(self.slow, "a") as f:
             f.write("truncated,row\n")
-        before[self.slow] = open(self.slow).read()
+        before[self.slow] = _text(self.slow)
         rc, _, err = _run("counted", self.fast, self.dir, "flops")  # a malformed baseline: nothing changes
         self.assertEqual(rc, 2, err)
         self.assertIn(self.slow + ":6:", err)
-        self.assertEqual(before, {p: open(p).read() for p in (self.slow, self.fast)})
+        self.assertEqual(before, {p: _text(p) for p in (self.slow, self.fast)})
         rc, out, err = _run("--help")
         self.assertEqual((rc, err), (0, ""))
         self.assertIn("ci_baseline.py pick RUN.csv DIR", out)
@@ -215,6 +220,18 @@ class BadResultFilesTest(unittest.TestCase):
                                text=True)
             self.assertEqual((p.returncode, p.stderr), (0, ""), script)
             self.assertIn("scripts/" + script, p.stdout)
+
+    def test_keep_filter_refuses_a_truncated_or_long_row_with_one_line(self):
+        tool = [sys.executable, os.path.join(HERE, "result_rows.py"), "keep", "method^=me", "--header"]
+        header = ",".join(HEADER) + "\n"
+        for text, fragment in ((header + GOOD + GOOD[:40] + "\n", "<stdin>:3: 6 fields, the header has 19"),
+                               (header + GOOD.replace("note", "note,x"), "<stdin>:2: 20 fields, the header has 19"),
+                               ("", "<stdin>:1: empty input, no header line")):
+            p = subprocess.run(tool, input=text, capture_output=True, text=True)
+            self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+            self.assertEqual(p.stderr.strip().splitlines(), ["result_rows.py keep: " + fragment])
+        p = subprocess.run(tool, input="\ufeff" + header + GOOD, capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stdout), (0, header + GOOD), p.stderr)
 
     def test_an_integer_written_as_a_float_is_read(self):
         path = self._file("float.csv", ",".join(HEADER) + "\n" + GOOD.replace(",1024,1,0,", ",1024.0,1.0,0,"))
