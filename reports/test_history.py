@@ -177,6 +177,13 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("bad.csv:3: column seq_len", err)
         self.assertEqual(run("export", "--db", os.path.join(self.dir, "none.db"))[0], 2)
+        empty = os.path.join(self.dir, "empty.db")  # only ingest may make a history of an empty file
+        open(empty, "wb").close()
+        for cmd in ("export", "series"):
+            code, _, err = run(cmd, "--db", empty)
+            self.assertEqual(code, 2, err)
+            self.assertIn("empty.db: empty file, not a history database", err)
+            self.assertEqual(slurp(empty), b"")
 
     def test_export_follows_gits_order_and_filters_series(self):
         repo = os.path.dirname(HERE)

@@ -103,6 +103,9 @@ class _Sqlite(object):
             raise HistoryError("%s: is a folder, not a history database" % path)
         if not exists and not create:
             raise HistoryError("%s: no such history database (yoco history ingest creates it)" % path)
+        if exists and not create and os.path.getsize(path) == 0:  # SQLite would take it for a new database
+            raise HistoryError("%s: empty file, not a history database (yoco history ingest creates one); left as it is"
+                               % path)
         if exists:
             with open(path, "rb") as f:
                 head = f.read(16)
