@@ -25,7 +25,9 @@ Exit status: 0 done (check: no regression), 1 check found a regression, 2 bad in
 there is one, named)."""
 import argparse
 import csv
+import datetime
 import fnmatch
+import math
 import os
 import subprocess
 import sys
@@ -51,13 +53,20 @@ def csv_files(specs):
     return out
 
 
-def git_order(repo, shas):
-    """(recorded git_sha, order, date) for the recorded shas git knows, oldest commit first."""
+def git_log(repo):
+    """Every commit of `repo` as 'SHA DATE' lines, oldest first; HistoryError (one line) if it is not a repository."""
     try:
-        log = subprocess.run(["git", "-C", repo, "log", "--all", "--reverse", "--format=%H %cI"],
-                             capture_output=True, text=True, check=True).stdout.split("\n")
+        return subprocess.run(["git", "-C", repo, "log", "--all", "--reverse", "--format=%H %cI"],
+                              capture_output=True, text=True, check=True).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise HistoryError("%s: not a git repository (%s)" % (repo, getattr(exc, "stderr", "") or exc))
+        why = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines()
+        raise HistoryError("%s: not a git repository (%s)" % (repo, why[0] if why else exc))
+
+
+def git_order(repo, shas, log=None):
+    """(recorded git_sha, order, date) for the recorded shas git knows, oldest commit first."""
+    if log is None:
+        log = git_log(repo)
     full = [ln.split(" ", 1) for ln in log if ln.strip()]
     index = {}
     for i, (h, d) in enumerate(full):
@@ -75,6 +84,7 @@ def git_order(repo, shas):
 
 
 def cmd_ingest(a):
+    log = git_log(a.git) if a.git else None  # a bad --git is refused before anything is ingested
     store = Store(a.db, create=True)
     try:
         files = csv_files(a.files)
@@ -93,7 +103,7 @@ def cmd_ingest(a):
                 skipped += 1
         if a.git:
             shas = store.distinct_shas()
-            store.set_commit_order(git_order(a.git, shas))
+            store.set_commit_order(git_order(a.git, shas, log))
         nf, nr = store.counts()
         print("ingested %d file(s): %d row(s) added, %d file(s) already in, %d refused; the history holds %d "
               "file(s), %d row(s)" % (len(files) - len(bad), added, skipped, len(bad), nf, nr))
@@ -111,6 +121,26 @@ def parse_floor(text):
     if not 0 <= v < 10:
         raise HistoryError("--floor: out of range: %r" % text)
     return v
+
+
+def noise_units(text):
+    """--far, --noise: a finite number of noise units, not below 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = None
+    if v is None or not math.isfinite(v) or v < 0:
+        raise argparse.ArgumentTypeError("expected a number of noise units (finite, not below 0), got %r" % text)
+    return v
+
+
+def iso_time(text):
+    """--date: an ISO 8601 time, as the rows' timestamps are (2026-11-26T00:00:00Z)."""
+    try:
+        datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected an ISO 8601 time such as 2026-11-26T00:00:00Z, got %r" % text)
+    return text
 
 
 def series_points(store, glob):
@@ -233,22 +263,22 @@ def main(argv=None):
     i.add_argument("--db", required=True)
     i.add_argument("--git", help="order commits by this repository's history")
     i.add_argument("--commit", help="the commit of these files (overrides their git_sha)")
-    i.add_argument("--date", help="the time of these files (overrides their timestamp)")
+    i.add_argument("--date", type=iso_time, help="the time of these files, ISO 8601 (overrides their timestamp)")
     i.add_argument("files", nargs="+")
     c = sub.add_parser("check", help="judge the newest run of each series: exit 1 on a regression")
     c.add_argument("--db", required=True)
     c.add_argument("--series")
     c.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
-    c.add_argument("--far", type=float, default=6.0,
+    c.add_argument("--far", type=noise_units, default=6.0,
                    help="the newest run is a regression at once past this many noise units (default 6)")
-    c.add_argument("--noise", type=float, default=3.0,
+    c.add_argument("--noise", type=noise_units, default=3.0,
                    help="a change must also clear this many noise units (default 3; the newest run: suspected)")
     ch = sub.add_parser("changes", help="every change point of the history")
     ch.add_argument("--db", required=True)
     ch.add_argument("--series")
     ch.add_argument("--floor", default="5%")
-    ch.add_argument("--far", type=float, default=6.0)
-    ch.add_argument("--noise", type=float, default=3.0)
+    ch.add_argument("--far", type=noise_units, default=6.0)
+    ch.add_argument("--noise", type=noise_units, default=3.0)
     ch.add_argument("--format", choices=["table", "csv", "json"], default="table")
     e = sub.add_parser("export", help="the rows of the history (or of the series matching --series) as CSV")
     e.add_argument("--db", required=True)

@@ -185,6 +185,24 @@ class HistoryTest(unittest.TestCase):
             self.assertIn("empty.db: empty file, not a history database", err)
             self.assertEqual(slurp(empty), b"")
 
+    def test_bad_thresholds_dates_and_git_folders_exit_2(self):
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        for args, fragment in ((["check", "--db", self.db, "--far", "nan"], "argument --far: expected a number"),
+                               (["check", "--db", self.db, "--noise", "-1"], "argument --noise: expected a number"),
+                               (["changes", "--db", self.db, "--far", "inf"], "argument --far: expected a number"),
+                               (["ingest", "--db", self.db, "--date", "yesterday", ok], "argument --date: expected")):
+            code, out, err = run(*args)
+            self.assertEqual(code, 2, out + err)
+            self.assertIn(fragment, err)
+        notgit = tempfile.mkdtemp(prefix="yoco_history_notgit_")
+        code, out, err = run("ingest", "--db", self.db, "--git", notgit, ok)
+        self.assertEqual(code, 2, out + err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("%s: not a git repository" % notgit, err)
+        self.assertFalse(os.path.exists(self.db))  # refused before anything was ingested
+        os.rmdir(notgit)
+
     def test_export_follows_gits_order_and_filters_series(self):
         repo = os.path.dirname(HERE)
         shas = subprocess.run(["git", "-C", repo, "log", "--format=%h", "-3"], capture_output=True,
