@@ -6,7 +6,8 @@ figures. What the report's "Performance history" section shows.
 
   reports/history_of_repo.py [--repo DIR] [--db FILE] [--out DIR]
 
-The database is rebuilt each time (default build/history/project.db); figures go to reports/figures/."""
+The database is rebuilt each time (default build/history/project.db); figures go to reports/figures/, the page to
+reports/HISTORY.md (beside this script, whatever --out says). Exit status: 0 done, 2 bad input (one line)."""
 import argparse
 import os
 import subprocess
@@ -25,17 +26,47 @@ def git(repo, *args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--repo", default=os.path.dirname(HERE))
-    p.add_argument("--db", default=os.path.join(os.path.dirname(HERE), "build", "history", "project.db"))
-    p.add_argument("--out", default=os.path.join(HERE, "figures"))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2])
+    p.add_argument("--repo", default=os.path.dirname(HERE), metavar="DIR",
+                   help="the repository whose history is read (default: this checkout)")
+    p.add_argument("--db", default=os.path.join(os.path.dirname(HERE), "build", "history", "project.db"),
+                   metavar="FILE", help="the SQLite history, removed and rebuilt (default: build/history/project.db)")
+    p.add_argument("--out", default=os.path.join(HERE, "figures"), metavar="DIR",
+                   help="folder for the trend figures (default: reports/figures)")
     a = p.parse_args(argv)
-    os.makedirs(os.path.dirname(os.path.abspath(a.db)), exist_ok=True)
+    try:
+        return run(a)
+    except HistoryError as exc:
+        sys.stderr.write("history_of_repo: %s\n" % exc)
+        return 2
+    except OSError as exc:
+        sys.stderr.write("history_of_repo: %s: %s\n" % (exc.filename or "", exc.strerror or exc))
+        return 2
+
+
+def remove_old_history(db):
+    """Removes the history that --db names, to rebuild it; anything else there is refused and left as it is."""
+    os.makedirs(os.path.dirname(os.path.abspath(db)), exist_ok=True)
+    if os.path.isdir(db):
+        raise HistoryError("%s: is a folder, not a history database" % db)
+    if os.path.exists(db):
+        with open(db, "rb") as f:
+            head = f.read(16)
+        if head and head != b"SQLite format 3\x00":
+            raise HistoryError("%s: not a SQLite database, so not a history to rebuild (left as it is)" % db)
     for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(a.db + suffix):
-            os.remove(a.db + suffix)
-    log = git(a.repo, "log", "--reverse", "--diff-filter=AM", "--format=@%H %cI", "--name-only", "--",
-              "reports/results", "reports/baselines").decode().splitlines()
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+
+
+def run(a):
+    try:
+        log = git(a.repo, "log", "--reverse", "--diff-filter=AM", "--format=@%H %cI", "--name-only", "--",
+                  "reports/results", "reports/baselines").decode().splitlines()
+    except (OSError, subprocess.CalledProcessError) as exc:
+        why = (getattr(exc, "stderr", b"") or b"").decode(errors="replace").strip().splitlines()
+        raise HistoryError("%s: not a git repository (%s)" % (a.repo, why[0] if why else exc))
+    remove_old_history(a.db)
     t0 = time.time()
     store = Store(a.db, create=True)
     files = rows = refused = 0

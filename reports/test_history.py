@@ -203,6 +203,23 @@ class HistoryTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.db))  # refused before anything was ingested
         os.rmdir(notgit)
 
+    def test_history_of_repo_refuses_a_non_repository_and_a_db_that_is_not_a_history(self):
+        tool = os.path.join(HERE, "history_of_repo.py")
+        notgit = tempfile.mkdtemp(prefix="yoco_history_notgit_")
+        precious = os.path.join(self.dir, "precious.csv")  # --db naming a file that is not a history: kept
+        write_csv(precious, [row()])
+        before = slurp(precious)
+        for args, fragment in ((["--repo", notgit, "--db", self.db], "%s: not a git repository" % notgit),
+                               (["--db", precious], "precious.csv: not a SQLite database"),
+                               (["--db", self.dir], "is a folder, not a history database")):
+            p = subprocess.run([PY, tool, "--out", os.path.join(self.dir, "fig")] + args, capture_output=True,
+                               text=True)
+            self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertIn(fragment, p.stderr)
+        self.assertEqual(slurp(precious), before)
+        os.rmdir(notgit)
+
     def test_export_follows_gits_order_and_filters_series(self):
         repo = os.path.dirname(HERE)
         shas = subprocess.run(["git", "-C", repo, "log", "--format=%h", "-3"], capture_output=True,
