@@ -34,6 +34,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store  # noqa: E402
+from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
 def series_name(r):
@@ -255,9 +256,9 @@ def cmd_series(a):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="yoco history", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog=__doc__.split("\n\n", 1)[1])
+    p = ArgumentParser(prog="yoco history", description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=__doc__.split("\n\n", 1)[1])
     sub = p.add_subparsers(dest="cmd", metavar="ingest|check|changes|export|series")
     i = sub.add_parser("ingest", help="add result CSVs (files or folders) to the history")
     i.add_argument("--db", required=True)
@@ -292,7 +293,8 @@ def main(argv=None):
     except SystemExit as exc:
         return 2 if exc.code not in (0, None) else 0
     if not a.cmd:
-        p.print_usage(sys.stderr)
+        sys.stderr.write("yoco history: error: no command (ingest, check, changes, export or series; "
+                         "yoco history --help says more)\n")
         return 2
     try:
         return {"ingest": cmd_ingest, "check": cmd_check, "changes": cmd_changes, "export": cmd_export,

@@ -8,7 +8,6 @@ figures. What the report's "Performance history" section shows.
 
 The database is rebuilt each time (default build/history/project.db); figures go to reports/figures/, the page to
 reports/HISTORY.md (beside this script, whatever --out says). Exit status: 0 done, 2 bad input (one line)."""
-import argparse
 import os
 import subprocess
 import sys
@@ -19,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import history  # noqa: E402  (history.py beside this file)
 from yocohistory.store import HistoryError, Store  # noqa: E402
+from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
 def git(repo, *args):
@@ -26,7 +26,7 @@ def git(repo, *args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2])
+    p = ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2])
     p.add_argument("--repo", default=os.path.dirname(HERE), metavar="DIR",
                    help="the repository whose history is read (default: this checkout)")
     p.add_argument("--db", default=os.path.join(os.path.dirname(HERE), "build", "history", "project.db"),

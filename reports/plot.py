@@ -63,6 +63,7 @@ from yocoreport.lines import LINE_SPECS, line_figure  # noqa: F401
 from yocoreport.breakdown import breakdown_figure as cupti_figure, cupti_sections  # noqa: F401
 from yocoreport.figures import make_figures  # noqa: F401
 from yocoreport.atomic import check_writable_folder  # noqa: E402
+from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------
@@ -74,9 +75,10 @@ def add_input_args(p):
                    help="result CSVs or folders of them (same as --results)")
     p.add_argument("--results", nargs="+", metavar="DIR_OR_FILES", default=[],
                    help="result CSVs, or folders searched for *.csv (default: reports/results/*/*.csv)")
-    p.add_argument("--paper", nargs="+", metavar="DIR_OR_FILES", default=None,
-                   help="the paper's numbers (default: reports/paper/*.csv)")
-    p.add_argument("--no-paper", action="store_true", help="do not read the paper's numbers")
+    paper = p.add_mutually_exclusive_group()
+    paper.add_argument("--paper", nargs="+", metavar="DIR_OR_FILES", default=None,
+                       help="the paper's numbers (default: reports/paper/*.csv)")
+    paper.add_argument("--no-paper", action="store_true", help="do not read the paper's numbers")
     p.add_argument("--differences", default=None, metavar="CSV",
                    help="why ours differ from the paper's: model,seq_len,metric,reason; '#' lines are comments "
                         "(default: reports/paper/differences.csv, or one in a folder given to --paper)")
@@ -90,9 +92,10 @@ def load_from_args(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Exit status: 0 done, 2 bad input (file and line named).")
+    p = ArgumentParser(description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="Exit status: 0 done, 2 bad input: an option, a file that is not a result CSV (file "
+                              "and line named), an output that cannot be written (one line on stderr).")
     add_input_args(p)
     args = p.parse_args(argv)
     try:

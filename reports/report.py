@@ -21,6 +21,7 @@ from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from yocoreport.calibrated import calibrated_section  # noqa: E402
+from yocoreport.cli import ArgumentParser  # noqa: E402
 from yocoreport.data import difference_for  # noqa: E402
 from yocoreport.multi_device import multi_device_section  # noqa: E402
 from yocoreport.two_cards import card_dirs_of, two_cards_section  # noqa: E402
@@ -413,9 +414,10 @@ def build_readme(data, figures, readme_path, out_dir=None):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="Exit status: 0 done, 2 bad input (file and line named).")
+    p = ArgumentParser(description=__doc__.split("\n\n")[0],
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="Exit status: 0 done, 2 bad input: an option, a file that is not a result CSV (file "
+                              "and line named), an output that cannot be written (one line on stderr).")
     plot.add_input_args(p)
     p.add_argument("--readme", default=DEFAULT_README, metavar="PATH",
                    help="the README to write (default: reports/README.md)")

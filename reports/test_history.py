@@ -185,6 +185,17 @@ class HistoryTest(unittest.TestCase):
             self.assertIn("empty.db: empty file, not a history database", err)
             self.assertEqual(slurp(empty), b"")
 
+    def test_bad_options_are_one_line_exit_2(self):
+        for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),
+                               (["check"], "required: --db"), (["export", "--db"], "--db: expected one argument"),
+                               (["check", "--db", self.db, "--far", "x"], "argument --far")):
+            code, out, err = run(*args)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(fragment, err)
+        p = subprocess.run([PY, os.path.join(HERE, "history_of_repo.py"), "--bogus"], capture_output=True, text=True)
+        self.assertEqual((p.returncode, len(p.stderr.strip().splitlines())), (2, 1), p.stderr)
+
     def test_bad_thresholds_dates_and_git_folders_exit_2(self):
         ok = os.path.join(self.dir, "ok.csv")
         write_csv(ok, [row()])

@@ -814,6 +814,18 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(bad + ":1:", r.stderr)
 
+    def test_bad_options_are_one_line_exit_2(self):
+        exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        for tool in ("plot.py", "report.py"):
+            for args, fragment in ((["--bogus"], "unrecognized arguments: --bogus"),
+                                   (["--out"], "argument --out: expected one argument"),
+                                   (["--paper", self.tmp, "--no-paper"], "argument --no-paper: not allowed with argument")):
+                r = subprocess.run([exe, os.path.join(HERE, tool)] + args, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, universal_newlines=True)
+                self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+                self.assertIn("%s: error: %s" % (tool, fragment), r.stderr)
+
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--make-synthetic":

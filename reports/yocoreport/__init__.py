@@ -15,6 +15,8 @@ Arrows point one way: data <- style <- the families <- lines <- figures; report.
   breakdown.py   GPU time by kernel family from the CUPTI rows of a `--cupti` sweep: the `breakdown` figure (per
                  model, a stacked bar per length, prefill and decode panels) and its README section
   figures.py     make_figures: every kind in FIGURE_KINDS for every device, each handed to its family's drawer
+  atomic.py      outputs replaced whole (a temporary file, then a rename); cli.py the command lines' parser (a
+                 bad option is one line, exit 2), shared with reports/history.py and history_of_repo.py
 
 A new figure family (e.g. a CUPTI time breakdown of a prefill or decode step) is a module of its own here: a
 drawer `xxx_figure(data, device_name, rows, out_dir, stem) -> Figure` over style.py, its kind added to
