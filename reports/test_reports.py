@@ -618,7 +618,8 @@ class ReportsTest(unittest.TestCase):
                                     ("model,seq_len,metric,reason\nyoco-3b,32Q,prefill_latency_s,x\n", 2,
                                      "column seq_len"),
                                     ("model,seq_len,metric,reason\nyoco-3b,32K,prefill_latency_s,\n", 2,
-                                     "must not be empty")):
+                                     "must not be empty"),
+                                    ("", 1, "no header line"), ("# a comment alone\n\n", 1, "no header line")):
             with open(diff, "w") as f:
                 f.write(content)
             rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme",
@@ -629,6 +630,10 @@ class ReportsTest(unittest.TestCase):
         rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme,
                                             "--differences", os.path.join(self.tmp, "absent.csv")])
         self.assertEqual(rc, 2, out + err)
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme,
+                                            "--differences", self.tmp])
+        self.assertEqual(rc, 2, out + err)
+        self.assertIn("%s: not a file (given as --differences)" % self.tmp, err)
 
     def test_committed_differences_file(self):
         path = os.path.join(HERE, "paper", "differences.csv")

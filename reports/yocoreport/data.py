@@ -286,8 +286,8 @@ def read_differences(path):
             raise CsvError(path, no, "model, metric and reason must not be empty")
         key = (model, _parse_length(n, path, no), metric, device)
         out[key] = (out[key] + "; " + reason) if key in out else reason
-    if header is None and any(l.strip() and not l.lstrip().startswith("#") for l in lines):
-        raise CsvError(path, 1, "no header line")
+    if header is None:  # an empty file is a mistake: a file of no reasons has the header line alone
+        raise CsvError(path, 1, "no header line (`%s`, after any '#' comment lines)" % ",".join(DIFFERENCES_COLUMNS))
     return out
 
 
@@ -427,5 +427,6 @@ def load(result_specs=None, paper_specs=None, differences=None):
         elif paper_specs is None:
             differences = DEFAULT_DIFFERENCES
     elif not os.path.isfile(differences):
-        raise CsvError(differences, 0, "no such file (given as --differences)")
+        raise CsvError(differences, 0, "%s (given as --differences)"
+                       % ("not a file" if os.path.exists(differences) else "no such file"))
     return Data(result_files, paper_files, differences)
