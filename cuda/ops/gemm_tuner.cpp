@@ -92,6 +92,28 @@ std::string GemmTuner::choose(const GemmLtProblem& p, const GemmLtAlignment& ali
   return "";
 }
 
+std::string GemmTuner::algorithm_for(const Key& key, int64_t m, const GemmLtProblem& p, const GemmLtAlignment& align,
+                                     const GemmChoice& c, size_t workspace_bytes, cublasLtMatmulAlgo_t& out) {
+  if (auto it = reused_.find({key, m}); it != reused_.end()) {
+    out = it->second.first;
+    return "";
+  }
+  cublasLtMatmulHeuristicResult_t check{};
+  const bool fits = cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.c, p.c, &c.algo, &check) ==
+                        CUBLAS_STATUS_SUCCESS &&
+                    check.workspaceSize <= workspace_bytes;
+  if (fits) {
+    out = c.algo;
+  } else {
+    std::vector<cublasLtMatmulHeuristicResult_t> found;
+    if (std::string e = gemm_lt_candidates(handle_, p, align, workspace_bytes, 1, found); !e.empty()) return e;
+    if (found.empty()) return "cuBLASLt: no algorithm for this shape";
+    out = found[0].algo;
+  }
+  reused_.emplace(std::make_pair(key, m), std::make_pair(out, fits));
+  return "";
+}
+
 std::string GemmTuner::run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y,
                            cudaDataType_t out_type, void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   if (!handle_) return "cublasLtCreate failed";
@@ -107,7 +129,7 @@ std::string GemmTuner::run(const void* x, int64_t m, int64_t k, const void* w, i
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return "cudaGetDevice failed";
   const GemmLtAlignment align = gemm_lt_alignment(x, w, y);
-  const Key key{device, m, n, k, static_cast<int>(out_type), align, workspace_bytes};
+  const Key key{device, rows_class(m), n, k, static_cast<int>(out_type), align, workspace_bytes};
   cublasLtMatmulAlgo_t algo{};
   {
     // Held while choosing, so that two threads never time one shape twice or race on the map.
@@ -116,13 +138,16 @@ std::string GemmTuner::run(const void* x, int64_t m, int64_t k, const void* w, i
     auto cit = c.by_key.find(key);
     if (cit == c.by_key.end()) {
       GemmChoice choice;
+      choice.m = m;
       if (std::string e = choose(p, align, x, w, y, workspace, workspace_bytes, stream, choice); !e.empty()) return e;
       if (choice.timed) ++timings_;
       cit = c.by_key.emplace(key, std::move(choice)).first;
     }
     algo = cit->second.algo;
+    if (cit->second.m != m)
+      if (std::string e = algorithm_for(key, m, p, align, cit->second, workspace_bytes, algo); !e.empty()) return e;
   }
-  used_.insert(key);
+  used_[key].insert(m);
   // The kept algorithm writes the call's output (after a tuning, the last candidate timed wrote it).
   const cublasStatus_t s = p.run(handle_, x, w, y, algo, workspace, workspace_bytes, stream);
   if (s != CUBLAS_STATUS_SUCCESS) return "cuBLASLt matmul failed with status " + std::to_string(static_cast<int>(s));
@@ -133,11 +158,11 @@ std::vector<std::string> GemmTuner::record_lines() const {
   std::vector<std::string> lines;
   Choices& all = choices();
   std::lock_guard<std::mutex> lock(all.mutex);
-  for (const Key& key : used_) {
+  for (const auto& [key, rows] : used_) {
     const GemmChoice& c = all.by_key.at(key);
-    const auto& [device, m, n, k, type, align, ws] = key;
+    const auto& [device, m_class, n, k, type, align, ws] = key;
     char head[160];
-    std::snprintf(head, sizeof head, "m %lld n %lld k %lld %s: candidate %d of %d", static_cast<long long>(m),
+    std::snprintf(head, sizeof head, "m %lld n %lld k %lld %s: candidate %d of %d", static_cast<long long>(c.m),
                   static_cast<long long>(n), static_cast<long long>(k), type_name(type), c.rank, c.candidates);
     char tail[96];
     const auto r = static_cast<size_t>(c.rank);
@@ -145,7 +170,16 @@ std::vector<std::string> GemmTuner::record_lines() const {
       std::snprintf(tail, sizeof tail, ", %.3fx the first's time (timed)", c.time_s[r] / c.time_s[0]);
     else
       std::snprintf(tail, sizeof tail, " (%s)", c.timed ? "timed; the first failed" : "chosen in a capture, untimed");
-    lines.push_back(std::string(head) + tail);
+    std::string line = std::string(head) + tail;
+    // The class's other row counts this tuner ran, and whether the class's algorithm took them.
+    for (const int64_t m : rows) {
+      if (m == c.m) continue;
+      const auto it = reused_.find({key, m});
+      const bool kept = it != reused_.end() && it->second.second;
+      line += "; m " + std::to_string(m) +
+              (kept ? ": the same algorithm" : ": the heuristic's first (the class's did not fit)");
+    }
+    lines.push_back(line);
   }
   return lines;
 }

@@ -14,7 +14,12 @@
 //   per shape; benchmarks take it in their warm-up.
 // - **First met inside a capture** (a decode step's graph). Nothing can be timed, so the heuristic's
 //   first candidate is kept.
-// - **A shape** is its sizes, output type, device, the operands' address alignment and the workspace.
+// - **A shape** is its sizes, output type, device, the operands' address alignment and the workspace;
+//   its rows count as a class: each row count below kLargeRows on its own (a decode step's batch), every
+//   count from kLargeRows up as one (a prefill step's rows). A prefill's ragged last chunk (and a
+//   throughput prompt's, N - 1024 tokens) then takes its full chunks' algorithm, checked for its own
+//   sizes with cublasLtMatmulAlgoCheck (the heuristic's first candidate if it does not fit), and is
+//   never timed inside the measured prefill that first meets it.
 // - **One algorithm per shape for the whole process.** The choices are shared by every GemmTuner, so
 //   the process uses one algorithm a shape: eager and graph steps, and separate models, agree to the
 //   bit. Different algorithms may round differently (split-K sums in another order, always in fp32).
@@ -36,6 +41,7 @@
 namespace yoco::cuda {
 
 struct GemmChoice {
+  int64_t m = 0;                 // the rows it was chosen at (the class's first)
   int rank = 0;                  // the kept candidate's place in the heuristic's order
   int candidates = 0;            // how many the heuristic offered
   bool timed = false;            // false: chosen inside a capture (the first candidate, untimed)
@@ -47,6 +53,9 @@ class GemmTuner {
  public:
   static constexpr int kCandidates = 8;
   static constexpr int kTimedRuns = 5;
+  static constexpr int64_t kLargeRows = 4096;
+  // The rows' class in a shape's key (above).
+  static constexpr int64_t rows_class(int64_t m) { return m < kLargeRows ? m : kLargeRows; }
 
   GemmTuner();
   ~GemmTuner();
@@ -66,16 +75,24 @@ class GemmTuner {
   // timed again).
   int timings() const { return timings_; }
 
-  // (device, m, n, k, output type, alignment, workspace bytes)
+  // (device, rows_class(m), n, k, output type, alignment, workspace bytes)
   using Key = std::tuple<int, int64_t, int64_t, int64_t, int, GemmLtAlignment, size_t>;
 
  private:
   std::string choose(const GemmLtProblem& p, const GemmLtAlignment& align, const void* x, const void* w, void* y,
                      void* workspace, size_t workspace_bytes, cudaStream_t stream, GemmChoice& out);
+  // The class's algorithm for rows `m` of `p` (another row count of the class than the one it was chosen
+  // at): kept where cublasLtMatmulAlgoCheck takes it within the workspace, else the heuristic's first
+  // candidate for `p`; decided once per (key, m) and kept in reused_.
+  std::string algorithm_for(const Key& key, int64_t m, const GemmLtProblem& p, const GemmLtAlignment& align,
+                            const GemmChoice& c, size_t workspace_bytes, cublasLtMatmulAlgo_t& out);
   cublasLtHandle_t handle_ = nullptr;
   // Descriptors, made once per (m, n, k, output type).
   std::map<std::tuple<int64_t, int64_t, int64_t, int>, std::unique_ptr<GemmLtProblem>> problems_;
-  std::set<Key> used_;  // the shapes this tuner ran, for its record
+  std::map<Key, std::set<int64_t>> used_;  // the shapes this tuner ran and their row counts, for its record
+  // (key, m) -> the algorithm for a row count of the class other than the chosen one, and whether it is
+  // the class's (false: the heuristic's first for m).
+  std::map<std::pair<Key, int64_t>, std::pair<cublasLtMatmulAlgo_t, bool>> reused_;
   int timings_ = 0;
 };
 

@@ -7,7 +7,8 @@
 // - a shape first met inside a CUDA graph capture takes the first candidate, untimed, and replays
 //   to the bits of an eager call after it;
 // - back on cublasGemmEx's path, the record is gone;
-// - accumulate_f32 adds the product into an fp32 buffer (beta 1), on either path.
+// - accumulate_f32 adds the product into an fp32 buffer (beta 1), on either path;
+// - a ragged prefill chunk (rows of the large class) takes its class's algorithm, untimed.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -128,6 +129,44 @@ TEST(GemmTuner, KeepsOneAlgorithmAShapeAndTimesItOnce) {
   }
   EXPECT_EQ(differ, 0u) << "the kept algorithm wrote other bits on its second call";
   EXPECT_EQ(differ_other, 0u) << "a second Gemm of the process wrote other bits";
+}
+
+// A prefill's ragged last chunk: rows of the large class (GemmTuner::kLargeRows and up) take the
+// algorithm the class's first row count was timed for, untimed and right; rows below the class are
+// their own shape, timed.
+TEST(GemmTuner, ARaggedChunkTakesItsClasssAlgorithmUntimed) {
+  YOCO_REQUIRE_GPU();
+  Gemm gemm;
+  ASSERT_EQ(gemm.choose_algorithms(GemmAlgorithms::tuned), "");
+  const int64_t k = 64, n = 256;
+  int expected_timings = 0;
+  for (const int64_t m : {int64_t{4608}, int64_t{4200}, int64_t{4000}}) {
+    SCOPED_TRACE("m " + std::to_string(m));
+    const Shape s{m, k, n};
+    const Operands op(s, 31);
+    const auto& [x, w, dx, dw] = op;
+    DeviceArray<__nv_bfloat16> dy(s.out());
+    ASSERT_EQ(gemm.linear(dx.ptr, s.m, s.k, dw.ptr, s.n, dy.ptr, nullptr), "");
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    if (m != 4200) ++expected_timings;  // 4200 is 4608's class
+    EXPECT_EQ(gemm.tuning_timings(), expected_timings);
+    const auto exact = exact_product(x, w, s.m, s.k, s.n);
+    EXPECT_LE(rms_error(download_bf16(dy), exact), bf16_output_bound(exact));
+  }
+  const auto record = gemm.tuning_record();
+  ASSERT_EQ(record.size(), 2u);  // m 4000's shape, and the class of 4608 with 4200 in it
+  bool reused = false;
+  for (const auto& line : record)
+    reused = reused || (line.rfind("m 4608 ", 0) == 0 && line.find("; m 4200: ") != std::string::npos);
+  EXPECT_TRUE(reused) << "the record does not say that m 4200 took m 4608's class";
+}
+
+// The rows' classes: host arithmetic, no GPU.
+TEST(GemmTuner, RowsBelow4096AreTheirOwnClassAndTheRestOne) {
+  static_assert(GemmTuner::rows_class(1) == 1 && GemmTuner::rows_class(4095) == 4095);
+  EXPECT_EQ(GemmTuner::rows_class(4096), GemmTuner::rows_class(32768));
+  EXPECT_EQ(GemmTuner::rows_class(31744), GemmTuner::rows_class(4096));
+  EXPECT_NE(GemmTuner::rows_class(4095), GemmTuner::rows_class(4096));
 }
 
 TEST(GemmTuner, AShapeFirstMetInACaptureTakesTheFirstCandidateAndReplaysToTheEagerBits) {
