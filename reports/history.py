@@ -255,39 +255,45 @@ def cmd_series(a):
     return 0
 
 
+DB_HELP = "the history: a SQLite file (ingest creates it) or a postgresql://user@host:port/database URL"
+SERIES_HELP = "only the series matching GLOB (fnmatch) over model|device_name|seq_len|batch|gen_tokens|phase|metric"
+
+
 def main(argv=None):
     p = ArgumentParser(prog="yoco history", description=__doc__.split("\n\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog=__doc__.split("\n\n", 1)[1])
     sub = p.add_subparsers(dest="cmd", metavar="ingest|check|changes|export|series")
     i = sub.add_parser("ingest", help="add result CSVs (files or folders) to the history")
-    i.add_argument("--db", required=True)
-    i.add_argument("--git", help="order commits by this repository's history")
+    i.add_argument("--db", required=True, help=DB_HELP)
+    i.add_argument("--git", metavar="DIR", help="order commits by this repository's history")
     i.add_argument("--commit", help="the commit of these files (overrides their git_sha)")
     i.add_argument("--date", type=iso_time, help="the time of these files, ISO 8601 (overrides their timestamp)")
-    i.add_argument("files", nargs="+")
+    i.add_argument("files", nargs="+", metavar="FILE|DIR", help="result CSVs, or folders searched for *.csv")
     c = sub.add_parser("check", help="judge the newest run of each series: exit 1 on a regression")
-    c.add_argument("--db", required=True)
-    c.add_argument("--series")
+    c.add_argument("--db", required=True, help=DB_HELP)
+    c.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
     c.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
     c.add_argument("--far", type=noise_units, default=6.0,
                    help="the newest run is a regression at once past this many noise units (default 6)")
     c.add_argument("--noise", type=noise_units, default=3.0,
                    help="a change must also clear this many noise units (default 3; the newest run: suspected)")
     ch = sub.add_parser("changes", help="every change point of the history")
-    ch.add_argument("--db", required=True)
-    ch.add_argument("--series")
-    ch.add_argument("--floor", default="5%")
-    ch.add_argument("--far", type=noise_units, default=6.0)
-    ch.add_argument("--noise", type=noise_units, default=3.0)
-    ch.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    ch.add_argument("--db", required=True, help=DB_HELP)
+    ch.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
+    ch.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
+    ch.add_argument("--far", type=noise_units, default=6.0,
+                    help="the newest run is a regression at once past this many noise units (default 6)")
+    ch.add_argument("--noise", type=noise_units, default=3.0,
+                    help="a change must also clear this many noise units (default 3)")
+    ch.add_argument("--format", choices=["table", "csv", "json"], default="table", help="default: table")
     e = sub.add_parser("export", help="the rows of the history (or of the series matching --series) as CSV")
-    e.add_argument("--db", required=True)
-    e.add_argument("--series", help="GLOB over model|device_name|seq_len|batch|gen_tokens|phase|metric")
-    e.add_argument("--format", choices=["csv"], default="csv")
+    e.add_argument("--db", required=True, help=DB_HELP)
+    e.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
+    e.add_argument("--format", choices=["csv"], default="csv", help="csv, the only one")
     s = sub.add_parser("series", help="the series the history holds, with their point counts")
-    s.add_argument("--db", required=True)
-    s.add_argument("--series")
+    s.add_argument("--db", required=True, help=DB_HELP)
+    s.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
     try:
         a = p.parse_args(argv)
     except SystemExit as exc:

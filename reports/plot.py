@@ -80,8 +80,8 @@ def add_input_args(p):
                        help="the paper's numbers (default: reports/paper/*.csv)")
     paper.add_argument("--no-paper", action="store_true", help="do not read the paper's numbers")
     p.add_argument("--differences", default=None, metavar="CSV",
-                   help="why ours differ from the paper's: model,seq_len,metric,reason; '#' lines are comments "
-                        "(default: reports/paper/differences.csv, or one in a folder given to --paper)")
+                   help="why ours differ from the paper's: model,seq_len,metric[,device],reason; '#' lines are "
+                        "comments (default: reports/paper/differences.csv, or one in a folder given to --paper)")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="folder for the figures, PNG (150 dpi) and SVG (default: reports/figures)")
 

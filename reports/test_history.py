@@ -196,6 +196,16 @@ class HistoryTest(unittest.TestCase):
         p = subprocess.run([PY, os.path.join(HERE, "history_of_repo.py"), "--bogus"], capture_output=True, text=True)
         self.assertEqual((p.returncode, len(p.stderr.strip().splitlines())), (2, 1), p.stderr)
 
+    def test_help_describes_every_option(self):
+        for cmd in ("ingest", "check", "changes", "export", "series"):
+            code, out, _ = run(cmd, "--help")
+            self.assertEqual(code, 0)
+            options = out[out.index("options:"):].splitlines()[2:]  # after -h
+            for i, line in enumerate(options):
+                if line.startswith("  --") and "  " not in line.strip():
+                    self.assertTrue(i + 1 < len(options) and options[i + 1].startswith(" " * 8),
+                                    "%s: %s has no help" % (cmd, line.strip()))
+
     def test_bad_thresholds_dates_and_git_folders_exit_2(self):
         ok = os.path.join(self.dir, "ok.csv")
         write_csv(ok, [row()])

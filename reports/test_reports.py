@@ -830,6 +830,10 @@ class ReportsTest(unittest.TestCase):
                 self.assertEqual((r.returncode, r.stdout), (2, ""), r.stderr)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
                 self.assertIn("%s: error: %s" % (tool, fragment), r.stderr)
+            r = subprocess.run([exe, os.path.join(HERE, tool), "--help"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("model,seq_len,metric[,device],reason", " ".join(r.stdout.split()))  # both forms read
 
 
 if __name__ == "__main__":
