@@ -535,7 +535,10 @@ echo "===== gpu-suite summary ====="
 cat "$SUMMARY"
 if [ -f "$OUTDIR/kernels.csv" ]; then
   echo "kernel rows: $OUTDIR/kernels.csv; headlines (ceilings of this run, peers of this call):"
-  python3 scripts/gpu_headlines.py "$OUTDIR/kernels.csv" "$OUTDIR"/peers_*.csv 2>/dev/null | tee -a "$SUMMARY"
+  # Only the peers files this call wrote (none when no peer ran); the script names a file it cannot read.
+  peers=()
+  for f in "$OUTDIR"/peers_*.csv; do [ -f "$f" ] && peers+=("$f"); done
+  python3 scripts/gpu_headlines.py "$OUTDIR/kernels.csv" "${peers[@]}" 2>&1 | tee -a "$SUMMARY"
 fi
 if [ -s "$OUTDIR/models.csv" ]; then
   echo "model rows: $OUTDIR/models.csv; headlines (prefill vs its GEMM floor, decode graph vs eager):"
