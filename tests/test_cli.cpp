@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -541,6 +542,17 @@ TEST_F(Cli, HelpAndUnknownCommands) {
   expect_input_error(yoco("frobnicate"), {"frobnicate"}, "unknown command");
   expect_input_error(yoco(""), {"no command"}, "no command");
   expect_input_error(yoco("weights frob"), {"frob"}, "unknown weights action");
+}
+
+// The project's rule for bad input: exit 2 and one line on stderr naming what
+// is wrong, never a usage text or a stack of lines.
+void expect_one_line_error(const CliRun& r, const std::vector<std::string>& needles, const std::string& what) {
+  expect_input_error(r, needles, what);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << what << "\nstderr: " << r.err;
+}
+
+TEST_F(Cli, BadInputIsOneLineOnStderr) {
+  expect_one_line_error(yoco(""), {"no command", "see yoco --help"}, "no command");
 }
 
 TEST_F(Cli, BadOptionsAreInputErrors) {

@@ -58,12 +58,16 @@ std::string top_usage() {
   return s;
 }
 
+// "forward, generate, ..." from the table, so that a message cannot miss a command.
+std::string command_names() {
+  std::string s;
+  for (const auto& c : kCommands) s += (s.empty() ? "" : ", ") + std::string(c.name);
+  return s;
+}
+
 int dispatch(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << top_usage();
-    std::cerr << "yoco: error: no command given\n";
-    return 2;
-  }
+  // Bad input is one line on stderr (the usage goes to stdout on --help only).
+  if (argc < 2) throw yoco::InputError("no command given (commands: " + command_names() + "; see yoco --help)");
   const std::string cmd = argv[1];
   if (cmd == "--help" || cmd == "-h" || cmd == "help") {
     if (cmd == "help" && argc > 2) {
