@@ -540,6 +540,10 @@ TEST_F(Cli, HelpAndUnknownCommands) {
   EXPECT_NE(yoco("forward --help").out.find("--all-positions"), std::string::npos);
   EXPECT_NE(yoco("generate --help").out.find("--prefill-chunk"), std::string::npos);
   expect_input_error(yoco("frobnicate"), {"frobnicate"}, "unknown command");
+  // The list it gives names every command, the newer ones included.
+  for (const std::string c : {"forward", "generate", "weights", "bench", "model", "compare", "check", "calibrate",
+                              "history", "demo"})
+    EXPECT_NE(yoco("frobnicate").err.find(c), std::string::npos) << c;
   expect_input_error(yoco(""), {"no command"}, "no command");
   expect_input_error(yoco("weights frob"), {"frob"}, "unknown weights action");
 }

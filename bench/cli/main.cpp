@@ -81,7 +81,7 @@ int dispatch(int argc, char** argv) {
   const yoco::cli::Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands)
     if (cmd == c.name) return c.run(args);
-  throw yoco::InputError("unknown command '" + cmd + "' (commands: bench, model, compare, check, forward, generate, weights, demo; see yoco --help)");
+  throw yoco::InputError("unknown command '" + cmd + "' (commands: " + command_names() + "; see yoco --help)");
 }
 
 }  // namespace
