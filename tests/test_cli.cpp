@@ -557,6 +557,7 @@ void expect_one_line_error(const CliRun& r, const std::vector<std::string>& need
 
 TEST_F(Cli, BadInputIsOneLineOnStderr) {
   expect_one_line_error(yoco(""), {"no command", "see yoco --help"}, "no command");
+  expect_one_line_error(yoco("weights"), {"yoco weights", "init or inspect"}, "weights without an action");
 }
 
 TEST_F(Cli, BadOptionsAreInputErrors) {

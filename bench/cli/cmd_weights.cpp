@@ -134,7 +134,8 @@ int weights_inspect(const Args& args) {
 }  // namespace
 
 int cmd_weights(const Args& args) {
-  if (args.empty()) throw InputError("yoco weights: missing action (init or inspect)\n" + std::string(kWeightsUsage));
+  // One line, as every bad input: the usage is for --help.
+  if (args.empty()) throw InputError("yoco weights: missing action: init or inspect (see yoco weights --help)");
   const std::string action = args[0];
   const Args rest(args.begin() + 1, args.end());
   if (action == "--help" || action == "-h" || action == "help") {
