@@ -558,6 +558,9 @@ void expect_one_line_error(const CliRun& r, const std::vector<std::string>& need
 TEST_F(Cli, BadInputIsOneLineOnStderr) {
   expect_one_line_error(yoco(""), {"no command", "see yoco --help"}, "no command");
   expect_one_line_error(yoco("weights"), {"yoco weights", "init or inspect"}, "weights without an action");
+  const CliRun check = yoco("check");
+  expect_one_line_error(check, {"yoco check", "gret", "attention"}, "check without a kind");
+  EXPECT_EQ(check.out, "") << "the usage is for --help";
 }
 
 TEST_F(Cli, BadOptionsAreInputErrors) {

@@ -318,12 +318,14 @@ int cmd_check_attention(const Args& args) {
 }  // namespace
 
 int cmd_check(const Args& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+  // Without a kind: bad input, one line on stderr like any other (the usage is for --help).
+  if (args.empty()) throw InputError("yoco check: missing kind: gret or attention (see yoco check --help)");
+  if (args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: yoco check gret|attention INPUTS OUTPUTS [options]   (yoco check KIND --help)\n"
                  "       yoco check gret|attention --generate FILE --shape ...\n"
                  "Judges an implementation's outputs against the fp64 reference, or writes seeded inputs to run it on.\n"
                  "Kinds: gret (gated retention, fla's chunk_simple_gla), attention (softmax; FlashAttention, SDPA).\n";
-    return args.empty() ? 2 : 0;
+    return 0;
   }
   if (args[0] == "gret") return cmd_check_gret(Args(args.begin() + 1, args.end()));
   if (args[0] == "attention") return cmd_check_attention(Args(args.begin() + 1, args.end()));
