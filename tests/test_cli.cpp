@@ -609,6 +609,23 @@ TEST_F(Cli, BadOptionsAreInputErrors) {
   expect_input_error(yoco("weights inspect " + path("absent.safetensors")), {"absent.safetensors"}, "inspect absent");
 }
 
+// A bad option of calibrate is said before --out is written: a failed run
+// leaves no calibration behind (nor replaces an earlier one).
+TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {
+  const std::string sweep =
+      (fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string cal = path("cal.csv"), out = path("out.csv");
+  ASSERT_EQ(yoco("calibrate " + sweep + " --out " + cal).status, 0);
+  expect_one_line_error(yoco("calibrate " + sweep + " --out " + out + " --ceilings run"), {"--ceilings", "--calibration"},
+                        "--ceilings without --calibration");
+  EXPECT_FALSE(fs::exists(out)) << "written before the option was refused";
+  expect_one_line_error(yoco("calibrate " + sweep + " --calibration " + cal + " --ceilings bogus --out " + out),
+                        {"--ceilings", "bogus"}, "--ceilings bogus");
+  EXPECT_FALSE(fs::exists(out)) << "written before the option was refused";
+  ASSERT_EQ(yoco("calibrate " + sweep + " --calibration " + cal + " --ceilings h200 --out " + out).status, 0);
+  EXPECT_TRUE(fs::exists(out));
+}
+
 // ------------------------------------------------------------ --device cuda --
 
 TEST_F(Cli, SmallPresetsRunOnTheReference) {

@@ -60,20 +60,22 @@ int cmd_calibrate(const Args& args) {
   const std::string format = a.get_or("--format", "table");
   if (format != "table" && format != "csv") throw InputError("--format: expected table or csv, got '" + format + "'");
   const std::string sweep = a.positional()[0];
+  if (a.has("--ceilings") && !a.has("--calibration"))
+    throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
   if (const auto out = a.get("--out")) check_output_path(*out);
   const std::vector<ResultRow> rows = read_results_csv(sweep);
   const cost::Calibration cal =
       a.has("--calibration") ? cost::read_calibration(*a.get("--calibration")) : cost::fit_calibration(rows, sweep);
+  // The check before --out is written: a bad --ceilings, or a sweep the check
+  // cannot use, exits 2 without leaving a calibration behind.
+  const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
+  const auto checks = cost::check_calibration(rows, cal, on.ceil);
   const Provenance prov = Provenance::here("calibration", "calibrated on " + cal.device_name, "");
   if (const auto out = a.get("--out")) {
     std::ostringstream csv;
     write_results_csv(csv, cost::calibration_rows(cal, prov));
     write_file_atomically(*out, csv.str());
   }
-  if (a.has("--ceilings") && !a.has("--calibration"))
-    throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
-  const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
-  const auto checks = cost::check_calibration(rows, cal, on.ceil);
   if (format == "csv") {
     std::vector<ResultRow> out;
     const Provenance p = Provenance::here("calibrated", "calibrated model of " + cal.device_name, "");
