@@ -626,6 +626,31 @@ TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// --generate with a shape no file can hold: said at once, naming --shape,
+// with nothing written. Before, 1M,1M,1M,1M wrote gigabytes until the disk
+// filled (the element count overflowed int64), and the attention shape below
+// wrote a 0-byte-data file that no reader opens, and exited 0.
+TEST_F(Cli, CheckGenerateRefusesShapesNoFileCanHold) {
+  const std::string f = path("gen.safetensors");
+  const std::string bin = "timeout 20 " + shell_quote(YOCO_CLI_PATH);
+  for (const std::string& cmd : {"check gret --generate " + f + " --shape 1M,1M,1M,1M",
+                                 "check gret --generate " + f + " --shape 1,1,1,64M --with-state",
+                                 "check attention --generate " + f + " --shape 1M,1M,1M,1M,1M,1M",
+                                 "check attention --generate " + f + " --shape 1,1,32M,1M,1M,64"}) {
+    expect_one_line_error(shell(bin + " " + cmd), {"--shape", "2^50"}, cmd);
+    EXPECT_FALSE(fs::exists(f)) << cmd;
+  }
+  // Within the readers' limit but beyond the folder's free space: said before writing.
+  const std::string big = "check gret --generate " + f + " --shape 1,1M,1M,64";
+  expect_one_line_error(shell(bin + " " + big), {"--shape", "free", dir_.string()}, big);
+  EXPECT_FALSE(fs::exists(f));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  // A shape that fits is written as before.
+  ASSERT_EQ(yoco("check gret --generate " + f + " --shape 1,64,2,16 --with-state").status, 0);
+  ASSERT_EQ(yoco("check attention --generate " + path("a.safetensors") + " --shape 1,16,32,4,2,16").status, 0);
+}
+
 // ------------------------------------------------------------ --device cuda --
 
 TEST_F(Cli, SmallPresetsRunOnTheReference) {

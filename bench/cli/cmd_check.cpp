@@ -1,7 +1,9 @@
 // yoco check: judges anyone's kernel outputs against the fp64 reference
 // (bench/check/): `yoco check gret INPUTS OUTPUTS`. Exit 0 within tolerance,
 // 1 outside it, 2 on bad input.
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +18,7 @@
 #include "errors.hpp"
 #include "format.hpp"
 #include "gret_check.hpp"
+#include "param_layout.hpp"
 #include "result_row.hpp"
 #include "tensor_file.hpp"
 
@@ -145,6 +148,39 @@ std::vector<int64_t> parse_shape(const std::string& text, size_t rank, const std
   return out;
 }
 
+// One tensor --generate writes: its shape and element size.
+struct GeneratedTensor {
+  std::vector<int64_t> shape;
+  size_t element_bytes;
+};
+
+// Before --generate writes anything: every tensor within 2^50 elements (what
+// the safetensors readers take; the products cannot overflow then), and the
+// whole within the free space of the target's folder. Otherwise an absurd
+// shape overflowed the element count, or wrote until the disk was full.
+void check_generated_size(const std::string& path, const std::vector<GeneratedTensor>& tensors) {
+  constexpr uint64_t kMaxElements = uint64_t{1} << 50;
+  uint64_t bytes = 0;
+  for (const auto& t : tensors) {
+    uint64_t n = 1;
+    for (const int64_t d : t.shape) {
+      if (static_cast<uint64_t>(d) > kMaxElements / n)
+        throw InputError("--shape: a tensor of " + shape_string(t.shape) +
+                         " has more than 2^50 elements, beyond what a safetensors reader takes");
+      n *= static_cast<uint64_t>(d);
+    }
+    bytes += n * t.element_bytes;  // <= 2^53 each: the sum of a few cannot overflow
+  }
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return;  // /dev/null
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const auto space = std::filesystem::space(folder.empty() ? "." : folder, ec);
+  if (!ec && bytes > space.available)
+    throw InputError("--shape: its tensors need " + human_bytes(static_cast<double>(bytes)) + ", " +
+                     (folder.empty() ? std::string("the current folder") : folder.string()) + " has " +
+                     human_bytes(static_cast<double>(space.available)) + " free");
+}
+
 void say_generated(const std::string& path, uint64_t bytes) {
   std::cout << "wrote " << path << " (" << human_bytes(static_cast<double>(bytes)) << " of tensors)\n";
 }
@@ -246,6 +282,13 @@ int cmd_check_gret(const Args& args) {
         if (used != item.size() || x < 0) throw InputError("--packed: expected offsets >= 0, got '" + item + "'");
         g.cu_seqlens.push_back(x);
       }
+    // The tensors check_generate.cpp writes (layouts aside: the counts are the same).
+    const int64_t N = g.cu_seqlens.empty() ? g.B : static_cast<int64_t>(g.cu_seqlens.size()) - 1;
+    const size_t qkv = static_cast<size_t>(dtype_size(g.dtype));
+    std::vector<GeneratedTensor> tensors(3, {{g.B, g.T, g.H, g.D}, qkv});
+    tensors.push_back({g.g_gamma ? std::vector<int64_t>{g.H} : std::vector<int64_t>{g.B, g.T, g.H}, 4});
+    if (g.initial_state) tensors.push_back({{std::max<int64_t>(N, 1), g.H, g.D, g.D}, 4});
+    check_generated_size(*file, tensors);
     say_generated(*file, check::generate_gret_inputs(*file, g));
     return 0;
   }
@@ -290,6 +333,8 @@ int cmd_check_attention(const Args& args) {
     if (const auto x = a.get("--q-scale")) g.q_scale = parse_positive("--q-scale", *x);
     g.dtype = parse_gen_dtype(a.get_or("--dtype", "bf16"));
     g.bhsd = layout == "bhsd";
+    const size_t qkv = static_cast<size_t>(dtype_size(g.dtype));
+    check_generated_size(*file, {{{g.B, g.Sq, g.Hq, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}});
     say_generated(*file, check::generate_attention_inputs(*file, g));
     return 0;
   }
