@@ -651,6 +651,18 @@ TEST_F(Cli, CheckGenerateRefusesShapesNoFileCanHold) {
   ASSERT_EQ(yoco("check attention --generate " + path("a.safetensors") + " --shape 1,16,32,4,2,16").status, 0);
 }
 
+// --resume with a file of another sweep is refused before the sweep says what
+// it will run: one line on stderr, not the plan and then the error.
+TEST_F(Cli, BenchResumeOfAnotherSweepIsOneLine) {
+  const std::string out = path("r.csv");
+  const std::string bench = "bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0 --out " + out;
+  ASSERT_EQ(yoco(bench + " --lengths 128").status, 0);
+  const std::string before = slurp(out);
+  const CliRun r = yoco(bench + " --lengths 256 --resume");
+  expect_one_line_error(r, {out, "128", "not a point of this sweep"}, "resume of another sweep");
+  EXPECT_EQ(slurp(out), before);
+}
+
 // ------------------------------------------------------------ --device cuda --
 
 TEST_F(Cli, SmallPresetsRunOnTheReference) {

@@ -243,6 +243,9 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       plans.push_back(std::move(p));
     }
   }
+  // --resume: the points already in the file, checked against this run before
+  // anything is said about it (a file of another sweep is one line: the error).
+  const std::map<size_t, std::vector<ResultRow>> kept = previous_points(s, io, here, plans);
   // What the whole sweep should take: each point's protocol at the roofline of
   // this device's measured ceilings (real kernels are slower: a lower bound),
   // each point capped by the budget (over it, the point is cut or extrapolated).
@@ -259,8 +262,6 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                  plans.size(), clock_string(roofline_s).c_str(),
                  clock_string(static_cast<double>(plans.size()) * s.budget_s).c_str(), s.budget_s));
   }
-  // --resume: the points already in the file (checked against this run first).
-  const std::map<size_t, std::vector<ResultRow>> kept = previous_points(s, io, here, plans);
   if (io.previous && io.note)
     io.note("resuming: " + std::to_string(kept.size()) + " of " + std::to_string(plans.size()) + " points done in " +
             io.previous_file);
