@@ -663,6 +663,17 @@ TEST_F(Cli, BenchResumeOfAnotherSweepIsOneLine) {
   EXPECT_EQ(slurp(out), before);
 }
 
+// The defaults bench --help states are the ones the sweeps use.
+TEST_F(Cli, BenchHelpStatesTheBudgetDefaults) {
+  const std::string help = yoco("bench --help").out;
+  const size_t at = help.find("  --budget-s S");
+  ASSERT_NE(at, std::string::npos) << help;
+  const std::string line = help.substr(at, help.find('\n', at) - at);
+  // bench/cli/default_job.cpp: 60 s for a sweep on the CPU or CUDA, 120 s in the GPU default job.
+  EXPECT_NE(line.find("default 60;"), std::string::npos) << line;
+  EXPECT_NE(line.find("GPU default job 120"), std::string::npos) << line;
+}
+
 // ------------------------------------------------------------ --device cuda --
 
 TEST_F(Cli, SmallPresetsRunOnTheReference) {

@@ -50,7 +50,10 @@ CommandSpec bench_spec() {
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768); the CUDA runners share it across the batch (chunk / batch tokens of each sequence per step)"},
       {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners: bf16 weights and caches, fp32 accumulation (default cpu)"},
       {"--dtype", "f32|f64", "CPU reference precision (default f32; --device cpu only)"},
-      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first; a throughput run that fits only on its own gets one of its own (default 120)"},
+      // The defaults from the sweeps themselves, so that the help cannot drift from them.
+      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first; a throughput run that fits only on its own gets one of its own (default " +
+                              strf("%g", default_cpu_sweep().budget_s) + "; the GPU default job " +
+                              strf("%g", default_gpu_sweep(false).budget_s) + ")"},
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
       {"--device-name", "LABEL", "device_name of the rows instead of the CPU's or GPU's name (CI baselines that must join across runners)"},
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
