@@ -222,6 +222,20 @@ TEST_F(Cli, ForwardSwaAndTokensFile) {
   EXPECT_EQ(n.data, reference_logits("yoco-swa-tiny", tokens));
 }
 
+// A token file saved with a UTF-8 byte order mark (Windows editors) reads as
+// the same ids; before, its first item was '\xEF\xBB\xBF1', "not a token id",
+// in a message that showed it as '1'.
+TEST_F(Cli, TokenFileWithAByteOrderMark) {
+  const std::string plain = path("plain.txt"), bom = path("bom.txt");
+  spit(plain, "1, 2, 3\n");
+  spit(bom, "\xEF\xBB\xBF" "1, 2, 3\n");
+  const CliRun a = yoco("forward --model yoco-tiny --tokens-file " + plain + " --out " + path("a.npy"));
+  const CliRun b = yoco("forward --model yoco-tiny --tokens-file " + bom + " --out " + path("b.npy"));
+  ASSERT_EQ(a.status, 0) << a.all();
+  ASSERT_EQ(b.status, 0) << b.all();
+  EXPECT_EQ(slurp(path("a.npy")), slurp(path("b.npy")));
+}
+
 // ----------------------------------------------------------------- weights --
 
 TEST_F(Cli, WeightsInitInspectAndLoad) {

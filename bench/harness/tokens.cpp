@@ -66,6 +66,8 @@ std::vector<int64_t> read_token_file(const std::string& path) {
     if (text.size() > kMaxBytes) throw InputError(path + ": token file larger than 1 GiB");
   }
   if (in.bad()) throw InputError(path + ": read failed");
+  // A UTF-8 byte order mark (Windows editors write one) is not part of the first id.
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   return parse_token_list(text, path);
 }
 
