@@ -236,6 +236,17 @@ TEST_F(Cli, TokenFileWithAByteOrderMark) {
   EXPECT_EQ(slurp(path("a.npy")), slurp(path("b.npy")));
 }
 
+// A control byte in a token file (a NUL, an escape) is shown escaped in the
+// error, not written raw to the terminal.
+TEST_F(Cli, TokenFileControlBytesAreShownEscaped) {
+  const std::string f = path("nul.txt");
+  spit(f, std::string("1\0" "2\x1b[31m 3", 10));
+  const CliRun r = yoco("forward --model yoco-tiny --tokens-file " + f + " --out " + path("o.npy"));
+  expect_input_error(r, {f, "item 1", "\\x00", "\\x1b"}, "control bytes");
+  EXPECT_EQ(r.err.find('\0'), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+}
+
 // ----------------------------------------------------------------- weights --
 
 TEST_F(Cli, WeightsInitInspectAndLoad) {

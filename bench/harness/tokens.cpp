@@ -14,7 +14,22 @@ namespace {
 
 bool is_space(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 
-std::string shorten(const std::string& s) { return s.size() <= 40 ? s : s.substr(0, 37) + "..."; }
+// An item as shown in a message: at most 40 bytes, control bytes as \xNN (a
+// NUL or an escape sequence from the file would cut or garble the line).
+std::string shorten(const std::string& s) {
+  const std::string cut = s.size() <= 40 ? s : s.substr(0, 37) + "...";
+  std::string out;
+  for (const char c : cut) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+      continue;
+    }
+    const char* hex = "0123456789abcdef";
+    out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+  }
+  return out;
+}
 
 }  // namespace
 
