@@ -634,6 +634,18 @@ TEST_F(Cli, BadOptionsAreInputErrors) {
   expect_input_error(yoco("weights inspect " + path("absent.safetensors")), {"absent.safetensors"}, "inspect absent");
 }
 
+// Rows and tables on stdout are often redirected to a file: a write that fails
+// there (a full disk) is an error, not exit 0 with a cut file.
+TEST_F(Cli, AFailedWriteToStdoutIsAnError) {
+  const std::string csv = path("good.csv");
+  ASSERT_EQ(yoco("model --model yoco-tiny --lengths 1K --out " + csv).status, 0);
+  for (const std::string& cmd : std::vector<std::string>{"model --model yoco-tiny --lengths 1K --format csv", "compare " + csv + " " + csv,
+                                 "model --help", "--help"}) {
+    const CliRun r = shell("sh -c " + shell_quote(shell_quote(YOCO_CLI_PATH) + " " + cmd + " >/dev/full"));
+    expect_one_line_error(r, {"standard output"}, cmd);
+  }
+}
+
 // A bad option of calibrate is said before --out is written: a failed run
 // leaves no calibration behind (nor replaces an earlier one).
 TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {

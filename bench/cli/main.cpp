@@ -1,7 +1,9 @@
 // yoco: the suite's command line. Exit status: 0 success, 1 internal failure
 // (or a failed check), 2 bad input (yoco::InputError: the message names the
 // file, field, option or tensor at fault).
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -84,6 +86,18 @@ int dispatch(int argc, char** argv) {
   throw yoco::InputError("unknown command '" + cmd + "' (commands: " + command_names() + "; see yoco --help)");
 }
 
+// Rows and tables go to stdout, often redirected to a file: a write that failed
+// there (a full disk) is bad output, exit 2, not a silent exit 0 with a cut file.
+int check_stdout(int status) {
+  errno = 0;
+  std::cout.flush();
+  if (std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  const int err = errno;
+  std::cerr << "yoco: error: cannot write standard output" << (err ? std::string(" (") + std::strerror(err) + ")" : "")
+            << "\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -93,7 +107,7 @@ int main(int argc, char** argv) {
   const auto quiet = [] { return !yoco::cli::primary_process(); };
   try {
     yoco::cli::start_mpi_job();
-    return dispatch(argc, argv);
+    return check_stdout(dispatch(argc, argv));
   } catch (const yoco::InputError& e) {
     std::cout.flush();
     if (quiet()) {
