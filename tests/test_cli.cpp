@@ -563,6 +563,8 @@ TEST_F(Cli, HelpAndUnknownCommands) {
     EXPECT_EQ(r.out.rfind("usage: yoco", 0), 0u) << c << "\n" << r.out;
   }
   EXPECT_NE(yoco("forward --help").out.find("--all-positions"), std::string::npos);
+  // The help form yoco accepts is the one its help gives.
+  EXPECT_NE(yoco("--help").out.find("yoco help <command>"), std::string::npos) << yoco("--help").out;
   EXPECT_NE(yoco("generate --help").out.find("--prefill-chunk"), std::string::npos);
   expect_input_error(yoco("frobnicate"), {"frobnicate"}, "unknown command");
   // The list it gives names every command, the newer ones included.

@@ -55,7 +55,7 @@ std::string top_usage() {
   }
   s +=
       "\n"
-      "Run 'yoco <command> --help' for a command's options.\n"
+      "Run 'yoco <command> --help' or 'yoco help <command>' for a command's options.\n"
       "Exit status: 0 success, 1 internal failure or failed check, 2 bad input.\n";
   return s;
 }
