@@ -713,6 +713,30 @@ TEST_F(Cli, BenchHelpStatesTheBudgetDefaults) {
   EXPECT_NE(line.find("GPU default job 120"), std::string::npos) << line;
 }
 
+// An option of the other mode of check (judging INPUTS OUTPUTS, or --generate)
+// would be ignored: refused, naming it, as every unknown option is.
+TEST_F(Cli, CheckRefusesTheOptionsOfItsOtherMode) {
+  const std::string in = path("in.safetensors"), gin = path("g.safetensors");
+  ASSERT_EQ(yoco("check attention --generate " + in + " --shape 1,16,16,2,2,16").status, 0);
+  ASSERT_EQ(yoco("check gret --generate " + gin + " --shape 1,64,2,16").status, 0);
+  for (const std::string o : {"--seed 3", "--dtype f32", "--q-scale 2", "--shape 1,16,16,2,2,16"})
+    expect_one_line_error(yoco("check attention " + in + " " + in + " --o q " + o), {o.substr(0, o.find(' ')), "--generate"},
+                          "attention check with " + o);
+  for (const std::string o : {"--tolerance 1", "--mask none", "--window 4", "--q-offset 0", "--scale 2", "--format csv",
+                              "--o q"})
+    expect_one_line_error(yoco("check attention --generate " + path("x.st") + " --shape 1,16,16,2,2,16 " + o),
+                          {o.substr(0, o.find(' ')), "--generate"}, "attention --generate with " + o);
+  for (const std::string o : {"--seed 3", "--dtype f32", "--gate-scale 2", "--constant-decay", "--with-state",
+                              "--packed 0,64", "--shape 1,64,2,16"})
+    expect_one_line_error(yoco("check gret " + gin + " " + gin + " --o q " + o), {o.substr(0, o.find(' ')), "--generate"},
+                          "gret check with " + o);
+  for (const std::string o : {"--tolerance 1", "--state-layout vk", "--scale none", "--paradigm parallel", "--format json",
+                              "--block-tokens 64", "--o q", "--final-state s"})
+    expect_one_line_error(yoco("check gret --generate " + path("x.st") + " --shape 1,64,2,16 " + o),
+                          {o.substr(0, o.find(' ')), "--generate"}, "gret --generate with " + o);
+  EXPECT_FALSE(fs::exists(path("x.st")));
+}
+
 // ------------------------------------------------------------ --device cuda --
 
 TEST_F(Cli, SmallPresetsRunOnTheReference) {

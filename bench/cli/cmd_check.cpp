@@ -148,6 +148,17 @@ std::vector<int64_t> parse_shape(const std::string& text, size_t rank, const std
   return out;
 }
 
+// The options of the other mode (judging INPUTS OUTPUTS, or --generate) would
+// be ignored silently: each is refused, naming it.
+void refuse_other_mode(const ParsedArgs& a, const std::vector<std::string>& generate_only,
+                       const std::vector<std::string>& check_only) {
+  const bool generate = a.has("--generate");
+  for (const auto& o : generate ? check_only : generate_only)
+    if (a.has(o))
+      throw InputError(o + (generate ? " applies to judging INPUTS OUTPUTS, not to --generate"
+                                     : " applies to --generate only (writing inputs, not judging them)"));
+}
+
 // One tensor --generate writes: its shape and element size.
 struct GeneratedTensor {
   std::vector<int64_t> shape;
@@ -257,6 +268,9 @@ int cmd_check_gret(const Args& args) {
   const CommandSpec spec = gret_spec();
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
+  refuse_other_mode(a, {"--shape", "--seed", "--gate-scale", "--dtype", "--constant-decay", "--with-state", "--packed"},
+                    {"--state-layout", "--scale", "--paradigm", "--tolerance", "--format", "--q", "--k", "--v", "--g",
+                     "--g-gamma", "--initial-state", "--cu-seqlens", "--o", "--final-state", "--block-tokens"});
   if (const auto file = a.get("--generate")) {
     if (!a.positional().empty()) throw InputError("yoco check gret --generate FILE takes no INPUTS OUTPUTS");
     check::GretGenerateOptions g;
@@ -322,6 +336,8 @@ int cmd_check_attention(const Args& args) {
   const CommandSpec spec = attention_spec();
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
+  refuse_other_mode(a, {"--shape", "--seed", "--q-scale", "--dtype"},
+                    {"--mask", "--window", "--q-offset", "--scale", "--tolerance", "--format", "--q", "--k", "--v", "--o"});
   const std::string layout = a.get_or("--layout", "bshd");
   if (layout != "bshd" && layout != "bhsd") throw InputError("--layout: expected bshd or bhsd, got '" + layout + "'");
   if (const auto file = a.get("--generate")) {
