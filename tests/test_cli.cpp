@@ -933,6 +933,18 @@ TEST_F(Cli, DemoPasses) {
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos);
 }
 
+// The demo applies generate's host-memory gate to each of its models before any
+// runs: a prompt or generation it accepts (up to 1M tokens) but this machine
+// cannot hold is exit 2 at once, not minutes of prefill and then an
+// out-of-memory failure.
+TEST_F(Cli, DemoRefusesWhatCannotFitBeforeRunning) {
+  for (const std::string o : {"--prompt-len 1048576", "--gen 1048576"}) {
+    const CliRun r = shell("timeout 20 " + shell_quote(YOCO_CLI_PATH) + " demo " + o);
+    expect_one_line_error(r, {"not enough memory", "yoco-tiny"}, "demo " + o);
+    EXPECT_EQ(r.out, "") << "refused before the table starts";
+  }
+}
+
 // ------------------------------------------- issue 12: parse errors by class --
 
 // Every command that reads a config or a safetensors file answers a wrong JSON

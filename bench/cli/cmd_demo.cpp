@@ -8,6 +8,7 @@
 #include "decode_check.hpp"
 #include "format.hpp"
 #include "greedy.hpp"
+#include "host_memory.hpp"
 #include "model_runner.hpp"
 #include "report.hpp"
 #include "tokens.hpp"
@@ -44,13 +45,22 @@ int cmd_demo(const Args& args) {
   const int64_t n = a.get_int("--prompt-len", 200, 1, 1 << 20);
   const int64_t gen = a.get_int("--gen", 32, 0, 1 << 20);
   const int64_t chunk = a.get_int("--prefill-chunk", 64, 1, INT64_MAX);
+  const char* const models[] = {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"};
+  // generate's host-memory gate, for every model before any runs: a length this
+  // machine cannot hold is exit 2 now, not an out-of-memory failure minutes in.
+  for (const char* name : models)
+    require_host_memory(generation_bytes_estimate(preset_config(name), precision_bytes(precision), 1,
+                                                  static_cast<double>(n), static_cast<double>(gen),
+                                                  static_cast<double>(chunk), true),
+                        "the demo of " + std::string(name) + " (prompt " + std::to_string(n) + ", generate " +
+                            std::to_string(gen) + ")");
 
   std::cout << "yoco demo: dtype " << precision_name(precision) << ", prompt " << n << " tokens (synthetic, seed 0), "
             << gen << " generated, prefill chunk " << chunk << ", batch 1, weights seed 0\n\n";
   TextTable table({"model", "params", "prompt", "generated", "prefill s", "decode ms/step", "memory total",
                    "max |diff|", "max RMS ratio", "check"});
   bool all_pass = true;
-  for (const char* name : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"}) {
+  for (const char* name : models) {
     const ModelConfig cfg = preset_config(name);
     auto runner = ModelRunner::create(cfg, precision, WeightSource::from_seed(0));
     const TokenBatch prompt = TokenBatch::single(synthetic_prompt(0, 0, n, cfg.vocab_size));
