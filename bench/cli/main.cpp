@@ -89,6 +89,8 @@ int dispatch(int argc, char** argv) {
 // Rows and tables go to stdout, often redirected to a file: a write that failed
 // there (a full disk) is bad output, exit 2, not a silent exit 0 with a cut file.
 int check_stdout(int status) {
+  // Under mpirun only rank 0 prints (the others' std::cout is set bad on purpose).
+  if (!yoco::cli::primary_process()) return status;
   errno = 0;
   std::cout.flush();
   if (std::cout.good() && std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
