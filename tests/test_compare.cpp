@@ -264,7 +264,8 @@ TEST(CompareDirection, FollowsTheSchemaTable) {
   for (const char* m : {"prefill_latency_s", "decode_step_latency_s", "mem_weights_bytes", "mem_kv_cache_bytes",
                         "mem_state_bytes", "mem_activations_bytes", "mem_other_bytes", "mem_total_bytes",
                         "mem_host_peak_rss_bytes", "mem_device_peak_bytes", "kv_cache_bytes_per_token",
-                        "kernel_time_s", "roofline_time_s", "flops", "bytes"})
+                        "kernel_time_s", "roofline_time_s", "flops", "bytes", "prefill_host_enqueue_s",
+                        "api_enqueue_s", "api_wait_s", "api_time_s"})
     EXPECT_EQ(metric_direction(m), Direction::Lower) << m;
   for (const char* m : {"throughput_tokens_per_s", "max_batch", "achieved_tflops", "achieved_gbs",
                         "fraction_of_gemm_peak", "fraction_of_copy_bw", "memory_reduction", "kv_cache_reduction",

@@ -12,6 +12,7 @@
 
 #include "cuda_status.hpp"
 #include "cupti_collector.hpp"
+#include "host_api_time.hpp"
 #include "kernel_family.hpp"
 
 #if defined(YOCO_HAVE_CUDA)
@@ -341,6 +342,40 @@ std::vector<PhaseReading> CudaBackend::decode_extras(ModelRunner& runner, int64_
   return out;
 }
 
+// The host's CUDA API calls of the profiled region (host_api_time.hpp): what enqueued the work, what
+// waited for it, and each function's share, per unit (none where CUPTI did not trace them: the .kernels
+// row says why).
+static void append_host_api_rows(const std::string& phase, const std::string& per,
+                                 const std::vector<ActivityRecord>& records, int64_t units,
+                                 std::vector<PhaseReading>& out) {
+  const std::string host = phase + ".host";
+  const HostApiBreakdown h = aggregate_host_api(records, units);
+  if (h.records == 0) return;
+  const std::string source =
+      "CUPTI runtime and driver API records (host timestamps; each call's time includes CUPTI's tracing of it), "
+      "per " + per + "; the region includes the timer's cudaEventRecord and cudaEventSynchronize calls and the "
+      "collector's closing cudaDeviceSynchronize";
+  const std::string counted =
+      strf("%.6g calls per ", h.calls_per_unit) + per +
+      strf(" (a driver call inside a runtime call counted once: %lld nested",
+           static_cast<long long>(h.nested_driver_calls)) +
+      (h.untimed > 0 ? strf("; %lld untimed, as 0 s", static_cast<long long>(h.untimed)) : "") + ")";
+  out.push_back({host,
+                 {"api_enqueue_s", h.enqueue_seconds_per_unit, "s", "measured", units,
+                  "host seconds in CUDA calls that enqueue work or set state, " + counted + "; " + source, {}, {}}});
+  out.push_back({host,
+                 {"api_wait_s", h.wait_seconds_per_unit, "s", "measured", units,
+                  "host seconds in CUDA calls that wait for the device (synchronize, blocking copies); " + source,
+                  {}, {}}});
+  for (const ApiTime& a : h.apis)
+    out.push_back({host + ":" + a.name,
+                   {"api_time_s", a.seconds_per_unit, "s", "measured", units,
+                    std::string(a.kind == ActivityKind::runtime_api ? "runtime" : "driver") +
+                        (a.waits ? ", waits for the device" : "") + strf(", %.6g calls per ", a.calls_per_unit) +
+                        per + "; " + source,
+                    {}, {}}});
+}
+
 bool CudaBackend::has_kernel_profiler() const { return true; }
 
 std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase, const std::function<void()>& region,
@@ -406,7 +441,8 @@ std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase
                  {"gpu_time_s", b.seconds_per_unit, "s", "measured", units,
                   "all " + std::to_string(b.kernels.size()) + " kernels, memcpys and memsets (" +
                       std::to_string(b.records) + " records), " + launches(b.launches_per_unit) + "; " + source +
-                      caveat,
+                      caveat +
+                      (cupti_->host_api_error().empty() ? "" : "; no host API rows: " + cupti_->host_api_error()),
                   {}, {}}});
   const double under_s = wall_s / u;
   if (timed_s > 0)
@@ -424,8 +460,11 @@ std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase
                          b.seconds_per_unit * u, wall_s) +
                         caveat,
                     {}, {}}});
+  append_host_api_rows(phase, per, records, units, out);
   return out;
 }
+
+
 
 #else  // no CUDA in this build
 

@@ -16,6 +16,7 @@
 
 #include <cstdlib>
 #include <iterator>
+#include <map>
 #include <mutex>
 #include <type_traits>
 #include <utility>
@@ -35,6 +36,9 @@ static_assert(kBufferBytes % ACTIVITY_RECORD_ALIGNMENT == 0, "aligned_alloc need
 
 constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                          CUPTI_ACTIVITY_KIND_MEMSET};
+// The host's API calls (host_api_time.hpp): enabled after the GPU kinds, and optional -- where CUPTI
+// refuses them the kernel breakdown runs without, and says so.
+constexpr CUpti_ActivityKind kApiKinds[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
 
 // What the buffer-completed callback shares with start() / stop(). Leaked on
 // purpose: CUPTI may hand back a buffer while the process exits, after static
@@ -63,6 +67,7 @@ struct Api {
   decltype(&cuptiActivityDisable) disable = nullptr;
   decltype(&cuptiActivityFlushAll) flush_all = nullptr;
   decltype(&cuptiFinalize) finalize = nullptr;
+  decltype(&cuptiGetCallbackName) get_callback_name = nullptr;
   std::string path, error;  // the library loaded, or why none was
 };
 
@@ -103,6 +108,7 @@ const Api& api() {
     sym(x.disable, "cuptiActivityDisable");
     sym(x.flush_all, "cuptiActivityFlushAll");
     sym(x.finalize, "cuptiFinalize");
+    sym(x.get_callback_name, "cuptiGetCallbackName");
     return x;  // the handle stays open for the process's life
   }();
   if (!a.error.empty()) throw std::runtime_error(a.error);
@@ -169,6 +175,22 @@ const char* copy_kind(uint8_t k) {
   }
 }
 
+// An API function's name from its callback id, looked up once per (domain, id); "<domain> call <id>"
+// where CUPTI has no name. Called on CUPTI's buffer thread.
+std::string callback_name(CUpti_CallbackDomain domain, uint32_t cbid) {
+  static std::mutex mu;
+  static std::map<std::pair<int, uint32_t>, std::string> names;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(static_cast<int>(domain), cbid);
+  if (auto it = names.find(key); it != names.end()) return it->second;
+  const char* n = nullptr;
+  std::string name = api().get_callback_name(domain, cbid, &n) == CUPTI_SUCCESS && n
+                         ? std::string(n)
+                         : std::string(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver") + " call " +
+                               std::to_string(cbid);
+  return names.emplace(key, std::move(name)).first->second;
+}
+
 // One record into `out` (kinds other than ours are skipped). The structs are
 // the newest the CUDA 13 header declares for each kind (the older versions are
 // gone); a newer libcupti only appends fields, so these offsets hold.
@@ -196,6 +218,20 @@ void convert(const CUpti_Activity* a, std::vector<ActivityRecord>& out) {
       r.stream_id = m->streamId;
       r.correlation_id = m->correlationId;
       r.kind = ActivityKind::memcpy;
+      out.push_back(std::move(r));
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      const auto* c = reinterpret_cast<const CUpti_ActivityAPI*>(a);
+      const bool runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      ActivityRecord r;
+      r.name = callback_name(runtime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API, c->cbid);
+      r.start_ns = c->start;
+      r.end_ns = c->end;
+      r.correlation_id = c->correlationId;
+      r.thread_id = c->threadId;
+      r.kind = runtime ? ActivityKind::runtime_api : ActivityKind::driver_api;
       out.push_back(std::move(r));
       break;
     }
@@ -364,6 +400,20 @@ void CuptiCollector::start() {
            r);
     }
   }
+  host_api_error_.clear();
+  api_kinds_ = 0;
+  for (const CUpti_ActivityKind k : kApiKinds) {
+    const CUptiResult r = api().enable(k);
+    if (r != CUPTI_SUCCESS) {
+      for (size_t i = 0; i < api_kinds_; ++i) api().disable(kApiKinds[i]);
+      api_kinds_ = 0;
+      host_api_error_ = "CUPTI would not trace the host's API calls (" +
+                        std::string(k == CUPTI_ACTIVITY_KIND_RUNTIME ? "RUNTIME" : "DRIVER") + ": " +
+                        result_text(r) + ")";
+      break;
+    }
+    ++api_kinds_;
+  }
   started_ = true;
 }
 
@@ -380,6 +430,11 @@ std::vector<ActivityRecord> CuptiCollector::stop() {
     const CUptiResult r = api().disable(k);
     if (r != CUPTI_SUCCESS && disable == CUPTI_SUCCESS) disable = r;
   }
+  for (size_t i = 0; i < api_kinds_; ++i) {
+    const CUptiResult r = api().disable(kApiKinds[i]);
+    if (r != CUPTI_SUCCESS && disable == CUPTI_SUCCESS) disable = r;
+  }
+  api_kinds_ = 0;
   size_t dropped_now = 0;
   const CUptiResult dr = api().get_num_dropped(nullptr, 0, &dropped_now);
 

@@ -1,7 +1,9 @@
 #pragma once
 // Per-kernel GPU time from CUPTI's Activity API (--cupti; DESIGN.md §5):
 // kernel records of kind CONCURRENT_KERNEL (kernels of every stream, cuBLAS's
-// included, without serialising them), plus MEMCPY and MEMSET records.
+// included, without serialising them), plus MEMCPY and MEMSET records; and the
+// host's CUDA API calls, RUNTIME and DRIVER records (host_api_time.hpp), where
+// CUPTI traces them (host_api_error() says why not otherwise).
 //
 //   CuptiCollector c;
 //   c.start();                       // enables the kinds
@@ -51,9 +53,14 @@ class CuptiCollector {
   // Of the last stop(): "" once CUPTI detached, else why it stayed attached
   // (its instrumentation may then slow the runs after it).
   const std::string& detach_error() const { return detach_error_; }
+  // Of the last start(): "" when the host's API calls are traced too, else why not (the kernel
+  // records are collected either way).
+  const std::string& host_api_error() const { return host_api_error_; }
 
  private:
   bool started_ = false;
+  size_t api_kinds_ = 0;  // API kinds enabled by start() (kApiKinds' first api_kinds_)
+  std::string host_api_error_;
   std::string detach_error_;
   uint64_t dropped_ = 0, unreadable_ = 0;
 };

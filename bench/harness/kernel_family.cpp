@@ -197,6 +197,8 @@ const char* activity_kind_name(ActivityKind k) {
     case ActivityKind::kernel: return "kernel";
     case ActivityKind::memcpy: return "memcpy";
     case ActivityKind::memset: return "memset";
+    case ActivityKind::runtime_api: return "runtime";
+    case ActivityKind::driver_api: return "driver";
   }
   return "unknown";
 }
@@ -266,6 +268,7 @@ KernelBreakdown aggregate_kernel_times(const std::vector<ActivityRecord>& record
   b.units = units;
   uint64_t total_ns = 0;
   for (const ActivityRecord& r : records) {
+    if (is_api_call(r.kind)) continue;  // host time: host_api_time.hpp
     auto it = names.find(r.name);
     if (it == names.end()) {
       Named n{kernel_short_name(r.name), r.kind == ActivityKind::kernel ? kernel_family(r.name) : "other"};

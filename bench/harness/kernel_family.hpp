@@ -57,15 +57,21 @@ std::string kernel_short_name(std::string_view kernel_name);
 // demangler accepts; unchanged otherwise.
 std::string demangle(std::string_view name);
 
-enum class ActivityKind { kernel, memcpy, memset };
-const char* activity_kind_name(ActivityKind k);  // "kernel", "memcpy", "memset"
+// GPU work (kernel, memcpy, memset) and the host's CUDA API calls (runtime_api, driver_api: host
+// timestamps, aggregated apart by host_api_time.hpp; aggregate_kernel_times leaves them out).
+enum class ActivityKind { kernel, memcpy, memset, runtime_api, driver_api };
+// "kernel", "memcpy", "memset", "runtime", "driver"
+const char* activity_kind_name(ActivityKind k);
+inline bool is_api_call(ActivityKind k) { return k == ActivityKind::runtime_api || k == ActivityKind::driver_api; }
 
 // One activity record (cupti_collector.hpp). Kernels: the name CUPTI gives;
-// memcpy: "memcpy <HtoD|DtoH|DtoD|...>"; memset: "memset".
+// memcpy: "memcpy <HtoD|DtoH|DtoD|...>"; memset: "memset"; an API call: the
+// function's name without its version suffix ("cudaLaunchKernel", "cuLaunchKernelEx").
 struct ActivityRecord {
   std::string name;
   uint64_t start_ns = 0, end_ns = 0;  // CUPTI timestamps; both 0 when CUPTI could not time it
   uint32_t stream_id = 0, correlation_id = 0;
+  uint32_t thread_id = 0;  // API calls: the host thread that made the call
   ActivityKind kind = ActivityKind::kernel;
   uint64_t duration_ns() const { return end_ns > start_ns ? end_ns - start_ns : 0; }
   bool timed() const { return start_ns != 0 || end_ns != 0; }
@@ -98,8 +104,8 @@ struct KernelBreakdown {
   int64_t untimed = 0;  // records CUPTI could not time (start = end = 0): counted, 0 s
 };
 
-// Groups `records` (all of `units` units) by short name and by family.
-// std::invalid_argument when units < 1.
+// Groups the GPU records of `records` (all of `units` units; API calls are
+// left out) by short name and by family. std::invalid_argument when units < 1.
 KernelBreakdown aggregate_kernel_times(const std::vector<ActivityRecord>& records, int64_t units);
 
 // The kernels that make up `fraction` of the time, longest first (the kernel

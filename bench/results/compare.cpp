@@ -34,6 +34,7 @@ constexpr DirectionRule kDirectionRules[] = {
     {"flops", Direction::Lower},
     {"bytes", Direction::Lower},
     {"*_host_enqueue_s", Direction::Lower},
+    {"api_*_s", Direction::Lower},
     {"throughput_tokens_per_s", Direction::Higher},
     {"max_batch", Direction::Higher},
     {"achieved_*", Direction::Higher},

@@ -3,7 +3,8 @@
 // directly and the same kernel replayed from a CUDA graph captured before the
 // collector started are both seen, with timestamps; memset and memcpy records
 // come as such; start / stop repeat in one process (each stop detaches CUPTI,
-// each start attaches it again), and nothing is recorded between collections.
+// each start attaches it again), and nothing is recorded between collections;
+// the host's API calls come as runtime and driver records, named.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "cupti_collector.hpp"
 #include "device/device_weights.hpp"
 #include "gpu_test_support.hpp"
+#include "host_api_time.hpp"
 #include "kernel_family.hpp"
 
 namespace yoco::cli {
@@ -75,8 +77,23 @@ TEST_F(CuptiCollectorTest, SeesDirectAndGraphLaunchedKernelsAcrossRepeatedCollec
     EXPECT_GE(count(rs, ActivityKind::memcpy), 1);
     for (const ActivityRecord& r : rs) {
       EXPECT_TRUE(r.timed()) << r.name;
-      EXPECT_GT(r.end_ns, r.start_ns) << r.name;
+      if (is_api_call(r.kind)) EXPECT_GE(r.end_ns, r.start_ns) << r.name;  // a fast call may take under a tick
+      else EXPECT_GT(r.end_ns, r.start_ns) << r.name;
     }
+    // The host's calls, by name, each once: the graph launch, the memset, the stream's wait.
+    EXPECT_EQ(c.host_api_error(), "");
+    const HostApiBreakdown h = aggregate_host_api(rs, 1);
+    auto calls = [&](const std::string& name) {
+      for (const ApiTime& a : h.apis)
+        if (a.name == name) return a.calls;
+      return int64_t{0};
+    };
+    EXPECT_EQ(calls("cudaGraphLaunch"), 1);
+    EXPECT_EQ(calls("cudaMemsetAsync"), 1);
+    EXPECT_EQ(calls("cudaStreamSynchronize"), 1);
+    EXPECT_GE(calls("cudaLaunchKernel"), 2) << "the direct launches";
+    EXPECT_GT(h.nested_driver_calls, 0) << "the runtime's calls run the driver's";
+    EXPECT_GT(h.wait_seconds_per_unit, 0.0);
     for (const ActivityRecord& r : rs)
       if (r.kind == ActivityKind::kernel) {
         EXPECT_EQ(kernel_family(r.name), "other") << r.name << ": weight init";
