@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "calibration.hpp"
+#include "calibration_check.hpp"
 #include "config.hpp"
 #include "errors.hpp"
 #include "result_csv.hpp"

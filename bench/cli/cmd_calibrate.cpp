@@ -9,7 +9,7 @@
 
 #include "args.hpp"
 #include "atomic_file.hpp"
-#include "calibration.hpp"
+#include "calibration_check.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "format.hpp"

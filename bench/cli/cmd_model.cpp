@@ -7,7 +7,7 @@
 #include "analytic_options.hpp"
 #include "analytic_rows.hpp"
 #include "args.hpp"
-#include "calibration.hpp"
+#include "calibration_check.hpp"
 #include "errors.hpp"
 #include "commands.hpp"
 #include "format.hpp"

@@ -177,7 +177,7 @@ static std::string global_kv_note(const ModelConfig& cfg, int64_t batch) {
 }
 
 // The runner's layout in a memory row's notes, for the calibrated model's
-// check (bench/analytic/calibration.hpp, RunnerLayout): what the formula
+// check (bench/analytic/runner_layout.hpp, RunnerLayout): what the formula
 // must price the row as.
 // The FFN's up half as one kernel (YOCO_FFN_FUSED=1 on a device it runs on, as the runners decide).
 static std::string ffn_note() {

@@ -5,7 +5,7 @@
 // the cuBLAS workspace. One definition for three users: the runners'
 // yoco_generation_device_bytes / transformer_generation_device_bytes (what the
 // sweep compares with the free memory before a point), and the calibrated
-// cost model (bench/analytic/calibration.cpp: memory as the runners allocate
+// cost model (bench/analytic/calibrated_model.cpp: memory as the runners allocate
 // it, for any preset, length and batch). Plain C++ (no CUDA), in double so that
 // no size overflows. Keep in step with the buffers of
 // the YOCO runner, cuda/runner/yoco_*.cpp (allocate_generation, prepare_decode_buffers,

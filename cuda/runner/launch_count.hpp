@@ -5,7 +5,7 @@
 // hides; on a small one (or a prefill step of a few tokens per sequence) the
 // GPU waits for the host, and the step takes calls x the host's cost of a
 // call. One definition for the calibrated cost model
-// (bench/analytic/calibration.cpp: the host floor of a prefill, the host cost
+// (bench/analytic/calibrated_model.cpp: the host floor of a prefill, the host cost
 // of a call fitted on the eager decode steps) and its tests, which hold the
 // decode counts against the CUPTI launch counts of the committed sweep. Plain
 // C++ (no CUDA), in double. Keep in step with the YOCO runner, cuda/runner/yoco_*.cpp

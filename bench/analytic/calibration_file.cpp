@@ -1,0 +1,168 @@
+// A calibration as result rows (reports/SCHEMA.md, device "calibration") and back (calibration.hpp:
+// calibration_rows, read_calibration).
+#include "calibration.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "calibration_parts.hpp"
+#include "errors.hpp"
+#include "result_csv.hpp"
+
+namespace yoco::cost {
+
+using namespace calibration_detail;
+
+using cli::make_row;
+using cli::read_results_csv;
+
+std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& prov) {
+  std::vector<ResultRow> rows;
+  auto add = [&](const std::string& phase, const std::string& metric, double v, const std::string& unit,
+                 const std::string& notes) {
+    rows.push_back(make_row(prov, "-", 0, 1, 0, "calibration:" + phase, metric, v, unit, "calibrated", 0, notes));
+  };
+  const std::string from = "fitted on " + c.source + " (" + c.device_name + ", " + c.fitted_at + ")";
+  add("ceilings", "gemm_peak_tflops", c.peak_flops / 1e12, "TFLOP/s", "the fit's rooflines; " + from);
+  add("ceilings", "copy_bw_gbs", c.bandwidth / 1e9, "GB/s", "the fit's rooflines; " + from);
+  add("ceilings", "datasheet_tflops", c.datasheet_flops / 1e12, "TFLOP/s", "the device's datasheet");
+  add("ceilings", "datasheet_gbs", c.datasheet_bandwidth / 1e9, "GB/s", "the device's datasheet");
+  for (const bool is_pre : {true, false})
+    for (int f = 0; f < kFamilies; ++f)
+      for (int b = 0; b < 2; ++b) {
+        const FamilyFit& fit = (is_pre ? c.prefill : c.decode)[f][b];
+        const std::string ph = std::string(is_pre ? "prefill." : "decode.") + family_name(static_cast<Family>(f)) +
+                               "." + bound_name(static_cast<Bound>(b));
+        const std::string note =
+            fit.points ? std::to_string(fit.points) + " points; " + from : "no points: the roofline";
+        add(ph, "inverse_efficiency", fit.inverse_efficiency, "x", note);
+        add(ph, "per_layer_s", fit.per_layer_s, "s", note);
+        add(ph, "points", fit.points, "count", note);
+        add(ph, "worst_residual", fit.worst_residual, "fraction", note);
+      }
+  add("prefill", "gap_fraction", c.prefill_gap, "fraction", "median latency / kernel time - 1; " + from);
+  add("decode", "gap_fraction", c.decode_gap, "fraction", "median latency / kernel time - 1; " + from);
+  add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, libraries)");
+  add("host", "call_s", c.host_call_s, "s",
+      c.host_points ? "median over " + std::to_string(c.host_points) +
+                          " points of the eager decode step's host enqueue time / the runner's calls "
+                          "(cuda/runner/launch_count.hpp); " + from
+                    : "no eager decode steps: no host floor");
+  add("host", "points", c.host_points, "count", "points with an eager decode step's host enqueue time");
+  add("host", "prefill_call_s", c.prefill_host_call_s, "s",
+      c.prefill_host_points ? "median over " + std::to_string(c.prefill_host_points) +
+                                  " batch-1 points of the prefill's host time (prefill_host_enqueue_s) / the "
+                                  "runner's calls; " + from
+                            : "no prefill host times in the sweep: a prefill's calls cost call_s");
+  add("host", "prefill_points", c.prefill_host_points, "count", "batch-1 points with a prefill host time");
+  add("ceilings", "sm_count", c.sm_count, "count", "the device's datasheet (the gRet plan of the memory model)");
+  return rows;
+}
+
+Calibration read_calibration(const std::string& path) {
+  const std::vector<ResultRow> rows = read_results_csv(path);
+  // Each row's line: the header is line 1; read_results_csv skips blank lines.
+  std::vector<int> line_of;
+  {
+    std::ifstream in(path);
+    std::string s;
+    for (int n = 1; std::getline(in, s); ++n)
+      if (n > 1 && s.find_first_not_of(" \t\r") != std::string::npos) line_of.push_back(n);
+  }
+  Calibration c;
+  c.source = path;
+  bool ceilings = false;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const ResultRow& r = rows[i];
+    const std::string at = path + ":" + std::to_string(i < line_of.size() ? line_of[i] : static_cast<int>(i) + 2);
+    auto bad = [&](const std::string& why) -> InputError { return InputError(at + ": " + why); };
+    if (r.phase.rfind("calibration:", 0) != 0) throw bad("phase '" + r.phase + "' is not a calibration row");
+    if (!r.value || !std::isfinite(*r.value) || *r.value < 0)
+      throw bad(r.metric + " needs a finite value >= 0");
+    const double v = *r.value;
+    const std::string ph = r.phase.substr(12);
+    const std::string prefix = "calibrated on ";
+    if (c.device_name.empty() && r.prov.device_name.rfind(prefix, 0) == 0)
+      c.device_name = r.prov.device_name.substr(prefix.size());
+    if (c.fitted_at.empty() && !c.device_name.empty()) {
+      const size_t at_dev = r.notes.find("(" + c.device_name + ", ");
+      if (at_dev != std::string::npos) {
+        const size_t from = at_dev + c.device_name.size() + 3, close = r.notes.find(')', from);
+        c.fitted_at = r.notes.substr(from, close == std::string::npos ? close : close - from);
+      }
+    }
+    if (ph == "ceilings") {
+      if (r.metric == "gemm_peak_tflops") c.peak_flops = v * 1e12, ceilings = true;
+      else if (r.metric == "copy_bw_gbs") c.bandwidth = v * 1e9;
+      else if (r.metric == "datasheet_tflops") c.datasheet_flops = v * 1e12;
+      else if (r.metric == "datasheet_gbs") c.datasheet_bandwidth = v * 1e9;
+      else if (r.metric == "sm_count") {
+        if (v < 1 || v > 1e6 || v != std::floor(v)) throw bad("sm_count must be a whole count in [1, 1e6]");
+        c.sm_count = static_cast<int>(v);
+      }
+      else throw bad("unknown metric '" + r.metric + "' for calibration:ceilings");
+      continue;
+    }
+    if (ph == "prefill" || ph == "decode") {
+      if (r.metric != "gap_fraction") throw bad("unknown metric '" + r.metric + "' for " + r.phase);
+      (ph == "prefill" ? c.prefill_gap : c.decode_gap) = v;
+      continue;
+    }
+    if (ph == "memory") {
+      if (r.metric == "other_bytes") c.other_bytes = v;
+      else throw bad("unknown metric '" + r.metric + "' for calibration:memory");
+      continue;
+    }
+    if (ph == "host") {
+      if (r.metric == "call_s") {
+        if (v > 1) throw bad("call_s must be below 1 s");
+        c.host_call_s = v;
+      } else if (r.metric == "points") {
+        if (v > 1e9) throw bad("points must be a count below 1e9");
+        c.host_points = static_cast<int>(v);
+      } else if (r.metric == "prefill_call_s") {
+        if (v > 1) throw bad("prefill_call_s must be below 1 s");
+        c.prefill_host_call_s = v;
+      } else if (r.metric == "prefill_points") {
+        if (v > 1e9) throw bad("prefill_points must be a count below 1e9");
+        c.prefill_host_points = static_cast<int>(v);
+      } else {
+        throw bad("unknown metric '" + r.metric + "' for calibration:host");
+      }
+      continue;
+    }
+    // <phase>.<family>.<bound>
+    const size_t d1 = ph.find('.'), d2 = d1 == std::string::npos ? d1 : ph.find('.', d1 + 1);
+    const std::string phase = ph.substr(0, d1);
+    const std::string fam = d1 == std::string::npos ? "" : ph.substr(d1 + 1, d2 == std::string::npos ? d2 : d2 - d1 - 1);
+    const std::string bound = d2 == std::string::npos ? "" : ph.substr(d2 + 1);
+    int f = -1;
+    for (int k = 0; k < kFamilies; ++k)
+      if (fam == family_name(static_cast<Family>(k))) f = k;
+    const int b = bound == "compute" ? 0 : bound == "memory" ? 1 : -1;
+    if ((phase != "prefill" && phase != "decode") || f < 0 || b < 0)
+      throw bad("unknown phase '" + r.phase + "' (calibration:<prefill|decode>.<gemm|attention|gret|norms>." +
+                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory, calibration:host)");
+    FamilyFit& fit = (phase == "prefill" ? c.prefill : c.decode)[f][b];
+    if (r.metric == "inverse_efficiency") {
+      fit.inverse_efficiency = v;  // 0: a family whose time is its fixed cost alone
+    } else if (r.metric == "per_layer_s") {
+      fit.per_layer_s = v;
+    } else if (r.metric == "points") {
+      if (v > 1e9) throw bad("points must be a count below 1e9");
+      fit.points = static_cast<int>(v);
+    } else if (r.metric == "worst_residual") {
+      fit.worst_residual = v;
+    } else {
+      throw bad("unknown metric '" + r.metric + "' for " + r.phase);
+    }
+  }
+  if (!ceilings || c.peak_flops <= 0 || c.bandwidth <= 0 || c.datasheet_flops <= 0 || c.datasheet_bandwidth <= 0)
+    throw InputError(path + ": needs calibration:ceilings rows gemm_peak_tflops, copy_bw_gbs, datasheet_tflops and "
+                            "datasheet_gbs, all > 0");
+  return c;
+}
+
+}  // namespace yoco::cost
