@@ -665,6 +665,29 @@ TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// A sweep whose ceiling overflows when scaled (1e300 TFLOP/s is 1e312 FLOP/s,
+// inf) gave a calibration with 'inf' in it, exit 0: a file that yoco model
+// --calibration then refused. Now the non-finite value is said, naming the
+// sweep, and nothing is written.
+TEST_F(Cli, CalibrateNeverWritesANonFiniteCalibration) {
+  const std::string sweep =
+      (fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results/nvidia-h100/sweep.csv").string();
+  std::string text = slurp(sweep);
+  const std::string key = ",ceiling,gemm_peak_tflops,";
+  const size_t at = text.find(key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t value = at + key.size();
+  text.replace(value, text.find(',', value) - value, "1e300");
+  const std::string bad = path("sweep.csv"), out = path("cal.csv");
+  spit(bad, text);
+  for (const std::string& extra : std::vector<std::string>{" --out " + out, " --format csv"}) {
+    const CliRun r = yoco("calibrate " + bad + extra);
+    expect_one_line_error(r, {bad, "gemm_peak_tflops", "finite"}, "calibrate" + extra);
+    EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out.substr(0, 500);
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 // --generate with a shape no file can hold: said at once, naming --shape,
 // with nothing written. Before, 1M,1M,1M,1M wrote gigabytes until the disk
 // filled (the element count overflowed int64), and the attention shape below

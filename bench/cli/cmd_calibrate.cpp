@@ -51,6 +51,17 @@ CommandSpec calibrate_spec() {
   return s;
 }
 
+// Rows are written or printed only when finite: a sweep value that overflows
+// when scaled (1e300 TFLOP/s is inf FLOP/s) gave 'inf' rows, exit 0, in a file
+// that every reader of result CSVs then refuses.
+void require_finite(const std::vector<ResultRow>& rows, const std::string& source) {
+  for (const auto& r : rows)
+    for (const auto& v : {r.value, r.min, r.max})
+      if (v && !std::isfinite(*v))
+        throw InputError(source + ": gives " + r.phase + " " + r.metric + " = " + strf("%g", *v) +
+                         ", not a finite number (a value out of range in the file?)");
+}
+
 }  // namespace
 
 int cmd_calibrate(const Args& args) {
@@ -71,9 +82,11 @@ int cmd_calibrate(const Args& args) {
   const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
   const auto checks = cost::check_calibration(rows, cal, on.ceil);
   const Provenance prov = Provenance::here("calibration", "calibrated on " + cal.device_name, "");
+  const std::vector<ResultRow> cal_rows = cost::calibration_rows(cal, prov);
+  require_finite(cal_rows, cal.source);
   if (const auto out = a.get("--out")) {
     std::ostringstream csv;
-    write_results_csv(csv, cost::calibration_rows(cal, prov));
+    write_results_csv(csv, cal_rows);
     write_file_atomically(*out, csv.str());
   }
   if (format == "csv") {
@@ -86,6 +99,7 @@ int cmd_calibrate(const Args& args) {
                                                strf("%.4f", k.ratio()) + "; ceilings: " + on.how);
       out.push_back(r);
     }
+    require_finite(out, cal.source);
     write_results_csv(std::cout, out);
     return 0;
   }
