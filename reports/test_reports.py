@@ -474,6 +474,8 @@ class ReportsTest(unittest.TestCase):
                 "| transformer-3b | 128K | 1 | decode | flash_decode_split | attention_decode | 6 ms | 60% | 26 |"):
             self.assertIn(needle, sec)
         self.assertNotIn("| yoco-3b | 32K | 1 | prefill | sm90", sec)  # top kernels only at the longest length
+        # No host API rows in this set: no host table.
+        self.assertNotIn("The host's CUDA calls", sec)
         self.assertNotIn("embedding_gather | other | 1 ms", sec)  # 6th of yoco's prefill: not in the top 5
         # The CUPTI kernel rows are not kernel benchmarks: the floors table does not list them.
         floors = text[text.index("### CUDA kernels against their floors"):]
@@ -482,6 +484,33 @@ class ReportsTest(unittest.TestCase):
         self.assertIn("a CUPTI kernel breakdown of prefill and decode", text)
         self.assertNotIn("prefill:sm90", text.split("## What was measured")[1].split("\n## ")[0])
 
+
+    def test_cupti_host_calls_table(self):
+        """The host's CUDA calls (--cupti's <phase>.host rows): one table row a point, the top functions."""
+        cuda = _Writer(dict(git_sha="0123456789ab", timestamp="2026-11-27T10:00:00Z", host="gpu", device="cuda",
+                            device_name="NVIDIA H100 80GB HBM3", driver="CUDA driver 13.0"))
+        n = 4 * K
+        cuda.add("yoco-small", n, "prefill.gemm", "gpu_time_s", 1e-4, "s", "measured", repeats=1,
+                 notes="7 kernels, 20 launches per prefill; CUPTI activity records")
+        cuda.add("yoco-small", n, "prefill.kernels", "gpu_time_s", 2.8e-4, "s", "measured", repeats=1)
+        cuda.add("yoco-small", n, "prefill.host", "api_enqueue_s", 5.2e-4, "s", "measured", repeats=1,
+                 notes="host seconds in CUDA calls that enqueue work or set state, 75 calls per prefill (a driver "
+                       "call inside a runtime call counted once: 41 nested); CUPTI runtime and driver API records")
+        cuda.add("yoco-small", n, "prefill.host", "api_wait_s", 3e-4, "s", "measured", repeats=1)
+        for name, v, calls in (("cudaLaunchKernel", 2e-4, 41), ("cuLaunchKernelEx", 2.5e-4, 20),
+                               ("cudaFuncSetAttribute", 4e-5, 4), ("cudaEventRecord", 1e-5, 2)):
+            cuda.add("yoco-small", n, "prefill.host:" + name, "api_time_s", v, "s", "measured", repeats=1,
+                     notes="runtime, %d calls per prefill; CUPTI runtime and driver API records" % calls)
+        cuda.write(os.path.join(self.results, "nvidia-h100", "models.csv"))
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        text = self._readme()
+        self.assertIn("The host's CUDA calls in the same profiled regions", text)
+        self.assertIn("| yoco-small | 4K | 1 | prefill | 520 µs | 75 | 300 µs | cuLaunchKernelEx 250 µs (20 calls); "
+                      "cudaLaunchKernel 200 µs (41 calls); cudaFuncSetAttribute 40 µs (4 calls) |", text)
+        self.assertNotIn("cudaEventRecord 10", text)  # the top 3 only
+        # The host rows are CUPTI rows: not listed as a phase "by part" of the device's runs.
+        self.assertNotIn("prefill (also by part)", text)
     def test_cupti_rows_and_notes_as_the_gpu_backend_writes_them(self):
         from yocoreport import breakdown
 

@@ -10,6 +10,9 @@ Rows (device cuda; times per prefill, or per decode step):
   <phase>.kernels    gpu_time_s                all kernels (and memcpy/memset records)
                      cupti_overhead_fraction   time per unit under the profiler / the timed median - 1
                      gpu_busy_fraction         the records' summed GPU time / the region's time under the profiler
+  <phase>.host       api_enqueue_s, api_wait_s the host's CUDA calls that enqueue work / wait for the device
+                                               (notes "N calls per ...")
+  <phase>.host:<fn>  api_time_s                one CUDA function (notes "runtime|driver, N calls per ...")
 """
 import re
 from collections import OrderedDict
@@ -28,6 +31,9 @@ FAMILIES = OrderedDict([
     ("other", ("other (cache writes, copies, ...)", "#bab0ac")),
 ])
 TOTAL_METRICS = ("gpu_time_s", "cupti_overhead_fraction", "gpu_busy_fraction")
+HOST_METRICS = ("api_enqueue_s", "api_wait_s")
+_CALLS_NOTE = re.compile(r"(?P<calls>\d[\d.]*(?:[eE][+-]?\d+)?)\s+calls?\s+per\b")
+TOP_HOST_CALLS = 3
 _FAMILY_NOTE = re.compile(r"\bfamily\s+(?P<family>[A-Za-z0-9_]+)")
 _LAUNCH_NOTE = re.compile(r"(?P<launches>\d[\d.]*(?:[eE][+-]?\d+)?)\s+launches?\s+per\b")
 TOP_KERNELS = 5
@@ -43,6 +49,10 @@ def is_cupti_row(r):
         return False
     if part == "kernels":
         return r.metric in TOTAL_METRICS
+    if part == "host":
+        return r.metric in HOST_METRICS
+    if part.startswith("host:"):
+        return r.metric == "api_time_s" and len(part) > len("host:")
     return part in FAMILIES and r.metric == "gpu_time_s"
 
 
@@ -60,6 +70,7 @@ class Point(object):
     def __init__(self, model, seq_len, batch, gen, phase):
         self.model, self.seq_len, self.batch, self.gen, self.phase = model, seq_len, batch, gen, phase
         self.families, self.kernels, self.totals = OrderedDict(), [], {}
+        self.host, self.host_calls = {}, []  # the host's CUDA calls: <phase>.host rows by metric, per function
 
     def family_sum(self):
         return sum(r.value for r in self.families.values() if r.value is not None)
@@ -101,6 +112,10 @@ def collect(rows):
             p = pts[k] = Point(r.model, r.seq_len, r.batch, r.gen_tokens, phase)
         if r.metric == "kernel_time_s":
             p.kernels.append(r)
+        elif r.metric == "api_time_s":
+            p.host_calls.append(r)
+        elif r.metric in HOST_METRICS:
+            p.host[r.metric] = r
         elif r.phase.endswith(".kernels"):
             p.totals[r.metric] = r
         else:
@@ -242,4 +257,34 @@ def cupti_sections(rows, table):
                   "or per decode step; *launches* per the same unit, from the notes):" % TOP_KERNELS, ""]
         lines.append(table(["model", "N", "B", "phase", "kernel", "family", "time", "share", "launches"], tops))
         lines.append("")
+    lines += _host_section(pts, table)
     return lines
+
+
+def _calls(r):
+    m = _CALLS_NOTE.search(r.notes or "")
+    return m.group("calls") if m else "—"
+
+
+def _host_section(pts, table):
+    """The host's CUDA calls at each point that has them: what enqueued the work, what waited, the top functions."""
+    body = []
+    for p in pts.values():
+        enq, wait = p.host.get("api_enqueue_s"), p.host.get("api_wait_s")
+        if enq is None and not p.host_calls:
+            continue
+        top = sorted((r for r in p.host_calls if r.value is not None), key=lambda r: -r.value)[:TOP_HOST_CALLS]
+        body.append([p.model, fmt_tokens(p.seq_len), str(p.batch), p.phase,
+                     fmt_value(enq.value, "s") if enq is not None else "—",
+                     _calls(enq) if enq is not None else "—",
+                     fmt_value(wait.value, "s") if wait is not None else "—",
+                     "; ".join("%s %s (%s calls)" % (r.phase.partition(":")[2], fmt_value(r.value, "s"), _calls(r))
+                               for r in top) or "—"])
+    if not body:
+        return []
+    return ["The host's CUDA calls in the same profiled regions (CUPTI runtime and driver API records, per prefill "
+            "or per decode step; each call's time includes CUPTI's tracing of it, so these bound the calls' own from "
+            "above). *enqueue* is the calls that launch work or set state, *wait* the ones that wait for the device; "
+            "a driver call made inside a runtime call counts once. Where *enqueue* comes near the unit's time, the "
+            "host sets the pace:", "",
+            table(["model", "N", "B", "phase", "enqueue", "calls", "wait", "top functions (time, calls)"], body), ""]
