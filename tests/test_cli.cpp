@@ -590,6 +590,18 @@ TEST_F(Cli, BadInputIsOneLineOnStderr) {
   EXPECT_EQ(check.out, "") << "the usage is for --help";
 }
 
+// A missing positional argument names it and points to --help: the synopsis
+// of these commands spans lines, so pasting it broke the one-line rule.
+TEST_F(Cli, MissingPositionalIsOneLineNamingIt) {
+  const std::string a = path("a.csv");
+  expect_one_line_error(yoco("compare " + a), {"yoco compare", "missing argument NEW.csv", "yoco compare --help"},
+                        "compare with one file");
+  expect_one_line_error(yoco("calibrate"), {"yoco calibrate", "missing argument SWEEP.csv", "yoco calibrate --help"},
+                        "calibrate without a sweep");
+  expect_one_line_error(yoco("weights inspect"), {"missing argument FILE.safetensors", "yoco weights inspect --help"},
+                        "weights inspect without a file");
+}
+
 TEST_F(Cli, BadOptionsAreInputErrors) {
   const std::string o = " --out " + path("o.npy");
   const std::string fwd = "forward --model yoco-tiny --tokens 1,2,3";

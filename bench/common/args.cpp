@@ -19,6 +19,28 @@ const OptionSpec* find_option(const CommandSpec& spec, const std::string& name) 
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+// The positional arguments' names as the synopsis spells them ("BASE.csv
+// NEW.csv"): the words after the command up to the first option or bracket,
+// so that the error can name what is missing without pasting the (multi-line)
+// usage.
+std::vector<std::string> positional_names(const CommandSpec& spec) {
+  std::istringstream words(spec.usage.compare(0, spec.path.size(), spec.path) == 0 ? spec.usage.substr(spec.path.size())
+                                                                                   : std::string());
+  std::vector<std::string> names;
+  for (std::string w; words >> w && w[0] != '[' && w[0] != '-' && w[0] != '|';) names.push_back(w);
+  return names;
+}
+
+std::string missing_positional(const CommandSpec& spec, int given) {
+  const auto names = positional_names(spec);
+  std::string what;
+  if (static_cast<int>(names.size()) >= spec.min_positional)
+    for (int i = given; i < spec.min_positional; ++i) what += (what.empty() ? " " : " and ") + names[i];
+  else
+    what = "s: " + std::to_string(spec.min_positional) + " needed, " + std::to_string(given) + " given";
+  return spec.path + ": missing argument" + what + " (see " + spec.path + " --help)";
+}
+
 }  // namespace
 
 int64_t parse_int(const std::string& option, const std::string& text, int64_t min, int64_t max) {
@@ -124,7 +146,7 @@ ParsedArgs parse_args(const CommandSpec& spec, const std::vector<std::string>& a
   if (np > spec.max_positional)
     throw InputError(spec.path + ": unexpected argument '" + out.positional_[spec.max_positional] + "' (see " +
                      spec.path + " --help)");
-  if (np < spec.min_positional) throw InputError(spec.path + ": missing argument (usage: " + spec.usage + ")");
+  if (np < spec.min_positional) throw InputError(missing_positional(spec, np));
   return out;
 }
 
