@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "errors.hpp"
@@ -284,13 +286,22 @@ void ModelConfig::validate() const {
 
 ModelConfig config_from_json_text(const std::string& text, const std::string& source) {
   nlohmann::json j;
+  // The keys seen so far in each open object, innermost last: nlohmann keeps
+  // the last of a repeated key, so `"dim": 64, ..., "dim": 4096` would load a
+  // model other than the one the reader of the file sees first.
+  std::vector<std::set<std::string>> open_objects;
+  using Event = nlohmann::json::parse_event_t;
   try {
     // NaN and Infinity are not JSON: the parser (strict, no comments) rejects them as parse errors.
-    j = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-      if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
-          depth >= kMaxJsonDepth)
+    j = nlohmann::json::parse(text, [&](int depth, Event event, nlohmann::json& parsed) {
+      if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxJsonDepth)
         throw InputError(source + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
                          " levels (a config is one object of numbers and strings)");
+      if (event == Event::object_start) open_objects.emplace_back();
+      if (event == Event::object_end) open_objects.pop_back();
+      if (event == Event::key && !open_objects.back().insert(parsed.get<std::string>()).second)
+        throw InputError(source + ": duplicate key '" + cut(parsed.get<std::string>()) +
+                         "' (JSON keeps only one of them: say it once)");
       return true;
     });
   } catch (const nlohmann::json::exception& e) {
@@ -372,11 +383,24 @@ ModelConfig config_from_json_text(const std::string& text, const std::string& so
 }
 
 ModelConfig load_config_file(const std::string& path) {
+  // A config is a few hundred bytes of JSON. A device or a FIFO (/dev/zero,
+  // /dev/stdin) may never end, so only a regular file is read, and at most
+  // one byte past the cap, so that a huge file is refused without being read.
+  constexpr std::streamsize kMaxConfigBytes = std::streamsize{1} << 20;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw InputError(path + ": cannot open config file");
+  if (!std::filesystem::is_regular_file(status))
+    throw InputError(path + ": not a regular file (a model config is a small JSON file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open config file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return config_from_json_text(ss.str(), path);
+  std::string text(static_cast<size_t>(kMaxConfigBytes) + 1, '\0');
+  in.read(text.data(), kMaxConfigBytes + 1);
+  if (in.bad()) throw InputError(path + ": cannot read config file");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kMaxConfigBytes)
+    throw InputError(path + ": larger than 1 MiB, too large for a model config (a small JSON file)");
+  return config_from_json_text(text, path);
 }
 
 ModelConfig resolve_model(const std::string& preset_or_file) {

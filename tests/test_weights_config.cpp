@@ -523,6 +523,35 @@ TEST(Config, DeepNestingIsRefusedWithoutRecursion) {
   EXPECT_EQ(config_from_json_text(tiny_yoco_with("max_seq_len", nested(50)), "f.json").dim, 64);
 }
 
+TEST(Config, DuplicateKeysAreRefusedNamingTheFileAndKey) {
+  // nlohmann keeps the last of a repeated key: the file would load a model
+  // other than the one its first "dim" says.
+  const std::string doc = tiny_yoco_with("dim", "64");
+  expect_input_error([&] { config_from_json_text(doc.substr(0, doc.size() - 1) + R"(, "dim": 4096})", "f.json"); },
+                     {"f.json", "duplicate key 'dim'"});
+  // Also in a nested object of an ignored field, and also with the same value.
+  expect_input_error([&] { config_from_json_text(tiny_yoco_with("max_seq_len", R"({"a": 1, "a": 1})"), "f.json"); },
+                     {"f.json", "duplicate key 'a'"});
+  // The same key in sibling objects is not a duplicate.
+  EXPECT_EQ(config_from_json_text(tiny_yoco_with("max_seq_len", R"([{"a": 1}, {"a": 2}])"), "f.json").dim, 64);
+}
+
+TEST(Config, OnlyASmallRegularFileIsReadAsAConfig) {
+  // /dev/zero never ends: a device, FIFO or directory is refused before it is
+  // read (/dev/null stands in for /dev/zero, which would not end before the fix).
+  for (const std::string dev : {"/dev/null", "/tmp"})
+    expect_input_error([&] { load_config_file(dev); }, {dev, "not a regular file"});
+  // A valid config padded past 1 MiB is refused (read no further than the cap).
+  const std::string big = temp_path("big.json");
+  { std::ofstream(big) << tiny_yoco_with("dim", "64") << std::string((1 << 20) + 1, ' '); }
+  expect_input_error([&] { load_config_file(big); }, {big, "larger than 1 MiB"});
+  const std::string small = temp_path("small.json");
+  { std::ofstream(small) << tiny_yoco_with("dim", "64"); }
+  EXPECT_EQ(load_config_file(small).dim, 64);
+  fs::remove(big);
+  fs::remove(small);
+}
+
 ModelConfig wide_yoco(int64_t d, int64_t vocab) {
   ModelConfig c;
   c.name = "wide.json";
