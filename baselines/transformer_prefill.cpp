@@ -18,9 +18,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
                                    int64_t max_new_tokens, int64_t prefill_chunk) {
   // Messages and their order as the YOCO runner's (cuda/runner/yoco_prefill.cpp).
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
-  if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
-    throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
-                     " x length " + std::to_string(length));
+  check_token_count("prefill", tokens.size(), batch, length);
   TokenBatch shape_only;  // check_prefill_args reads the shape only
   shape_only.batch = batch;
   shape_only.length = length;
@@ -106,9 +104,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
 
 std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) {
   if (batch < 1 || length < 1) throw InputError("forward needs at least one token");
-  if (length > std::numeric_limits<int64_t>::max() / batch || static_cast<int64_t>(tokens.size()) != batch * length)
-    throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
-                     " x length " + std::to_string(length));
+  check_token_count("forward", tokens.size(), batch, length);
   validate_tokens(cfg_, tokens);
   if (link_) {
     const RingShard sh = checked_ring_shard(*link_, "forward", length);  // a refused prompt leaves the generation as it is

@@ -1,6 +1,7 @@
 #pragma once
 // Argument checks shared by every model's prefill and decode step, so that the
 // CPU models (and later the CUDA runners) reject bad calls with one wording.
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +15,14 @@ inline void check_prefill_args(const TokenBatch& prompt, int64_t max_new_tokens,
   if (prefill_chunk < 1) throw InputError("prefill chunk must be >= 1, got " + std::to_string(prefill_chunk));
   if (max_new_tokens < 0) throw InputError("number of tokens to generate must be >= 0");
   if (prompt.length < 1) throw InputError("prefill needs at least one prompt token");
+}
+
+// `count` token ids are `batch` sequences of `length` (the CUDA runners' flat prompts; batch >= 1,
+// checked before); `what` names the call ("prefill", "forward"). The product may not overflow.
+inline void check_token_count(const char* what, size_t count, int64_t batch, int64_t length) {
+  if (length > INT64_MAX / batch || static_cast<int64_t>(count) != batch * length)
+    throw InputError(std::string(what) + ": " + std::to_string(count) + " tokens for batch " + std::to_string(batch) +
+                     " x length " + std::to_string(length));
 }
 
 // Returns the step's tokens as a [batch, 1] TokenBatch.

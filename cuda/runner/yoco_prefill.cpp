@@ -16,9 +16,7 @@ namespace yoco::cuda::yoco_runner {
 void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                             int64_t prefill_chunk) {
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
-  if (length > INT64_MAX / batch || static_cast<int64_t>(tokens.size()) != batch * length)
-    throw InputError("prefill: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
-                     " x length " + std::to_string(length));
+  check_token_count("prefill", tokens.size(), batch, length);
   TokenBatch tb;
   tb.batch = batch;
   tb.length = length;
@@ -85,9 +83,7 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
 
 std::vector<float> YocoCudaModel::forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) {
   if (batch < 1 || length < 1) throw InputError("forward needs at least one token");
-  if (length > INT64_MAX / batch || static_cast<int64_t>(tokens.size()) != batch * length)
-    throw InputError("forward: " + std::to_string(tokens.size()) + " tokens for batch " + std::to_string(batch) +
-                     " x length " + std::to_string(length));
+  check_token_count("forward", tokens.size(), batch, length);
   validate_tokens(cfg_, tokens);
   if (link_) {
     take_shard("forward", length);
