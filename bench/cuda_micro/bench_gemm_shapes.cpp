@@ -1,5 +1,6 @@
 // The runners' prefill GEMMs at their own shapes, against the same run's ceiling GEMM (m = n = k =
-// 8192), and against every algorithm cuBLASLt's heuristic offers for the shape.
+// 8192), and against every algorithm cuBLASLt's heuristic offers for the shape; and the same
+// projections at a decode step's one row, against the copy ceiling (weights streamed, L2 flushed).
 //
 // Why (issue 34): CUPTI of yoco-3b's 512K prefill (run-22) has the four self-decoder GEMMs at 91.9% of
 // the ceiling GEMM's rate as a whole. The W1|W3 GEMM runs at 100% on its own (`ffn_up`, run-21). If
@@ -130,7 +131,10 @@ YOCO_KERNEL_BENCH(gemm_shapes) {
     ~LtHandle() { cublasLtDestroy(h); }
   } lt_guard{lt};
 
-  for (const int64_t rows : {int64_t{32768}, int64_t{16384}}) {
+  // A prefill step's rows at both chunks issue 34 weighs, then a decode step's one row: its GEMMs stream
+  // the weights (79% of copy in the sweep's CUPTI, LM head included), and the tuned GEMM chooses among
+  // these same candidates where the step's shapes are met outside its graph.
+  for (const int64_t rows : {int64_t{32768}, int64_t{16384}, int64_t{1}}) {
     for (const GemmShape& g : prefill_shapes()) {
       DeviceBuffer<bf16> x(static_cast<size_t>(rows * g.k)), w(static_cast<size_t>(g.n * g.k)),
           ref(static_cast<size_t>(rows * g.n)), y(static_cast<size_t>(rows * g.n));
@@ -153,7 +157,8 @@ YOCO_KERNEL_BENCH(gemm_shapes) {
       report.add(r);
 
       // The sublayers' ends: YOCO's out_proj and W2 (n = d).
-      if (std::string(g.model) == "yoco-3b" && (std::string(g.name) == "out_proj" || std::string(g.name) == "W2"))
+      if (rows > 1 && std::string(g.model) == "yoco-3b" &&
+          (std::string(g.name) == "out_proj" || std::string(g.name) == "W2"))
         sublayer_end_rows(report, gemm, shape, g.model, rows, g.k, g.n, x.p, w.p, flops, stream);
 
       const cuda::GemmLtProblem p(rows, g.k, g.n, CUDA_R_16BF);
