@@ -85,6 +85,21 @@ DecodeBuffers TransformerCudaModel::decode_buffers(int64_t B) {
   return d;
 }
 
+void TransformerCudaModel::choose_decode_gemms(const Activations& a, int64_t B, float* logits) {
+  if (gemm_.algorithms() != GemmAlgorithms::tuned || layers_.empty()) return;
+  // Every output is written by the prefill before it reads it (the layers' GEMMs, the LM head).
+  const LayerWeights& w = layers_.front();
+  auto ahead = [&](const bf16* x, int64_t k, const bf16* wt, int64_t n, void* y, cudaDataType_t type,
+                   const char* what) {
+    check_gemm(gemm_.choose_ahead(x, B, k, wt, n, y, type, stream_), what);
+  };
+  ahead(a.normed, d_, w.wqkv, qkv_w_, a.qkv, CUDA_R_16BF, "QKV projection (chosen ahead)");
+  ahead(a.attn, qw_, w.wo, d_, a.delta, CUDA_R_16BF, "attention output projection (chosen ahead)");
+  if (a.h13) ahead(a.normed, d_, w.w13, 2 * F_, a.h13, CUDA_R_16BF, "FFN W1|W3 (chosen ahead)");
+  ahead(a.act, F_, w.w2, d_, a.delta, CUDA_R_16BF, "FFN W2 (chosen ahead)");
+  ahead(a.normed, d_, output_, V_, logits, CUDA_R_32F, "LM head (chosen ahead)");
+}
+
 void TransformerCudaModel::decode_rope_and_q(const DecodeBuffers& d, int64_t B) {
   check_cuda(launch_rope_at(d.a.qkv, B, qkv_w_, H_ + Hkv_, Da_, d.positions, 1, rope_.as<double>(),
                             RopeLayout::half_split, 1.0, stream_),

@@ -45,6 +45,12 @@ class Gemm {
   // shapes it timed itself.
   std::vector<std::string> tuning_record() const;
   int tuning_timings() const { return tuner_ ? tuner_->timings() : 0; }
+  // On the tuned path, runs y = x · wᵀ (bf16 or fp32 y) once where its shape has no algorithm yet, so
+  // that the shape is timed here, eagerly, and not met first inside a decode graph's capture (where it
+  // could only take the heuristic's first). A no-op otherwise, and on the cublas path. x and y are the
+  // caller's scratch: y is overwritten. Empty string on success, else why.
+  std::string choose_ahead(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n, void* y,
+                           cudaDataType_t out_type, cudaStream_t stream);
   // y[m, n] += x[m, k] · w[n, k]ᵀ into fp32 y (beta 1): a sublayer's output added to the fp32
   // residual in the GEMM's epilogue, with no bf16 delta between. Always cublasGemmEx's choice.
   std::string accumulate_f32(const __nv_bfloat16* x, int64_t m, int64_t k, const __nv_bfloat16* w, int64_t n,

@@ -154,6 +154,16 @@ std::string GemmTuner::run(const void* x, int64_t m, int64_t k, const void* w, i
   return "";
 }
 
+bool GemmTuner::chosen(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* y,
+                       cudaDataType_t out_type, size_t workspace_bytes) const {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  const Key key{device, rows_class(m), n, k, static_cast<int>(out_type), gemm_lt_alignment(x, w, y), workspace_bytes};
+  Choices& c = choices();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.by_key.count(key) > 0;
+}
+
 std::vector<std::string> GemmTuner::record_lines() const {
   std::vector<std::string> lines;
   Choices& all = choices();

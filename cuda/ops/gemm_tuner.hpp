@@ -68,6 +68,11 @@ class GemmTuner {
   std::string run(const void* x, int64_t m, int64_t k, const void* w, int64_t n, void* y, cudaDataType_t out_type,
                   void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+  // Whether the process has an algorithm for the shape of this call (its rows' class): a call would
+  // not time anything.
+  bool chosen(const void* x, int64_t m, int64_t k, const void* w, int64_t n, const void* y, cudaDataType_t out_type,
+              size_t workspace_bytes) const;
+
   // One line for each shape this tuner ran, e.g. "m 32768 n 3072 k 3072 bf16: candidate 2 of 8, 0.93x the
   // first's time (timed)".
   std::vector<std::string> record_lines() const;
