@@ -144,9 +144,9 @@ class TransformerCudaModel final : public CudaModel {
   DecodeBuffers decode_buffers(int64_t batch);
   // The new token's q and k rotated at `positions`, q copied out dense into d.q.
   void decode_rope_and_q(const DecodeBuffers& d, int64_t batch);
-  // On the tuned GEMM path: the decode step's GEMM shapes (B rows) timed now, eagerly, on the step's
-  // buffers (the first B rows of a prefill's), where the process has not met them yet: inside the
-  // step's graph capture they could only take the heuristic's first candidate. A no-op otherwise.
+  // On the tuned GEMM path, before a decode step's graph is captured: the step's GEMM shapes (B rows)
+  // timed now, eagerly, on the step's buffers, where the process has not met them yet (inside the
+  // capture they could only take the heuristic's first candidate). A no-op otherwise.
   void choose_decode_gemms(const Activations& a, int64_t batch, float* logits);
   void gemm(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, bf16* y, const char* what);
   // A sublayer's output projection (n = d): into a.delta, or added to a.residual by the GEMM

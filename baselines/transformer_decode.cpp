@@ -66,6 +66,8 @@ void TransformerCudaModel::graph_decode_step(const std::vector<int64_t>& tokens)
   // Pointers and launch shapes come from the caches (generation: batch,
   // capacity, splits) and the scratch buffers (version).
   const uint64_t key = (cache_generation_ << 32) ^ scratch_.version();
+  // Before the capture, and outside the enqueue time.
+  if (graphs_ && !graph_.holds(key)) choose_decode_gemms(a, B, logits);
   const auto t0 = std::chrono::steady_clock::now();
   graph_.run(stream_, key, graphs_, enqueue);
   last_enqueue_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -86,17 +88,21 @@ DecodeBuffers TransformerCudaModel::decode_buffers(int64_t B) {
 }
 
 void TransformerCudaModel::choose_decode_gemms(const Activations& a, int64_t B, float* logits) {
-  if (gemm_.algorithms() != GemmAlgorithms::tuned || layers_.empty()) return;
-  // Every output is written by the prefill before it reads it (the layers' GEMMs, the LM head).
+  // A batch of kLargeRows or more is in the prefill's row class: its algorithm, checked for these sizes.
+  if (gemm_.algorithms() != GemmAlgorithms::tuned || layers_.empty() || B >= GemmTuner::kLargeRows) return;
+  // Every output is written by the step about to be captured before it reads it (the prefill's logits
+  // have been read by then: a step replaces them anyway).
   const LayerWeights& w = layers_.front();
   auto ahead = [&](const bf16* x, int64_t k, const bf16* wt, int64_t n, void* y, cudaDataType_t type,
                    const char* what) {
     check_gemm(gemm_.choose_ahead(x, B, k, wt, n, y, type, stream_), what);
   };
   ahead(a.normed, d_, w.wqkv, qkv_w_, a.qkv, CUDA_R_16BF, "QKV projection (chosen ahead)");
-  ahead(a.attn, qw_, w.wo, d_, a.delta, CUDA_R_16BF, "attention output projection (chosen ahead)");
+  // With the residual added by the GEMMs, wo and W2 accumulate through cublasGemmEx: nothing to choose.
+  if (!residual_in_gemm_)
+    ahead(a.attn, qw_, w.wo, d_, a.delta, CUDA_R_16BF, "attention output projection (chosen ahead)");
   if (a.h13) ahead(a.normed, d_, w.w13, 2 * F_, a.h13, CUDA_R_16BF, "FFN W1|W3 (chosen ahead)");
-  ahead(a.act, F_, w.w2, d_, a.delta, CUDA_R_16BF, "FFN W2 (chosen ahead)");
+  if (!residual_in_gemm_) ahead(a.act, F_, w.w2, d_, a.delta, CUDA_R_16BF, "FFN W2 (chosen ahead)");
   ahead(a.normed, d_, output_, V_, logits, CUDA_R_32F, "LM head (chosen ahead)");
 }
 

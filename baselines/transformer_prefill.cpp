@@ -65,7 +65,6 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     scratch_.bf16("decode q", B * qw_);
     scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
     if (link_) scratch_.i64("decode write rows", B);
-    choose_decode_gemms(a, B, logits);
 
     if (link_) {
       // The last position is on the keeper: its logits go to every rank.

@@ -399,11 +399,14 @@ std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase
   const std::vector<ActivityRecord> records = cupti_->stop();
   const uint64_t dropped = cupti_->dropped_records(), unreadable = cupti_->unreadable_records();
 
-  int64_t kernel_records = 0;
-  for (const ActivityRecord& r : records) kernel_records += r.kind == ActivityKind::kernel ? 1 : 0;
+  int64_t kernel_records = 0, copy_records = 0;
+  for (const ActivityRecord& r : records) {
+    kernel_records += r.kind == ActivityKind::kernel ? 1 : 0;
+    copy_records += r.kind == ActivityKind::memcpy || r.kind == ActivityKind::memset ? 1 : 0;
+  }
   if (kernel_records == 0)
     throw std::runtime_error("CUPTI delivered no kernel records for the " + phase + " region (" +
-                             std::to_string(records.size()) + " memcpy / memset records, " +
+                             std::to_string(copy_records) + " memcpy / memset records, " +
                              strf("%.6g", wall_s) + " s on the GPU): CUPTI's kernel tracing does not work in this "
                              "process");
 
@@ -450,7 +453,11 @@ std::vector<PhaseReading> CudaBackend::kernel_breakdown(const std::string& phase
                    {"cupti_overhead_fraction", under_s / timed_s - 1, "fraction", "measured", units,
                     strf("%.6g s per ", under_s) + per + " under CUPTI (CUDA events around " + std::to_string(units) +
                         " " + per + (units > 1 ? "s" : "") + ") vs " + strf("%.6g s", timed_s) +
-                        " without it (the timed median)",
+                        " without it (the timed median)" +
+                        (cupti_->host_api_error().empty()
+                             ? "; the host's API calls traced too (since 2026-11-27: more overhead where the host "
+                               "sets the pace than in earlier runs)"
+                             : ""),
                     {}, {}}});
   if (wall_s > 0)
     out.push_back({phase + ".kernels",

@@ -178,17 +178,18 @@ const char* copy_kind(uint8_t k) {
 // An API function's name from its callback id, looked up once per (domain, id); "<domain> call <id>"
 // where CUPTI has no name. Called on CUPTI's buffer thread.
 std::string callback_name(CUpti_CallbackDomain domain, uint32_t cbid) {
-  static std::mutex mu;
-  static std::map<std::pair<int, uint32_t>, std::string> names;
-  std::lock_guard<std::mutex> lock(mu);
+  // Leaked on purpose, as Shared: a buffer may come back while the process exits.
+  static auto* mu = new std::mutex;
+  static auto* names = new std::map<std::pair<int, uint32_t>, std::string>;
+  std::lock_guard<std::mutex> lock(*mu);
   const auto key = std::make_pair(static_cast<int>(domain), cbid);
-  if (auto it = names.find(key); it != names.end()) return it->second;
+  if (auto it = names->find(key); it != names->end()) return it->second;
   const char* n = nullptr;
   std::string name = api().get_callback_name(domain, cbid, &n) == CUPTI_SUCCESS && n
                          ? std::string(n)
                          : std::string(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "runtime" : "driver") + " call " +
                                std::to_string(cbid);
-  return names.emplace(key, std::move(name)).first->second;
+  return names->emplace(key, std::move(name)).first->second;
 }
 
 // One record into `out` (kinds other than ours are skipped). The structs are

@@ -106,7 +106,9 @@ std::string GemmTuner::algorithm_for(const Key& key, int64_t m, const GemmLtProb
     out = c.algo;
   } else {
     std::vector<cublasLtMatmulHeuristicResult_t> found;
-    if (std::string e = gemm_lt_candidates(handle_, p, align, workspace_bytes, 1, found); !e.empty()) return e;
+    // The first usable of the heuristic's candidates (it drops those it marks unusable).
+    if (std::string e = gemm_lt_candidates(handle_, p, align, workspace_bytes, kCandidates, found); !e.empty())
+      return e;
     if (found.empty()) return "cuBLASLt: no algorithm for this shape";
     out = found[0].algo;
   }

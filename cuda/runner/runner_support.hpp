@@ -123,6 +123,8 @@ class StepGraph {
   StepGraph& operator=(const StepGraph&) = delete;
   void run(cudaStream_t stream, uint64_t key, bool use_graph, const std::function<void()>& enqueue);
   void invalidate();
+  // Whether a replay of `key` needs no capture (the graph holds it).
+  bool holds(uint64_t key) const { return valid_ && key == key_; }
   int captures() const { return captures_; }
 
  private:

@@ -183,9 +183,10 @@ class YocoCudaModel final : public CudaModel {
   const int64_t* append_rows() const { return link_ ? append_rows_.as<int64_t>() : positions_.as<int64_t>(); }
   const int64_t* ring_lengths() const { return link_ ? ring_lengths_.as<int64_t>() : lengths_.as<int64_t>(); }
   StepBuffers prepare_decode_buffers(int64_t batch);
-  // On the tuned GEMM path: the decode step's GEMM shapes timed now, eagerly, on the step's buffers,
-  // where the process has not met them yet (inside the step's graph capture they could only take the
-  // heuristic's first candidate). A no-op on cuBLAS's path and once every shape is chosen.
+  // On the tuned GEMM path, before a decode step's graph is captured: the step's GEMM shapes timed
+  // now, eagerly, on the step's buffers, where the process has not met them yet (inside the capture
+  // they could only take the heuristic's first candidate). In the benchmarks that is the untimed
+  // warm-up step. A no-op on cuBLAS's path and once every shape is chosen.
   void choose_decode_gemms(int64_t batch, const StepBuffers& b);
 
   bool gret() const { return cfg_.self_decoder() == SelfDecoderKind::gret; }

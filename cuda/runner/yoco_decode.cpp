@@ -34,28 +34,35 @@ StepBuffers YocoCudaModel::prepare_decode_buffers(int64_t batch) {
 }
 
 void YocoCudaModel::choose_decode_gemms(int64_t batch, const StepBuffers& b) {
-  if (gemm_.algorithms() != GemmAlgorithms::tuned) return;
-  // Each output buffer is the step's own and is written before any step reads it; the prefill that
-  // calls this reads none of them before writing them either.
-  auto ahead = [&](const bf16* x, int64_t k, const bf16* w, int64_t n, void* y, cudaDataType_t type,
+  // A batch of kLargeRows or more is in the prefill's row class: its algorithm, checked for these sizes.
+  if (gemm_.algorithms() != GemmAlgorithms::tuned || batch >= GemmTuner::kLargeRows) return;
+  // Every output is one of the step's buffers, which the step about to be captured writes before it
+  // reads them (the prefill's logits have been read by then: a step replaces them anyway).
+  auto ahead = [&](const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, void* y, cudaDataType_t type,
                    const char* what) {
-    check_gemm(gemm_.choose_ahead(x, batch, k, w, n, y, type, stream_), what);
+    check_gemm(gemm_.choose_ahead(x, m, k, w, n, y, type, stream_), what);
   };
   if (Ls_ > 0) {
     const SelfLayerWeights& s = self_w_[0];
-    ahead(b.h, d_, s.proj, self_width(), b.proj, CUDA_R_16BF, "self-decoder fused projection (chosen ahead)");
-    if (gret()) ahead(b.h, d_, s.gate_logits, Hs_, b.z, CUDA_R_32F, "self-decoder gt_proj (chosen ahead)");
-    ahead(b.o, d_, s.out, d_, b.delta, CUDA_R_16BF, "self-decoder out_proj (chosen ahead)");
-    ahead(b.h, d_, s.ffn.w13, 2 * F_, b.ffn_in, CUDA_R_16BF, "ffn W1|W3 (chosen ahead)");
-    ahead(b.ffn_hidden, F_, s.ffn.w2, d_, b.delta, CUDA_R_16BF, "ffn W2 (chosen ahead)");
+    ahead(b.h, batch, d_, s.proj, self_width(), b.proj, CUDA_R_16BF,
+          "self-decoder fused projection (chosen ahead)");
+    if (gret()) ahead(b.h, batch, d_, s.gate_logits, Hs_, b.z, CUDA_R_32F, "self-decoder gt_proj (chosen ahead)");
+    ahead(b.o, batch, d_, s.out, d_, b.delta, CUDA_R_16BF, "self-decoder out_proj (chosen ahead)");
   }
-  ahead(b.h, d_, wkv_, 2 * kvw_, b.kv_row, CUDA_R_16BF, "global K/V projection (chosen ahead)");
+  // The FFN as ffn() runs it: in blocks of ffn_block(batch) rows, the same shapes in both decoders.
+  if (Ls_ > 0 || Lc_ > 0) {
+    const FfnWeights& f = Ls_ > 0 ? self_w_[0].ffn : cross_w_[0].ffn;
+    const int64_t m = ffn_block(batch);
+    ahead(b.h, m, d_, f.w13, 2 * F_, b.ffn_in, CUDA_R_16BF, "ffn W1|W3 (chosen ahead)");
+    ahead(b.ffn_hidden, m, F_, f.w2, d_, b.delta, CUDA_R_16BF, "ffn W2 (chosen ahead)");
+  }
+  ahead(b.h, batch, d_, wkv_, 2 * kvw_, b.kv_row, CUDA_R_16BF, "global K/V projection (chosen ahead)");
   if (Lc_ > 0) {
     const CrossLayerWeights& c = cross_w_[0];
-    ahead(b.h, d_, c.q, qw_, b.q, CUDA_R_16BF, "cross-decoder q_proj (chosen ahead)");
-    ahead(b.o, qw_, c.out, d_, b.delta, CUDA_R_16BF, "cross-decoder out_proj (chosen ahead)");
+    ahead(b.h, batch, d_, c.q, qw_, b.q, CUDA_R_16BF, "cross-decoder q_proj (chosen ahead)");
+    ahead(b.o, batch, qw_, c.out, d_, b.delta, CUDA_R_16BF, "cross-decoder out_proj (chosen ahead)");
   }
-  ahead(b.h, d_, lm_head_, V_, b.logits, CUDA_R_32F, "LM head (chosen ahead)");
+  ahead(b.h, batch, d_, lm_head_, V_, b.logits, CUDA_R_32F, "LM head (chosen ahead)");
 }
 
 void YocoCudaModel::enqueue_decode_step(int64_t batch, const StepBuffers& b) {
@@ -178,6 +185,8 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
     }
     // The graph stays valid while the batch, the caches and the buffers do.
     const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
+    // Before the capture, and outside the enqueue time.
+    if (graphs_ && !graph_.holds(key)) choose_decode_gemms(batch_, b);
     const auto t0 = std::chrono::steady_clock::now();
     graph_.run(stream_, key, graphs_, [&] {
       try {

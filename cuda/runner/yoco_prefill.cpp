@@ -38,7 +38,6 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
     // The decode step's buffers now, so that an out-of-memory shows at the
     // prefill and the first step allocates nothing.
     const StepBuffers step = prepare_decode_buffers(batch);
-    choose_decode_gemms(batch, step);
     const int64_t chunk = link_ ? held : cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
     std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));

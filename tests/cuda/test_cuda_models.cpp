@@ -769,7 +769,7 @@ TEST(CudaModelGemmTuned, TunedGemmsMatchTheReferenceAndTheCublasRun) {
     // Proof the switch took: the tuned model's GEMMs kept a record, the cuBLAS one's none.
     EXPECT_TRUE(runs.before_model->gemm_tuning_record().empty()) << c.name;
     EXPECT_FALSE(runs.after_model->gemm_tuning_record().empty()) << c.name << ": YOCO_GEMM_ALGO=tuned left no record";
-    // The prefill chose the decode step's shapes ahead, eagerly: none was first met in the step's capture.
+    // The first decode step chose its shapes ahead, eagerly: none was first met in the step's capture.
     for (const std::string& line : runs.after_model->gemm_tuning_record())
       EXPECT_EQ(line.find("chosen in a capture"), std::string::npos) << c.name << ": " << line;
     expect_option_runs_within_bound(c.name + " with tuned GEMMs", runs, r, c.prompt);
@@ -777,8 +777,8 @@ TEST(CudaModelGemmTuned, TunedGemmsMatchTheReferenceAndTheCublasRun) {
 }
 
 // With tuned GEMMs, a decode step replayed from its graph equals the eager step to the bit: the
-// process keeps one algorithm a shape, whichever path met the shape first (here the prefill, which
-// chooses the step's shapes ahead; the graph and the eager steps take those).
+// process keeps one algorithm a shape, whichever path met the shape first (here the graph run's
+// first step, which chooses the step's shapes ahead before its capture; the eager steps take those).
 TEST(CudaModelGemmTuned, GraphAndEagerDecodeAreBitIdentical) {
   YOCO_REQUIRE_GPU();
   const ScopedEnv env("YOCO_GEMM_ALGO");
