@@ -95,6 +95,23 @@ TEST(CostModel, ChunkedCausalAttentionFlopsAreIndependentOfTheChunk) {
   }
 }
 
+// A prompt of 2^40 tokens in steps of 1 (or 3, not a divisor) is summed, not
+// stepped through (2^40 steps would not end): the same GEMM and attention
+// FLOPs as one whole step, whatever the self-decoder (gRet's differ on
+// purpose: its chunks are cut at the step's edges).
+TEST(CostModel, ALongPromptInTinyStepsIsSummedNotSteppedThrough) {
+  const int64_t N = int64_t{1} << 40;
+  for (const char* name : {"transformer-3b", "yoco-3b", "yoco-swa-3b"}) {
+    const auto cfg = preset_config(name);
+    const auto whole = cost::prefill_work(cfg, kPaper, 1, N, N);
+    for (int64_t chunk : {1, 3}) {
+      const auto steps = cost::prefill_work(cfg, kPaper, 1, N, chunk);
+      EXPECT_LT(rel(steps[Part::gemm].flops, whole[Part::gemm].flops), 1e-12) << name << " chunk " << chunk;
+      EXPECT_LT(rel(steps[Part::attention].flops, whole[Part::attention].flops), 1e-12) << name << " chunk " << chunk;
+    }
+  }
+}
+
 // YOCO's early exit: the cross-decoder attends from the last position only, so
 // prefill attention grows linearly: 13 layers × 4·N·H·Da.
 TEST(CostModel, YocoPrefillAttentionIsTheLastPositionOnly) {
@@ -288,6 +305,22 @@ TEST_F(ModelCli, WritesAnalyticRowsAndRejectsBadOptions) {
   yoco_test::expect_input_error(yoco("model --lengths 32K,,64K"), {"--lengths"}, "empty length");
   yoco_test::expect_input_error(yoco("model --lengths 4Q"), {"--lengths"}, "bad suffix");
   yoco_test::expect_input_error(yoco("model --lengths 2K --gen 0"), {"--gen"}, "no generated tokens");
+}
+
+// Inputs that made `yoco model` run for minutes or hours: a long prompt in
+// small steps (now summed) and --gen past its cap (a decode step is costed
+// per generated token).
+TEST_F(ModelCli, HugeLengthsAndGenAreBounded) {
+  const std::string t = "timeout 60 " + yoco_test::shell_quote(YOCO_CLI_PATH) + " model ";
+  const auto longest = shell(t + "--model yoco-3b,yoco-swa-3b,transformer-3b --lengths 1099511627776 "
+                                 "--prefill-chunk 1 --peak-tflops 1 --peak-gbs 1 --format csv");
+  EXPECT_EQ(longest.status, 0) << longest.err;
+  // The cap itself, on a device that holds a batch of them: 2^22 decode steps a point.
+  const auto most = shell(t + "--model yoco-tiny,transformer-tiny --lengths 8M --gen 4194304 --peak-tflops 1 "
+                              "--peak-gbs 1 --memory-gb 1000 --format csv");
+  EXPECT_EQ(most.status, 0) << most.err;
+  yoco_test::expect_input_error(yoco("model --lengths 8M --gen 4194305"), {"--gen", "4194304"}, "gen past its cap");
+  EXPECT_NE(yoco("model --help").out.find("at most 4M = 2^22"), std::string::npos);
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <tuple>
+#include <utility>
 
 #include "errors.hpp"
 #include "param_layout.hpp"
@@ -32,7 +35,7 @@ struct WeightGroups {
   double gemm() const { return self_gemm + cross_kv_gemm + cross_layer_gemm + layer_gemm; }
 };
 
-WeightGroups weight_groups(const ModelConfig& cfg) {
+WeightGroups layout_weight_groups(const ModelConfig& cfg) {
   WeightGroups g;
   for (const auto& p : param_layout(cfg)) {
     const double n = static_cast<double>(p.numel());
@@ -46,6 +49,20 @@ WeightGroups weight_groups(const ModelConfig& cfg) {
     else g.layer_gemm += n;
   }
   return g;
+}
+
+// The same, remembered for the last shape asked about: a throughput point
+// costs one decode step per generated token (up to 2^20), and building the
+// layout (a few strings per tensor) each time made that loop 100x slower than
+// its arithmetic. The key is every field param_layout reads.
+WeightGroups weight_groups(const ModelConfig& cfg) {
+  using Key = std::tuple<ModelType, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  const Key key{cfg.model_type,   cfg.sliding_window.has_value(), cfg.dim,          cfg.n_layers,
+                cfg.hidden_dim,   cfg.vocab_size,                 cfg.n_self_heads, cfg.n_attn_heads,
+                cfg.n_attn_kv_heads, cfg.head_dim};
+  thread_local std::optional<std::pair<Key, WeightGroups>> last;
+  if (!last || last->first != key) last.emplace(key, layout_weight_groups(cfg));
+  return last->second;
 }
 
 // The shape numbers every formula below uses, as doubles (no overflow at 1M
@@ -158,6 +175,82 @@ MemoryCost memory_cost(const ModelConfig& cfg, const Storage& st, int64_t batch,
   return mc;
 }
 
+namespace {
+
+// The work of one prefill step: query rows [start, start + c) of each of the
+// batch's sequences through the whole stack (the early exit and the LM head
+// are prefill_work's, once per prefill).
+PhaseWork prefill_step(const ModelConfig& cfg, const Shape& s, const Bytes& b, const WeightGroups& g, double B,
+                       double start, double c, const KernelView& kernels) {
+  PhaseWork w;
+  Work& gemm = w[Part::gemm];
+  Work& attn = w[Part::attention];
+  Work& gret = w[Part::gret];
+  Work& ew = w[Part::norms];
+  const double m = B * c;  // tokens in this chunk step
+  const TilePadding pad(c, static_cast<double>(kernels.attention_tile_rows));
+  // The FFN's up half fused saves, per token and layer, the GEMM's second F
+  // of output and the SwiGLU pass (3F).
+  const double ffn_saved = fused_ffn_up(kernels, m) ? s.F : 0;
+  if (s.yoco) {
+    // Self-decoder over the chunk; weights read once per chunk step.
+    gemm.flops += 2 * m * g.self_gemm;
+    gemm.bytes += g.self_gemm * b.w + s.Ls * m * (self_layer_gemm_io(s) - ffn_saved) * b.act;
+    ew.bytes += s.Ls * m * (self_layer_elementwise(s, Phase::prefill) - 3 * ffn_saved) * b.act;
+    if (s.gret) {
+      // The step's gRet chunks: the full ones alike, then the rest. Counted,
+      // not looped over: a config may say gret_chunk_size 1, and a loop per
+      // chunk would then run once per token of the prompt.
+      const double cc_full = static_cast<double>(cfg.gret_chunk_size);
+      const double full_chunks = std::floor(c / cc_full), rest = c - full_chunks * cc_full;
+      // Intra-chunk causal (half of 4·cc²·D) + q·S and the state update (2·cc·D² each).
+      auto chunk_flops = [&](double cc) { return s.Ls * B * s.Hs * (2 * cc * cc * s.D + 4 * cc * s.D * s.D); };
+      gret.flops += full_chunks * chunk_flops(cc_full) + (rest > 0 ? chunk_flops(rest) : 0);
+      gret.bytes += s.Ls * (m * (4 * s.d * b.act + s.Hs * 4) + 2 * B * s.Hs * s.D * s.D * b.state);
+    } else {
+      attn.flops += s.Ls * 4 * B * s.Hs * s.D * (band_keys(start, c, s.W) + pad.rows * pad.keys_seen(start + c, s.W));
+      attn.bytes += s.Ls * (4 * m * s.d * b.act + B * std::min(s.W, start) * 2 * s.d * b.kv);
+    }
+    // Shared K/V of the chunk: RMSNorm_kv, projection, RoPE on K, into the cache.
+    gemm.flops += 2 * m * g.cross_kv_gemm;
+    gemm.bytes += g.cross_kv_gemm * b.w + m * (s.d * b.act + 2 * s.kvw * b.kv);
+    ew.bytes += m * (2 * s.d * b.act + 2 * s.kvw * b.kv);
+  } else {
+    gemm.flops += 2 * m * g.layer_gemm;
+    gemm.bytes += g.layer_gemm * b.w + s.L * m * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
+    ew.bytes += s.L * m * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
+    attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2 + pad.rows * pad.keys_seen(start + c, 0));
+    attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
+  }
+  return w;
+}
+
+// into += n * w (n >= 0).
+void add_times(PhaseWork& into, const PhaseWork& w, double n) {
+  for (int i = 0; i < kParts; ++i) {
+    into.parts[i].flops += n * w.parts[i].flops;
+    into.parts[i].bytes += n * w.parts[i].bytes;
+  }
+}
+
+// The full steps k in [k0, k1) (start k·C, C rows each), where a step's work
+// is affine in its start: f(k0) n times plus n(n-1)/2 times the growth per
+// step. Summed rather than stepped through, so that a long prompt in small
+// steps (2^40 tokens, chunk 1) costs no more than a short one.
+template <class Step>
+void add_affine_steps(PhaseWork& into, const Step& step, int64_t k0, int64_t k1) {
+  const int64_t n = k1 - k0;
+  if (n <= 0) return;
+  const PhaseWork first = step(k0);
+  add_times(into, first, static_cast<double>(n));
+  if (n == 1) return;
+  PhaseWork growth = step(k0 + 1);
+  add_times(growth, first, -1.0);
+  add_times(into, growth, static_cast<double>(n) * static_cast<double>(n - 1) / 2);
+}
+
+}  // namespace
+
 PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch, int64_t prompt,
                        int64_t prefill_chunk, const KernelView& kernels) {
   if (prompt < 1 || prefill_chunk < 1 || batch < 1 || kernels.attention_tile_rows < 1)
@@ -165,50 +258,26 @@ PhaseWork prefill_work(const ModelConfig& cfg, const Storage& st, int64_t batch,
   const Shape s(cfg);
   const Bytes b(st);
   const WeightGroups g = weight_groups(cfg);
-  const double B = static_cast<double>(batch), N = static_cast<double>(prompt);
+  const double B = static_cast<double>(batch), N = static_cast<double>(prompt), C = static_cast<double>(prefill_chunk);
   PhaseWork w;
   Work& gemm = w[Part::gemm];
   Work& attn = w[Part::attention];
-  Work& gret = w[Part::gret];
   Work& ew = w[Part::norms];
 
   ew.bytes += B * N * s.d * (b.w + b.act);  // embedding gather (× sqrt(d) fused)
-  for (int64_t s0 = 0; s0 < prompt; s0 += prefill_chunk) {
-    const double c = static_cast<double>(std::min(prefill_chunk, prompt - s0)), start = static_cast<double>(s0);
-    const double m = B * c;  // tokens in this chunk step
-    const TilePadding pad(c, static_cast<double>(kernels.attention_tile_rows));
-    // The FFN's up half fused saves, per token and layer, the GEMM's second F
-    // of output and the SwiGLU pass (3F).
-    const double ffn_saved = fused_ffn_up(kernels, m) ? s.F : 0;
-    if (s.yoco) {
-      // Self-decoder over the chunk; weights read once per chunk step.
-      gemm.flops += 2 * m * g.self_gemm;
-      gemm.bytes += g.self_gemm * b.w + s.Ls * m * (self_layer_gemm_io(s) - ffn_saved) * b.act;
-      ew.bytes += s.Ls * m * (self_layer_elementwise(s, Phase::prefill) - 3 * ffn_saved) * b.act;
-      if (s.gret) {
-        const double cc_full = static_cast<double>(cfg.gret_chunk_size);
-        for (double off = 0; off < c; off += cc_full) {
-          const double cc = std::min(cc_full, c - off);
-          // Intra-chunk causal (half of 4·cc²·D) + q·S and the state update (2·cc·D² each).
-          gret.flops += s.Ls * B * s.Hs * (2 * cc * cc * s.D + 4 * cc * s.D * s.D);
-        }
-        gret.bytes += s.Ls * (m * (4 * s.d * b.act + s.Hs * 4) + 2 * B * s.Hs * s.D * s.D * b.state);
-      } else {
-        attn.flops += s.Ls * 4 * B * s.Hs * s.D * (band_keys(start, c, s.W) + pad.rows * pad.keys_seen(start + c, s.W));
-        attn.bytes += s.Ls * (4 * m * s.d * b.act + B * std::min(s.W, start) * 2 * s.d * b.kv);
-      }
-      // Shared K/V of the chunk: RMSNorm_kv, projection, RoPE on K, into the cache.
-      gemm.flops += 2 * m * g.cross_kv_gemm;
-      gemm.bytes += g.cross_kv_gemm * b.w + m * (s.d * b.act + 2 * s.kvw * b.kv);
-      ew.bytes += m * (2 * s.d * b.act + 2 * s.kvw * b.kv);
-    } else {
-      gemm.flops += 2 * m * g.layer_gemm;
-      gemm.bytes += g.layer_gemm * b.w + s.L * m * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
-      ew.bytes += s.L * m * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
-      attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2 + pad.rows * pad.keys_seen(start + c, 0));
-      attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
-    }
-  }
+  // The steps: `full` of C rows, then the rest. A step's work is affine in its
+  // start (the Transformer's keys grow with it, gRet's state does not), except
+  // a sliding window's band: it grows while the step ends at or before W and is
+  // full from a step starting at W on, with at most one step between.
+  const int64_t full = prompt / prefill_chunk, rest = prompt % prefill_chunk;
+  auto step = [&](int64_t k) { return prefill_step(cfg, s, b, g, B, static_cast<double>(k) * C, C, kernels); };
+  const bool window = s.yoco && !s.gret && s.W > 0;
+  const auto growing_end = window ? static_cast<int64_t>(std::min(static_cast<double>(full), std::floor(s.W / C))) : full;
+  const auto full_from = window ? static_cast<int64_t>(std::min(static_cast<double>(full), std::ceil(s.W / C))) : full;
+  add_affine_steps(w, step, 0, growing_end);
+  add_affine_steps(w, step, growing_end, full_from);
+  add_affine_steps(w, step, full_from, full);
+  if (rest > 0) add_times(w, prefill_step(cfg, s, b, g, B, static_cast<double>(full) * C, static_cast<double>(rest), kernels), 1.0);
   if (s.yoco) {
     // Early exit: the cross-decoder runs for the last position of each sequence only.
     const double exit_saved = fused_ffn_up(kernels, B) ? s.F : 0;  // B rows: fused only for a large batch

@@ -19,6 +19,12 @@ namespace yoco::cli {
 
 namespace {
 
+// A throughput point costs one decode step per generated token (the step's
+// work grows with the context, and the calibrated model's efficiencies are not
+// linear in it, so the steps are not summed in closed form): 2^22 tokens, far
+// more than any generation, take a fraction of a second a point.
+constexpr int64_t kMaxGen = int64_t{1} << 22;
+
 CommandSpec model_spec() {
   CommandSpec s;
   s.path = "yoco model";
@@ -29,9 +35,10 @@ CommandSpec model_spec() {
       "computed from the model's shapes. Every row it writes has method=analytic.";
   s.options = {
       {"--model", "A,B,...", "presets or config files (default yoco-3b,transformer-3b)"},
-      {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 32K,64K,128K,256K,512K,1M)"},
+      {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576, at most 2^40 (default 32K,64K,128K,256K,512K,1M)"},
       {"--batch", "N", "sequences for the memory, prefill and decode points (default 1)"},
-      {"--gen", "N", "generated tokens of the throughput protocol (default 1024; prompt = length - gen)"},
+      {"--gen", "N", "generated tokens of the throughput protocol (default 1024, at most 4M = 2^22; prompt = "
+                     "length - gen)"},
       {"--throughput-batch", "auto|N", "throughput batch (default auto: the largest that fits in 95% of the device)"},
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
       {"--parts", "", "also print prefill and decode split by part (gemm, attention, gret, norms, lm_head)"},
@@ -293,7 +300,7 @@ int cmd_model(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   AnalyticSettings s = analytic_settings(a);
   s.batch = a.get_int("--batch", 1, 1, 1 << 20);
-  s.gen = a.get_int("--gen", 1024, 1, int64_t{1} << 40);
+  s.gen = a.get_int("--gen", 1024, 1, kMaxGen);
   s.prefill_chunk = a.get_int("--prefill-chunk", kDefaultPrefillChunk, 1, int64_t{1} << 40);
   const std::string tpb = a.get_or("--throughput-batch", "auto");
   s.tp_batch = tpb == "auto" ? 0 : parse_int("--throughput-batch", tpb, 1, 1 << 20);
