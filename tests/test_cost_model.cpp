@@ -323,5 +323,14 @@ TEST_F(ModelCli, HugeLengthsAndGenAreBounded) {
   EXPECT_NE(yoco("model --help").out.find("at most 4M = 2^22"), std::string::npos);
 }
 
+// stod reads "inf" and 1e300: such a link made the link times 0 or overflow,
+// and the rows said "inf GB/s link".
+TEST_F(ModelCli, AbsurdLinksAreRefusedNamingTheOption) {
+  for (const std::string link : {"inf", "1e300", "1e-300", "infinity"})
+    yoco_test::expect_input_error(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link " + link),
+                                  {"--link", link}, "--link " + link);
+  EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link 900").status, 0);
+}
+
 }  // namespace
 }  // namespace yoco

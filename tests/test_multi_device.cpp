@@ -56,6 +56,8 @@ TEST(MultiDevice, TheTransformersRingBytesGrowWithThePromptAndOverlapTheCompute)
 TEST(MultiDevice, BadInputIsRefusedWithTheOptionsName) {
   EXPECT_THROW(interconnect("fast"), InputError);
   EXPECT_THROW(interconnect("-3"), InputError);
+  // Parsed by stod, yet no link's bandwidth: the times would be 0 or overflow.
+  for (const char* absurd : {"inf", "1e300", "1e-300", "nan"}) EXPECT_THROW(interconnect(absurd), InputError) << absurd;
   const ModelConfig cfg = preset_config("yoco-tiny");
   EXPECT_THROW(multi_device_prefill(cfg, Storage{}, device_spec("h100"), interconnect("pcie"), 8, 1, 4, 32768),
                InputError);

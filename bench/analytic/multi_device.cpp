@@ -20,6 +20,11 @@ Interconnect interconnect(const std::string& spec) {
   }
   if (used == 0 || used != spec.size() || !(gbs > 0))
     throw InputError("--link: expected nvlink, pcie or a bandwidth in GB/s, got '" + spec + "'");
+  // stod takes "inf" and 1e300: the link times would be 0 or overflow, and
+  // the rows would say "inf GB/s link". A real link is within 1 MB/s .. 1 PB/s
+  // (NVLink 5: 900 GB/s a direction).
+  if (!(gbs >= 1e-3 && gbs <= 1e6))
+    throw InputError("--link: " + spec + " GB/s is not a link's bandwidth (give 0.001 to 1000000 GB/s)");
   return {spec + " GB/s link", gbs * 1e9, kLatency};
 }
 

@@ -33,8 +33,9 @@ struct Interconnect {
   double latency_s = 0;    // per collective or ring step
 };
 // "nvlink" (NVLink 4 on H100/H200 SXM: 450 GB/s a direction), "pcie" (PCIe
-// Gen5 x16: 64 GB/s a direction), or a rate in GB/s; latency 10 us (NCCL's
-// small-message latency within a node, order of magnitude). InputError otherwise.
+// Gen5 x16: 64 GB/s a direction), or a rate in GB/s from 0.001 to 1e6; latency
+// 10 us (NCCL's small-message latency within a node, order of magnitude).
+// InputError otherwise.
 Interconnect interconnect(const std::string& spec);
 
 struct MultiDevicePrefill {

@@ -59,7 +59,8 @@ CommandSpec model_spec() {
                                              "runners' default) or a buffer each (YOCO_SUBLAYER_BUFFERS=apart)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
-      {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction)"},
+      {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction; "
+                                    "GBS from 0.001 to 1e6)"},
   };
   for (auto& o : analytic_option_specs()) s.options.push_back(o);
   s.notes =
