@@ -571,6 +571,46 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
   expect_error(with_line(5, "inverse_efficiency", "efficiency"), temp("bad.csv") + ":6: unknown metric 'efficiency'");
   expect_error(with_line(5, "calibration:prefill.gemm", "calibration:prefill.gemmm"), ":6: unknown phase");
   expect_error(with_line(1, "gemm_peak_tflops", "peak"), ":2: unknown metric 'peak'");
+  // Values that parse but cannot be meant: a ceiling that is inf once scaled
+  // to FLOP/s, a residual whose band goes below 0, counts that are not whole.
+  auto with_value = [&](const std::string& phase, const std::string& metric, const std::string& v) {
+    for (size_t at = 1; at < lines.size(); ++at) {
+      const std::string key = "," + phase + "," + metric + ",";
+      const size_t p = lines[at].find(key);
+      if (p == std::string::npos) continue;
+      const size_t from = p + key.size();
+      return std::make_pair(with_line(at, key + lines[at].substr(from, lines[at].find(',', from) - from) + ",",
+                                      key + v + ","),
+                            ":" + std::to_string(at + 1) + ": " + metric + " is ");
+    }
+    ADD_FAILURE() << "no row " << phase << " " << metric;
+    return std::make_pair(std::string(), std::string());
+  };
+  for (const auto& [phase, metric, v] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"calibration:ceilings", "gemm_peak_tflops", "1e300"},
+           {"calibration:ceilings", "datasheet_gbs", "1e300"},
+           {"calibration:prefill.gemm.compute", "worst_residual", "1e300"},
+           {"calibration:prefill.gemm.compute", "worst_residual", "1.5"},
+           {"calibration:prefill.gemm.compute", "points", "2.5"},
+           {"calibration:host", "points", "3.5"},
+           {"calibration:host", "prefill_points", "0.5"},
+           {"calibration:ceilings", "sm_count", "131.5"},
+           {"calibration:prefill.gemm.compute", "inverse_efficiency", "1e300"},
+           {"calibration:memory", "other_bytes", "1e300"}}) {
+    const auto [f, at] = with_value(phase, metric, v);
+    expect_error(f, at);
+  }
+  // The fit never writes what the reader refuses: a fit off by 150% on a point is not written.
+  Calibration wide = c;
+  wide.prefill[0][0].worst_residual = 1.5;
+  EXPECT_NO_THROW(require_readable(calibration_rows(c, Provenance::here("calibration", "x", "")), "sweep.csv"));
+  try {
+    require_readable(calibration_rows(wide, Provenance::here("calibration", "x", "")), "sweep.csv");
+    ADD_FAILURE() << "a residual of 1.5 passed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep.csv: the calibration's calibration:prefill.gemm.compute worst_residual"),
+              std::string::npos) << e.what();
+  }
   // A file with no ceilings at all.
   const std::string f = temp("noceil.csv");
   {

@@ -94,6 +94,10 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
 // the file and line for a row it does not know or a bad value.
 std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& prov);
 Calibration read_calibration(const std::string& path);
+// InputError naming `source` and the row where a value of calibration_rows is
+// one read_calibration refuses (a fit off by more than 100% on a point, a
+// ceiling past 1e6): checked before such a file is written.
+void require_readable(const std::vector<ResultRow>& calibration, const std::string& source);
 
 // The ceilings the calibrated model divides by on `dev`: the calibration's own
 // when dev is its datasheet (or has no rates), else dev's datasheet scaled by

@@ -3,8 +3,10 @@
 #include "calibration.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "calibration_parts.hpp"
@@ -61,6 +63,62 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
   return rows;
 }
 
+namespace {
+
+// What a calibration row's value can mean: past `max` the model's times
+// overflow when scaled (1e300 TFLOP/s is inf FLOP/s) or its bands go below 0
+// (a worst residual past 1); a count is a whole number.
+struct ValueRange {
+  double max;
+  bool count;
+  const char* what;
+};
+
+std::optional<ValueRange> value_range(const std::string& metric) {
+  static const std::map<std::string, ValueRange> ranges = {
+      {"gemm_peak_tflops", {1e6, false, "must be at most 1e6 TFLOP/s (a B200's datasheet says 2250)"}},
+      {"datasheet_tflops", {1e6, false, "must be at most 1e6 TFLOP/s (a B200's datasheet says 2250)"}},
+      {"copy_bw_gbs", {1e6, false, "must be at most 1e6 GB/s (a B200's datasheet says 8000)"}},
+      {"datasheet_gbs", {1e6, false, "must be at most 1e6 GB/s (a B200's datasheet says 8000)"}},
+      {"sm_count", {1e6, true, "must be a whole count in [1, 1e6]"}},
+      {"points", {1e9, true, "must be a whole count below 1e9"}},
+      {"prefill_points", {1e9, true, "must be a whole count below 1e9"}},
+      {"worst_residual", {1, false, "must be a fraction in [0, 1] (a wider band would go below 0)"}},
+      {"inverse_efficiency", {1e9, false, "must be at most 1e9"}},
+      {"per_layer_s", {1, false, "must be below 1 s"}},
+      {"call_s", {1, false, "must be below 1 s"}},
+      {"prefill_call_s", {1, false, "must be below 1 s"}},
+      {"gap_fraction", {1e6, false, "must be at most 1e6"}},
+      {"other_bytes", {1e15, false, "must be at most 1e15 B"}},
+  };
+  const auto it = ranges.find(metric);
+  if (it == ranges.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string value_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// Empty when `v` is a value `metric` can have (beyond finite and >= 0, checked apart).
+std::string out_of_range(const std::string& metric, double v) {
+  const auto range = value_range(metric);
+  if (!range || (v <= range->max && (!range->count || v == std::floor(v)) && (metric != "sm_count" || v >= 1)))
+    return "";
+  return metric + " is " + value_text(v) + ": it " + range->what;
+}
+
+}  // namespace
+
+void require_readable(const std::vector<ResultRow>& calibration, const std::string& source) {
+  for (const auto& r : calibration)
+    if (r.value)
+      if (const std::string why = out_of_range(r.metric, *r.value); !why.empty())
+        throw InputError(source + ": the calibration's " + r.phase + " " + why + "; not written");
+}
+
 Calibration read_calibration(const std::string& path) {
   const std::vector<ResultRow> rows = read_results_csv(path);
   // Each row's line: the header is line 1; read_results_csv skips blank lines.
@@ -82,6 +140,7 @@ Calibration read_calibration(const std::string& path) {
     if (!r.value || !std::isfinite(*r.value) || *r.value < 0)
       throw bad(r.metric + " needs a finite value >= 0");
     const double v = *r.value;
+    if (const std::string why = out_of_range(r.metric, v); !why.empty()) throw bad(why);
     const std::string ph = r.phase.substr(12);
     const std::string prefix = "calibrated on ";
     if (c.device_name.empty() && r.prov.device_name.rfind(prefix, 0) == 0)
@@ -98,10 +157,7 @@ Calibration read_calibration(const std::string& path) {
       else if (r.metric == "copy_bw_gbs") c.bandwidth = v * 1e9;
       else if (r.metric == "datasheet_tflops") c.datasheet_flops = v * 1e12;
       else if (r.metric == "datasheet_gbs") c.datasheet_bandwidth = v * 1e9;
-      else if (r.metric == "sm_count") {
-        if (v < 1 || v > 1e6 || v != std::floor(v)) throw bad("sm_count must be a whole count in [1, 1e6]");
-        c.sm_count = static_cast<int>(v);
-      }
+      else if (r.metric == "sm_count") c.sm_count = static_cast<int>(v);
       else throw bad("unknown metric '" + r.metric + "' for calibration:ceilings");
       continue;
     }
@@ -117,16 +173,12 @@ Calibration read_calibration(const std::string& path) {
     }
     if (ph == "host") {
       if (r.metric == "call_s") {
-        if (v > 1) throw bad("call_s must be below 1 s");
         c.host_call_s = v;
       } else if (r.metric == "points") {
-        if (v > 1e9) throw bad("points must be a count below 1e9");
         c.host_points = static_cast<int>(v);
       } else if (r.metric == "prefill_call_s") {
-        if (v > 1) throw bad("prefill_call_s must be below 1 s");
         c.prefill_host_call_s = v;
       } else if (r.metric == "prefill_points") {
-        if (v > 1e9) throw bad("prefill_points must be a count below 1e9");
         c.prefill_host_points = static_cast<int>(v);
       } else {
         throw bad("unknown metric '" + r.metric + "' for calibration:host");
@@ -151,7 +203,6 @@ Calibration read_calibration(const std::string& path) {
     } else if (r.metric == "per_layer_s") {
       fit.per_layer_s = v;
     } else if (r.metric == "points") {
-      if (v > 1e9) throw bad("points must be a count below 1e9");
       fit.points = static_cast<int>(v);
     } else if (r.metric == "worst_residual") {
       fit.worst_residual = v;

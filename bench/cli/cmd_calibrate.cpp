@@ -85,6 +85,7 @@ int cmd_calibrate(const Args& args) {
   const std::vector<ResultRow> cal_rows = cost::calibration_rows(cal, prov);
   require_finite(cal_rows, cal.source);
   if (const auto out = a.get("--out")) {
+    cost::require_readable(cal_rows, cal.source);  // else yoco model --calibration would refuse the file
     std::ostringstream csv;
     write_results_csv(csv, cal_rows);
     write_file_atomically(*out, csv.str());
