@@ -520,6 +520,8 @@ TEST(Calibration, TheFileRoundTrips) {
   const Calibration back = read_calibration(f);
   EXPECT_EQ(back.device_name, c.device_name);
   EXPECT_EQ(back.fitted_at, c.fitted_at);
+  EXPECT_EQ(back.source, f);
+  EXPECT_EQ(back.fitted_on, sweep) << "the sweep of the fit, not the file it was read from";
   EXPECT_DOUBLE_EQ(back.peak_flops, c.peak_flops);
   for (const bool pre : {true, false})
     for (int fam = 0; fam < kFamilies; ++fam)

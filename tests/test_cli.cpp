@@ -677,6 +677,21 @@ TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// Checking a calibration and writing it again (--calibration C --out C) does
+// not refit it: its notes still name the sweep it was fitted on, not C.
+TEST_F(Cli, CalibrateRewritingACalibrationKeepsTheSweepItWasFittedOn) {
+  const std::string sweep =
+      (fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string cal = path("cal.csv"), again = path("again.csv");
+  ASSERT_EQ(yoco("calibrate " + sweep + " --out " + cal).status, 0);
+  ASSERT_EQ(yoco("calibrate " + sweep + " --calibration " + cal + " --out " + again).status, 0);
+  ASSERT_EQ(yoco("calibrate " + sweep + " --calibration " + again + " --out " + again).status, 0);
+  const std::string text = slurp(again);
+  EXPECT_NE(text.find("fitted on " + sweep + " ("), std::string::npos) << text.substr(0, 800);
+  EXPECT_EQ(text.find("fitted on " + cal), std::string::npos);
+  EXPECT_EQ(text.find("fitted on " + again), std::string::npos);
+}
+
 // A sweep whose ceiling overflows when scaled (1e300 TFLOP/s is 1e312 FLOP/s,
 // inf) gave a calibration with 'inf' in it, exit 0: a file that yoco model
 // --calibration then refused. Now the non-finite value is said, naming the

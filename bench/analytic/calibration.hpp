@@ -54,6 +54,7 @@ struct FamilyFit {
 
 struct Calibration {
   std::string source;       // the file it was read from, or what it was fitted on
+  std::string fitted_on;    // what it was fitted on (a file read says it in its notes; empty if not)
   std::string device_name;  // the device of the measurements
   std::string fitted_at;    // commit and date of the fit (projections keep them)
   // The ceilings the fit's rooflines used (the run's own), and the datasheet

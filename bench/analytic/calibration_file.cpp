@@ -26,7 +26,11 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
                  const std::string& notes) {
     rows.push_back(make_row(prov, "-", 0, 1, 0, "calibration:" + phase, metric, v, unit, "calibrated", 0, notes));
   };
-  const std::string from = "fitted on " + c.source + " (" + c.device_name + ", " + c.fitted_at + ")";
+  // The sweep of the fit, also where this calibration was read from a file
+  // (yoco calibrate --calibration C --out C rewrites it); "from FILE" where
+  // the file did not say.
+  const std::string from = (c.fitted_on.empty() ? "from " + c.source : "fitted on " + c.fitted_on) + " (" +
+                           c.device_name + ", " + c.fitted_at + ")";
   add("ceilings", "gemm_peak_tflops", c.peak_flops / 1e12, "TFLOP/s", "the fit's rooflines; " + from);
   add("ceilings", "copy_bw_gbs", c.bandwidth / 1e9, "GB/s", "the fit's rooflines; " + from);
   add("ceilings", "datasheet_tflops", c.datasheet_flops / 1e12, "TFLOP/s", "the device's datasheet");
@@ -150,6 +154,12 @@ Calibration read_calibration(const std::string& path) {
       if (at_dev != std::string::npos) {
         const size_t from = at_dev + c.device_name.size() + 3, close = r.notes.find(')', from);
         c.fitted_at = r.notes.substr(from, close == std::string::npos ? close : close - from);
+        // "fitted on SWEEP (device, commit date)": the sweep, kept so that a
+        // rewrite of this calibration still names it, not this file.
+        const std::string on = "fitted on ";
+        const size_t sweep = r.notes.rfind(on, at_dev);
+        if (sweep != std::string::npos && sweep + on.size() + 1 < at_dev)
+          c.fitted_on = r.notes.substr(sweep + on.size(), at_dev - 1 - (sweep + on.size()));
       }
     }
     if (ph == "ceilings") {

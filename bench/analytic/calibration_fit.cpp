@@ -51,6 +51,7 @@ using Key = std::tuple<std::string, int64_t, int64_t>;  // model, seq_len, batch
 Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::string& source) {
   Calibration c;
   c.source = source;
+  c.fitted_on = source;
   const RunCeilings rc = run_ceilings(rows);
   c.peak_flops = rc.peak_flops;
   c.bandwidth = rc.bandwidth;
