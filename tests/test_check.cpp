@@ -483,6 +483,18 @@ TEST_F(Check, GeneratedPackedFileWithStatesIsJudgedEndToEnd) {
   EXPECT_NE(bad.err.find("batch 1"), std::string::npos) << bad.err;
 }
 
+// The generator's offsets are --packed: its errors name that option, not
+// --cu-seqlens (the judging mode's tensor name, refused in this mode).
+TEST_F(Check, PackedOffsetErrorsNameThePackedOption) {
+  for (const std::string& args : {std::string(" --shape 2,300,2,32 --packed 0,300"),
+                                  std::string(" --shape 1,300,2,32 --packed 0,200,100,300"),
+                                  std::string(" --shape 1,300,2,32 --packed 0,200")}) {
+    const auto r = yoco("check gret --generate " + path("x.st") + args);
+    yoco_test::expect_input_error(r, {"--packed"}, args);
+    EXPECT_EQ(r.err.find("--cu-seqlens"), std::string::npos) << r.err;
+  }
+}
+
 // Past 2^31 elements is where int32 offsets wrap (fla #1080 at ~1M tokens x 24
 // x 128); 256K tokens stand in for it in the default suite, with the wrap
 // placed 2^17 tokens back, so the first bad token must be found exactly.

@@ -60,11 +60,13 @@ uint64_t generate_gret_inputs(const std::string& path, const GretGenerateOptions
   positive("H", o.H);
   positive("D", o.D);
   const int64_t N = o.cu_seqlens.empty() ? o.B : static_cast<int64_t>(o.cu_seqlens.size()) - 1;
+  // The generator's offsets come from --packed (--cu-seqlens names a tensor
+  // when judging, an option this mode refuses).
   if (!o.cu_seqlens.empty()) {
-    if (o.B != 1) throw InputError("--cu-seqlens: packed sequences need batch 1, --shape has B = " + std::to_string(o.B));
+    if (o.B != 1) throw InputError("--packed: packed sequences need batch 1, --shape has B = " + std::to_string(o.B));
     if (o.cu_seqlens.size() < 2 || o.cu_seqlens.front() != 0 || o.cu_seqlens.back() != o.T ||
         !std::is_sorted(o.cu_seqlens.begin(), o.cu_seqlens.end()))
-      throw InputError("--cu-seqlens: offsets must rise from 0 to T = " + std::to_string(o.T));
+      throw InputError("--packed: offsets must rise from 0 to T = " + std::to_string(o.T));
   }
   const std::vector<int64_t> tok = o.bhtd ? std::vector<int64_t>{o.B, o.H, o.T, o.D} : std::vector<int64_t>{o.B, o.T, o.H, o.D};
   std::vector<SafetensorsWriter::Spec> specs{{"q", o.dtype, tok}, {"k", o.dtype, tok}, {"v", o.dtype, tok}};
