@@ -3,6 +3,7 @@
 // each rejected case is one mistake a kernel makes, which the check must see.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -372,6 +373,29 @@ TEST_F(Check, CommandLineExitCodesAndFormats) {
   const auto opt = yoco("check gret " + in + " " + good + " --layout btdh");
   EXPECT_EQ(opt.status, 2);
   EXPECT_NE(opt.err.find("--layout"), std::string::npos) << opt.err;
+}
+
+// A --scale that overflows the fp64 reference (1e308) leaves nothing to judge
+// against, yet the check said ratio 0 and PASS; one that overflows only the
+// fp32 emulation (1e40) made the tolerance non-finite, passing anything. Both
+// are bad input now, one line naming the inputs; --tolerance judges the second.
+TEST_F(Check, AnOverflowingReferenceOrToleranceIsBadInputNotAPass) {
+  const Problem p = make_problem(1, 96, 2, 16, 9, false);
+  const std::string in = write_inputs(p);
+  const std::string good = write_outputs(p, compute(p, {}), DType::f32, false);
+  for (const std::string scale : {"1e308", "1e200"}) {
+    const auto r = yoco("check gret " + in + " " + good + " --scale " + scale);
+    yoco_test::expect_input_error(r, {in, "reference of 'o'", "--scale", "q scaled by 1e+"}, "--scale " + scale);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.out, "") << "no verdict on nothing";
+  }
+  const auto emu = yoco("check gret " + in + " " + good + " --scale 1e40");
+  yoco_test::expect_input_error(emu, {in, "'o'", "emulation", "--tolerance"}, "--scale 1e40");
+  const auto judged = yoco("check gret " + in + " " + good + " --scale 1e40 --tolerance 0.01");
+  EXPECT_EQ(judged.status, 1) << judged.all();  // the candidate's scale is D^-1/2: a FAIL, judged
+  GretCheckOptions opt;
+  opt.scale = 1e308;
+  EXPECT_THROW(run(in, good, opt), InputError);
 }
 
 }  // namespace

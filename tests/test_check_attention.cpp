@@ -224,6 +224,26 @@ TEST_F(CheckAttention, BadInputIsAnInputErrorNamingFileAndTensor) {
                {"--q-offset"});
 }
 
+// Scores scaled past fp64 (1e308) give a reference of NaN, and no judgement:
+// the check said PASS; it is bad input now, naming the inputs and the scale.
+TEST_F(CheckAttention, AReferenceThatIsNotFiniteIsBadInputNotAPass) {
+  const Shape s{1, 32, 32, 2, 2, 16};
+  const std::string in = inputs(s, false);
+  const std::string out = outputs(in, s, false, {}, DType::f32);
+  AttentionCheckOptions huge;
+  huge.scale = 1e308;
+  try {
+    run(in, out, huge);
+    ADD_FAILURE() << "judged against a non-finite reference";
+  } catch (const InputError& e) {
+    for (const std::string& n : std::vector<std::string>{in, "reference of 'o'", "--scale", "scores scaled by 1e+308"})
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
+  const auto r = yoco("check attention " + in + " " + out + " --scale 1e308");
+  yoco_test::expect_input_error(r, {in, "reference of 'o'"}, "--scale 1e308");
+  EXPECT_EQ(r.out, "");
+}
+
 TEST_F(CheckAttention, CommandLineGeneratesAndJudges) {
   const std::string in = path("gen.st");
   const auto g = yoco("check attention --generate " + in + " --shape 1,16,64,4,2,32 --layout bhsd --seed 5");

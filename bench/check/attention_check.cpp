@@ -171,6 +171,9 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
                                      "rounded to " + oi.dtype + ", fp32 accumulation, output rounded)"
                                : std::string("2x an fp32 computation of the same inputs");
   rep.verdicts.push_back(acc.verdict(opt.o, oi.dtype, opt.tolerance, from, d.Hq * d.D, d.Sq));
+  std::ostringstream scaled;
+  scaled << "scores scaled by " << scale;
+  refuse_unjudgeable(rep, in.path(), scaled.str());
   return rep;
 }
 

@@ -286,6 +286,9 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   if (out.has(opt.final_state))
     rep.verdicts.push_back(
         acc_s.verdict(opt.final_state, out.info(opt.final_state).dtype, opt.tolerance, derived_from(low), 1, 1));
+  std::ostringstream scaled;
+  scaled << "q scaled by " << scale;
+  refuse_unjudgeable(rep, in.path(), scaled.str());
   return rep;
 }
 

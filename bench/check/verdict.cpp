@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "errors.hpp"
+
 namespace yoco::check {
 
 namespace {
 double ratio(double num2, double den2) { return den2 > 0 ? std::sqrt(num2 / den2) : (num2 > 0 ? INFINITY : 0.0); }
 }  // namespace
+
+void refuse_unjudgeable(const CheckReport& rep, const std::string& inputs, const std::string& scaled) {
+  for (const auto& v : rep.verdicts)
+    if (!v.unjudgeable.empty())
+      throw InputError(inputs + ": " + v.unjudgeable + "; the inputs or --scale are out of range (" + scaled + ")");
+}
 
 bool CheckReport::pass() const {
   return !verdicts.empty() && std::all_of(verdicts.begin(), verdicts.end(), [](const TensorVerdict& v) { return v.pass; });
@@ -36,7 +44,19 @@ TensorVerdict ErrorAccumulator::verdict(const std::string& name, const std::stri
     v.tolerance = std::max(2.0 * ratio(emu2_, ref2_), 1e-12);
     v.tolerance_from = derived_from;
   }
-  v.pass = v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
+  // The sums of squares overflow before the values do (|x| > 1e154): an RMS
+  // ratio of inf / inf, or of NaN sums, said 0 and passed.
+  if (ref_nonfinite_)
+    v.unjudgeable = "the fp64 reference of '" + name + "' is not finite (" + std::to_string(ref_nonfinite_) +
+                    " values, the first at " + ref_nonfinite_where_ + "): nothing to judge against";
+  else if (!std::isfinite(ref2_))
+    v.unjudgeable = "the fp64 reference of '" + name + "' is too large to measure errors against (its sum of squares "
+                    "overflows)";
+  else if (!tolerance && (emu_nonfinite_ || !std::isfinite(emu2_)))
+    v.unjudgeable = "the emulation that sets the tolerance of '" + name + "' overflows" +
+                    (emu_nonfinite_ ? " (the first at " + emu_nonfinite_where_ + ")" : std::string()) +
+                    ": give --tolerance";
+  v.pass = v.unjudgeable.empty() && v.nonfinite == 0 && v.rms_ratio <= v.tolerance;
   // The first token past the tolerance: its RMS error (over heads and
   // columns) is beyond the tolerance against the whole output's reference RMS,
   // and beyond twice the emulation's error on that same token (one token's

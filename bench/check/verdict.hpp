@@ -24,6 +24,10 @@ struct TensorVerdict {
   std::string first_bad_where;   // that token as "batch b, token t"
   double tolerance = 0;
   std::string tolerance_from;    // "--tolerance" or how it was derived
+  // Why no judgement is possible (empty: it is): a reference that is not
+  // finite, or too large to square, or an emulation setting the tolerance
+  // that overflows. Never a pass.
+  std::string unjudgeable;
   bool pass = false;
 };
 
@@ -36,6 +40,10 @@ struct CheckReport {
   bool pass() const;
 };
 
+// InputError "<inputs>: <why> (<scaled>)" where a verdict of `rep` is
+// unjudgeable: the inputs or the scale, not the candidate, are out of range.
+void refuse_unjudgeable(const CheckReport& rep, const std::string& inputs, const std::string& scaled);
+
 // Sums of one output tensor's comparison with the reference and with the
 // emulation that sets the tolerance, and per token for the first bad token.
 class ErrorAccumulator {
@@ -47,6 +55,8 @@ class ErrorAccumulator {
   // called only when this element is the largest error so far.
   template <class Where>
   void add(double cand, double ref, double emu, int64_t token, Where&& where) {
+    if (!std::isfinite(ref) && ref_nonfinite_++ == 0) ref_nonfinite_where_ = where();
+    if (!std::isfinite(emu) && emu_nonfinite_++ == 0) emu_nonfinite_where_ = where();
     ref2_ += ref * ref;
     emu2_ += (emu - ref) * (emu - ref);
     if (!tok_emu2_.empty()) tok_emu2_[static_cast<size_t>(token)] += (emu - ref) * (emu - ref);
@@ -71,8 +81,8 @@ class ErrorAccumulator {
 
  private:
   double err2_ = 0, ref2_ = 0, emu2_ = 0, max_abs_ = -1;
-  int64_t n_ = 0, nonfinite_ = 0;
-  std::string max_where_;
+  int64_t n_ = 0, nonfinite_ = 0, ref_nonfinite_ = 0, emu_nonfinite_ = 0;
+  std::string max_where_, ref_nonfinite_where_, emu_nonfinite_where_;
   std::vector<double> tok_err2_, tok_emu2_;
   std::vector<char> tok_bad_;
 };
