@@ -580,9 +580,14 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
       const std::string key = "," + phase + "," + metric + ",";
       const size_t p = lines[at].find(key);
       if (p == std::string::npos) continue;
-      const size_t from = p + key.size();
-      return std::make_pair(with_line(at, key + lines[at].substr(from, lines[at].find(',', from) - from) + ",",
-                                      key + v + ","),
+      // value, unit, method, repeats, min, max: min and max too, so that the
+      // row stays one the result CSV reader takes ([min, max] holds value).
+      std::vector<std::string> f;
+      size_t from = p + key.size();
+      for (int i = 0; i < 6; ++i, from = lines[at].find(',', from) + 1)
+        f.push_back(lines[at].substr(from, lines[at].find(',', from) - from));
+      const std::string was = key + f[0] + "," + f[1] + "," + f[2] + "," + f[3] + "," + f[4] + "," + f[5] + ",";
+      return std::make_pair(with_line(at, was, key + v + "," + f[1] + "," + f[2] + "," + f[3] + "," + v + "," + v + ","),
                             ":" + std::to_string(at + 1) + ": " + metric + " is ");
     }
     ADD_FAILURE() << "no row " << phase << " " << metric;

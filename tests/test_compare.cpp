@@ -158,7 +158,7 @@ TEST_F(CompareTest, ReaderRoundTripsEveryFieldBitForBit) {
                            9007199254740993.0, 5e-324};
   for (size_t i = 0; i < std::size(tricky); ++i) {
     rows.push_back(row(std::to_string(i) + "-model", 1, "decode", "kernel_time_s", tricky[i], "s", "measured", 2,
-                       std::nextafter(tricky[i], 0.0), std::nextafter(tricky[i], 1.0)));
+                       std::nextafter(tricky[i], 0.0), std::nextafter(tricky[i], 1e308)));  // [min, max] holds it
   }
   rows[0].notes = "quoted, with \"quotes\" and a comma";
   rows[1].prov.device_name = "Test, CPU";
@@ -587,7 +587,7 @@ TEST_F(CompareTest, CliNoiseRuleMakesWideSpreadSame) {
 TEST_F(CompareTest, CliExactFlagsOneUlpInBytes) {
   const auto base = write_rows("base.csv", base_rows());
   const auto head = write_rows("new.csv", edited(base_rows(), "memory", "mem_total_bytes", [](ResultRow& r) {
-                                 r.value = std::nextafter(*r.value, 1e300);
+                                 r.value = r.min = r.max = std::nextafter(*r.value, 1e300);  // a spread that holds it
                                }));
   const CliRun r = compare_files(base, head, "--exact");
   EXPECT_EQ(r.status, 1) << r.out << r.err;
@@ -687,6 +687,24 @@ TEST_F(CompareTest, CliMalformedInputsExit2NamingFileAndLine) {
                      {"foreign.csv is not a result CSV", "lacks column 'git_sha'"});
   expect_input_error(compare_files(good, path("absent.csv")), {"cannot open", "absent.csv"});
   expect_input_error(compare_files(good, write_text("empty.csv", "")), {"empty.csv is empty"});
+  // A binary file is not "empty" (fccp reads a leading NUL as the end of the line) nor a CSV lacking git_sha.
+  expect_input_error(compare_files(good, write_text("zeros.csv", std::string(4096, '\0'))),
+                     {"zeros.csv is not a text CSV", "binary", "offset 0"});
+  expect_input_error(compare_files(good, write_text("nul_row.csv", text + std::string("a\0b\n", 4))),
+                     {"nul_row.csv is not a text CSV", "binary"});
+  // A spread that is reversed or does not hold the value: file, line and column.
+  const auto min_above_max = edited(base_rows(), "decode", "decode_step_latency_s", [](ResultRow& r) {
+    r.min = 0.00201;
+    r.max = 0.00199;
+  });
+  expect_input_error(compare_files(good, write_rows("reversed.csv", min_above_max)),
+                     {"reversed.csv: line 3: column 'min': 0.00201", "is above max 0.00199"});
+  const auto below = edited(base_rows(), "prefill", "prefill_latency_s", [](ResultRow& r) { r.value = 0.05; });
+  expect_input_error(compare_files(good, write_rows("below.csv", below)),
+                     {"below.csv: line 2: column 'value': 0.05", "is below min 0.099"});
+  const auto above = edited(base_rows(), "throughput", "throughput_tokens_per_s", [](ResultRow& r) { r.value = 2000; });
+  expect_input_error(compare_files(write_rows("above.csv", above), good),
+                     {"above.csv: line 4: column 'value': 2000 is above max 1010"});
   // The good file against itself is fine, so each failure above is the malformation's.
   EXPECT_EQ(compare_files(good, good).status, 0);
 }
@@ -896,7 +914,7 @@ TEST_F(CompareTest, CliNoiseFloorPrintsTableThresholdAndGate) {
 TEST_F(CompareTest, CliNoiseFloorCountedDifferenceExits1AndBadOptionsExit2) {
   const auto a = write_rows("run-a.csv", run_a());
   const auto b = write_rows("run-b.csv", edited(run_b(), "memory", "mem_total_bytes", [](ResultRow& r) {
-                              r.value = std::nextafter(*r.value, 1e300);
+                              r.value = r.min = r.max = std::nextafter(*r.value, 1e300);  // a spread that holds it
                             }));
   CliRun r = compare_files(a, b, "--noise-floor");
   EXPECT_EQ(r.status, 1) << r.out << r.err;

@@ -1,10 +1,12 @@
 #include "result_csv.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>  // csv.h uses std::numeric_limits without including <limits>
 #include <map>
 #include <utility>
@@ -115,6 +117,18 @@ const std::string& required_text(const Where& w, size_t col, const std::string& 
   return s;
 }
 
+// [min, max] is the spread of the repeats (or a band) around value: reversed,
+// or not holding the value, it is a corrupt row, and compare's noise rule and
+// the plots' error bars would read it as given.
+void check_range(const Where& w, const ResultRow& r, const Fields& f) {
+  if (r.min && r.max && *r.min > *r.max)
+    throw InputError(w.column(16) + ": " + f[16] + " is above max " + f[17]);
+  if (r.value && r.min && *r.value < *r.min)
+    throw InputError(w.column(12) + ": " + f[12] + " is below min " + f[16]);
+  if (r.value && r.max && *r.value > *r.max)
+    throw InputError(w.column(12) + ": " + f[12] + " is above max " + f[17]);
+}
+
 ResultRow to_row(const Where& w, const Fields& f) {
   ResultRow r;
   r.prov = {f[0], f[1], f[2], f[3], f[4], f[5]};
@@ -131,6 +145,7 @@ ResultRow to_row(const Where& w, const Fields& f) {
   r.min = parse_number(w, 16, f[16]);
   r.max = parse_number(w, 17, f[17]);
   r.notes = f[18];
+  check_range(w, r, f);
   return r;
 }
 
@@ -149,12 +164,28 @@ void check_no_missing_column(const std::string& path) {
                        ") lacks column '" + c + "' (reports/SCHEMA.md)");
 }
 
+// A NUL byte in the first 64 KiB: a binary file (safetensors, an image, a
+// compressed CSV). fccp reads a leading NUL as the end of the line, so a file
+// of zeros was reported as empty and others as lacking 'git_sha'.
+void refuse_binary(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // the reader says why it cannot open it
+  std::array<char, 65536> head{};
+  in.read(head.data(), head.size());
+  const auto n = static_cast<size_t>(in.gcount());
+  const auto nul = std::find(head.begin(), head.begin() + static_cast<std::ptrdiff_t>(n), '\0');
+  if (nul != head.begin() + static_cast<std::ptrdiff_t>(n))
+    throw InputError(path + " is not a text CSV: it holds binary data (a NUL byte at offset " +
+                     std::to_string(nul - head.begin()) + "); expected a result CSV (reports/SCHEMA.md)");
+}
+
 }  // namespace
 
 std::vector<ResultRow> read_results_csv(const std::string& path) {
   if (result_columns().size() != kColumns) throw std::logic_error("read_results_csv: column count changed");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read " + path + ": it is a directory");
+  refuse_binary(path);
   std::vector<ResultRow> rows;
   std::map<std::string, long> first_line;  // result_key -> line
   try {

@@ -14,10 +14,11 @@ namespace yoco::cli {
 // parsed exactly (correctly rounded, so a %.17g value reads back
 // bit-for-bit); an empty value/min/max is "no value". InputError naming the
 // file, and the line where there is one, for: a missing, unreadable or empty
-// file; a header that is not ours; a row with too few or too many fields, an
-// unclosed quote, a non-numeric or non-finite number, a negative or
-// non-integer seq_len/batch/gen_tokens/repeats, an empty model/phase/metric;
-// two rows with the same result_key (both lines named).
+// file, or a binary one (a NUL byte in its first 64 KiB); a header that is not
+// ours; a row with too few or too many fields, an unclosed quote, a
+// non-numeric or non-finite number, min above max or a value outside [min,
+// max], a negative or non-integer seq_len/batch/gen_tokens/repeats, an empty
+// model/phase/metric; two rows with the same result_key (both lines named).
 std::vector<ResultRow> read_results_csv(const std::string& path);
 
 }  // namespace yoco::cli
