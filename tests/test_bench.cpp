@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -234,6 +235,22 @@ TEST_F(Bench, ResumeRefusesAnotherConfigurationAndSaysWhatItNeeds) {
   // --help says it.
   const auto h = yoco("bench --help");
   EXPECT_NE(h.out.find("--resume"), std::string::npos);
+}
+
+// The README's synopsis of yoco bench gives each option's default: --budget-s
+// said 120 s (the GPU default job's) where the code's default is 60 s.
+TEST_F(Bench, TheReadmeSynopsisGivesTheBudgetDefaultOfTheHelp) {
+  const std::string readme = yoco_test::slurp(
+      std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "README.md");
+  const size_t synopsis = readme.find("yoco bench    [--model");
+  ASSERT_NE(synopsis, std::string::npos);
+  const size_t at = readme.find("[--budget-s ", synopsis);
+  ASSERT_NE(at, std::string::npos);
+  const std::string said = readme.substr(at + 12, readme.find(']', at) - at - 12);
+  const auto help = yoco("bench --help");
+  ASSERT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("(default " + said + "; the GPU default job"), std::string::npos)
+      << "README says --budget-s " << said << "; the help: " << help.out.substr(help.out.find("--budget-s"), 200);
 }
 
 TEST_F(Bench, BadOptionsExit2) {
