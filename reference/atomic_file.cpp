@@ -1,12 +1,14 @@
 #include "atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "errors.hpp"
@@ -40,6 +42,32 @@ void close_quietly(int& fd) {
   fd = -1;
 }
 
+// A writer killed mid-way (SIGTERM, SIGINT, SIGKILL, the OOM killer: no
+// destructor runs) leaves its temporary behind, the size of what it had
+// written (700 MB for a 3B model's weights). A signal handler would change
+// the whole process's signal disposition (the bench sweep has its own) and
+// cannot run for SIGKILL, so the next writer of the same target removes them
+// instead. A live writer holds an flock on its temporary from just after
+// creating it until after the rename, so one that can be locked has no
+// writer; an empty one may be between mkstemp and flock, and is left alone
+// until it is a minute old.
+void remove_stale_temporaries(const std::string& folder, const std::string& name) {
+  const std::string prefix = "." + name + ".tmp.";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string f = it->path().filename().string();
+    if (f.size() != prefix.size() + 6 || f.compare(0, prefix.size(), prefix) != 0) continue;
+    const int fd = ::open(it->path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) continue;
+    struct stat st {};
+    const bool stale = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+                       (st.st_size > 0 || std::time(nullptr) - st.st_mtime > 60) &&
+                       ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (stale) ::unlink(it->path().c_str());
+    ::close(fd);
+  }
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
@@ -52,20 +80,27 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     if (fd_ < 0) fail("cannot open for writing", errno);
   } else {
     const std::string name = std::filesystem::path(path_).filename().string();
+    remove_stale_temporaries(folder_of(path_), name);
     std::string tmpl = (std::filesystem::path(folder_of(path_)) / ("." + name + ".tmp.XXXXXX")).string();
     const mode_t mode = new_file_mode(path_);
     fd_ = ::mkstemp(tmpl.data());
     if (fd_ < 0) fail("cannot write (creating a temporary file in " + folder_of(path_) + ")", errno);
     temp_ = tmpl;
+    // On a descriptor of its own, so that it outlives the close before the
+    // rename: the temporary is never unlocked while this writer lives.
+    lock_fd_ = ::open(temp_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (lock_fd_ >= 0) ::flock(lock_fd_, LOCK_EX | LOCK_NB);
     ::fchmod(fd_, mode);
   }
   buf_.reserve(kBuffer);
 }
 
 AtomicFile::~AtomicFile() {
-  if (committed_) return;
-  close_quietly(fd_);
-  if (!temp_.empty()) ::unlink(temp_.c_str());
+  if (!committed_) {
+    close_quietly(fd_);
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+  }
+  close_quietly(lock_fd_);
 }
 
 void AtomicFile::fail(const std::string& what, int err) {

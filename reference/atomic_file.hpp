@@ -6,7 +6,8 @@
 // naming the target, and an earlier file at that path stays byte-for-byte as
 // it was. A target that exists and is not a regular file (/dev/null,
 // /dev/full, a pipe) is written in place, with the same checks, since it
-// cannot be replaced by a rename.
+// cannot be replaced by a rename. Temporaries of the same target left by a
+// writer that was killed are removed when the next writer opens.
 #include <cstddef>
 #include <string>
 
@@ -34,6 +35,7 @@ class AtomicFile {
 
   std::string path_, temp_;  // temp_ empty: writing the target in place
   int fd_ = -1;
+  int lock_fd_ = -1;  // holds an flock on temp_ while this writer lives (a stale temporary has none)
   std::string buf_;
   bool committed_ = false;
 };

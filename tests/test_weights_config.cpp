@@ -2,6 +2,7 @@
 // counter-based init, safetensors I/O and its failure modes, dtype rounding.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -379,6 +380,47 @@ TEST(AtomicFile, FailedWritesKeepTheEarlierFile) {
     EXPECT_EQ(e.path(), fs::path(target));
   }
   EXPECT_EQ(files, 1);
+  fs::remove_all(dir);
+}
+
+// A writer killed mid-way (SIGTERM during `weights init` of a large model:
+// no destructor runs) left its temporary behind for good. The next writer of
+// the same target removes it; a live writer's temporary is left alone.
+TEST(AtomicFile, TheNextWriterRemovesTheTemporaryOfAKilledOne) {
+  const auto dir = temp_path("atomic_killed");
+  fs::create_directories(dir);
+  const std::string target = dir + "/weights.safetensors", other = dir + "/other.safetensors";
+  auto temporaries = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().find(".tmp.") != std::string::npos;
+    return n;
+  };
+  for (const std::string& t : {target, other}) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      AtomicFile f(t);
+      f.write(std::string(3 << 20, 'w'));  // past the buffer: on disk
+      ::raise(SIGTERM);
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  }
+  ASSERT_EQ(temporaries(), 2) << "the killed writers' temporaries";
+  {
+    AtomicFile live(target);  // a writer of the same target, alive: its temporary stays
+    live.write(std::string(3 << 20, 'l'));
+    ASSERT_EQ(temporaries(), 2) << "the stale one of the target gone, the live one there, the other target's kept";
+    write_file_atomically(target, "next");
+    EXPECT_EQ(temporaries(), 2) << "a live writer's temporary was removed";
+    live.commit();
+  }
+  EXPECT_EQ(yoco_test_slurp(target), std::string(3 << 20, 'l'));
+  EXPECT_EQ(temporaries(), 1) << "only the other target's, until it is written";
+  check_output_path(other);
+  EXPECT_EQ(temporaries(), 0);
   fs::remove_all(dir);
 }
 
