@@ -118,6 +118,9 @@ class TransformerCudaModel final : public CudaModel {
   // FlashDecoding's shape over the current caches.
   DecodeAttentionShape decode_shape(int64_t batch) const;
   void drop_generation();
+  // Sharded: the link's ring shard of a prompt of `length` tokens (planned before each prefill or
+  // forward), checked, into ring_ and row0_; the generation dropped.
+  void take_ring_shard(const char* what, int64_t length);
   // Prefill of one chunk: rows b * n + i at positions s + i; tokens already in
   // a.tokens, q_start / q_len ([B] each) already on the device. The caches
   // receive the chunk's keys and values; `head` says which rows reach the LM head.

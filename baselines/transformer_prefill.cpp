@@ -14,6 +14,13 @@
 
 namespace yoco::cuda::transformer_runner {
 
+void TransformerCudaModel::take_ring_shard(const char* what, int64_t length) {
+  const RingShard sh = checked_ring_shard(*link_, what, length);  // a refused prompt leaves the generation as it is
+  drop_generation();
+  ring_ = sh;
+  row0_ = length - ring_.rows();
+}
+
 void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
                                    int64_t max_new_tokens, int64_t prefill_chunk) {
   // Messages and their order as the YOCO runner's (cuda/runner/yoco_prefill.cpp).
@@ -26,12 +33,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
   if (max_new_tokens > std::numeric_limits<int64_t>::max() - length)
     throw InputError("prompt + tokens to generate overflow");
   validate_tokens(cfg_, tokens);
-  if (link_) {
-    const RingShard sh = checked_ring_shard(*link_, "prefill", length);  // a refused prompt leaves the generation as it is
-    drop_generation();
-    ring_ = sh;
-    row0_ = length - ring_.rows();
-  }
+  if (link_) take_ring_shard("prefill", length);
 
   NvtxRange range("prefill");
   const int64_t B = batch, N = length, capacity = N + max_new_tokens;
@@ -106,12 +108,7 @@ std::vector<float> TransformerCudaModel::forward(const std::vector<int64_t>& tok
   if (batch < 1 || length < 1) throw InputError("forward needs at least one token");
   check_token_count("forward", tokens.size(), batch, length);
   validate_tokens(cfg_, tokens);
-  if (link_) {
-    const RingShard sh = checked_ring_shard(*link_, "forward", length);  // a refused prompt leaves the generation as it is
-    drop_generation();
-    ring_ = sh;
-    row0_ = length - ring_.rows();
-  }
+  if (link_) take_ring_shard("forward", length);
 
   NvtxRange range("forward");
   // Sharded: this rank's two chunks, ring attention in every layer, then
