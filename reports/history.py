@@ -259,6 +259,17 @@ DB_HELP = "the history: a SQLite file (ingest creates it) or a postgresql://user
 SERIES_HELP = "only the series matching GLOB (fnmatch) over model|device_name|seq_len|batch|gen_tokens|phase|metric"
 
 
+def add_detection_options(parser, noise_note=""):
+    """The history, the series and the change-point thresholds: what check and changes both read."""
+    parser.add_argument("--db", required=True, help=DB_HELP)
+    parser.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
+    parser.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
+    parser.add_argument("--far", type=noise_units, default=6.0,
+                        help="the newest run is a regression at once past this many noise units (default 6)")
+    parser.add_argument("--noise", type=noise_units, default=3.0,
+                        help="a change must also clear this many noise units (default 3%s)" % noise_note)
+
+
 def main(argv=None):
     p = ArgumentParser(prog="yoco history", description=__doc__.split("\n\n")[0],
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -271,21 +282,9 @@ def main(argv=None):
     i.add_argument("--date", type=iso_time, help="the time of these files, ISO 8601 (overrides their timestamp)")
     i.add_argument("files", nargs="+", metavar="FILE|DIR", help="result CSVs, or folders searched for *.csv")
     c = sub.add_parser("check", help="judge the newest run of each series: exit 1 on a regression")
-    c.add_argument("--db", required=True, help=DB_HELP)
-    c.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
-    c.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
-    c.add_argument("--far", type=noise_units, default=6.0,
-                   help="the newest run is a regression at once past this many noise units (default 6)")
-    c.add_argument("--noise", type=noise_units, default=3.0,
-                   help="a change must also clear this many noise units (default 3; the newest run: suspected)")
+    add_detection_options(c, "; the newest run: suspected")
     ch = sub.add_parser("changes", help="every change point of the history")
-    ch.add_argument("--db", required=True, help=DB_HELP)
-    ch.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
-    ch.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
-    ch.add_argument("--far", type=noise_units, default=6.0,
-                    help="the newest run is a regression at once past this many noise units (default 6)")
-    ch.add_argument("--noise", type=noise_units, default=3.0,
-                    help="a change must also clear this many noise units (default 3)")
+    add_detection_options(ch)
     ch.add_argument("--format", choices=["table", "csv", "json"], default="table", help="default: table")
     e = sub.add_parser("export", help="the rows of the history (or of the series matching --series) as CSV")
     e.add_argument("--db", required=True, help=DB_HELP)
