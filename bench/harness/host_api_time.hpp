@@ -4,10 +4,11 @@
 // kernels (the small presets: 0.22-0.62 ms of kernels in 0.62-1.06 ms prefills, issue 31) is paced by
 // these calls and by the runner's own code between them; this says which calls, how many, how long.
 //
-// - Each call counted once: a driver call made on the same thread inside a runtime call (the runtime's
-//   cudaLaunchKernel runs the driver's cuLaunchKernel) belongs to that runtime call, and is counted
-//   as nested, not again. A library that calls the driver directly (cuBLAS launching its kernels)
-//   shows as top-level driver calls.
+// - Each call counted once: a driver call made on the same thread inside a runtime call belongs to
+//   that runtime call, and is counted as nested, not again. (On CUDA 13 with driver 580 CUPTI records
+//   none: the runtime enters the driver through internal entry points, run-03 on the H200. The rule
+//   stays for a stack that does.) A library that calls the driver directly (cuBLAS launching its
+//   kernels with cuLaunchKernelEx) shows as top-level driver calls.
 // - Calls that wait for the device (the synchronize calls) are kept apart from the ones that enqueue
 //   work: a wait is the GPU's time seen from the host, not the host's work.
 // - CUPTI's own cost per traced call is inside every duration (about a microsecond): the times are an
