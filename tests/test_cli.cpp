@@ -568,8 +568,8 @@ TEST_F(Cli, HelpAndUnknownCommands) {
   EXPECT_NE(yoco("generate --help").out.find("--prefill-chunk"), std::string::npos);
   expect_input_error(yoco("frobnicate"), {"frobnicate"}, "unknown command");
   // The list it gives names every command, the newer ones included.
-  for (const std::string c : {"forward", "generate", "weights", "bench", "model", "compare", "check", "calibrate",
-                              "history", "demo"})
+  for (const std::string c : {"forward", "generate", "weights", "bench", "model", "compare", "ratios", "check",
+                              "calibrate", "history", "demo"})
     EXPECT_NE(yoco("frobnicate").err.find(c), std::string::npos) << c;
   expect_input_error(yoco(""), {"no command"}, "no command");
   expect_input_error(yoco("weights frob"), {"frob"}, "unknown weights action");
@@ -588,6 +588,39 @@ TEST_F(Cli, BadInputIsOneLineOnStderr) {
   const CliRun check = yoco("check");
   expect_one_line_error(check, {"yoco check", "gret", "attention"}, "check without a kind");
   EXPECT_EQ(check.out, "") << "the usage is for --help";
+}
+
+// yoco ratios pairs points measured apart (transformer-3b's 1M prefill ran in a call of its own) by
+// the sweep's one rule: the ratio is the two files' values divided, the keys of both files kept.
+TEST_F(Cli, RatiosPairPointsFromTwoFiles) {
+  const std::string y = path("y.csv"), t = path("t.csv"), out = path("ratios.csv");
+  ASSERT_EQ(yoco("model --model yoco-tiny --lengths 1K --out " + y).status, 0);
+  ASSERT_EQ(yoco("model --model transformer-tiny --lengths 1K --out " + t).status, 0);
+  const CliRun r = yoco("ratios " + y + " " + t + " --out " + out);
+  ASSERT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("prefill_speedup"), std::string::npos) << r.out;
+  auto value = [](const std::string& csv, const std::string& model, const std::string& metric) {
+    std::istringstream in(csv);
+    std::string line;
+    while (std::getline(in, line))
+      if (line.find("," + model + ",1024,") != std::string::npos && line.find("," + metric + ",") != std::string::npos) {
+        const size_t at = line.find("," + metric + ",") + metric.size() + 2;
+        return std::stod(line.substr(at, line.find(',', at) - at));
+      }
+    return -1.0;
+  };
+  const std::string all = slurp(out);
+  const double ty = value(slurp(y), "yoco-tiny", "prefill_latency_s");
+  const double tt = value(slurp(t), "transformer-tiny", "prefill_latency_s");
+  ASSERT_GT(ty, 0);
+  ASSERT_GT(tt, 0);
+  EXPECT_DOUBLE_EQ(value(all, "yoco-tiny vs transformer-tiny", "prefill_speedup"), tt / ty);
+  EXPECT_GT(value(all, "yoco-tiny", "prefill_latency_s"), 0) << "the inputs are kept";
+  // The written file reads back, and its ratios are not computed twice.
+  expect_one_line_error(yoco("ratios " + out), {"no new ratio"}, "ratios already there");
+  expect_one_line_error(yoco("ratios " + y + " " + y), {"give each point once", y}, "one point in two files");
+  expect_one_line_error(yoco("ratios " + y), {"no new ratio", "yoco-tiny"}, "no Transformer to pair");
+  expect_one_line_error(yoco("ratios"), {"missing argument FILE.csv"}, "no file");
 }
 
 // A missing positional argument names it and points to --help: the synopsis

@@ -16,6 +16,7 @@ int cmd_demo(const Args& args);
 int cmd_model(const Args& args);
 int cmd_bench(const Args& args);
 int cmd_compare(const Args& args);
+int cmd_ratios(const Args& args);
 int cmd_check(const Args& args);
 int cmd_calibrate(const Args& args);
 int cmd_history(const Args& args);

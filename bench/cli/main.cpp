@@ -33,6 +33,7 @@ const Command kCommands[] = {
      "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)"},
     {"model", yoco::cli::cmd_model, "analytic cost model: memory, FLOPs, bytes, roofline times, KV bytes per token"},
     {"compare", yoco::cli::cmd_compare, "compare two result CSVs (CI regression gate: exit 1 if a metric got worse)"},
+    {"ratios", yoco::cli::cmd_ratios, "YOCO-vs-Transformer ratio rows of result CSVs measured apart (a point run alone)"},
     {"check", yoco::cli::cmd_check,
      "judge an implementation's outputs against the fp64 reference (gret, attention), or --generate inputs"},
     {"calibrate", yoco::cli::cmd_calibrate,

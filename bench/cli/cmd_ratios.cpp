@@ -1,0 +1,116 @@
+// yoco ratios: the YOCO-vs-Transformer ratio rows of result CSVs measured apart. A sweep writes
+// its ratios itself; a point too long for one call (transformer-3b's full 1M prefill, five minutes
+// on its own) is measured in a call of its own, and this pairs it with its YOCO twin by the one
+// rule the sweep uses (bench/analytic/analytic_rows.hpp: ratio_rows).
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analytic_rows.hpp"
+#include "args.hpp"
+#include "commands.hpp"
+#include "config.hpp"
+#include "errors.hpp"
+#include "format.hpp"
+#include "lists.hpp"
+#include "result_csv.hpp"
+#include "result_output.hpp"
+#include "result_row.hpp"
+
+namespace yoco::cli {
+
+namespace {
+
+CommandSpec ratios_spec() {
+  CommandSpec s;
+  s.path = "yoco ratios";
+  s.usage = "yoco ratios FILE.csv... [--out FILE.csv] [--format table|csv|json]";
+  s.summary =
+      "Reads result CSVs (reports/SCHEMA.md) and adds the ratio rows the sweep would have written had its\n"
+      "models run together: memory_reduction, kv_cache_reduction, prefill_speedup, decode_speedup and\n"
+      "throughput_gain of each YOCO preset over the Transformer preset of its size, at every point where\n"
+      "both have a value on the same device.";
+  s.options = {
+      {"--out", "FILE", "write the input rows and the ratio rows to FILE (CSV, atomically)"},
+      {"--format", "table|csv|json", "stdout: the ratio rows as a table (default), or every row as CSV/JSON"},
+  };
+  s.min_positional = 1;
+  s.max_positional = 64;
+  s.notes =
+      "A ratio row takes the weaker method of its two rows (measured < sampled < extrapolated < analytic),\n"
+      "the YOCO row's provenance, and min/max from the two rows' ranges where both have them. Rows whose\n"
+      "model is not a preset (a ratio row, a kernel benchmark's phase) are kept and not paired; a ratio\n"
+      "already in the input is kept, not computed again. A row of no preset whose key an earlier file\n"
+      "has (each run's own ceilings) is left out, and the count said on stderr.\n"
+      "\n"
+      "Exit status: 0 rows written; 2 bad input: an unreadable or malformed CSV (the message names the file\n"
+      "and line), one model's point in two files (both named), or no point where a YOCO preset and its Transformer\n"
+      "both have a value.";
+  return s;
+}
+
+}  // namespace
+
+int cmd_ratios(const Args& args) {
+  const CommandSpec spec = ratios_spec();
+  if (print_help_if_asked(spec, args)) return 0;
+  const ParsedArgs a = parse_args(spec, args);
+  const OutputFormat format = parse_output_format(a);
+  if (const auto out = a.get("--out")) prepare_output_path(*out);
+
+  const std::vector<std::string> presets = preset_names();
+  const std::set<std::string> known(presets.begin(), presets.end());
+  std::vector<ResultRow> rows;
+  std::map<std::string, std::string> file_of_key;
+  size_t dropped = 0;
+  for (const std::string& path : a.positional()) {
+    for (ResultRow& r : read_results_csv(path)) {
+      const std::string k = result_key(r);
+      if (const auto [it, fresh] = file_of_key.emplace(k, path); !fresh) {
+        // Each run measures its own ceilings (model "-"): the first file's are kept. A model's
+        // point twice would make its ratio ambiguous.
+        if (!known.count(r.model)) {
+          ++dropped;
+          continue;
+        }
+        throw InputError("yoco ratios: " + path + ": the key " + k + " is in " + it->second +
+                         " too: give each point once");
+      }
+      rows.push_back(std::move(r));
+    }
+  }
+  if (dropped)
+    std::cerr << "yoco ratios: " << dropped << " row" << (dropped == 1 ? "" : "s")
+              << " of no preset (ceilings) also in an earlier file: the earlier file's kept\n";
+  std::vector<std::string> models;
+  std::vector<ModelConfig> configs;
+  for (const ResultRow& r : rows)
+    if (known.count(r.model) && std::find(models.begin(), models.end(), r.model) == models.end()) {
+      models.push_back(r.model);
+      configs.push_back(preset_config(r.model));
+    }
+  std::vector<ResultRow> fresh;
+  for (ResultRow& q : ratio_rows(rows, pair_models(models, configs)))
+    if (!file_of_key.count(result_key(q))) fresh.push_back(std::move(q));
+  if (fresh.empty()) {
+    std::string names;
+    for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
+    throw InputError("yoco ratios: no new ratio: no point where a YOCO preset and the Transformer of its size both "
+                     "have a value on one device (models: " +
+                     (names.empty() ? std::string("none that is a preset") : names) + ")");
+  }
+  std::vector<ResultRow> all = rows;
+  all.insert(all.end(), fresh.begin(), fresh.end());
+  emit_rows(a, format, all, [&] {
+    TextTable t({"pair", "N", "device", "ratio", "value", "method"});
+    for (const ResultRow& q : fresh)
+      t.add_row({q.model, length_label(q.seq_len), q.prov.device_name, q.metric, strf("%.3g", *q.value), q.method});
+    std::cout << t.str();
+  });
+  return 0;
+}
+
+}  // namespace yoco::cli
