@@ -47,9 +47,15 @@ for dir in reports/results/*/; do
   # before any sweep point): one file of rows, one header.
   run="$tmp/run-$card.csv"
   : >"$run"
-  for f in sweep.csv beyond.csv; do
+  # long-points.csv: points measured in calls of their own and paired by `yoco ratios` (the H200's full
+  # transformer-3b 1M prefill). Each file has its run's ceilings (model "-"): the first file's are kept.
+  for f in sweep.csv beyond.csv long-points.csv; do
     [ -f "$dir$f" ] || continue
-    if [ -s "$run" ]; then tail -n +2 "$dir$f" >>"$run"; else cp "$dir$f" "$run"; fi
+    if [ -s "$run" ]; then
+      tail -n +2 "$dir$f" | grep -v '^\([^,]*,\)\{6\}-,' >>"$run" || true
+    else
+      cp "$dir$f" "$run"
+    fi
   done
   [ -s "$run" ] || continue
   grep -q ',ceiling,gemm_peak_tflops,' "$run" || continue  # a GPU run with its measured ceilings
