@@ -49,7 +49,7 @@ for dir in reports/results/*/; do
   : >"$run"
   # long-points.csv: points measured in calls of their own and paired by `yoco ratios` (the H200's full
   # transformer-3b 1M prefill). Each file has its run's ceilings (model "-"): the first file's are kept.
-  for f in sweep.csv beyond.csv long-points.csv; do
+  for f in sweep.csv beyond.csv beyond-decode.csv long-points.csv; do
     [ -f "$dir$f" ] || continue
     if [ -s "$run" ]; then
       tail -n +2 "$dir$f" | grep -v '^\([^,]*,\)\{6\}-,' >>"$run" || true

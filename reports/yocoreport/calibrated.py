@@ -95,7 +95,7 @@ def second_card_section(path, table, rel):
     ceilings = rows[0]["notes"].split("ceilings: ", 1)[-1] if "ceilings: " in rows[0]["notes"] else "not stated"
     card = os.path.basename(path)[:-len(".csv")].split("-on-", 1)[-1]
     own = card.endswith(RUN_CEILINGS)
-    return ["Out of sample, another card (%s; %s): every measured point of its sweep.csv, beyond.csv (past the paper) and long-points.csv (points run alone), predicted by this "
+    return ["Out of sample, another card (%s; %s): every measured point of its sweep.csv, beyond.csv and beyond-decode.csv (past the paper) and long-points.csv (points run alone), predicted by this "
             "calibration on %s. Worst |predicted / measured − 1|: %s; %d of %d points outside the ±%d%% goal "
             "([%s](%s))." % (
                 card[:-len(RUN_CEILINGS)] if own else card, "its own measured ceilings" if own else "the projection",
