@@ -833,6 +833,18 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(calibrated.second_card_section(write("check-nvidia-h100-on-x.csv", "c", []), table, rel),
                          [])
 
+    def test_in_sample_check_takes_the_fitted_cards_rows_only(self):
+        # The H200's yoco-3b 512K run (long-points.csv) shares model, length and metric with the H100 sweep the
+        # calibration was fitted on; the in-sample table must show the H100's 3.249 s, not the H200's 2.859 s.
+        from yocoreport import calibrated
+        from yocoreport import data as yd
+        import report
+        dat = yd.load()
+        text = "\n".join(calibrated.calibrated_section(dat, report.table, self.tmp, self.out))
+        rows = [line for line in text.splitlines() if line.startswith("| yoco-3b | 512K |")]
+        self.assertTrue(rows, "no in-sample row for yoco-3b at 512K")
+        self.assertIn(" / 3.249 = ", rows[0])
+
     def test_scripts_run_by_path(self):
         make_synthetic(self.results, with_cuda=False)
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable

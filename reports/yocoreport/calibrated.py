@@ -140,9 +140,11 @@ def calibrated_section(data, table, readme_dir, out_dir):
         # The check: predictions joined with the measured rows of the same sweep.
         check_path = os.path.join(MODEL_DIR, "check-%s.csv" % dev)
         if os.path.isfile(check_path):
+            # Only the fitted card's rows: another card's run of the same point is the out-of-sample check.
+            card = cal[0]["device_name"].replace("calibrated on ", "", 1)
             measured = {}
             for r in data.results:
-                if r.method in ("measured", "sampled") and r.value is not None:
+                if r.method in ("measured", "sampled") and r.value is not None and r.device_name == card:
                     measured[(r.model, r.seq_len, r.batch, r.phase, r.metric)] = r.value
             points, worst = [], OrderedDict()
             for p in _rows(check_path):
@@ -170,7 +172,7 @@ def calibrated_section(data, table, readme_dir, out_dir):
                 w = max(pts, key=lambda p: abs(p["ratio"] - 1))
                 key = (w["model"], int(w["seq_len"]), int(w["batch"]))
                 fam = {r.phase.split(".", 1)[1]: r.value for r in data.results
-                       if (r.model, r.seq_len, r.batch) == key and r.phase.startswith(phase + ".")
+                       if (r.model, r.seq_len, r.batch) == key and r.device_name == card and r.phase.startswith(phase + ".")
                        and r.metric == "gpu_time_s" and r.value}
                 kern = fam.pop("kernels", None)
                 if kern:
