@@ -98,10 +98,9 @@ void TransformerCudaModel::allocate_caches(int64_t batch, int64_t rows) {
   // benchmark's repeats (yoco_cuda_model.cpp's allocate_generation does the same).
   const bool keep = static_cast<int64_t>(caches_.size()) == cfg_.n_layers && batch == batch_ && rows == cache_rows_;
   if (keep) {
-    cudaStreamSynchronize(stream_);  // as drop_generation: no replay of the old graph in flight
-    graph_.invalidate();
+    // The decode graph stays (as yoco_cuda_model.cpp's allocate_generation): its launches name these
+    // caches, and the prefill sets its splits again (a change bumps cache_generation_ there).
     batch_ = position_ = capacity_ = 0;
-    decode_splits_ = 1;
   } else {
     drop_generation();
     caches_.reserve(static_cast<size_t>(cfg_.n_layers));
@@ -113,7 +112,7 @@ void TransformerCudaModel::allocate_caches(int64_t batch, int64_t rows) {
   for (DeviceBuffer& c : caches_)
     check_cuda(cudaMemsetAsync(c.get(), 0, static_cast<size_t>(bytes), stream_), "zero the KV cache");
   cache_rows_ = rows;
-  ++cache_generation_;
+  if (!keep) ++cache_generation_;
 }
 
 DecodeAttentionShape TransformerCudaModel::decode_shape(int64_t batch) const {

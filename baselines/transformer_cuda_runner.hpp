@@ -105,6 +105,7 @@ class TransformerCudaModel final : public CudaModel {
   std::vector<float> logits() override;
   std::vector<float> forward(const std::vector<int64_t>& tokens, int64_t batch, int64_t length) override;
   std::vector<std::string> gemm_tuning_record() const override { return gemm_.tuning_record(); }
+  int decode_graph_captures() const override { return graph_.captures(); }
   void release_buffers() override {
     drop_generation();
     scratch_.clear();

@@ -61,9 +61,11 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
     // the first step allocates nothing. Splits: once per generation, for the
     // longest length the caches can hold.
     const DecodeAttentionShape ds = decode_shape(B);
-    decode_splits_ = std::max(1, choose_decode_splits(ds, rows, device_sm_count()));
+    int splits = std::max(1, choose_decode_splits(ds, rows, device_sm_count()));
     // Sharded, decode's attention always leaves split partials for the combine across ranks.
-    if (link_) decode_splits_ = std::max(decode_splits_, 2);
+    if (link_) splits = std::max(splits, 2);
+    if (splits != decode_splits_) ++cache_generation_;  // a launch shape of the decode graph
+    decode_splits_ = splits;
     scratch_.bf16("decode q", B * qw_);
     scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
     if (link_) scratch_.i64("decode write rows", B);

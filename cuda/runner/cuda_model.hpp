@@ -73,6 +73,10 @@ class CudaModel {
   // ops/gemm_tuner.hpp); empty on cublasGemmEx's path.
   virtual std::vector<std::string> gemm_tuning_record() const = 0;
 
+  // How many times the decode step's graph was captured: once per batch shape and set of buffers (a
+  // generation that keeps the previous one's replays its graph).
+  virtual int decode_graph_captures() const = 0;
+
   int64_t batch() const { return batch_; }
   int64_t position() const { return position_; }  // tokens per sequence in the caches
   int64_t capacity() const { return capacity_; }

@@ -171,8 +171,10 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity, int64_t
   const bool keep = kv_ && state_ && positions_ && batch == batch_ && kv_.bytes() == kv_bytes &&
                     state_.bytes() == state_bytes && (!link_ || (append_rows_ && ring_lengths_));
   if (keep) {
-    cudaStreamSynchronize(stream_);  // as drop_generation: no replay of the old graph in flight (errors surface later)
-    graph_.invalidate();             // re-captured for the new generation (generation_ below), as after an allocation
+    // The decode graph stays: its launches name these same buffers, and the positions and lengths it
+    // reads are the device's (set again below). Destroying and capturing it anew put a
+    // cudaGraphExecDestroy (run-06, H200: the costliest host call of yoco-small's 4K prefill) and a
+    // stream synchronisation inside every timed prefill of a benchmark's repeats.
     batch_ = position_ = capacity_ = rows_ = 0;
     logits_rows_ = 0;
   } else {
@@ -196,12 +198,15 @@ void YocoCudaModel::allocate_generation(int64_t batch, int64_t capacity, int64_t
   batch_ = batch;
   capacity_ = capacity;
   rows_ = rows;
-  ++generation_;
+  const int cross_before = cross_splits_, swa_before = swa_splits_;
   const int sms = device_sm_count();
   cross_splits_ = choose_decode_splits(cross_decode_shape(batch), rows, sms);
   // Sharded, the cross attention always leaves split partials for the combine across ranks.
   if (link_) cross_splits_ = std::max(cross_splits_, 2);
   if (!gret()) swa_splits_ = choose_decode_splits(swa_decode_shape(batch), W_, sms);
+  // A new generation of the graph key (yoco_decode.cpp) where the step's launches change: new
+  // buffers, or other splits (launch shapes baked into the graph).
+  if (!keep || cross_splits_ != cross_before || swa_splits_ != swa_before) ++generation_;
 }
 
 void YocoCudaModel::skip_positions(int64_t n) {

@@ -442,8 +442,11 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   EXPECT_GT(generation_allocs(), after_first) << c.name << ": another batch kept the old caches";
   run(true, seqs, pre_g2, dec_g2);
   const int64_t after_fourth = generation_allocs();
-  run(true, seqs, pre_g3, dec_g3);  // kept again, the graph captured anew over them
+  const int captures = model->decode_graph_captures();
+  run(true, seqs, pre_g3, dec_g3);  // kept again, and the graph captured over them replayed
   EXPECT_EQ(generation_allocs(), after_fourth) << c.name;
+  EXPECT_EQ(model->decode_graph_captures(), captures) << c.name << ": a kept generation captured its graph again";
+  EXPECT_GE(captures, 2) << c.name << ": new caches (batch 1, then batch 2 again) are captured anew";
   ASSERT_EQ(static_cast<int64_t>(dec_g.size()), 2 * steps * V);
   bool finite = true;
   for (float x : dec_g) finite = finite && std::isfinite(x);
