@@ -111,12 +111,12 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
       host_call.push_back(*enq / launches_of(cfg, batch, std::min(len, chunk), sheet.sm_count, lay.batched_global_kv,
                                              fused_from)
                                      .decode_step);
-    // The prefill's host time over its calls, at batch 1.
-    if (const auto enq = get("prefill", "prefill_host_enqueue_s"); enq && *enq > 0 && batch == 1) {
-      const int64_t rows = std::min(len, chunk);
-      const cuda::RunnerLaunches n = launches_of(cfg, 1, rows, sheet.sm_count, lay.batched_global_kv, fused_from);
-      const double steps = std::ceil(static_cast<double>(len) / static_cast<double>(rows));
-      prefill_host_call.push_back(*enq / (steps * n.prefill_step + n.prefill_once));
+    // The prefill's host time over its calls, at batch 1 and in one step: a prefill of several steps
+    // returns about one step before the device is done (each step's token upload waits for the one
+    // before, which the stream orders behind that step's kernels), so its call time is not the host's.
+    if (const auto enq = get("prefill", "prefill_host_enqueue_s"); enq && *enq > 0 && batch == 1 && len <= chunk) {
+      const cuda::RunnerLaunches n = launches_of(cfg, 1, len, sheet.sm_count, lay.batched_global_kv, fused_from);
+      prefill_host_call.push_back(*enq / (n.prefill_step + n.prefill_once));
     }
     for (const bool is_pre : {true, false}) {
       const std::string ph = is_pre ? "prefill" : "decode";

@@ -1,6 +1,7 @@
 // The measured protocol (DESIGN.md §4-5), written once for every device: the
 // device backend (device_backend.hpp) creates the runners, times, reads memory
 // and measures the ceilings; nothing here knows which device it drives.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -477,12 +478,22 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
                           " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) +
                           (runner_note.empty() ? "" : "; " + runner_note) + common);
-        if (res.prefill && res.prefill_host && s.metrics.count("prefill"))
+        if (res.prefill && res.prefill_host && s.metrics.count("prefill")) {
+          // The runners upload each step's tokens through one pinned buffer, and the upload waits for the
+          // one before it, which the stream orders behind that step's kernels: a prefill of several steps
+          // returns about one step before the device is done, whoever sets the pace.
+          const int64_t per_step = std::max<int64_t>(1, s.prefill_chunk / std::max<int64_t>(B, 1));
+          const int64_t steps = (n + per_step - 1) / per_step;
           sink.timing(model, n, B, 0, "prefill", "prefill_host_enqueue_s", *res.prefill_host, "measured",
                       "host seconds until the prefill call returned (steady_clock), the same " +
-                          std::to_string(res.prefill_host->count) +
-                          " runs: the call only enqueues, so where this is close to prefill_latency_s the host, "
-                          "not the device, set the pace");
+                          std::to_string(res.prefill_host->count) + " runs: " +
+                          (steps == 1 ? std::string("one step, whose call only enqueues, so where this is close to "
+                                                    "prefill_latency_s the host, not the device, set the pace")
+                                      : std::to_string(steps) +
+                                            " steps, and each step's token upload waits for the step before it, so "
+                                            "the call returns about one step before the device is done: this bounds "
+                                            "the host's pace from above only"));
+        }
         // The device's extra decode rows (CUDA: eager steps, enqueue times) go before
         // the decode row, so that a reader taking the last decode_step_latency_s of
         // a point (the sweep table) takes the decode phase's.
