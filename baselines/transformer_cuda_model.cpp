@@ -65,6 +65,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
   check_gemm(gemm_.set_workspace(cublas_workspace_.get(), static_cast<size_t>(kCublasWorkspaceBytes)),
              "set the cuBLAS workspace");
   check_gemm(gemm_.choose_algorithms(gemm_algorithms_from_env()), "choose the GEMM algorithms");
+  gemm_.set_small_rows(gemm_small_rows_from_env());
 }
 
 TransformerCudaModel::~TransformerCudaModel() {

@@ -7,8 +7,7 @@
 # run, a SASS census (HGMMA/HMMA per kernel), and the model runners through
 # `yoco bench --device cuda` (step `models`: the small presets at 4K, and an
 # out-of-memory point followed by one that runs; step `models-3b`, not in the
-# default: yoco-3b's prefill at 512K and 1M, plain and with the FFN's up half
-# fused; step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
+# default: yoco-3b's prefill and decode at 512K and 1M, plain and with the decode GEMMs as a GEMV; step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
 # at 32K and 128K end to end). Every step runs under `timeout`, so a hung kernel
 # costs one step, not the call. The default steps fit one device call: about
 # 9 minutes on the lent H100 by the step times of its 2026-11-23 runs (tests
@@ -424,29 +423,22 @@ if has_step models && [ -x "$BIN/yoco" ]; then
     --metrics memory,prefill --repeats 1 --warmup 0 --out "$LOGS/models_oom.csv"
 fi
 # Steps models-3b and chunks hold what issue 34 is judged on, most telling first, so that a call cut
-# by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K), the same with the
-# GEMMs' algorithms tuned (run-22's CUPTI: the GEMMs at 91.9% of the ceiling GEMM), with the residual
-# added by the GEMMs, then the memory candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
+# by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K) and decode steps,
+# then the same with the decode GEMMs as a GEMV; step chunks has the memory candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
 # comes after them. The FFN's up half fused ran in run-21 (1.012x the pair: it stays off); step
 # chunks keeps its 16384 row.
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
-  # Each shape's fastest cuBLASLt algorithm, timed at first use (ops/gemm_tuner.hpp; the warm-up
-  # prefill takes the timing): at the default chunk and at 16384, the 12.4 GB candidate (about 1
-  # minute each).
-  # Its decode steps too: a graph's shapes keep the first candidate, untimed (ops/gemm_tuner.hpp).
-  run_step models.3b_long_tuned 200 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda --model yoco-3b \
-    --lengths 512K,1M --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 150 \
-    --out "$LOGS/models_3b_long_tuned.csv"
-  # The sublayers' outputs added to the fp32 residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1; bench
-  # gemm_shapes' "accumulated into the fp32 residual" rows price one sublayer end).
-  run_step models.3b_long_residual 150 env YOCO_RESIDUAL_IN_GEMM=1 "$BIN/yoco" bench --device cuda \
-    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
-    --out "$LOGS/models_3b_long_residual.csv"
-  run_step models.3b_long_tuned_16384 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda \
-    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 \
-    --budget-s 120 --out "$LOGS/models_3b_long_tuned_16384.csv"
+  # The decode step's GEMMs as ops/gemv.hpp's kernel (YOCO_GEMV=1): its decode steps against the plain
+  # run's above (bench gemm_shapes' "gemv (ours" rows price each shape; CUPTI had cuBLAS's decode GEMMs at
+  # 67% of their roofline in yoco-3b's 32K step, run-07 of the H200).
+  run_step models.3b_long_gemv 150 env YOCO_GEMV=1 "$BIN/yoco" bench --device cuda --model yoco-3b \
+    --lengths 512K,1M --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_3b_long_gemv.csv"
+  # Decided at the H200's run-04 (cuda/runner/NOTES-runners.md, last section), so no longer run here:
+  # the GEMM algorithms tuned (YOCO_GEMM_ALGO=tuned), the residual added by the GEMMs
+  # (YOCO_RESIDUAL_IN_GEMM=1) and chunk 16384 tuned: all stay off.
 fi
 if has_step chunks && [ -x "$BIN/yoco" ]; then
   # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by how a prefill step holds its

@@ -180,6 +180,10 @@ const std::vector<Own>& own_kernels() {
       {"combine_kernel", "attention_decode",
        "_ZN4yoco4cuda48_GLOBAL__N__74fb7e9e_15_flash_decode_cu_6cc1c9cd14combine_kernelILi128EEEvPKfS4_iP13__nv_"
        "bfloat16"},
+      // gemv.cu
+      {"gemv_kernel", "gemm",
+       "_ZN4yoco4cuda39_GLOBAL__N__aff17ea5_7_gemv_cu_fc68bf4811gemv_kernelILi4ELNS0_7GemvOutE2EEEvPK13__nv_bfloat16lS6_"
+       "lPv"},
       // elementwise.cu
       {"embedding_kernel", "norms",
        "_ZN4yoco4cuda47_GLOBAL__N__f794beec_14_elementwise_cu_ea0dd89d16embedding_kernelEPKlPK13__nv_bfloat16lfPf"},

@@ -14,6 +14,9 @@
 // cuBLASLt algorithm's output (poisoned before it runs) is compared with the reference's on 64 rows
 // spread over the output, and marked WRONG past 2^-5 relative. Candidates are the tuned GEMM's own
 // (ops/gemm_lt.hpp: split-K sums in fp32 only), for the buffers' alignment.
+// At a decode step's 1 and 4 rows, also ops/gemv.hpp's kernel (YOCO_GEMV=1 in the runners): its time
+// over cublasGemmEx's in the same run, its largest difference from cuBLAS's output, and the fraction of
+// the copy rate it streams the weight at.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -31,6 +34,8 @@
 #include "ops/elementwise.hpp"
 #include "ops/gemm.hpp"
 #include "ops/gemm_lt.hpp"
+#include "ops/gemv.hpp"
+#include "ops/gemv_plan.hpp"
 #include "runner/generation_bytes.hpp"
 
 namespace yoco::cuda_bench {
@@ -72,6 +77,32 @@ double sampled_rows_max_rel_diff(const bf16* a, const bf16* b, int64_t rows, int
   check(cudaMemcpy2D(sa.p, width, a, pitch, width, static_cast<size_t>(take), cudaMemcpyDeviceToDevice), "gather");
   check(cudaMemcpy2D(sb.p, width, b, pitch, width, static_cast<size_t>(take), cudaMemcpyDeviceToDevice), "gather");
   return max_rel_diff(sa.p, sb.p, sa.n);
+}
+
+// The GEMV's row beside cublasGemmEx's (`cublas_s`, its median; `ref` its output) for one decode shape.
+void gemv_row(Report& report, const std::string& shape, const char* model, int64_t rows, int64_t k, int64_t n,
+              const bf16* x, const bf16* w, const bf16* ref, bf16* y, double bytes, double flops, double cublas_s,
+              cudaStream_t stream) {
+  KernelResult a{"gemm_shapes", shape + ", gemv (ours, YOCO_GEMV=1)", model, rows, 1, bytes, flops, {}, ""};
+  if (const char* why = cuda::gemv::unsupported(rows, k, n, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(w))) {
+    a.skipped = std::string("the GEMV does not serve it: ") + why;
+    report.add(a);
+    return;
+  }
+  check(cudaMemsetAsync(y, 0xff, static_cast<size_t>(rows * n) * sizeof(bf16), stream), "poison y");
+  const auto run = [&](cudaStream_t s) {
+    check(cuda::launch_gemv(x, rows, k, w, n, y, cuda::GemvOut::bf16, s), "gemv");
+  };
+  run(stream);
+  check(cudaStreamSynchronize(stream), "gemv");
+  const double diff = sampled_rows_max_rel_diff(y, ref, rows, n);
+  a.time = time_launches(run, stream);
+  const bool wrong = !(diff <= 1.0 / 32);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s%.3fx cublasGemmEx's median; largest difference from it %.2g (relative, every row)",
+                wrong ? "WRONG OUTPUT; " : "", a.time.median_s / cublas_s, diff);
+  a.notes = buf;
+  report.add(a);
 }
 
 // A sublayer's end as the runners do it (the output projection into a bf16 delta, then add +
@@ -134,7 +165,7 @@ YOCO_KERNEL_BENCH(gemm_shapes) {
   // A prefill step's rows at both chunks issue 34 weighs, then a decode step's one row: its GEMMs stream
   // the weights (79% of copy in the sweep's CUPTI, LM head included), and the tuned GEMM chooses among
   // these same candidates where the step's shapes are met outside its graph.
-  for (const int64_t rows : {int64_t{32768}, int64_t{16384}, int64_t{1}}) {
+  for (const int64_t rows : {int64_t{32768}, int64_t{16384}, int64_t{1}, int64_t{4}}) {
     for (const GemmShape& g : prefill_shapes()) {
       DeviceBuffer<bf16> x(static_cast<size_t>(rows * g.k)), w(static_cast<size_t>(g.n * g.k)),
           ref(static_cast<size_t>(rows * g.n)), y(static_cast<size_t>(rows * g.n));
@@ -155,6 +186,9 @@ YOCO_KERNEL_BENCH(gemm_shapes) {
           stream);
       r.notes = all_finite_bf16(ref.p, ref.n, 1 << 20) ? "the reference of the cuBLASLt rows" : "out NOT FINITE";
       report.add(r);
+      if (rows <= cuda::gemv::kMaxRows)
+        gemv_row(report, shape, g.model, rows, g.k, g.n, x.p, w.p, ref.p, y.p, bytes, flops, r.time.median_s, stream);
+      if (rows == 4) continue;  // batch 4: cuBLAS and the GEMV only
 
       // The sublayers' ends: YOCO's out_proj and W2 (n = d).
       if (rows > 1 && std::string(g.model) == "yoco-3b" &&

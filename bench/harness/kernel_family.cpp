@@ -38,6 +38,8 @@ constexpr OwnKernel kOwnKernels[] = {
     {"log_decay_kernel", "gret"},  // the decay's log-gammas: the cost model counts their bytes under gret
     // gemm_swiglu_sm90.cu: the FFN's W1|W3 GEMM with SwiGLU in its epilogue (its time is the GEMM's).
     {"gemm_swiglu_kernel", "gemm"},
+    // gemv.cu: the decode step's projections of 4 rows or fewer (YOCO_GEMV=1).
+    {"gemv_kernel", "gemm"},
     // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
     {"flash_prefill_v1_kernel", "attention_prefill"},
     {"flash_prefill_v2_kernel", "attention_prefill"},

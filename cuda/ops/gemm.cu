@@ -1,5 +1,8 @@
 #include "ops/gemm.hpp"
 
+#include "ops/gemv.hpp"
+#include "ops/gemv_plan.hpp"
+
 namespace yoco::cuda {
 
 Gemm::Gemm() {
@@ -23,6 +26,13 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   // An accumulating call (beta 1) keeps cublasGemmEx's choice: the tuner times its candidates by running them
   // again on the call's own output, which would add the product more than once.
   if (tuner_ && beta == 0.0f) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
+  if (!tuner_ && small_rows_ == GemmSmallRows::gemv &&
+      gemv::unsupported(m, k, n, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(w)) == nullptr) {
+    const GemvOut out = out_type == CUDA_R_16BF ? GemvOut::bf16 : beta == 0.0f ? GemvOut::f32 : GemvOut::f32_accumulate;
+    const cudaError_t e = launch_gemv(static_cast<const __nv_bfloat16*>(x), m, k, static_cast<const __nv_bfloat16*>(w),
+                                      n, y, out, stream);
+    return e == cudaSuccess ? std::string() : std::string("gemv: ") + cudaGetErrorString(e);
+  }
   // The stream only when it changes: a prefill's eager GEMMs are paced by the host (launch_floor: an
   // eager cuBLAS call costs about twice an eager kernel), and the runners keep one stream.
   if (!stream_set_ || stream != stream_) {

@@ -19,6 +19,9 @@
 namespace yoco::cuda {
 
 enum class GemmAlgorithms { cublas, tuned };
+// Calls of a few rows (a decode step's): cuBLAS like the rest, or ops/gemv.hpp's kernel where it serves
+// the shape (gemv::unsupported), on the cublas path (a tuned Gemm times its own candidates).
+enum class GemmSmallRows { cublas, gemv };
 
 class Gemm {
  public:
@@ -41,6 +44,9 @@ class Gemm {
   // with. Empty string on success, else why (cuBLASLt could not start).
   std::string choose_algorithms(GemmAlgorithms a);
   GemmAlgorithms algorithms() const { return tuner_ ? GemmAlgorithms::tuned : GemmAlgorithms::cublas; }
+  // From the next call on (before any graph captures this Gemm's calls, as choose_algorithms).
+  void set_small_rows(GemmSmallRows r) { small_rows_ = r; }
+  GemmSmallRows small_rows() const { return small_rows_; }
   // The tuned path's record, a line per shape this Gemm ran (empty on the cublas path), and how many
   // shapes it timed itself.
   std::vector<std::string> tuning_record() const;
@@ -69,6 +75,7 @@ class Gemm {
   bool stream_set_ = false;
   std::string error_;
   std::unique_ptr<GemmTuner> tuner_;  // set: GemmAlgorithms::tuned
+  GemmSmallRows small_rows_ = GemmSmallRows::cublas;
 };
 
 }  // namespace yoco::cuda

@@ -70,6 +70,12 @@ inline constexpr const char* kGemmTunedNote = "GEMM algorithms tuned at first us
 // the Transformer's layers, its decode step included. Rows made with it say kResidualInGemmNote.
 inline constexpr bool kResidualInGemmByDefault = false;
 inline constexpr const char* kResidualInGemmNote = "residual added in the GEMMs' epilogue";
+// Whether the runners' GEMMs of 4 rows or fewer (the decode step's, at batch 1-4) take ops/gemv.hpp's
+// kernel instead of cublasGemmEx (YOCO_GEMV, runner_support.hpp): not until it has passed its GPU test
+// (tests/cuda/test_gemv.cpp) and bench family `gemm_shapes` has shown it streaming the decode shapes'
+// weights faster than cuBLAS (27-68% of copy at m 1, H200 run-04). Rows made with it say kGemvNote.
+inline constexpr bool kGemvByDefault = false;
+inline constexpr const char* kGemvNote = "GEMMs of 4 rows or fewer as a GEMV";
 // The words before N in a YOCO row whose runner ran its prefill FFN in row
 // blocks of N (YOCO_FFN_ROWS=N, runner_support.hpp); rows without them ran
 // each step's FFN whole.

@@ -78,6 +78,13 @@ GemmAlgorithms gemm_algorithms_from_env() {
              : GemmAlgorithms::cublas;
 }
 
+GemmSmallRows gemm_small_rows_from_env() {
+  return env_switch("YOCO_GEMV", "1", "0", kGemvByDefault,
+                    "1 (the GEMMs of 4 rows or fewer as ops/gemv.hpp's kernel) or 0 (cublasGemmEx)")
+             ? GemmSmallRows::gemv
+             : GemmSmallRows::cublas;
+}
+
 bool residual_in_gemm_from_env() {
   return env_switch("YOCO_RESIDUAL_IN_GEMM", "1", "0", kResidualInGemmByDefault,
                     "1 (the residual added by the output projections' GEMMs) or 0");

@@ -76,6 +76,11 @@ GemmAlgorithms gemm_algorithms_from_env();
 // made; InputError naming the variable for anything else.
 bool residual_in_gemm_from_env();
 
+// YOCO_GEMV=1: the runners' GEMMs of 4 rows or fewer (a decode step's at batch 1-4) take ops/gemv.hpp's
+// kernel where it serves the shape; 0: cublasGemmEx; unset: kGemvByDefault. Read when a model is made;
+// InputError naming the variable for anything else.
+GemmSmallRows gemm_small_rows_from_env();
+
 // An NVTX range in the `yoco` domain (DESIGN.md §5: prefill, self-decoder,
 // cross-decoder, decode step, per layer), visible in Nsight Systems. The
 // names are copied, so temporaries are fine.

@@ -100,6 +100,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   gemm_workspace_ = arena_.require(MemCategory::activations, kCublasWorkspaceBytes, "activations: cuBLAS workspace");
   check_gemm(gemm_.set_workspace(gemm_workspace_.get(), kCublasWorkspaceBytes), "set the cuBLAS workspace");
   check_gemm(gemm_.choose_algorithms(gemm_algorithms_from_env()), "choose the GEMM algorithms");
+  gemm_.set_small_rows(gemm_small_rows_from_env());
 }
 
 YocoCudaModel::~YocoCudaModel() {

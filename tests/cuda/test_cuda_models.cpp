@@ -842,6 +842,30 @@ TEST(CudaModelResidualInGemm, AnUnknownChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_RESIDUAL_IN_GEMM", "yes");
 }
 
+// The decode step's GEMMs as a GEMV (YOCO_GEMV=1, ops/gemv.hpp) against cublasGemmEx's: a batch of 3
+// (the GEMV's m = 3) prefilled in steps of 291 rows (those GEMMs stay cuBLAS's) and decoded 16 steps,
+// every row within the bound of the cuBLAS run, the middle one of the reference. gRet, SWA and the
+// Transformer.
+TEST(CudaModelGemv, DecodeStepsMatchTheReferenceAndTheCublasRun) {
+  YOCO_REQUIRE_GPU();
+  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const RefData& r = reference_data(c);
+    const std::string tag = c.name + " with the decode GEMMs as a GEMV";
+    OptionRuns runs = run_with_option(c, "YOCO_GEMV", "0", "1");
+    ASSERT_FALSE(HasFatalFailure());
+    expect_option_runs_within_bound(tag, runs, r, c.prompt);
+    // Proof the switch took: another summation order moves the decode steps' logits' bits.
+    EXPECT_TRUE((runs.after[1].array() != runs.before[1].array()).any())
+        << tag << ": the logits equal the cuBLAS run's bit for bit, as if the switch were ignored";
+  }
+}
+
+TEST(CudaModelGemv, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_GEMV", "yes");
+}
+
 // One buffer for a prefill step's sublayers (YOCO_SUBLAYER_BUFFERS=shared, the default: the
 // mixer's, the FFN's and the global K/V rows' pieces carved from the largest, runner/
 // sublayer_buffers.hpp) against a buffer each: a batch of 3 prefilled in steps of 291 rows (the

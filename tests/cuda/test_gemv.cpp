@@ -1,0 +1,114 @@
+// The decode GEMV (cuda/ops/gemv.hpp) against the reference linear() in fp64: bf16 and fp32 outputs and
+// the accumulating one, m = 1..4, the 3B presets' shapes and odd ones (a round of loads cut short, rows
+// not a multiple of a block's warps, more rows than the capped grid's warps); what it refuses; and
+// Gemm's dispatch (set_small_rows): the GEMV's bits where it serves the call, cuBLAS's where it does not.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device_test_data.hpp"
+#include "gemv_emulation.hpp"
+#include "gpu_test_support.hpp"
+#include "ops.hpp"
+#include "ops/gemm.hpp"
+#include "ops/gemv.hpp"
+#include "ops/gemv_plan.hpp"
+
+namespace yoco::cuda {
+namespace {
+
+using namespace yoco::cuda_test;
+using bf16 = __nv_bfloat16;
+
+struct Problem {
+  int64_t m, k, n;
+};
+
+TEST(Gemv, MatchesLinearForEveryOutputAndRowCount) {
+  YOCO_REQUIRE_GPU();
+  const std::vector<Problem> shapes = {
+      {1, 3072, 3072}, {4, 3072, 3072}, {2, 8192, 515}, {3, 200, 13}, {1, 1032, 9}, {4, 8, 1},
+      {1, 8, gemv::kMaxBlocks * gemv::kWarpsPerBlock + 77}};
+  for (const Problem& p : shapes) {
+    SCOPED_TRACE("m " + std::to_string(p.m) + " k " + std::to_string(p.k) + " n " + std::to_string(p.n));
+    const auto x = random_bf16_values(p.m * p.k, 11), w = random_bf16_values(p.n * p.k, 12, 1.0f / 27);
+    DeviceArray<bf16> dx(p.m * p.k), dw(p.n * p.k), y(p.m * p.n);
+    DeviceArray<float> y32(p.m * p.n), acc(p.m * p.n);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    // The accumulating output starts from a known residual r[i] = i / n.
+    std::vector<float> r(static_cast<size_t>(p.m * p.n));
+    for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(i % 97) / 97.0f;
+    ASSERT_EQ(cudaMemcpy(acc.ptr, r.data(), r.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(launch_gemv(dx.ptr, p.m, p.k, dw.ptr, p.n, y.ptr, GemvOut::bf16, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_gemv(dx.ptr, p.m, p.k, dw.ptr, p.n, y32.ptr, GemvOut::f32, nullptr), cudaSuccess);
+    ASSERT_EQ(launch_gemv(dx.ptr, p.m, p.k, dw.ptr, p.n, acc.ptr, GemvOut::f32_accumulate, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto want = to_vector(linear<double>(to_mat(x, p.m, p.k), to_mat(w, p.n, p.k)));
+    EXPECT_LE(rms_error(download_bf16(y), want), bf16_output_bound(want));
+    EXPECT_LE(rms_error(download(y32), want), 1e-5);  // fp32 sums only
+    std::vector<double> want_acc(want.size());
+    for (size_t i = 0; i < want.size(); ++i) want_acc[i] = want[i] + r[i];
+    EXPECT_LE(rms_error(download(acc), want_acc), 1e-5);
+    // The kernel's own order of sums, replayed on the CPU: the fp32 outputs equal it bit for bit, and the
+    // bf16 one is its rounding (skipped for the largest case, whose replay is slow on one core).
+    if (p.n * p.k <= (int64_t{1} << 24)) {
+      const std::vector<float> bits = gemv_emulate(x, p.m, p.k, w, p.n);
+      EXPECT_EQ(download(y32), bits) << "the fp32 sums differ from the kernel's order replayed";
+      std::vector<float> rounded(bits.size());
+      for (size_t i = 0; i < bits.size(); ++i) rounded[i] = round_to_bf16(bits[i]);
+      EXPECT_EQ(download_bf16(y), rounded) << "the bf16 output is not the fp32 sums rounded once";
+    }
+  }
+}
+
+TEST(Gemv, RefusesWhatItDoesNotServe) {
+  YOCO_REQUIRE_GPU();
+  DeviceArray<bf16> dx(5 * 64), dw(64 * 64), y(5 * 64);
+  EXPECT_EQ(launch_gemv(dx.ptr, 5, 64, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv(dx.ptr, 1, 60, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv(dx.ptr + 1, 1, 56, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv(dx.ptr, 1, 64, dw.ptr, 64, nullptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refusal launches nothing";
+}
+
+TEST(Gemv, GemmTakesItForAFewRowsAndCublasForTheRest) {
+  YOCO_REQUIRE_GPU();
+  Gemm cublas, small;
+  ASSERT_TRUE(cublas.ok() && small.ok());
+  small.set_small_rows(GemmSmallRows::gemv);
+  const int64_t k = 3072, n = 2048;
+  for (const int64_t m : {int64_t{2}, int64_t{5}}) {
+    SCOPED_TRACE("m " + std::to_string(m));
+    const auto x = random_bf16_values(m * k, 21), w = random_bf16_values(n * k, 22, 1.0f / 55);
+    DeviceArray<bf16> dx(m * k), dw(n * k), y_gemm(m * n), y_direct(m * n), y_cublas(m * n);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(small.linear(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(cublas.linear(dx.ptr, m, k, dw.ptr, n, y_cublas.ptr, nullptr), "");
+    const auto got = download_bf16(y_gemm);
+    if (m <= gemv::kMaxRows) {
+      ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::bf16, nullptr), cudaSuccess);
+      EXPECT_EQ(got, download_bf16(y_direct)) << "the GEMV's bits";
+    } else {
+      EXPECT_EQ(got, download_bf16(y_cublas)) << "cuBLAS's bits past the GEMV's rows";
+    }
+    const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
+    EXPECT_LE(rms_error(got, want), bf16_output_bound(want));
+  }
+  // A call the GEMV refuses (x not 16-byte aligned) goes to cuBLAS, right.
+  const int64_t m = 1, kk = 3064;
+  const auto x = random_bf16_values(m * kk + 1, 23), w = random_bf16_values(n * kk, 24, 1.0f / 55);
+  DeviceArray<bf16> dx(m * kk + 1), dw(n * kk), y(m * n), y_cublas(m * n);
+  upload_bf16(dx, x);
+  upload_bf16(dw, w);
+  ASSERT_EQ(small.linear(dx.ptr + 1, m, kk, dw.ptr, n, y.ptr, nullptr), "");
+  ASSERT_EQ(cublas.linear(dx.ptr + 1, m, kk, dw.ptr, n, y_cublas.ptr, nullptr), "");
+  EXPECT_EQ(download_bf16(y), download_bf16(y_cublas));
+}
+
+}  // namespace
+}  // namespace yoco::cuda
