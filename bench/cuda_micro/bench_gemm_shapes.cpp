@@ -63,6 +63,9 @@ std::vector<GemmShape> prefill_shapes() {
       {"W1|W3", "yoco-3b", y.dim, 2 * y.hidden_dim},
       {"W2", "yoco-3b", y.hidden_dim, y.dim},
       {"global K|V", "yoco-3b", y.dim, 2 * y.kv_width()},
+      // The gRet log-decays' projection (the runner's is fp32 out): 24 weight rows, 3 blocks of the GEMV
+      // at a decode step, so the row says whether so few warps still beat cuBLAS there.
+      {"log-decay gates", "yoco-3b", y.dim, y.n_self_heads},
       {"q|k|v", "transformer-3b", t.dim, t.q_width() + 2 * t.kv_width()},
       {"o_proj", "transformer-3b", t.q_width(), t.dim},
   };

@@ -26,7 +26,10 @@ std::string Gemm::run(const void* x, int64_t m, int64_t k, const void* w, int64_
   // An accumulating call (beta 1) keeps cublasGemmEx's choice: the tuner times its candidates by running them
   // again on the call's own output, which would add the product more than once.
   if (tuner_ && beta == 0.0f) return tuner_->run(x, m, k, w, n, y, out_type, workspace_, workspace_bytes_, stream);
-  if (!tuner_ && small_rows_ == GemmSmallRows::gemv &&
+  // The GEMV's outputs: bf16 written, fp32 written or added to (beta 0 or 1); anything else stays cuBLAS's.
+  const bool gemv_out = (out_type == CUDA_R_16BF && beta == 0.0f) ||
+                        (out_type == CUDA_R_32F && (beta == 0.0f || beta == 1.0f));
+  if (!tuner_ && small_rows_ == GemmSmallRows::gemv && gemv_out &&
       gemv::unsupported(m, k, n, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(w)) == nullptr) {
     const GemvOut out = out_type == CUDA_R_16BF ? GemvOut::bf16 : beta == 0.0f ? GemvOut::f32 : GemvOut::f32_accumulate;
     const cudaError_t e = launch_gemv(static_cast<const __nv_bfloat16*>(x), m, k, static_cast<const __nv_bfloat16*>(w),

@@ -39,7 +39,7 @@ TEST(Gemv, MatchesLinearForEveryOutputAndRowCount) {
     DeviceArray<float> y32(p.m * p.n), acc(p.m * p.n);
     upload_bf16(dx, x);
     upload_bf16(dw, w);
-    // The accumulating output starts from a known residual r[i] = i / n.
+    // The accumulating output starts from a known residual r[i] = (i mod 97) / 97.
     std::vector<float> r(static_cast<size_t>(p.m * p.n));
     for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<float>(i % 97) / 97.0f;
     ASSERT_EQ(cudaMemcpy(acc.ptr, r.data(), r.size() * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
@@ -53,15 +53,17 @@ TEST(Gemv, MatchesLinearForEveryOutputAndRowCount) {
     std::vector<double> want_acc(want.size());
     for (size_t i = 0; i < want.size(); ++i) want_acc[i] = want[i] + r[i];
     EXPECT_LE(rms_error(download(acc), want_acc), 1e-5);
-    // The kernel's own order of sums, replayed on the CPU: the fp32 outputs equal it bit for bit, and the
-    // bf16 one is its rounding (skipped for the largest case, whose replay is slow on one core).
-    if (p.n * p.k <= (int64_t{1} << 24)) {
-      const std::vector<float> bits = gemv_emulate(x, p.m, p.k, w, p.n);
-      EXPECT_EQ(download(y32), bits) << "the fp32 sums differ from the kernel's order replayed";
-      std::vector<float> rounded(bits.size());
-      for (size_t i = 0; i < bits.size(); ++i) rounded[i] = round_to_bf16(bits[i]);
-      EXPECT_EQ(download_bf16(y), rounded) << "the bf16 output is not the fp32 sums rounded once";
+    // The kernel's own order of sums, replayed on the CPU: the fp32 outputs equal it bit for bit, the
+    // bf16 one is its rounding, and the accumulating one the residual plus it (one add).
+    const std::vector<float> bits = gemv_emulate(x, p.m, p.k, w, p.n);
+    EXPECT_EQ(download(y32), bits) << "the fp32 sums differ from the kernel's order replayed";
+    std::vector<float> rounded(bits.size()), added(bits.size());
+    for (size_t i = 0; i < bits.size(); ++i) {
+      rounded[i] = round_to_bf16(bits[i]);
+      added[i] = r[i] + bits[i];
     }
+    EXPECT_EQ(download_bf16(y), rounded) << "the bf16 output is not the fp32 sums rounded once";
+    EXPECT_EQ(download(acc), added) << "the accumulating output is not the residual plus the sums";
   }
 }
 
@@ -98,6 +100,41 @@ TEST(Gemv, GemmTakesItForAFewRowsAndCublasForTheRest) {
     }
     const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
     EXPECT_LE(rms_error(got, want), bf16_output_bound(want));
+  }
+  // fp32 out, written and added to (the LM head's and the residual-in-GEMM path's calls): the GEMV's bits.
+  {
+    const int64_t m = 3;
+    const auto x = random_bf16_values(m * k, 25), w = random_bf16_values(n * k, 26, 1.0f / 55);
+    DeviceArray<bf16> dx(m * k), dw(n * k);
+    DeviceArray<float> y_gemm(m * n), y_direct(m * n);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(small.linear_f32(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::f32, nullptr), cudaSuccess);
+    EXPECT_EQ(download(y_gemm), download(y_direct)) << "linear_f32";
+    ASSERT_EQ(small.accumulate_f32(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::f32_accumulate, nullptr), cudaSuccess);
+    EXPECT_EQ(download(y_gemm), download(y_direct)) << "accumulate_f32";
+  }
+  // A tuned Gemm times its own candidates: set_small_rows does not change its path.
+  {
+    Gemm tuned, tuned_small;
+    ASSERT_EQ(tuned.choose_algorithms(GemmAlgorithms::tuned), "");
+    ASSERT_EQ(tuned_small.choose_algorithms(GemmAlgorithms::tuned), "");
+    tuned_small.set_small_rows(GemmSmallRows::gemv);
+    const int64_t m = 1;
+    const auto x = random_bf16_values(m * k, 27), w = random_bf16_values(n * k, 28, 1.0f / 55);
+    DeviceArray<bf16> dx(m * k), dw(n * k), y_a(m * n), y_b(m * n), y_g(m * n);
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+    ASSERT_EQ(tuned.linear(dx.ptr, m, k, dw.ptr, n, y_a.ptr, nullptr), "");
+    ASSERT_EQ(tuned_small.linear(dx.ptr, m, k, dw.ptr, n, y_b.ptr, nullptr), "");
+    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_g.ptr, GemvOut::bf16, nullptr), cudaSuccess);
+    const auto a = download_bf16(y_a), b = download_bf16(y_b);
+    const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
+    EXPECT_LE(rms_error(a, want), bf16_output_bound(want));
+    EXPECT_LE(rms_error(b, want), bf16_output_bound(want));
+    EXPECT_EQ(tuned.tuning_record().size(), tuned_small.tuning_record().size()) << "both timed the shape";
   }
   // A call the GEMV refuses (x not 16-byte aligned) goes to cuBLAS, right.
   const int64_t m = 1, kk = 3064;
