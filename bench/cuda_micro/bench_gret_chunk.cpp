@@ -284,7 +284,7 @@ YOCO_KERNEL_BENCH(gret_chunk) {
     const std::vector<std::pair<int, int>> v5_more = {{128, 0}, {128, 11}, {256, 0}, {256, 11}};
     // v6: its plan (P 5 at 24 heads: 120 CTAs, one wave), P 11 (two waves), P 4 / 6 / 8
     // and the plan's P with phase 1 unsplit (x1); variant "P5 x2": phase 1 on 2 x 4 finer segments
-    const std::vector<std::pair<int, int>> v6_plan = {{0, 0}}, v6_more = {{0, 0}, {0, 1}, {4, 0}, {6, 0}, {8, 0}, {11, 0}};
+    const std::vector<std::pair<int, int>> v6_more = {{0, 0}, {0, 1}, {4, 0}, {6, 0}, {8, 0}, {11, 0}};
     bench_shape(report, Shape{"kernels-anchor", 2, 16, 128, 16384}, {{0, 0}, {0, 1}}, stream, sms, {0, 4},
                 v5_plans, {{0, 0}, {8, 0}});
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 32768}, {{0, 0}, {0, 1}}, stream, sms,
@@ -293,8 +293,13 @@ YOCO_KERNEL_BENCH(gret_chunk) {
                 stream, sms, {0, 6, 16}, v5_more, v6_more);
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 524288}, plan_only, stream, sms, {0, 16},
                 v5_plans, {{0, 0}, {0, 1}, {11, 0}});
+    // P 11 at 1M too, and a batch of 2 (the runner's step at chunk 32768: 16384 tokens of each sequence)
+    // at the plan's P and at the two-wave P 5 / 6: what the planner needs before it takes two waves
+    // (cuda/gret/NOTES-gret_chunk.md, the Nsight Compute profile's change 2).
     bench_shape(report, Shape{"yoco-3b", 1, 24, 128, 1048576}, plan_only, stream, sms, {0}, v5_plans,
-                v6_plan);
+                {{0, 0}, {11, 0}});
+    bench_shape(report, Shape{"yoco-3b", 2, 24, 128, 16384}, plan_only, stream, sms, {0}, {{128, 0}},
+                {{0, 0}, {5, 0}, {6, 0}});
     // Where a plan's time goes: its three phases alone (v3: the library's plan; v6).
     for (int64_t N : {int64_t{32768}, int64_t{131072}}) {
       const Shape sh{"yoco-3b", 1, 24, 128, N};
