@@ -9,6 +9,7 @@
 #include <set>
 
 #include "analytic_rows.hpp"
+#include "attention/cache_plan.hpp"
 #include "cpu_backend.hpp"
 #include "errors.hpp"
 #include "format.hpp"
@@ -482,7 +483,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
           // The runners upload each step's tokens through one pinned buffer, and the upload waits for the
           // one before it, which the stream orders behind that step's kernels: a prefill of several steps
           // returns about one step before the device is done, whoever sets the pace.
-          const int64_t per_step = std::max<int64_t>(1, s.prefill_chunk / std::max<int64_t>(B, 1));
+          const int64_t per_step = cuda::cache_plan::prefill_tokens_per_sequence(s.prefill_chunk, B, n);
           const int64_t steps = (n + per_step - 1) / per_step;
           sink.timing(model, n, B, 0, "prefill", "prefill_host_enqueue_s", *res.prefill_host, "measured",
                       "host seconds until the prefill call returned (steady_clock), the same " +
