@@ -90,6 +90,20 @@ def report(rows):
         unit = "GEMM" if RATE.get(fam) else "copy"
         peers = "; ".join("%s %.2f-%.2fx" % (who, min(x), max(x)) for who, x in sorted(vs[fam].items()))
         print("%-28s %5d  %5.1f-%5.1f%% of %-6s  %s" % (fam, len(f), 100 * min(f), 100 * max(f), unit, peers or "-"))
+    # The decode GEMV against cublasGemmEx at each shape and row count (bench gemm_shapes: the two rows of
+    # a shape share the words before ", gemv" / ", cublasGemmEx"): the runners' YOCO_GEMV decision.
+    by_phase = {(r["model"], r["seq_len"], r["phase"]): float(r["value"]) for r in ours}
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam != "gemm_shapes" or ", gemv (ours" not in variant:
+            continue
+        shape = variant.split(", gemv (ours", 1)[0]
+        cublas = by_phase.get((r["model"], r["seq_len"], fam + ":" + shape + ", cublasGemmEx (the runners' call)"))
+        frac = val.get((r["model"], r["seq_len"], r["batch"], r["phase"], "fraction_of_copy_bw"))
+        print("%-28s %s: gemv %.2f us%s%s" % (
+            "gemv vs cublas", shape, 1e6 * float(r["value"]),
+            " vs cublasGemmEx %.2f us (%.2fx its time)" % (1e6 * cublas, float(r["value"]) / cublas) if cublas else "",
+            ", %.0f%% of copy" % (100 * frac) if frac is not None else ""))
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])

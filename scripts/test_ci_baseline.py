@@ -201,6 +201,19 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertIn("KERNELS.csv [PEERS.csv ...]", p.stdout)
 
+    def test_gpu_headlines_puts_the_gemv_beside_cublas(self):
+        row = ('abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1,1,0,"gemm_shapes:out_proj m 1 k 3072 n 3072, %s",%s,'
+               "%s,%s,measured,5,,,note\n")
+        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + "".join([
+            row % ("cublasGemmEx (the runners' call)", "kernel_time_s", "1.36e-05", "s"),
+            row % ("gemv (ours, YOCO_GEMV=1)", "kernel_time_s", "6.8e-06", "s"),
+            row % ("gemv (ours, YOCO_GEMV=1)", "fraction_of_copy_bw", "0.66", "fraction")]))
+        p = subprocess.run([sys.executable, os.path.join(HERE, "gpu_headlines.py"), kernels], capture_output=True,
+                           text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertIn("out_proj m 1 k 3072 n 3072: gemv 6.80 us vs cublasGemmEx 13.60 us (0.50x its time), 66% of copy",
+                      p.stdout)
+
     def test_bad_options_exit_2_with_one_line(self):
         good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
         for script, args, fragment in (
