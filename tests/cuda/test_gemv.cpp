@@ -77,6 +77,20 @@ TEST(Gemv, RefusesWhatItDoesNotServe) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refusal launches nothing";
 }
 
+// x [m, k] and w [n, k] of random bf16 values, on the device, and their product in fp64.
+struct Operands {
+  int64_t m, k, n;
+  std::vector<float> x, w;
+  DeviceArray<bf16> dx, dw;
+  Operands(int64_t m_, int64_t k_, int64_t n_, uint64_t seed)
+      : m(m_), k(k_), n(n_), x(random_bf16_values(m * k, seed)), w(random_bf16_values(n * k, seed + 1, 1.0f / 55)),
+        dx(m * k), dw(n * k) {
+    upload_bf16(dx, x);
+    upload_bf16(dw, w);
+  }
+  std::vector<double> product() const { return to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k))); }
+};
+
 TEST(Gemv, GemmTakesItForAFewRowsAndCublasForTheRest) {
   YOCO_REQUIRE_GPU();
   Gemm cublas, small;
@@ -85,35 +99,29 @@ TEST(Gemv, GemmTakesItForAFewRowsAndCublasForTheRest) {
   const int64_t k = 3072, n = 2048;
   for (const int64_t m : {int64_t{2}, int64_t{5}}) {
     SCOPED_TRACE("m " + std::to_string(m));
-    const auto x = random_bf16_values(m * k, 21), w = random_bf16_values(n * k, 22, 1.0f / 55);
-    DeviceArray<bf16> dx(m * k), dw(n * k), y_gemm(m * n), y_direct(m * n), y_cublas(m * n);
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
-    ASSERT_EQ(small.linear(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
-    ASSERT_EQ(cublas.linear(dx.ptr, m, k, dw.ptr, n, y_cublas.ptr, nullptr), "");
+    const Operands o(m, k, n, 21);
+    DeviceArray<bf16> y_gemm(m * n), y_direct(m * n), y_cublas(m * n);
+    ASSERT_EQ(small.linear(o.dx.ptr, m, k, o.dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(cublas.linear(o.dx.ptr, m, k, o.dw.ptr, n, y_cublas.ptr, nullptr), "");
     const auto got = download_bf16(y_gemm);
     if (m <= gemv::kMaxRows) {
-      ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::bf16, nullptr), cudaSuccess);
+      ASSERT_EQ(launch_gemv(o.dx.ptr, m, k, o.dw.ptr, n, y_direct.ptr, GemvOut::bf16, nullptr), cudaSuccess);
       EXPECT_EQ(got, download_bf16(y_direct)) << "the GEMV's bits";
     } else {
       EXPECT_EQ(got, download_bf16(y_cublas)) << "cuBLAS's bits past the GEMV's rows";
     }
-    const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
+    const auto want = o.product();
     EXPECT_LE(rms_error(got, want), bf16_output_bound(want));
   }
   // fp32 out, written and added to (the LM head's and the residual-in-GEMM path's calls): the GEMV's bits.
   {
-    const int64_t m = 3;
-    const auto x = random_bf16_values(m * k, 25), w = random_bf16_values(n * k, 26, 1.0f / 55);
-    DeviceArray<bf16> dx(m * k), dw(n * k);
-    DeviceArray<float> y_gemm(m * n), y_direct(m * n);
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
-    ASSERT_EQ(small.linear_f32(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
-    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::f32, nullptr), cudaSuccess);
+    const Operands o(3, k, n, 25);
+    DeviceArray<float> y_gemm(3 * n), y_direct(3 * n);
+    ASSERT_EQ(small.linear_f32(o.dx.ptr, 3, k, o.dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(launch_gemv(o.dx.ptr, 3, k, o.dw.ptr, n, y_direct.ptr, GemvOut::f32, nullptr), cudaSuccess);
     EXPECT_EQ(download(y_gemm), download(y_direct)) << "linear_f32";
-    ASSERT_EQ(small.accumulate_f32(dx.ptr, m, k, dw.ptr, n, y_gemm.ptr, nullptr), "");
-    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_direct.ptr, GemvOut::f32_accumulate, nullptr), cudaSuccess);
+    ASSERT_EQ(small.accumulate_f32(o.dx.ptr, 3, k, o.dw.ptr, n, y_gemm.ptr, nullptr), "");
+    ASSERT_EQ(launch_gemv(o.dx.ptr, 3, k, o.dw.ptr, n, y_direct.ptr, GemvOut::f32_accumulate, nullptr), cudaSuccess);
     EXPECT_EQ(download(y_gemm), download(y_direct)) << "accumulate_f32";
   }
   // A tuned Gemm times its own candidates: set_small_rows does not change its path.
@@ -122,28 +130,22 @@ TEST(Gemv, GemmTakesItForAFewRowsAndCublasForTheRest) {
     ASSERT_EQ(tuned.choose_algorithms(GemmAlgorithms::tuned), "");
     ASSERT_EQ(tuned_small.choose_algorithms(GemmAlgorithms::tuned), "");
     tuned_small.set_small_rows(GemmSmallRows::gemv);
-    const int64_t m = 1;
-    const auto x = random_bf16_values(m * k, 27), w = random_bf16_values(n * k, 28, 1.0f / 55);
-    DeviceArray<bf16> dx(m * k), dw(n * k), y_a(m * n), y_b(m * n), y_g(m * n);
-    upload_bf16(dx, x);
-    upload_bf16(dw, w);
-    ASSERT_EQ(tuned.linear(dx.ptr, m, k, dw.ptr, n, y_a.ptr, nullptr), "");
-    ASSERT_EQ(tuned_small.linear(dx.ptr, m, k, dw.ptr, n, y_b.ptr, nullptr), "");
-    ASSERT_EQ(launch_gemv(dx.ptr, m, k, dw.ptr, n, y_g.ptr, GemvOut::bf16, nullptr), cudaSuccess);
-    const auto a = download_bf16(y_a), b = download_bf16(y_b);
-    const auto want = to_vector(linear<double>(to_mat(x, m, k), to_mat(w, n, k)));
-    EXPECT_LE(rms_error(a, want), bf16_output_bound(want));
-    EXPECT_LE(rms_error(b, want), bf16_output_bound(want));
+    const Operands o(1, k, n, 27);
+    DeviceArray<bf16> y_a(n), y_b(n);
+    ASSERT_EQ(tuned.linear(o.dx.ptr, 1, k, o.dw.ptr, n, y_a.ptr, nullptr), "");
+    ASSERT_EQ(tuned_small.linear(o.dx.ptr, 1, k, o.dw.ptr, n, y_b.ptr, nullptr), "");
+    const auto want = o.product();
+    EXPECT_LE(rms_error(download_bf16(y_a), want), bf16_output_bound(want));
+    EXPECT_LE(rms_error(download_bf16(y_b), want), bf16_output_bound(want));
     EXPECT_EQ(tuned.tuning_record().size(), tuned_small.tuning_record().size()) << "both timed the shape";
   }
-  // A call the GEMV refuses (x not 16-byte aligned) goes to cuBLAS, right.
-  const int64_t m = 1, kk = 3064;
-  const auto x = random_bf16_values(m * kk + 1, 23), w = random_bf16_values(n * kk, 24, 1.0f / 55);
-  DeviceArray<bf16> dx(m * kk + 1), dw(n * kk), y(m * n), y_cublas(m * n);
-  upload_bf16(dx, x);
-  upload_bf16(dw, w);
-  ASSERT_EQ(small.linear(dx.ptr + 1, m, kk, dw.ptr, n, y.ptr, nullptr), "");
-  ASSERT_EQ(cublas.linear(dx.ptr + 1, m, kk, dw.ptr, n, y_cublas.ptr, nullptr), "");
+  // A call the GEMV refuses (x not 16-byte aligned: the buffers read from their second element, as
+  // [1, 3064] and [n, 3064]) goes to cuBLAS: its bits.
+  const Operands o(1, k, n, 23);
+  const int64_t kk = k - 8;
+  DeviceArray<bf16> y(n), y_cublas(n);
+  ASSERT_EQ(small.linear(o.dx.ptr + 1, 1, kk, o.dw.ptr, n, y.ptr, nullptr), "");
+  ASSERT_EQ(cublas.linear(o.dx.ptr + 1, 1, kk, o.dw.ptr, n, y_cublas.ptr, nullptr), "");
   EXPECT_EQ(download_bf16(y), download_bf16(y_cublas));
 }
 
