@@ -617,7 +617,8 @@ TEST_F(Cli, RatiosPairPointsFromTwoFiles) {
   EXPECT_DOUBLE_EQ(value(all, "yoco-tiny vs transformer-tiny", "prefill_speedup"), tt / ty);
   EXPECT_GT(value(all, "yoco-tiny", "prefill_latency_s"), 0) << "the inputs are kept";
   // The written file reads back, and its ratios are not computed twice.
-  expect_one_line_error(yoco("ratios " + out), {"no new ratio"}, "ratios already there");
+  expect_one_line_error(yoco("ratios " + out), {"no new ratio", "every ratio their points give"},
+                        "ratios already there");
   expect_one_line_error(yoco("ratios " + y + " " + y), {"give each point once", y}, "one point in two files");
   expect_one_line_error(yoco("ratios " + y), {"no new ratio", "yoco-tiny"}, "no Transformer to pair");
   expect_one_line_error(yoco("ratios"), {"missing argument FILE.csv"}, "no file");

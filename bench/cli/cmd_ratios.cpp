@@ -93,8 +93,12 @@ int cmd_ratios(const Args& args) {
       configs.push_back(preset_config(r.model));
     }
   std::vector<ResultRow> fresh;
-  for (ResultRow& q : ratio_rows(rows, pair_models(models, configs)))
-    if (!file_of_key.count(result_key(q))) fresh.push_back(std::move(q));
+  const std::vector<ResultRow> ratios = ratio_rows(rows, pair_models(models, configs));
+  for (const ResultRow& q : ratios)
+    if (!file_of_key.count(result_key(q))) fresh.push_back(q);
+  if (fresh.empty() && !ratios.empty())
+    throw InputError("yoco ratios: no new ratio: the files hold every ratio their points give (" +
+                     std::to_string(ratios.size()) + ") already");
   if (fresh.empty()) {
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m;
