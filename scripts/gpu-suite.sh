@@ -411,12 +411,8 @@ if has_step models && [ -x "$BIN/yoco" ]; then
   # launch-bound, and per-launch costs need a breakdown to be fitted on).
   run_step models.small 240 "$BIN/yoco" bench --device cuda --model yoco-small,yoco-swa-small,transformer-small \
     --lengths 4K,16K --gen 256 --repeats 3 --cupti --out "$LOGS/models_small.csv"
-  # YOCO's global K/V a GEMM per sequence (YOCO_GLOBAL_KV=per-sequence, the
-  # default until run-17 measured the batched projection 4x faster here): the
-  # throughput points, where the per-sequence GEMMs of a batch of 1024 made
-  # the prefill host-bound (run-09); its own file, beside.
-  run_step models.small_per_sequence_kv 120 env YOCO_GLOBAL_KV=per-sequence "$BIN/yoco" bench --device cuda \
-    --model yoco-small,yoco-swa-small --lengths 4K --gen 256 --metrics throughput --out "$LOGS/per_sequence_kv_small.csv"
+  # (YOCO's global K/V a GEMM per sequence, YOCO_GLOBAL_KV=per-sequence, ran here until run-17 measured
+  # the batched projection 4x faster; decided, it no longer takes device time.)
   # A point that cannot fit (transformer-3b's caches at 2M tokens: ~220 GB) must become
   # out_of_memory rows, and the next point must still run.
   run_step models.oom 240 "$BIN/yoco" bench --device cuda --model transformer-3b --lengths 2M,2K \
