@@ -59,10 +59,10 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
   add("host", "points", c.host_points, "count", "points with an eager decode step's host enqueue time");
   add("host", "prefill_call_s", c.prefill_host_call_s, "s",
       c.prefill_host_points ? "median over " + std::to_string(c.prefill_host_points) +
-                                  " batch-1 points of the prefill's host time (prefill_host_enqueue_s) / the "
+                                  " one-step batch-1 points of the prefill's host time (prefill_host_enqueue_s) / the "
                                   "runner's calls; " + from
-                            : "no prefill host times in the sweep: a prefill's calls cost call_s");
-  add("host", "prefill_points", c.prefill_host_points, "count", "batch-1 points with a prefill host time");
+                            : "no one-step prefill host times in the sweep: a prefill's calls cost call_s");
+  add("host", "prefill_points", c.prefill_host_points, "count", "one-step batch-1 points with a prefill host time");
   add("ceilings", "sm_count", c.sm_count, "count", "the device's datasheet (the gRet plan of the memory model)");
   return rows;
 }
