@@ -1,33 +1,38 @@
 #!/usr/bin/env bash
 # Prepares what a lent GPU machine needs from this machine's cuda build (it
 # has CUDA, CMake and PyTorch, but no Debian packages, no network, and takes
-# at most 64 MiB of ignored files a call): the binaries stripped into two
-# sets, one a call, and the libraries and MPI launcher they need.
-#   .carry/tests  every GPU test binary (tests/cuda/test_*): call 1,
-#                 --only info,tests,sanitize
-#   .carry/tools  yoco, test_dist_cuda, bench_cuda_kernels, gret_chunk_on_file:
-#                 call 2, --only dist,bench,peers,sass,models (dist: the test
-#                 binary under mpirun, then the mpirun yoco runs; also
-#                 models-3b, chunks, models-3b-short, sweep in calls of
-#                 their own). test_dist_cuda
-#                 went from call 1 to call 2 when the ring attention test took
-#                 call 1 past the limit (65.1 MiB at its commit).
-#   .carry/lib, .carry/openmpi  scripts/carry-libs.sh --mpirun (both calls)
+# at most 64 MiB of ignored files a call): the binaries stripped, and the
+# libraries and MPI launcher they need.
+#   .carry/tests  every GPU test binary (tests/cuda/test_*)
+#   .carry/tools  yoco, test_dist_cuda, bench_cuda_kernels, gret_chunk_on_file
+#   .carry/lib, .carry/openmpi  scripts/carry-libs.sh --mpirun
+#   .carry/bundle.tar.xz  all of the above in one file (the default): bin/
+#                 (tests and tools together), lib/, openmpi/ and a
+#                 MANIFEST.sha256. Every binary links every kernel, so they
+#                 share most of their bytes, and xz keeps them once: the 89 MiB
+#                 of stripped binaries at 08a7aa5 came to 5.5 MiB. So every
+#                 call carries the same one file, every step of gpu-suite.sh
+#                 can run in any call, and the calls can be planned by time
+#                 alone. gpu-suite.sh --bundle unpacks it there
+#                 (scripts/carry-unpack.sh) and checks it against the manifest.
+#   --split       the older way, no bundle: call 1 carries .carry/tests (--only
+#                 info,tests,sanitize), call 2 .carry/tools (the rest), both
+#                 .carry/lib and .carry/openmpi. Since the test binaries came to
+#                 47 MiB (0d14f2f), all of them no longer fit one call beside
+#                 the libraries and the tree, so --tests / --tools pick a few.
 # The limit counts the working tree that travels too (the tracked files): each
-# call's total is checked against it, and both calls' commands are printed.
+# call's total is checked against it, and the calls' commands are printed.
 #
-#   scripts/carry-gpu-build.sh [--tests REGEX] [--tools REGEX] [BUILD_BIN]   (default build/cuda/bin)
-# --tests: only the GPU test binaries whose names match (as gpu-suite's --tests):
-# every test binary links every kernel, so all of them (47 MiB at 0d14f2f) no
-# longer fit one call beside the libraries and the tree; a call that runs a few
-# carries those few. --tools: the same for call 2's tools, whole names (default all four; the
-# tree grows with every committed run: 16.6 MiB at 3f75db0, when call 2 with all
-# four came to 62.8 MiB), e.g. 'yoco|bench_cuda_kernels' for --only bench,models-3b.
+#   scripts/carry-gpu-build.sh [--split] [--tests REGEX] [--tools REGEX] [BUILD_BIN]   (default build/cuda/bin)
+# --tests: only the GPU test binaries whose names match (as gpu-suite's --tests);
+# --tools: the same for the tools, whole names (default all four), e.g.
+# 'yoco|bench_cuda_kernels'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests_regex="."
-tools_regex="."
+tools_regex=".*"
 bin="build/cuda/bin"
+split=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests)
@@ -36,7 +41,8 @@ while [ $# -gt 0 ]; do
     --tools)
       [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tools needs a regular expression" >&2; exit 2; }
       tools_regex="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --split) split=1; shift ;;
+    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
     -*) echo "carry-gpu-build.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) bin="$1"; shift ;;
   esac
@@ -82,21 +88,46 @@ kib() {
 # The tracked files and the untracked ones git does not ignore travel with every call.
 tree=$(git ls-files -z --cached --others --exclude-standard | du -ck --files0-from=- 2>/dev/null | tail -1 | awk '{print $1}')
 shared=$(( $(kib .carry/lib .carry/openmpi) + tree ))
-call1=$(( $(kib .carry/tests) + shared ))
-call2=$(( $(kib .carry/tools .whl) + shared ))
-status=0
-for c in "1 $call1" "2 $call2"; do
-  set -- $c
-  verdict="fits"
-  [ "$2" -le "$limit_kib" ] || { verdict="OVER the 64 MiB limit: split the call"; status=1; }
-  printf 'call %s sends %5.1f MiB (the tree %.1f of it): %s\n' "$1" "$(awk -v k="$2" 'BEGIN{print k / 1024}')" \
-    "$(awk -v k="$tree" 'BEGIN{print k / 1024}')" "$verdict"
-done
 sha=$(git rev-parse --short=12 HEAD)
-cat <<CALLS
+status=0
+# verdict NAME KIB: one line, the call's size against the limit.
+verdict() {
+  local v="fits"
+  [ "$2" -le "$limit_kib" ] || { v="OVER the 64 MiB limit: carry fewer binaries (--tests, --tools)"; status=1; }
+  printf '%s sends %5.1f MiB (the tree %.1f of it): %s\n' "$1" "$(awk -v k="$2" 'BEGIN{print k / 1024}')" \
+    "$(awk -v k="$tree" 'BEGIN{print k / 1024}')" "$v"
+}
+if [ -n "$split" ]; then
+  rm -f .carry/bundle.tar.xz
+  verdict "call 1" $(( $(kib .carry/tests) + shared ))
+  verdict "call 2" $(( $(kib .carry/tools .whl) + shared ))
+  cat <<CALLS
 call 1: carry .carry/tests .carry/lib .carry/openmpi
   YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tests --only info,tests,sanitize --tests $(printf '%q' "$tests_regex") --deadline 540
 call 2: carry .carry/tools .carry/lib .carry/openmpi .whl
   YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bin .carry/tools --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
+CALLS
+  exit $status
+fi
+# The bundle: bin/ (tests and tools), lib/, openmpi/, the manifest; written
+# beside and renamed, so an interrupted run leaves the last bundle whole.
+stage=.carry/bundle.stage
+rm -rf "$stage"
+mkdir -p "$stage/bin"
+[ ${#carry_bins[@]} -eq 0 ] || cp -p "${carry_bins[@]}" "$stage/bin/"
+cp -a .carry/lib "$stage/lib"
+[ -d .carry/openmpi ] && cp -a .carry/openmpi "$stage/openmpi"
+(cd "$stage" && find . -type f ! -name MANIFEST.sha256 -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum >MANIFEST.sha256)
+tar -C "$stage" -cf - . | xz -9 -T2 >.carry/bundle.tar.xz.tmp
+mv .carry/bundle.tar.xz.tmp .carry/bundle.tar.xz
+printf 'bundle: %s files, %.1f MiB of binaries and libraries in %.1f MiB\n' "$(grep -c . "$stage/MANIFEST.sha256")" \
+  "$(awk -v k="$(kib "$stage")" 'BEGIN{print k / 1024}')" "$(awk -v k="$(kib .carry/bundle.tar.xz)" 'BEGIN{print k / 1024}')"
+rm -rf "$stage"
+verdict "every call" $(( $(kib .carry/bundle.tar.xz) + tree ))
+verdict "a call with the peers' wheels" $(( $(kib .carry/bundle.tar.xz .whl) + tree ))
+cat <<CALLS
+every call: carry .carry/bundle.tar.xz (and .whl for step peers); gpu-suite.sh unpacks it, e.g.
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bundle .carry/bundle.tar.xz --only info,tests,sanitize --deadline 540
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bundle .carry/bundle.tar.xz --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
 CALLS
 exit $status

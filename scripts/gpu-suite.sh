@@ -39,7 +39,7 @@
 # beyond.csv, a file of its own, since a resumed file must hold only the
 # points its command asks for).
 #
-#   scripts/gpu-suite.sh [--bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
+#   scripts/gpu-suite.sh [--bundle FILE | --bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -51,6 +51,10 @@
 #        started (DEADLINE in the summary), and the logs are still packed: set
 #        it some 30 s under the device call's timeout, so that a call cut short
 #        brings its logs back instead of losing them with the killed script.
+# --bundle: the one-file carry of scripts/carry-gpu-build.sh (.carry/bundle.tar.xz):
+#        unpacked into .carry/ first (scripts/carry-unpack.sh, checked against
+#        its manifest; a damaged one stops the call at once, exit 2), then
+#        --bin is .carry/bin, where every test binary and tool sits.
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
@@ -78,6 +82,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 BIN=""
+BUNDLE=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
 STEPS="info,tests,sanitize,dist,bench,peers,sass,models"
 TEST_REGEX="."
@@ -92,6 +97,11 @@ SWEEP_NARROW=()
 DEADLINE=0
 FLA_CHECK_LENGTHS=32K,128K,512K,1M
 while [ $# -gt 0 ]; do
+  case "$1" in  # an option that takes a value, given none: one line, not bash's unbound-variable error
+    --sweep-results|--sweep-seconds|--sweep-models|--sweep-lengths|--sweep-file|--bin|--bundle|--deadline|--out|\
+    --steps|--only|--tests|--sanitize-tests|--peers|--fla-check-lengths|--bench-filter|--timeout-scale)
+      [ $# -ge 2 ] || { echo "gpu-suite: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
   case "$1" in
     --sweep-results) SWEEP_RESULTS="$2"; shift 2 ;;
     --quick) SWEEP_QUICK=--quick; shift ;;
@@ -100,6 +110,7 @@ while [ $# -gt 0 ]; do
     --sweep-lengths) SWEEP_NARROW+=(--lengths "$2"); shift 2 ;;
     --sweep-file) SWEEP_NARROW+=(--sweep-file "$2"); shift 2 ;;
     --bin) BIN="$2"; shift 2 ;;
+    --bundle) BUNDLE="$2"; shift 2 ;;
     --deadline) DEADLINE="$2"; shift 2 ;;
     --out) OUTDIR="$2"; shift 2 ;;
     --steps|--only) STEPS="$2"; shift 2 ;;
@@ -121,6 +132,12 @@ for step in ${STEPS//,/ }; do
     *) echo "gpu-suite: --only: unknown step '$step' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [ -n "$BUNDLE" ]; then
+  [ -z "$BIN" ] || { echo "gpu-suite: --bundle and --bin both given: the bundle's binaries are .carry/bin" >&2; exit 2; }
+  [ -f "$BUNDLE" ] || { echo "gpu-suite: --bundle: no file '$BUNDLE' (scripts/carry-gpu-build.sh makes it; carry it)" >&2; exit 2; }
+  scripts/carry-unpack.sh "$BUNDLE" .carry || exit 2
+  BIN=.carry/bin
+fi
 if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi

@@ -8,12 +8,13 @@
 # detection of the performance history (reports/history.py). PostgreSQL is
 # there for the history's server store: its tests start a server of their own.
 # OpenMPI for dist/ (the sequence sharded across ranks): its tests run real
-# ranks under mpirun.
+# ranks under mpirun. xz-utils packs the one-file carry to a GPU machine
+# (scripts/carry-gpu-build.sh) and its test.
 set -euo pipefail
 
 PACKAGES=(build-essential cmake libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libfccp-dev
           nlohmann-json3-dev python3 python3-matplotlib python3-numpy python3-scipy python3-venv
-          postgresql python3-psycopg2 openmpi-bin libopenmpi-dev)
+          postgresql python3-psycopg2 openmpi-bin libopenmpi-dev xz-utils)
 PYPI_PINS=(ruptures==1.1.9)
 FUZZ_PACKAGES=(clang)
 if [ "${1:-}" = --fuzz ]; then

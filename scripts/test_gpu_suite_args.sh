@@ -21,4 +21,8 @@ expect_refusal "unknown step 'models3b'" --only info,models3b
 expect_refusal "unknown step 'chunk'" --only chunk --deadline 100
 expect_refusal "--deadline takes whole seconds" --only info --deadline 5m
 expect_refusal "unknown argument '--depth'" --depth 3
+expect_refusal "--bundle: no file 'nowhere.tar.xz'" --bundle nowhere.tar.xz --only info
+expect_refusal "--bundle and --bin both given" --bundle scripts/gpu-suite.sh --bin .carry/bin
+expect_refusal "--tests needs a value" --only tests --tests
+expect_refusal "unknown argument '--depth'" --depth
 exit $fail
