@@ -207,9 +207,11 @@ static std::string sublayers_note(const ModelConfig& cfg, bool memory_row) {
 
 // The GEMMs' algorithms when tuned (YOCO_GEMM_ALGO=tuned), and the few rows' GEMV (YOCO_GEMV=1): every row's departure from the default (memory rows too, so that
 // reports/yocoreport/chunks.py keeps a tuned run's points apart).
+// The GEMV serves only the cublasGemmEx path (ops/gemm.cu): with the tuner on, no row may claim it.
 static std::string gemm_note() {
-  return joined(cuda::gemm_algorithms_from_env() == cuda::GemmAlgorithms::tuned ? cuda::kGemmTunedNote : "",
-                cuda::gemm_small_rows_from_env() == cuda::GemmSmallRows::gemv ? cuda::kGemvNote : "");
+  const bool tuned = cuda::gemm_algorithms_from_env() == cuda::GemmAlgorithms::tuned;
+  return joined(tuned ? cuda::kGemmTunedNote : "",
+                !tuned && cuda::gemm_small_rows_from_env() == cuda::GemmSmallRows::gemv ? cuda::kGemvNote : "");
 }
 
 // The sublayers' outputs added to the residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1): on every row.

@@ -11,9 +11,10 @@
 // stays usable, its caches dropped; std::runtime_error naming the launch for
 // any other CUDA failure.
 //
-// Decode steps run as a CUDA graph captured on the first step of each batch
-// size and replayed after (the step's position lives on the device, advanced
-// inside the graph), or eagerly (set_decode_graphs(false)): the same kernels in
+// Decode steps run as a CUDA graph captured on the first step after caches are
+// allocated and replayed after, also over a later generation that keeps those
+// caches (the step's position lives on the device, advanced inside the graph,
+// and reset by each prefill), or eagerly (set_decode_graphs(false)): the same kernels in
 // the same order, so both give bit-identical logits.
 #include <cuda_runtime.h>
 

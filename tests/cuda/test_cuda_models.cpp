@@ -411,24 +411,27 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
                                                   random_tokens(N + steps, V, kTokenSeed + 4)};
   auto model = make_model(cfg);
   // Prefill logits and step logits, in one flat vector each.
-  auto run = [&](bool graphs, const std::vector<std::vector<int64_t>>& s, std::vector<float>& pre,
-                 std::vector<float>& dec) {
+  // A prompt of n tokens and st steps (n + st = N + steps keeps a generation's caches).
+  auto run_at = [&](bool graphs, const std::vector<std::vector<int64_t>>& s, int64_t n, int64_t st,
+                    std::vector<float>& pre, std::vector<float>& dec) {
     model->set_decode_graphs(graphs);
     EXPECT_EQ(model->decode_graphs(), graphs);
     const int64_t B = static_cast<int64_t>(s.size());
     std::vector<int64_t> prompt;
-    for (const auto& q : s) prompt.insert(prompt.end(), q.begin(), q.begin() + N);
-    model->prefill(prompt, B, N, steps, kOneChunk);
+    for (const auto& q : s) prompt.insert(prompt.end(), q.begin(), q.begin() + n);
+    model->prefill(prompt, B, n, st, kOneChunk);
     pre = model->logits();
     dec.clear();
-    for (int64_t t = 0; t < steps; ++t) {
+    for (int64_t t = 0; t < st; ++t) {
       std::vector<int64_t> tok;
-      for (const auto& q : s) tok.push_back(q[static_cast<size_t>(N + t)]);
+      for (const auto& q : s) tok.push_back(q[static_cast<size_t>(n + t)]);
       model->decode_step(tok);
       const auto l = model->logits();
       dec.insert(dec.end(), l.begin(), l.end());
     }
   };
+  auto run = [&](bool graphs, const std::vector<std::vector<int64_t>>& s, std::vector<float>& pre,
+                 std::vector<float>& dec) { run_at(graphs, s, N, steps, pre, dec); };
   std::vector<float> pre_g, dec_g, pre_e, dec_e, pre_1, dec_1, pre_g2, dec_g2, pre_g3, dec_g3;
   // Caches and states allocated so far (a kept generation allocates none).
   auto generation_allocs = [&] {
@@ -447,6 +450,16 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
   EXPECT_EQ(generation_allocs(), after_fourth) << c.name;
   EXPECT_EQ(model->decode_graph_captures(), captures) << c.name << ": a kept generation captured its graph again";
   EXPECT_GE(captures, 2) << c.name << ": new caches (batch 1, then batch 2 again) are captured anew";
+  // A shorter prompt and more steps over the same caches: the kept graph replayed from other
+  // positions (what it reads per step must come from the device, not from its capture), against the
+  // eager steps of the same generation.
+  std::vector<float> pre_s, dec_s, pre_se, dec_se;
+  run_at(true, seqs, N - 4, steps + 4, pre_s, dec_s);
+  EXPECT_EQ(generation_allocs(), after_fourth) << c.name << ": a prompt 4 shorter, 4 steps more, allocated again";
+  EXPECT_EQ(model->decode_graph_captures(), captures) << c.name << ": the same caches captured their graph again";
+  run_at(false, seqs, N - 4, steps + 4, pre_se, dec_se);
+  EXPECT_TRUE(bitwise_equal(pre_s, pre_se)) << c.name << ": the prefill itself is not deterministic";
+  EXPECT_TRUE(bitwise_equal(dec_s, dec_se)) << c.name << ": the kept graph at other positions differs from eager steps";
   ASSERT_EQ(static_cast<int64_t>(dec_g.size()), 2 * steps * V);
   bool finite = true;
   for (float x : dec_g) finite = finite && std::isfinite(x);
@@ -843,11 +856,14 @@ TEST(CudaModelResidualInGemm, AnUnknownChoiceIsAClearError) {
 }
 
 // The decode step's GEMMs as a GEMV (YOCO_GEMV=1, ops/gemv.hpp) against cublasGemmEx's: a batch of 3
-// (the GEMV's m = 3) prefilled in steps of 291 rows (those GEMMs stay cuBLAS's) and decoded 16 steps,
-// every row within the bound of the cuBLAS run, the middle one of the reference. gRet, SWA and the
-// Transformer.
+// (the GEMV's m = 3) prefilled in steps of 291 rows (those GEMMs stay cuBLAS's; the early exit's 3 last
+// rows take the GEMV too) and decoded 16 steps, every row within the bound of the cuBLAS run, the
+// middle one of the reference. gRet, SWA and the Transformer. The tuned path never takes the GEMV, so
+// the GEMMs' algorithms are pinned to cublasGemmEx's whatever the environment says.
 TEST(CudaModelGemv, DecodeStepsMatchTheReferenceAndTheCublasRun) {
   YOCO_REQUIRE_GPU();
+  const ScopedEnv algo_env("YOCO_GEMM_ALGO");
+  algo_env.set("cublas");
   for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
     const Case& c = case_named(name);
     const RefData& r = reference_data(c);
