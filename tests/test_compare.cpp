@@ -186,6 +186,23 @@ TEST_F(CompareTest, ReaderRoundTripsEveryFieldBitForBit) {
   }
 }
 
+// The reader trims spaces and tabs around an unquoted field, so the writer
+// quotes a text that starts or ends with them: `yoco bench --device-name ' x '`
+// wrote ` x `, read back as `x`, and --resume then refused its own file as
+// written on another device.
+TEST_F(CompareTest, TextWithSpacesAtItsEdgesReadsBackAsWritten) {
+  std::vector<ResultRow> rows = base_rows();
+  rows[0].prov.device_name = " lab runner ";
+  rows[0].prov.host = "\thost";
+  rows[0].notes = "trailing tab\t";
+  const auto back = read_results_csv(write_rows("edges.csv", rows));
+  ASSERT_EQ(back.size(), rows.size());
+  EXPECT_EQ(back[0].prov.device_name, " lab runner ");
+  EXPECT_EQ(back[0].prov.host, "\thost");
+  EXPECT_EQ(back[0].notes, "trailing tab\t");
+  EXPECT_EQ(result_key(back[0]), result_key(rows[0]));
+}
+
 TEST_F(CompareTest, ReaderAcceptsBlankLinesCrLfAndNoFinalNewline) {
   std::string text = base_text();
   std::string crlf;

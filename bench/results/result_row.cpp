@@ -119,7 +119,10 @@ std::string one_line(std::string s) {
 }  // namespace
 
 std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  // The reader trims spaces and tabs around an unquoted field: one that starts
+  // or ends with them is quoted, so that it reads back as written.
+  const bool edge_space = !s.empty() && (s.front() == ' ' || s.front() == '\t' || s.back() == ' ' || s.back() == '\t');
+  if (!edge_space && s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string q = "\"";
   for (char c : s) {
     if (c == '"') q += '"';
