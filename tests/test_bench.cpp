@@ -279,6 +279,12 @@ TEST_F(Bench, BadOptionsExit2) {
   EXPECT_FALSE(std::filesystem::exists(dup_out));
   // Without throughput, --gen does not matter.
   EXPECT_EQ(yoco("bench --model yoco-tiny --lengths 128 --gen 1000 --metrics memory --format csv").status, 0);
+  // --device-name is a column of every row: a line break in it cut the CSV
+  // record (a file compare then refused); an empty one silently meant the CPU's name.
+  for (const std::string& name : {std::string("'lab\nrunner'"), std::string("''"), std::string("' '")})
+    expect_input_error(yoco("bench --model yoco-tiny --lengths 128 --metrics memory --device-name " + name + " --out " + dup_out),
+                       {"--device-name"}, "device name " + name);
+  EXPECT_FALSE(std::filesystem::exists(dup_out));
   // CUDA: not built here, or no device, or no runner yet -- said, not crashed.
   const auto cuda = yoco("bench --device cuda --model yoco-tiny --lengths 1K");
   expect_input_error(cuda, {"--device cuda"}, "cuda");

@@ -156,7 +156,17 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   s.budget_s = static_cast<double>(a.get_int("--budget-s", static_cast<int64_t>(s.budget_s), 1, 1 << 30));
   s.precision = parse_precision("--dtype", a.get_or("--dtype", precision_name(s.precision)));
   s.seed = a.get_u64("--seed", s.seed);
-  s.device_name = a.get_or("--device-name", s.device_name);
+  if (const auto name = a.get("--device-name")) {
+    // The label is a column of every row and part of compare's join key: a line
+    // break would cut the CSV record, and an empty one would silently stand for
+    // the detected name (the join across runners it is for would not happen).
+    if (name->find_first_not_of(" \t") == std::string::npos)
+      throw InputError("--device-name: empty label (give the name the rows should carry)");
+    for (const char c : *name)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw InputError("--device-name: the label holds a control character (a line break or tab): give it on one line");
+    s.device_name = *name;
+  }
   if (a.has("--no-extrapolate")) s.extrapolate = false;
   if (a.has("--cupti") && a.has("--no-cupti")) throw InputError("--cupti and --no-cupti: give one");
   if (a.has("--cupti")) s.cupti = true;
