@@ -590,6 +590,17 @@ TEST_F(Cli, BadInputIsOneLineOnStderr) {
   EXPECT_EQ(check.out, "") << "the usage is for --help";
 }
 
+// A name with a line break in it (a file name may hold one, a preset or
+// command typed with one) is echoed escaped: the error stays one line.
+TEST_F(Cli, ALineBreakInANameKeepsTheErrorOnOneLine) {
+  const std::string nl = path("two\nlines.csv");
+  expect_one_line_error(yoco("compare " + shell_quote(nl) + " " + shell_quote(nl)), {"two\\nlines.csv"}, "file name");
+  expect_one_line_error(yoco("forward --model " + shell_quote("yoco\ntiny") + " --tokens 1 --out " + path("x.npy")),
+                        {"'yoco\\ntiny'"}, "preset");
+  expect_one_line_error(yoco(shell_quote("frob\r\nx")), {"'frob\\r\\nx'"}, "command");
+  expect_one_line_error(yoco("model --model " + shell_quote(std::string("a\x1b[2Jb"))), {"a\\x1b[2Jb"}, "escape sequence");
+}
+
 // yoco ratios pairs points measured apart (transformer-3b's 1M prefill ran in a call of its own) by
 // the sweep's one rule: the ratio is the two files' values divided, the keys of both files kept.
 TEST_F(Cli, RatiosPairPointsFromTwoFiles) {

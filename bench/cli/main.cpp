@@ -87,6 +87,27 @@ int dispatch(int argc, char** argv) {
   throw yoco::InputError("unknown command '" + cmd + "' (commands: " + command_names() + "; see yoco --help)");
 }
 
+// A message on one line: a name from the command line or a file (a path, a
+// preset, an option) may hold a line break or other control bytes, which would
+// cut the one-line error or garble the terminal. They are shown escaped.
+std::string one_line(const char* what) {
+  std::string out;
+  for (const char* p = what; *p; ++p) {
+    const auto u = static_cast<unsigned char>(*p);
+    if (u == '\n') {
+      out += "\\n";
+    } else if (u == '\r') {
+      out += "\\r";
+    } else if ((u < 0x20 && u != '\t') || u == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+    } else {
+      out += *p;
+    }
+  }
+  return out;
+}
+
 // Rows and tables go to stdout, often redirected to a file: a write that failed
 // there (a full disk) is bad output, exit 2, not a silent exit 0 with a cut file.
 int check_stdout(int status) {
@@ -118,14 +139,14 @@ int main(int argc, char** argv) {
       // rank when it exits); an error of this rank's alone (a file only its
       // node has) is said after the wait, with the rank.
       std::this_thread::sleep_for(std::chrono::seconds(3));
-      std::cerr << "yoco: " << rank_prefix() << "error: " << e.what() << "\n";
+      std::cerr << "yoco: " << rank_prefix() << "error: " << one_line(e.what()) << "\n";
     } else {
-      std::cerr << "yoco: error: " << e.what() << "\n";
+      std::cerr << "yoco: error: " << one_line(e.what()) << "\n";
     }
     return end_job_after_error(2);
   } catch (const yoco::DeviceError& e) {
     std::cout.flush();
-    std::cerr << "yoco: " << rank_prefix() << "device error: " << e.what() << "\n";
+    std::cerr << "yoco: " << rank_prefix() << "device error: " << one_line(e.what()) << "\n";
     return end_job_after_error(1);
   } catch (const std::bad_alloc&) {
     std::cout.flush();
@@ -133,7 +154,7 @@ int main(int argc, char** argv) {
     return end_job_after_error(1);
   } catch (const std::exception& e) {
     std::cout.flush();
-    std::cerr << "yoco: " << rank_prefix() << "internal error: " << e.what() << "\n";
+    std::cerr << "yoco: " << rank_prefix() << "internal error: " << one_line(e.what()) << "\n";
     return end_job_after_error(1);
   } catch (...) {
     std::cout.flush();
