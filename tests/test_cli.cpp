@@ -601,6 +601,45 @@ TEST_F(Cli, ALineBreakInANameKeepsTheErrorOnOneLine) {
   expect_one_line_error(yoco("model --model " + shell_quote(std::string("a\x1b[2Jb"))), {"a\\x1b[2Jb"}, "escape sequence");
 }
 
+// --out naming a file the command reads (by any path) replaced it: forward
+// --weights w --out w left logits where the weights were, calibrate SWEEP
+// --out SWEEP a calibration where hours of measurements were. Refused, the
+// input untouched; calibrate --calibration C --out C still rewrites C.
+TEST_F(Cli, AnOutputOverAnInputIsRefused) {
+  const std::string w = path("w.safetensors"), tok = path("tok.txt"), cfg = path("cfg.json");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 1 --out " + w).status, 0);
+  spit(tok, "1,2,3\n");
+  spit(cfg, R"({"dim": 64, "n_layers": 4, "hidden_dim": 192, "vocab_size": 512, "n_self_heads": 4, "n_attn_heads": 4,
+    "n_attn_kv_heads": 2})");
+  const std::string wbytes = slurp(w), cbytes = slurp(cfg);
+  const std::string dot = (fs::path(w).parent_path() / "." / "w.safetensors").string();  // the same file, another path
+  expect_one_line_error(yoco("forward --model yoco-tiny --weights " + w + " --tokens 1,2 --out " + dot),
+                        {"--out", "--weights", "replace the input"}, "forward over its weights");
+  expect_one_line_error(yoco("forward --model yoco-tiny --tokens-file " + tok + " --out " + tok),
+                        {"--out", "--tokens-file"}, "forward over its tokens");
+  expect_one_line_error(yoco("forward --model " + cfg + " --tokens 1 --out " + cfg), {"--model"}, "forward over its config");
+  expect_one_line_error(yoco("weights init --model " + cfg + " --seed 1 --out " + cfg), {"--model"}, "init over its config");
+  expect_one_line_error(yoco("model --model yoco-tiny," + cfg + " --lengths 1K --out " + cfg), {"--model"},
+                        "model over its config");
+  EXPECT_EQ(slurp(w), wbytes);
+  EXPECT_EQ(slurp(tok), "1,2,3\n");
+  EXPECT_EQ(slurp(cfg), cbytes);
+
+  const std::string sweep_src =
+      (fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::string sweep = path("sweep.csv"), cal = path("cal.csv");
+  fs::copy_file(sweep_src, sweep);
+  expect_one_line_error(yoco("calibrate " + sweep + " --out " + sweep), {"--out", "the sweep", "replace the input"},
+                        "calibrate over its sweep");
+  EXPECT_EQ(slurp(sweep), slurp(sweep_src));
+  ASSERT_EQ(yoco("calibrate " + sweep + " --out " + cal).status, 0);
+  const std::string cal_bytes = slurp(cal);
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths 1K --calibration " + cal + " --out " + cal),
+                        {"--out", "--calibration"}, "model over its calibration");
+  EXPECT_EQ(slurp(cal), cal_bytes);
+  EXPECT_EQ(yoco("calibrate " + sweep + " --calibration " + cal + " --out " + cal).status, 0);  // on purpose
+}
+
 // yoco ratios pairs points measured apart (transformer-3b's 1M prefill ran in a call of its own) by
 // the sweep's one rule: the ratio is the two files' values divided, the keys of both files kept.
 TEST_F(Cli, RatiosPairPointsFromTwoFiles) {

@@ -172,6 +172,8 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   if (a.has("--cupti")) s.cupti = true;
   if (a.has("--no-cupti")) s.cupti = false;
   for (const auto& m : s.models) resolve_model(m);  // a bad name fails before anything runs
+  if (const auto out = a.get("--out"))
+    for (const auto& m : s.models) refuse_output_over_input("--out", *out, m, "a --model file");
   // Throughput generates --gen tokens after a prompt of length - gen: a length
   // at or below --gen has no prompt, and its throughput rows would be missing
   // with nothing saying why. Said before anything runs.

@@ -73,7 +73,11 @@ int cmd_calibrate(const Args& args) {
   const std::string sweep = a.positional()[0];
   if (a.has("--ceilings") && !a.has("--calibration"))
     throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
-  if (const auto out = a.get("--out")) check_output_path(*out);
+  if (const auto out = a.get("--out")) {
+    // --calibration FILE --out FILE rewrites a calibration in place, on purpose; the sweep is measurements.
+    refuse_output_over_input("--out", *out, sweep, "the sweep");
+    check_output_path(*out);
+  }
   const std::vector<ResultRow> rows = read_results_csv(sweep);
   const cost::Calibration cal =
       a.has("--calibration") ? cost::read_calibration(*a.get("--calibration")) : cost::fit_calibration(rows, sweep);

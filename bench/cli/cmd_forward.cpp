@@ -9,6 +9,7 @@
 #include "host_memory.hpp"
 #include "model_options.hpp"
 #include "npy.hpp"
+#include "result_output.hpp"
 
 namespace yoco::cli {
 
@@ -45,6 +46,8 @@ int cmd_forward(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   a.exclusive({"--tokens", "--tokens-file"}, true);
   const std::string out = a.require("--out");
+  for (const char* opt : {"--weights", "--tokens-file", "--model"})
+    if (const auto in = a.get(opt)) refuse_output_over_input("--out", out, *in, std::string("the ") + opt + " file");
   const GretParadigm paradigm = parse_paradigm(a.get_or("--paradigm", "parallel"));
   const int64_t chunk = a.get_int("--chunk", 0, 1, INT64_MAX);
   for (const char* opt : {"--paradigm", "--chunk"})

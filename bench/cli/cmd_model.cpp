@@ -308,6 +308,10 @@ int cmd_model(const Args& args) {
   const OutputFormat format = parse_output_format(a);
   const auto names = split_unique_list("--model", a.get_or("--model", "yoco-3b,transformer-3b"));
   const auto lengths = parse_length_list("--lengths", a.get_or("--lengths", "32K,64K,128K,256K,512K,1M"));
+  if (const auto out = a.get("--out")) {
+    if (const auto cal = a.get("--calibration")) refuse_output_over_input("--out", *out, *cal, "the --calibration file");
+    for (const auto& n : names) refuse_output_over_input("--out", *out, n, "a --model file");
+  }
 
   const Provenance prov = Provenance::here("analytic", s.device.name, "");
   NamedConfigs models;

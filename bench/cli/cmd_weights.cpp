@@ -11,6 +11,7 @@
 #include "format.hpp"
 #include "host_memory.hpp"
 #include "param_layout.hpp"
+#include "result_output.hpp"
 #include "safetensors.hpp"
 #include "weights.hpp"
 
@@ -74,6 +75,7 @@ int weights_init(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const uint64_t seed = parse_u64("--seed", a.require("--seed"));
   const std::string out = a.require("--out");
+  refuse_output_over_input("--out", out, a.require("--model"), "the --model file");
   const DType dtype = parse_storage_dtype(a.get_or("--dtype", "f32"));
   const ModelConfig cfg = resolve_model(a.require("--model"));
   // The values are floats by construction, so float storage loses nothing even for F64.

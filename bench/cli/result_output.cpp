@@ -25,6 +25,14 @@ void prepare_output_path(const std::string& path) {
   check_output_path(path);  // fails naming the path when the folder is missing or not writable
 }
 
+void refuse_output_over_input(const std::string& option, const std::string& out, const std::string& input,
+                              const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::equivalent(out, input, ec) || ec) return;  // either missing: not the same file
+  throw InputError(option + " " + out + " is " + what + " (" + input +
+                   "): writing it would replace the input; give another " + option);
+}
+
 void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,
                const std::function<void()>& print_table) {
   if (!primary_process()) return;  // under mpirun rank 0 prints and writes for the job

@@ -18,6 +18,12 @@ OutputFormat parse_output_format(const ParsedArgs& a);  // --format, default tab
 // output is said at once, not after the measurements.
 void prepare_output_path(const std::string& path);
 
+// InputError when `out` (the path given to `option`) is the file `input`
+// already names (the same file by any path: a link, ./x): writing it would
+// replace the input the command reads. `what` says what the input is.
+void refuse_output_over_input(const std::string& option, const std::string& out, const std::string& input,
+                              const std::string& what);
+
 // Writes --out if given (and says so on stderr), then prints the rows to
 // stdout in `format`; for table, calls `print_table`.
 void emit_rows(const ParsedArgs& a, OutputFormat format, const std::vector<ResultRow>& rows,
