@@ -176,6 +176,13 @@ class HistoryTest(unittest.TestCase):
         code, _, err = run("ingest", "--db", self.db, bad)
         self.assertEqual(code, 2)
         self.assertIn("bad.csv:3: column seq_len", err)
+        # Past the databases' 64-bit INTEGER: was an OverflowError traceback, exit 1.
+        huge = os.path.join(self.dir, "huge.csv")
+        write_csv(huge, [row(), row(batch="99999999999999999999")])
+        code, out, err = run("ingest", "--db", self.db, huge)
+        self.assertEqual(code, 2, out + err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("huge.csv:3: column batch is out of range", err)
         self.assertEqual(run("export", "--db", os.path.join(self.dir, "none.db"))[0], 2)
         empty = os.path.join(self.dir, "empty.db")  # only ingest may make a history of an empty file
         open(empty, "wb").close()

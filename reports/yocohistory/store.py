@@ -40,6 +40,8 @@ def _int(text, column, path, line):
         raise HistoryError("%s:%d: column %s is not an integer: %r" % (path, line, column, text[:40]))
     if v < 0:
         raise HistoryError("%s:%d: column %s is negative" % (path, line, column))
+    if v >= 1 << 63:  # the databases' INTEGER is 64-bit: past it sqlite3 raised OverflowError mid-ingest
+        raise HistoryError("%s:%d: column %s is out of range: %r" % (path, line, column, text[:40]))
     return v
 
 
