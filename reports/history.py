@@ -114,7 +114,8 @@ def cmd_ingest(a):
 
 
 def parse_floor(text):
-    t = text.strip().rstrip("%")
+    t = text.strip()
+    t = t[:-1] if t.endswith("%") else t  # one sign: rstrip took '5%%' (a shell-escaping slip) as 5%
     try:
         v = float(t) / 100.0
     except ValueError:

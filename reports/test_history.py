@@ -219,6 +219,7 @@ class HistoryTest(unittest.TestCase):
         for args, fragment in ((["check", "--db", self.db, "--far", "nan"], "argument --far: expected a number"),
                                (["check", "--db", self.db, "--noise", "-1"], "argument --noise: expected a number"),
                                (["changes", "--db", self.db, "--far", "inf"], "argument --far: expected a number"),
+                               (["check", "--db", self.db, "--floor", "5%%"], "--floor: expected a percentage"),
                                (["ingest", "--db", self.db, "--date", "yesterday", ok], "argument --date: expected")):
             code, out, err = run(*args)
             self.assertEqual(code, 2, out + err)
