@@ -674,6 +674,21 @@ TEST_F(Cli, RatiosPairPointsFromTwoFiles) {
   expect_one_line_error(yoco("ratios"), {"missing argument FILE.csv"}, "no file");
 }
 
+// Every line of an options list is an option or the continuation of one's
+// help, indented under it: calibrate's --ceilings, three lines long, ran its
+// second and third lines from the left margin, where they read as new text.
+TEST_F(Cli, OptionHelpsOfSeveralLinesStayInTheirColumn) {
+  for (const std::string c : {"forward", "generate", "weights init", "weights inspect", "bench", "model", "compare",
+                              "ratios", "check gret", "check attention", "calibrate", "demo"}) {
+    const std::string out = yoco(c + " --help").out;
+    const size_t from = out.find("\noptions:\n");
+    ASSERT_NE(from, std::string::npos) << c;
+    std::istringstream lines(out.substr(from + 10, out.find("\n\n", from + 10) - from - 10));
+    for (std::string line; std::getline(lines, line);)
+      EXPECT_TRUE(line.rfind("  -", 0) == 0 || line.rfind("      ", 0) == 0) << c << ": '" << line << "'";
+  }
+}
+
 // A missing positional argument names it and points to --help: the synopsis
 // of these commands spans lines, so pasting it broke the one-line rule.
 TEST_F(Cli, MissingPositionalIsOneLineNamingIt) {

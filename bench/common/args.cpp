@@ -167,7 +167,10 @@ std::string help_text(const CommandSpec& spec) {
     }
     heads.push_back("-h, --help");
     for (size_t i = 0; i < heads.size(); ++i) {
-      const std::string& help = i < spec.options.size() ? spec.options[i].help : "print this help and exit";
+      std::string help = i < spec.options.size() ? spec.options[i].help : "print this help and exit";
+      // A help of several lines continues under its first, in the help column.
+      for (size_t at = help.find('\n'); at != std::string::npos; at = help.find('\n', at + 1))
+        help.insert(at + 1, std::string(width + 4, ' '));
       s << "  " << heads[i] << std::string(width + 2 - std::min(width, heads[i].size()), ' ') << help << "\n";
     }
   }
