@@ -368,6 +368,30 @@ TEST(GretPlan, V6PlanRunsOneCtaAnSm) {
 // Phase 1 on Q P finer segments: every boundary of the P segments is one of
 // the Q P (segment p of P starts where segment Q p of Q P does), so phase 3's
 // segment p can start from the scan's slot Q p.
+// v7: v6's plan (the same shared memory, one CTA an SM) run by kernel 7, which refuses
+// the fused norm and gate (an output warpgroup holds half a row); nothing else changes.
+TEST(GretPlan, V7IsTheV6PlanOnKernel7WithoutTheFusedNormGate) {
+  for (int64_t B : {1, 2, 8})
+    for (int64_t N : {1, 900, 32768, 1 << 20}) {
+      const GretChunkShape s{B, 24, 128, N, 3072};
+      GretChunkPlan p6 = plan_gret_chunk_v6(s, 132), p7 = plan_gret_chunk_v7(s, 132);
+      EXPECT_EQ(p7.kernel, 7) << B << " " << N;
+      EXPECT_EQ(p7.segments, p6.segments);
+      EXPECT_EQ(p7.phase1_split, p6.phase1_split);
+      EXPECT_EQ(p7.chunk, 64);
+      EXPECT_TRUE(gret_plan_valid(s, p7));
+      p7.fuse_norm_gate = true;
+      EXPECT_FALSE(gret_plan_valid(s, p7)) << "v7 cannot write the per-head norm: its output warpgroups split a row";
+      EXPECT_FALSE(gret_chunk_fuses_norm_gate(p7));
+      p6.fuse_norm_gate = true;
+      EXPECT_TRUE(gret_plan_valid(s, p6));
+    }
+  // Head dims v6 does not serve: the library's plan, as v6's planner gives.
+  EXPECT_EQ(plan_gret_chunk_v7({1, 24, 64, 4096, 1536}, 132).kernel, plan_gret_chunk_v6({1, 24, 64, 4096, 1536}, 132).kernel);
+  EXPECT_NE(plan_gret_chunk_v7({1, 24, 64, 4096, 1536}, 132).kernel, 7);
+  EXPECT_EQ(plan_gret_chunk({1, 24, 128, 32768, 3072}, 132).kernel, 6) << "v7 is a candidate, not the library's plan";
+}
+
 TEST(GretPlan, FinerPhaseOneSegmentsShareEveryBoundary) {
   for (int64_t n : {0, 1, 7, 63, 64, 65, 511, 512, 513, 16384, 16385, 1 << 20})
     for (int64_t P = 1; P <= 16; ++P)

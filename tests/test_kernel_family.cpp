@@ -134,6 +134,8 @@ const std::vector<Own>& own_kernels() {
       // gret_chunk_v6.cu (the name ptxas printed for it)
       {"gret_chunk_v6_kernel", "gret",
        "_ZN4yoco4cuda49_GLOBAL__N__a5f5eb8e_16_gret_chunk_v6_cu_b40500cb20gret_chunk_v6_kernelENS0_11gret_detail8GretPassE"},
+      {"gret_chunk_v7_kernel", "gret",
+       "_ZN4yoco4cuda49_GLOBAL__N__7a2bceb1_16_gret_chunk_v6_cu_b40500cb20gret_chunk_v7_kernelENS0_11gret_detail8GretPassE"},
       {"gret_segment_scan_kernel", "gret",
        "_ZN4yoco4cuda46_GLOBAL__N__adbfd075_13_gret_chunk_cu_96323d2b24gret_segment_scan_kernelEPKfPfS3_llll"},
       // gret_recurrent.cu

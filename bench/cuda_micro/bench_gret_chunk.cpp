@@ -50,11 +50,13 @@ namespace yoco::cuda_bench {
 namespace {
 
 
-// scripts/gpu-suite.sh sets YOCO_GRET_SKIP_V6 when v6 failed or hung in its smoke test.
-bool v6_skipped() {
-  const char* e = std::getenv("YOCO_GRET_SKIP_V6");
+// scripts/gpu-suite.sh sets YOCO_GRET_SKIP_V6 (V7) when v6 (v7) failed or hung in its smoke test.
+bool skip_set(const char* var) {
+  const char* e = std::getenv(var);
   return e != nullptr && *e != '\0' && std::string(e) != "0";
 }
+bool v6_skipped() { return skip_set("YOCO_GRET_SKIP_V6"); }
+bool v7_skipped() { return skip_set("YOCO_GRET_SKIP_V7"); }
 
 struct Shape {
   const char* model;
@@ -108,7 +110,8 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
     const int k = v.plan_kernel;
     const bool serves = k == 2 || (k == 3 && cuda::gret_v3_supported(D)) ||
                         (k == 5 && cuda::gret_v5_supported(D, v.chunk)) ||
-                        (k == 6 && cuda::gret_v6_supported(D) && !v6_skipped());
+                        (k == 6 && cuda::gret_v6_supported(D) && !v6_skipped()) ||
+                        (k == 7 && cuda::gret_v6_supported(D) && !v7_skipped());
     if (serves) runs.emplace_back(k, k == 5 ? v.chunk : 0, 0);
   }
   for (const auto& [cols_in, segs_in] : variants) runs.emplace_back(2, cols_in, segs_in);
@@ -123,9 +126,14 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   } else if (cuda::gret_v6_supported(D)) {
     for (const auto& [segs_in, split_in] : v6_runs) runs.emplace_back(6, split_in, segs_in);
   }
+  // v7 (two output warpgroups) at two waves too, where v6 has a row at P 11: the planner's question.
+  if (cuda::gret_v6_supported(D) && !v7_skipped())
+    for (const auto& [segs_in, split_in] : v6_runs)
+      if (segs_in == 11) runs.emplace_back(7, split_in, segs_in);
   std::set<std::tuple<int, int, int>> done;  // a variant equal to the plan runs once (one row per key)
   for (const auto& [kernel, cols_in, segs_in] : runs) {
-    const cuda::GretChunkPlan base = kernel == 6   ? cuda::plan_gret_chunk_v6(s, sm_count)
+    const cuda::GretChunkPlan base = kernel == 7   ? cuda::plan_gret_chunk_v7(s, sm_count)
+                                     : kernel == 6 ? cuda::plan_gret_chunk_v6(s, sm_count)
                                      : kernel == 5 ? cuda::plan_gret_chunk_v5(s, sm_count, cols_in)
                                      : kernel == 3 ? plan3
                                                    : plan;
@@ -136,15 +144,17 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
       p.slices = static_cast<int>(D / cols_in);
     }
     if (segs_in > 0) p.segments = segs_in;
-    if (kernel == 6) p.phase1_split = cols_in > 0 ? cols_in : (p.segments == base.segments ? base.phase1_split : 1);
-    const int key2 = kernel == 5 ? p.chunk : (kernel == 6 ? p.phase1_split : p.slice_cols);
+    const bool wgmma = kernel == 6 || kernel == 7;
+    if (wgmma) p.phase1_split = cols_in > 0 ? cols_in : (p.segments == base.segments ? base.phase1_split : 1);
+    const int key2 = kernel == 5 ? p.chunk : (wgmma ? p.phase1_split : p.slice_cols);
     if (!done.insert({kernel, key2, p.segments}).second) continue;
     const bool is_plan =
         p.slice_cols == base.slice_cols && p.segments == base.segments && p.phase1_split == base.phase1_split;
     const double flops = token_heads * (4.0 * p.chunk * D + 4.0 * D * D);
     const std::string variant =
-        kernel == 6   ? "C64 v6 P" + std::to_string(p.segments) +
-                          (p.phase1_split > 1 ? " x" + std::to_string(p.phase1_split) : "") + (is_plan ? " (v6 plan)" : "")
+        wgmma         ? "C64 v" + std::to_string(kernel) + " P" + std::to_string(p.segments) +
+                          (p.phase1_split > 1 ? " x" + std::to_string(p.phase1_split) : "") +
+                          (is_plan ? " (v" + std::to_string(kernel) + " plan)" : "")
         : kernel == 5 ? "C" + std::to_string(p.chunk) + " v5 P" + std::to_string(p.segments) + (is_plan ? " (v5 plan)" : "")
         : kernel == 3 ? "C64 v3 P" + std::to_string(p.segments) + (is_plan ? " (v3 plan)" : "")
                       : "C64 v2 S" + std::to_string(p.slices) + " P" + std::to_string(p.segments) + (is_plan ? " (v2 plan)" : "");
@@ -159,9 +169,11 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
                 "gret_chunk");
         },
         stream, 2, N >= 524288 ? 5 : 10);
-    r.notes = "H" + std::to_string(H) + " D" + std::to_string(D) + "; " +
+    r.notes = std::string("H") + std::to_string(H) + " D" + std::to_string(D) + "; " +
               std::to_string(B * H * p.slices * p.segments) +
-              (kernel == 6   ? " CTAs of 3 warpgroups (wgmma), 1 an SM (v6; phase 1 on v3, segments split xN)"
+              (kernel == 7   ? " CTAs of 4 warpgroups (wgmma, two output warpgroups), 1 an SM (v7; phase 1 on v3, "
+                               "segments split xN)"
+               : kernel == 6 ? " CTAs of 3 warpgroups (wgmma), 1 an SM (v6; phase 1 on v3, segments split xN)"
                : kernel == 5 ? " CTAs of 8 warps, full width, 1 an SM (v5)"
                : kernel == 3 ? " CTAs of 8 warps, full width (v3)"
                              : " CTAs of 4 warps (v2)") +

@@ -25,11 +25,12 @@ struct OwnKernel {
   const char* family;
 };
 constexpr OwnKernel kOwnKernels[] = {
-    // gret_chunk.cu and gret_chunk_v2/v3/v5/v6.cu, gret_recurrent.cu, gret_gate.cu: gRet's maths.
+    // gret_chunk.cu and gret_chunk_v2/v3/v5/v6.cu (v6 and v7), gret_recurrent.cu, gret_gate.cu: gRet's maths.
     {"gret_chunk_v2_kernel", "gret"},
     {"gret_chunk_v3_kernel", "gret"},
     {"gret_chunk_v5_kernel", "gret"},
     {"gret_chunk_v6_kernel", "gret"},
+    {"gret_chunk_v7_kernel", "gret"},
     {"gret_segment_scan_kernel", "gret"},
     {"gret_step_generic_kernel", "gret"},
     {"gret_step_sliced_kernel", "gret"},

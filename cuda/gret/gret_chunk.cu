@@ -103,7 +103,7 @@ cudaError_t launch_chunk_passes(unsigned phases, const __nv_bfloat16* q, const _
   if (misaligned(q, 16) || misaligned(k, 16) || misaligned(v, 16) || misaligned(state, 8) || misaligned(o, 4) ||
       misaligned(log_gamma, 4))
     return cudaErrorInvalidValue;
-  if (p.kernel == 6 && misaligned(o, 16)) return cudaErrorInvalidValue;  // v6 writes o in 16-byte pieces
+  if ((p.kernel == 6 || p.kernel == 7) && misaligned(o, 16)) return cudaErrorInvalidValue;  // 16-byte pieces of o
   if (p.segments > 1 &&
       (!workspace || misaligned(workspace, 16) || workspace_bytes < static_cast<size_t>(gret_chunk_workspace_bytes(s, p))))
     return cudaErrorInvalidValue;
@@ -117,12 +117,13 @@ cudaError_t launch_chunk_passes(unsigned phases, const __nv_bfloat16* q, const _
     return run([=](const GretPass& a, bool state_only) {
       return launch_gret_chunk_v5_pass(a, s.batch, p.chunk, state_only, stream);
     });
-  if (p.kernel == 6) {
+  if (p.kernel == 6 || p.kernel == 7) {
     if (s.head_dim != 128) return cudaErrorInvalidValue;
     return run([=](const GretPass& a, bool state_only) {
-      // v6 has no state-only form: phase 1 runs v3's.
-      return state_only ? launch_gret_chunk_v3_pass(a, s.batch, true, stream)
-                        : launch_gret_chunk_v6_pass(a, s.batch, stream);
+      // v6 and v7 have no state-only form: phase 1 runs v3's.
+      if (state_only) return launch_gret_chunk_v3_pass(a, s.batch, true, stream);
+      return p.kernel == 6 ? launch_gret_chunk_v6_pass(a, s.batch, stream)
+                           : launch_gret_chunk_v7_pass(a, s.batch, stream);
     });
   }
   if (p.kernel == 3) {

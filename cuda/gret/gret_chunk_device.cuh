@@ -273,5 +273,7 @@ cudaError_t launch_gret_chunk_v5_pass(const GretPass& a, int64_t batch, int chun
 // head_dim 128, chunk 64) over a's grid of batch x heads x grid_segments CTAs.
 // It has no state-only form: launch_gret_chunk runs phase 1 on v3's.
 cudaError_t launch_gret_chunk_v6_pass(const GretPass& a, int64_t batch, cudaStream_t stream);
+// The same with two output warpgroups (plan kernel 7, v7): no fused norm and gate.
+cudaError_t launch_gret_chunk_v7_pass(const GretPass& a, int64_t batch, cudaStream_t stream);
 
 }  // namespace yoco::cuda::gret_detail

@@ -31,6 +31,15 @@
 // them (and the S^ stores) visible to the async proxy. Barriers are CTA-uniform
 // (the loop bounds depend only on blockIdx) and sit outside the role branches.
 //
+// v7 (plan kernel 7) is the same kernel with two output warpgroups (512 threads):
+// warpgroup j in {0, 1} forms output columns [64 j, +64) -- Q K^T and the mask in
+// both, Q S^ and A V as m64n64 halves, half the O epilogue each -- and the state
+// warpgroups are 2 and 3. Why (cuda/gret/NOTES-gret_chunk.md, the H200 profile):
+// v6's output warpgroup's serial chain sets the chunk period (43.8 % of warp
+// cycles wait at the chunk barrier, tensor pipes at most 20.8 % busy); halving
+// its Q S^, A V and epilogue shortens that chain, and 16 warps give each
+// scheduler 4 instead of 3. v7 has no fused norm and gate (it needs a whole row).
+//
 // Arithmetic: the rounding points of gret_chunk_emulate (the host mirror): A
 // and K' rounded to bf16 once, S^ = bf16(S), fp32 accumulators, every exponent
 // clamped <= 0; the mask uses exp(G_i - G_j) directly (as the emulation), not
@@ -38,6 +47,7 @@
 #include "gret/gret_chunk_device.cuh"
 #include "gret/gret_norm_gate.cuh"
 #include "gret/gret_plan.hpp"
+#include "arch/tma_sm90.cuh"
 #include "arch/wgmma_sm90.cuh"
 
 namespace yoco::cuda {
@@ -51,6 +61,14 @@ using sm90::sw128_offset;
 
 constexpr int kD = 128, kC = 64;
 constexpr int kThreadsV6 = 384;  // 3 warpgroups
+constexpr int kThreadsV7 = 512;  // 4 warpgroups
+// Threads of the kernel with G output warpgroups (the state warpgroups are always 2).
+constexpr int wgmma_chunk_threads(int G) { return 128 * (G + 2); }
+// v7's registers by role (512 threads launch with 128 each): the outputs give 8 a thread to the
+// state warpgroups (2 x 128 x 120 + 2 x 128 x 136 = 65,536). ptxas (CUDA 13.0, sm_90a): 128 for
+// both spills 8 bytes, 112 / 144 spills 8, 104 / 152 spills 76, 120 / 136 none.
+constexpr int kV7OutputRegs = 120, kV7StateRegs = 136;
+static_assert(wgmma_chunk_threads(1) == kThreadsV6 && wgmma_chunk_threads(2) == kThreadsV7, "thread counts");
 constexpr int kNS = kGretV6Stages;
 constexpr uint32_t kHalf64 = 64 * 128;    // one 64-column half of a 64-row tile (bytes)
 constexpr uint32_t kHalf128 = 128 * 128;  // ... of the 128-row S^ tile
@@ -88,7 +106,29 @@ __device__ __forceinline__ void wgmma_times_v(float (&acc)[64], uint32_t (&a)[16
   sm90::reg_fence(acc);
 }
 
-__global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const GretPass a) {
+// acc += A V[:, 64 j .. +64) over the chunk's 64 keys (4 RS wgmma steps on V's half j), A as in
+// wgmma_times_v, waited for: a v7 output warpgroup's half.
+__device__ __forceinline__ void wgmma_times_v_half(float (&acc)[32], uint32_t (&a)[16], uint32_t sV_half) {
+  sm90::reg_fence(acc);
+  sm90::reg_fence(a);
+  sm90::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kC / 16; ++kk)
+    sm90::wgmma_rs_m64n64k16_tb(acc, a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3],
+                                sw128_desc(sV_half + kk * 2048, kHalf64, 1024));
+  sm90::wgmma_commit();
+  sm90::wgmma_wait<0>();
+  sm90::reg_fence(acc);
+}
+
+// The kernel's body with G output warpgroups (G 1: v6, G 2: v7), inlined into each
+// __global__ below so that v6's compiled kernel and its name stay what they were.
+template <int G>
+__device__ __forceinline__ void gret_chunk_wgmma_body(const GretPass& a) {
+  static_assert(G == 1 || G == 2, "one or two output warpgroups");
+  constexpr int kThreads = wgmma_chunk_threads(G);
+  constexpr int kNO = 64 / G;  // output accumulators a thread: 128 / G columns of 2 rows
+  constexpr int kNC = 16 / G;  // 8-column groups a warpgroup's output half holds
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t base = (raw_addr + 1023u) & ~1023u;  // swizzle atoms on 1024-byte boundaries
@@ -100,9 +140,9 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
   const int b = cta.b, h = cta.h, seg = cta.seg, c_begin = cta.c_begin, c_end = cta.c_end;
 
   // Loads: the 256 threads of the state warpgroups issue every cp.async (Q, K,
-  // V tiles: 4 passes of 16 rows; log-gammas: threads 0..63); warpgroup 0
-  // commits empty groups so every thread counts the same groups.
-  const int ltid = tid - 128;
+  // V tiles: 4 passes of 16 rows; log-gammas: threads 0..63); the output
+  // warpgroups commit empty groups so every thread counts the same groups.
+  const int ltid = tid - 128 * G;
   auto load_chunk = [&](int c, int stage) {
     if (ltid < 0) return;
     const int64_t t0 = gret_chunk_begin(c, kC);
@@ -136,14 +176,16 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
   auto chunk_top = [&](int c, int i) {
     dev::cp_async_wait<kNS - 2>();
     sm90::fence_proxy_async();
-    asm volatile("barrier.sync 1, %0;\n" ::"n"(kThreadsV6) : "memory");
+    asm volatile("barrier.sync 1, %0;\n" ::"n"(kThreads) : "memory");
     if (c + kNS - 1 < c_end) load_chunk(c + kNS - 1, gret_v6_stage(i + kNS - 1));
     gret_detail::cp_async_commit();
   };
 
-  if (wg == 0) {
-    // ---- outputs: rows r0 = 16 warp + g, r0 + 8 of each chunk ----
+  if (wg < G) {
+    // ---- outputs: rows r0 = 16 warp + g, r0 + 8 of each chunk; columns [c0, c0 + 128 / G) ----
+    if constexpr (G == 2) sm90::setmaxnreg_dec<kV7OutputRegs>();
     const int r0 = 16 * warp + g;
+    const int half = G == 1 ? 0 : wg, c0 = 64 * half;
     for (int c = c_begin; c < c_end; ++c) {
       const int i = c - c_begin, stage = gret_v6_stage(i);
       chunk_top(c, i);
@@ -151,7 +193,7 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       const uint32_t sK = base + static_cast<uint32_t>(gret_v6_off_k(stage));
       const uint32_t sV = base + static_cast<uint32_t>(gret_v6_off_v(stage));
       const uint32_t sS = base + static_cast<uint32_t>(gret_v6_off_s(i & 1));
-      float acc_s[32], acc_o[64];
+      float acc_s[32], acc_o[kNO];
       sm90::wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
@@ -162,8 +204,12 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
 #pragma unroll
       for (int kk = 0; kk < kD / 16; ++kk) {
         const uint32_t off = (kk >> 2) * kHalf64 + (kk & 3) * 32;
-        sm90::wgmma_ss_m64n128k16<1>(acc_o, sw128_desc(sQ + off, 16, 1024), sw128_desc(sS + kk * 2048, kHalf128, 1024),
-                                     kk > 0);
+        if constexpr (G == 1)
+          sm90::wgmma_ss_m64n128k16<1>(acc_o, sw128_desc(sQ + off, 16, 1024),
+                                       sw128_desc(sS + kk * 2048, kHalf128, 1024), kk > 0);
+        else  // S^'s column half: its own 64-column block of the tile, rows kk * 16 on
+          sm90::wgmma_ss_m64n64k16<1>(acc_o, sw128_desc(sQ + off, 16, 1024),
+                                      sw128_desc(sS + half * kHalf128 + kk * 2048, kHalf128, 1024), kk > 0);
       }
       sm90::wgmma_commit();
 
@@ -191,13 +237,16 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       sm90::wgmma_wait<0>();  // Q S^ done
       sm90::reg_fence(acc_o);
 #pragma unroll
-      for (int n = 0; n < 16; ++n) {
+      for (int n = 0; n < kNC; ++n) {
         acc_o[4 * n] *= e0;
         acc_o[4 * n + 1] *= e0;
         acc_o[4 * n + 2] *= e1;
         acc_o[4 * n + 3] *= e1;
       }
-      wgmma_times_v(acc_o, af, sV);
+      if constexpr (G == 1)
+        wgmma_times_v(acc_o, af, sV);
+      else
+        wgmma_times_v_half(acc_o, af, sV + half * kHalf64);
 
       // Stage O through this warp's own 16 rows of the O tile, then 16-byte
       // pieces. The tile is warpgroup 0's alone and each warp writes and reads
@@ -206,8 +255,8 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       // a warpgroup barrier was needed against the shared A operand's reads.)
       unsigned char* pO = smem + gret_v6_off_o();
 #pragma unroll
-      for (int n = 0; n < 16; ++n) {
-        const int col = 8 * n + 2 * t;
+      for (int n = 0; n < kNC; ++n) {
+        const int col = c0 + 8 * n + 2 * t;
         *reinterpret_cast<uint32_t*>(pO + sw128_offset<kC>(r0, col)) = sm90::pack_bf16(acc_o[4 * n], acc_o[4 * n + 1]);
         *reinterpret_cast<uint32_t*>(pO + sw128_offset<kC>(r0 + 8, col)) =
             sm90::pack_bf16(acc_o[4 * n + 2], acc_o[4 * n + 3]);
@@ -215,14 +264,14 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
       __syncwarp();
       const int nv = static_cast<int>(gret_chunk_valid(c, kC, a.seq_len));
       const int64_t t0 = gret_chunk_begin(c, kC);
-      // 16 lanes a row, 16 bytes (8 columns) a lane. With the fused norm +
+      // 16 / G lanes a row, 16 bytes (8 columns) a lane. With the fused norm +
       // gate (a.g, uniform over the grid) the row's sum of squares is taken
       // over the bf16 o in the norm + gate kernel's order (every lane joins
       // the shuffles; rows past the sequence are computed and not stored).
       // g's eight pieces are all loaded before the first store: g may alias
       // o as far as the compiler knows, so it would not hoist them itself.
       uint4 graw[8];
-      if (a.g != nullptr) {
+      if (G == 1 && a.g != nullptr) {
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
           const int idx = lane + 32 * k, r = 16 * warp + (idx >> 4), piece = idx & 15;
@@ -232,10 +281,12 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
         }
       }
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int idx = lane + 32 * k, r = 16 * warp + (idx >> 4), piece = idx & 15;
+      for (int k = 0; k < 8 / G; ++k) {
+        // G 1: 16 pieces a row; G 2: the 8 pieces of this warpgroup's half
+        const int idx = lane + 32 * k, r = 16 * warp + (idx >> (4 - (G - 1))),
+                  piece = 8 * half + (idx & (16 / G - 1));
         uint4 piece_o = *reinterpret_cast<const uint4*>(pO + sw128_offset<kC>(r, piece * 8));
-        if (a.g != nullptr) {
+        if (G == 1 && a.g != nullptr) {
           float x[8], gv[8];
           gret_ng::unpack8(piece_o, x);
           gret_ng::unpack8(graw[k], gv);
@@ -252,7 +303,8 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
     // ---- state warpgroups: rows R0 = 64 s + 16 warp + g and R0 + 8, columns
     // 8i + 2t (+1) of the m64n128 accumulator; the incoming state also goes to
     // S^ buffer 0 (the first barrier orders it before the first Q S^).
-    const int s_half = wg - 1;
+    if constexpr (G == 2) sm90::setmaxnreg_inc<kV7StateRegs>();
+    const int s_half = wg - G;
     const int R0 = 64 * s_half + 16 * warp + g;
     float st[64];
     {
@@ -325,6 +377,9 @@ __global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const Gret
   gret_detail::cp_async_wait_all();
 }
 
+__global__ void __launch_bounds__(kThreadsV6, 1) gret_chunk_v6_kernel(const GretPass a) { gret_chunk_wgmma_body<1>(a); }
+__global__ void __launch_bounds__(kThreadsV7, 1) gret_chunk_v7_kernel(const GretPass a) { gret_chunk_wgmma_body<2>(a); }
+
 }  // namespace
 
 cudaError_t gret_detail::launch_gret_chunk_v6_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
@@ -337,6 +392,18 @@ cudaError_t gret_detail::launch_gret_chunk_v6_pass(const GretPass& a, int64_t ba
   const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
   if (ctas <= 0) return cudaSuccess;
   gret_chunk_v6_kernel<<<static_cast<unsigned>(ctas), kThreadsV6, bytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t gret_detail::launch_gret_chunk_v7_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
+  // As v6's, without the fused norm and gate (an output warpgroup holds half a row).
+  if (a.gamma != nullptr || a.o == nullptr || a.g != nullptr) return cudaErrorInvalidValue;
+  const int bytes = static_cast<int>(gret_v6_smem_bytes());
+  cudaError_t e = cudaFuncSetAttribute(gret_chunk_v7_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
+  if (ctas <= 0) return cudaSuccess;
+  gret_chunk_v7_kernel<<<static_cast<unsigned>(ctas), kThreadsV7, bytes, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -45,7 +45,8 @@ struct GretChunkPlan {
                          //    slice_cols = head_dim, slices = 1), see plan_gret_chunk_v3 (4 was v3w16,
                          //    retired); 5: chunks of 128 or 256 tokens, full-width CTAs of
                          //    8 warps, one an SM (head_dim 128), see plan_gret_chunk_v5; 6: wgmma, three
-                         //    warpgroups, one CTA an SM (head_dim 128, chunk 64), see plan_gret_chunk_v6
+                         //    warpgroups, one CTA an SM (head_dim 128, chunk 64), see plan_gret_chunk_v6;
+                         //    7: kernel 6 with two output warpgroups (v7), see plan_gret_chunk_v7
   bool fuse_norm_gate = false;  // kernel 6 only: the per-head norm and gate in its epilogue. Off in every
                                 //    planner: run-17 (H100, 32K x 24 x 128, library plan v6 P5) measured the chunk
                                 //    then the norm + gate kernel at 0.772 ms and the fused launch at 1.108 ms.
@@ -234,8 +235,9 @@ YOCO_HD constexpr int gret_v6_stage(int64_t i) { return static_cast<int>(i % kGr
 inline bool gret_plan_valid(const GretChunkShape& s, const GretChunkPlan& p) {
   const bool seg_ok = p.segments >= 1 && p.phase1_split >= 1 &&
                       gret_ws_slots(p.segments, p.phase1_split) <= kGretMaxSegments;
-  if (p.kernel == 6)
-    return p.chunk == 64 && seg_ok && gret_v6_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1;
+  if (p.kernel == 6 || p.kernel == 7)  // v7 has no fused norm and gate: an output warpgroup holds half a row
+    return p.chunk == 64 && seg_ok && gret_v6_supported(s.head_dim) && p.slice_cols == s.head_dim && p.slices == 1 &&
+           !(p.kernel == 7 && p.fuse_norm_gate);
   if (p.kernel == 5)
     return seg_ok && gret_v5_supported(s.head_dim, p.chunk) && p.slice_cols == s.head_dim && p.slices == 1;
   if (p.kernel == 3)
@@ -315,6 +317,12 @@ inline GretChunkPlan plan_gret_chunk_v5(const GretChunkShape& s, int sm_count, i
 // >= 4 chunks, Q P <= 64.
 inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count);
 
+// v7 planner: v6's plan (one CTA an SM: the same shared memory, 512 threads)
+// run by kernel 7, whose two output warpgroups split the O columns (a
+// candidate, not the library's: cuda/gret/NOTES-gret_chunk.md, v7). Anything
+// v6 does not serve returns plan_gret_chunk's plan.
+inline GretChunkPlan plan_gret_chunk_v7(const GretChunkShape& s, int sm_count);
+
 // The planner the library uses: v6 (wgmma, head_dim 128, chunk 64), v2
 // elsewhere; a chunk of 128 or 256 tokens (the authors' training value; the
 // function does not depend on it, DESIGN §3) asks for kernel 5 where it is
@@ -350,6 +358,12 @@ inline GretChunkPlan plan_gret_chunk_v6(const GretChunkShape& s, int sm_count) {
     if (Q < 1) Q = 1;
     p.phase1_split = static_cast<int>(Q);
   }
+  return p;
+}
+
+inline GretChunkPlan plan_gret_chunk_v7(const GretChunkShape& s, int sm_count) {
+  GretChunkPlan p = plan_gret_chunk_v6(s, sm_count);
+  if (p.kernel == 6) p.kernel = 7;
   return p;
 }
 

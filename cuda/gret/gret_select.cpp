@@ -19,7 +19,8 @@ constexpr NamedChunk kChunkNames[] = {{GretChunkVariant::automatic, "automatic"}
                                       {GretChunkVariant::v2, "v2"},
                                       {GretChunkVariant::v3, "v3"},
                                       {GretChunkVariant::v5, "v5"},
-                                      {GretChunkVariant::v6, "v6"}};
+                                      {GretChunkVariant::v6, "v6"},
+                                      {GretChunkVariant::v7, "v7"}};
 
 // Retired variants and what replaced them (their last code: git tag retired/<family>-<name>).
 struct Retired {
@@ -60,7 +61,7 @@ GretChunkVariant gret_chunk_variant_from_env() {
     if (v == r.name)
       throw InputError("YOCO_GRET_CHUNK is '" + v + "': that variant was retired (" + r.why + "): use " +
                        r.successor);
-  throw InputError("YOCO_GRET_CHUNK is '" + v + "': it must be one of v2, v3, v5, v6, automatic (or unset)");
+  throw InputError("YOCO_GRET_CHUNK is '" + v + "': it must be one of v2, v3, v5, v6, v7, automatic (or unset)");
 }
 
 bool gret_chunk_supported(int64_t head_dim) { return gret_slice_supported(head_dim, 16); }
@@ -71,6 +72,7 @@ GretChunkPlan select_gret_chunk(const GretChunkShape& s, int sm_count, GretChunk
     case GretChunkVariant::v3: return plan_gret_chunk_v3(s, sm_count);
     case GretChunkVariant::v5: return plan_gret_chunk_v5(s, sm_count, chunk == 64 ? 128 : chunk);
     case GretChunkVariant::v6: return plan_gret_chunk_v6(s, sm_count);
+    case GretChunkVariant::v7: return plan_gret_chunk_v7(s, sm_count);
     case GretChunkVariant::automatic: break;
   }
   return plan_gret_chunk(s, sm_count, chunk);

@@ -18,7 +18,7 @@
 namespace yoco::cuda {
 
 // ---- chunkwise prefill: every compiled variant, by the name it has everywhere
-enum class GretChunkVariant { automatic, v2, v3, v5, v6 };
+enum class GretChunkVariant { automatic, v2, v3, v5, v6, v7 };
 
 // Every compiled variant at every chunk it serves, with its plan number
 // (GretChunkPlan::kernel) and status (cuda/README.md): the GPU tests and the
@@ -33,7 +33,7 @@ struct GretChunkVariantRow {
 inline constexpr GretChunkVariantRow kGretChunkVariants[] = {
     {GretChunkVariant::v2, 64, 2, "v2", "live"},       {GretChunkVariant::v3, 64, 3, "v3", "ladder"},
     {GretChunkVariant::v5, 128, 5, "v5 C128", "live"}, {GretChunkVariant::v5, 256, 5, "v5 C256", "live"},
-    {GretChunkVariant::v6, 64, 6, "v6", "live"},
+    {GretChunkVariant::v6, 64, 6, "v6", "live"},       {GretChunkVariant::v7, 64, 7, "v7", "candidate"},
 };
 
 const char* gret_chunk_variant_name(GretChunkVariant v);

@@ -566,7 +566,7 @@ TEST(CudaModelGretDecode, AnUnknownStepChoiceIsAClearError) {
 }
 
 // The prefill's gRet chunk kernel chosen per run (YOCO_GRET_CHUNK): the
-// library's plan, v3 and v6 (wgmma) each against the fp64 reference, in one
+// library's plan, v3, v6 and v7 (wgmma) each against the fp64 reference, in one
 // chunk and in prefill chunks of 333 tokens (the state carried across
 // launches), at gRet head dim 128 (1,200 tokens, 2 heads: 2 segments, phase 1
 // split in 2 for v6).
@@ -578,7 +578,7 @@ TEST(CudaModelGretChunk, EveryChunkKernelMatchesTheReference) {
   const RefData& r = reference_data(c);
   const int64_t N = c.prompt, steps = 16;
   const ScopedEnv env("YOCO_GRET_CHUNK");
-  for (const char* choice : {"", "v3", "v6"}) {
+  for (const char* choice : {"", "v3", "v6", "v7"}) {
     env.set(choice);
     auto model = make_model(cfg);
     const std::string tag = c.name + " YOCO_GRET_CHUNK='" + choice + "'";

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -127,6 +128,9 @@ DeviceRun run_chunk(const Problem& p, int slice_cols, const std::vector<int64_t>
       plan = plan_gret_chunk_v6(s, 132);
       EXPECT_EQ(plan.kernel, 6);
       plan.fuse_norm_gate = true;  // the epilogue no planner picks (run-17), tested all the same
+    } else if (kernel == 7) {
+      plan = plan_gret_chunk_v7(s, 132);  // no fused norm and gate: the norm kernel runs after it
+      EXPECT_EQ(plan.kernel, 7);
     } else if (kernel >= 3) {
       plan = plan_gret_chunk_v3(s, 132);
       EXPECT_EQ(plan.kernel, kernel);
@@ -166,20 +170,27 @@ GretChunkPlan variant_plan(const GretChunkShape& s, const GretChunkVariantRow& v
 // scripts/gpu-suite.sh sets it when that smoke test fails or hangs (v6's two
 // role loops share a named barrier; a mismatch there hangs), so one broken
 // kernel does not stall every other version's tests, the sanitizers and the bench.
-bool v6_skipped() {
-  const char* e = std::getenv("YOCO_GRET_SKIP_V6");
+// YOCO_GRET_SKIP_V7=1 does the same for v7 (the same barrier, 512 threads) and GretChunkV7.Smoke.
+bool skipped_by(const char* var, const char* kernel) {
+  const char* e = std::getenv(var);
   const bool skip = e != nullptr && *e != '\0' && std::string(e) != "0";
-  static bool said = false;
-  if (skip && !said) std::printf("NOTE: YOCO_GRET_SKIP_V6 is set: chunk kernel v6 is left out of these tests\n");
-  said = said || skip;
+  if (skip) {
+    static std::set<std::string> said;
+    if (said.insert(var).second)
+      std::printf("NOTE: %s is set: chunk kernel %s is left out of these tests\n", var, kernel);
+  }
   return skip;
 }
+bool v6_skipped() { return skipped_by("YOCO_GRET_SKIP_V6", "v6"); }
+bool v7_skipped() { return skipped_by("YOCO_GRET_SKIP_V7", "v7"); }
 // The variants every test iterates: the library's table (gret/gret_select.hpp),
-// v6 left out when it is skipped; chunk64_only: those at chunk 64.
+// v6 and v7 left out when skipped; chunk64_only: those at chunk 64.
 std::vector<GretChunkVariantRow> test_variants(bool chunk64_only = false) {
   std::vector<GretChunkVariantRow> out;
   for (const GretChunkVariantRow& v : kGretChunkVariants)
-    if (!(v.variant == GretChunkVariant::v6 && v6_skipped()) && !(chunk64_only && v.chunk != 64)) out.push_back(v);
+    if (!(v.variant == GretChunkVariant::v6 && v6_skipped()) && !(v.variant == GretChunkVariant::v7 && v7_skipped()) &&
+        !(chunk64_only && v.chunk != 64))
+      out.push_back(v);
   return out;
 }
 
@@ -463,6 +474,23 @@ TEST(GretChunkV6, Smoke) {
       const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
       const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
       const DeviceRun got = run_chunk(p, 128, {p.N}, P, 6, 64, Q);
+      EXPECT_LE(rms_error(got.o, e.o), bound_o) << "B " << B << " P " << P << " Q " << Q;
+      EXPECT_LE(rms_error(got.state, e.state), bound_s) << "B " << B << " P " << P << " Q " << Q;
+    }
+}
+
+// v7 (v6 with two output warpgroups) the same way, under a timeout of its own.
+TEST(GretChunkV7, Smoke) {
+  YOCO_REQUIRE_GPU();
+  int id = 0;
+  for (int64_t B : {1, 2})
+    for (auto [P, Q] : {std::pair{1, 1}, std::pair{3, 1}, std::pair{3, 2}, std::pair{3, 3}}) {
+      const Problem p = make_problem(B, 2, 128, 1000, id % 2 ? 1.0 : 16.0, true, 2200 + id);
+      ++id;
+      const Expected e = expected(p);
+      const double bound_o = std::max(2.0 * rms_error(e.em_o, e.o), bf16_output_bound(e.o));
+      const double bound_s = 2.0 * rms_error(e.em_s, e.state) + 1e-5;
+      const DeviceRun got = run_chunk(p, 128, {p.N}, P, 7, 64, Q);
       EXPECT_LE(rms_error(got.o, e.o), bound_o) << "B " << B << " P " << P << " Q " << Q;
       EXPECT_LE(rms_error(got.state, e.state), bound_s) << "B " << B << " P " << P << " Q " << Q;
     }

@@ -340,7 +340,8 @@ constexpr int kD = 128, kC = 64;
 constexpr uint32_t kHalf64 = 64 * 128, kHalf128 = 128 * 128;
 
 struct V6World {
-  static constexpr uint32_t sQ = 0, sK = 16384, sV = 32768, sS = 49152, kBytes = 81920 + 4096;  // + stale slack
+  static constexpr uint32_t sQ = 0, sK = 16384, sV = 32768, sS = 49152, sO2 = 81920;  // sO2: v7's O tile
+  static constexpr uint32_t kBytes = 81920 + 16384 + 4096;                                // + stale slack
   SharedMemory smem{kBytes};
   Mat Q, K, V, S;  // what the tiles should hold (rows past seq_len zero)
   int seq_len;
@@ -466,6 +467,76 @@ int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
   return mismatches(out, want);
 }
 
+// v7 (gret_chunk_v6.cu's body with two output warpgroups): warpgroup j forms
+// output columns [64 j, +64) -- the same Q K^T and mask, Q S^ from S^'s half j
+// (m64n64, N-major, the half's 128-row block), A V from V's half j -- and
+// stages and reads back only its half's 16-byte pieces. The planted bugs:
+// ignore_half drops the half's offset from the B operands (both warpgroups
+// would compute columns 0..63); the others as v6's.
+int run_v7_outputs(const Bugs& bug, int seq_len = kC, bool ignore_half = false) {
+  V6World w(seq_len, {});
+  const WgAcc<64> acc_s = w.qkt();
+  std::array<std::array<uint32_t, 16>, 128> af{};
+  for (int tid = 0; tid < 128; ++tid) {  // the mask: the same in both output warpgroups
+    const Lane L(tid);
+    const int r0 = 16 * L.warp + L.g;
+    for (int n = 0; n < 8; ++n) {
+      const int j0 = 8 * n + 2 * L.t, j1 = j0 + 1;
+      const float p00 = j0 <= r0 ? acc_s[tid][4 * n] : 0.0f, p01 = j1 <= r0 ? acc_s[tid][4 * n + 1] : 0.0f;
+      const float p10 = j0 <= r0 + 8 ? acc_s[tid][4 * n + 2] : 0.0f, p11 = j1 <= r0 + 8 ? acc_s[tid][4 * n + 3] : 0.0f;
+      af[tid][4 * (n >> 1) + 2 * (n & 1)] = pack_bf16x2(p00, p01);
+      af[tid][4 * (n >> 1) + 2 * (n & 1) + 1] = pack_bf16x2(p10, p11);
+    }
+    if (bug.swap_a1_a2)
+      for (int kk = 0; kk < 4; ++kk) std::swap(af[tid][4 * kk + 1], af[tid][4 * kk + 2]);
+  }
+  for (int half = 0; half < 2; ++half) {
+    const uint32_t h = ignore_half ? 0 : static_cast<uint32_t>(half);
+    WgAcc<64> acc_o;
+    for (int kk = 0; kk < kD / 16; ++kk) {  // Q S^, S^'s half: the 64-column block at half * kHalf128
+      const uint32_t off = (kk >> 2) * kHalf64 + (kk & 3) * 32;
+      wgmma_ss<64>(acc_o, w.smem, sm90::sw128_desc(V6World::sQ + off, 16, 1024),
+                   sm90::sw128_desc(V6World::sS + h * kHalf128 + kk * 2048, kHalf128 + bug.lbo_delta, 1024), kk > 0,
+                   bug.wrong_trans_b ? 0 : 1);
+    }
+    for (int kk = 0; kk < kC / 16; ++kk) {  // + A V, V's half
+      WgFragA frag{};
+      for (int tid = 0; tid < 128; ++tid) frag[tid] = {af[tid][4 * kk], af[tid][4 * kk + 1], af[tid][4 * kk + 2], af[tid][4 * kk + 3]};
+      wgmma_rs<64>(acc_o, frag, w.smem, sm90::sw128_desc(V6World::sV + h * kHalf64 + kk * 2048, kHalf64 + bug.lbo_delta, 1024),
+                   true, bug.wrong_trans_b ? 0 : 1);
+    }
+    for (int tid = 0; tid < 128; ++tid) {  // stage the half: columns 64 half + 8 n + 2 t, n < 8
+      const Lane L(tid);
+      const int r0 = 16 * L.warp + L.g;
+      for (int n = 0; n < 8; ++n) {
+        const int col = 64 * half + 8 * n + 2 * L.t;
+        w.smem.store32(V6World::sO2 + sm90::sw128_offset<kC>(r0, col), pack_bf16x2(acc_o[tid][4 * n], acc_o[tid][4 * n + 1]));
+        w.smem.store32(V6World::sO2 + sm90::sw128_offset<kC>(r0 + 8, col),
+                       pack_bf16x2(acc_o[tid][4 * n + 2], acc_o[tid][4 * n + 3]));
+      }
+    }
+  }
+  Mat out(kC * kD, 0.0f);
+  for (int half = 0; half < 2; ++half)  // each warpgroup reads back only its half's pieces
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int k = 0; k < 4; ++k) {
+          const int idx = lane + 32 * k, r = 16 * warp + (idx >> 3), piece = 8 * half + (idx & 7);
+          if (r < seq_len)
+            for (int e = 0; e < 8; ++e)
+              out[r * kD + piece * 8 + e] =
+                  w.smem.load_bf16(V6World::sO2 + sm90::sw128_offset<kC>(r, piece * 8) + 2 * e);
+        }
+  Mat P = matmul(w.Q, w.K, kC, kD, kC, true);
+  for (int i = 0; i < kC; ++i)
+    for (int j = 0; j < kC; ++j) P[i * kC + j] = j <= i ? round_bf16(P[i * kC + j]) : 0.0f;
+  const Mat qs = matmul(w.Q, w.S, kC, kD, kD, false), pv = matmul(P, w.V, kC, kC, kD, false);
+  Mat want(kC * kD, 0.0f);
+  for (int r = 0; r < seq_len; ++r)
+    for (int c = 0; c < kD; ++c) want[r * kD + c] = round_bf16(qs[r * kD + c] + pv[r * kD + c]);
+  return mismatches(out, want);
+}
+
 // The state warpgroups: S = S + K^T V (decays 1), A = K^T per warp through
 // ldmatrix.trans of the K tile, then S^ = bf16(S) written back for the next
 // chunk. Both halves (warpgroups 1 and 2); counts mismatches of S and of S^.
@@ -540,6 +611,24 @@ TEST(Wgmma, V6OutputsRSTimesVAndStaging) {
   EXPECT_EQ(run_v6_outputs({}, 37), 0);
 }
 TEST(Wgmma, V6StateLdmatrixTransRSAndStateCopy) { EXPECT_EQ(run_v6_state({}), 0); }
+TEST(Wgmma, V7OutputHalvesM64n64SSAndRSAndTheirStaging) {
+  EXPECT_EQ(run_v7_outputs({}), 0);
+  EXPECT_EQ(run_v7_outputs({}, 37), 0);
+}
+TEST(Wgmma, V7PlantedBugsShow) {
+  EXPECT_GT(run_v7_outputs({}, kC, true), 0) << "both halves on columns 0..63";
+  Bugs trans;
+  trans.wrong_trans_b = true;
+  EXPECT_GT(run_v7_outputs(trans), 0);
+  // (An LBO error cannot show here: an N-major n64 operand lies in one 64-column half, so the
+  // stride between halves is never used -- the emulator agrees, which is why no case plants it.)
+  Bugs lbo;
+  lbo.lbo_delta = 1024;
+  EXPECT_EQ(run_v7_outputs(lbo), 0);
+  Bugs swap;
+  swap.swap_a1_a2 = true;
+  EXPECT_GT(run_v7_outputs(swap), 0);
+}
 
 // ---------------------------------------------- wgmma: prefill v2 / v3 --
 // flash_prefill_wgmma_rows.cuh: Q, K, V tiles of 128 rows x head dim 128; a
