@@ -689,6 +689,25 @@ TEST_F(Cli, OptionHelpsOfSeveralLinesStayInTheirColumn) {
   }
 }
 
+// A number option takes a decimal number, the whole text: std::stod took
+// '0x10' as 16 and ' 1' as 1, where --threshold and the integer options refuse
+// them. Hex, spaces and a '+' are now bad input at every such option.
+TEST_F(Cli, NumberOptionsTakeDecimalsOnly) {
+  const std::string gen = path("at.safetensors");
+  ASSERT_EQ(yoco("check attention --generate " + gen + " --shape 1,4,8,2,1,16").status, 0);
+  for (const std::string bad : {"0x10", "' 1'", "0x1p-2", "+2", "1e3x"}) {
+    expect_one_line_error(yoco("model --model yoco-tiny --lengths 1K --peak-tflops " + bad + " --peak-gbs 100"),
+                          {"--peak-tflops"}, "peak-tflops " + bad);
+    expect_one_line_error(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link " + bad), {"--link"},
+                          "link " + bad);
+    expect_one_line_error(yoco("check attention " + gen + " " + gen + " --o q --scale " + bad), {"--scale"},
+                          "scale " + bad);
+  }
+  // Decimal forms still read.
+  EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --peak-tflops 1.5e2 --peak-gbs 100").status, 0);
+  EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link 0.5").status, 0);
+}
+
 // A missing positional argument names it and points to --help: the synopsis
 // of these commands spans lines, so pasting it broke the one-line rule.
 TEST_F(Cli, MissingPositionalIsOneLineNamingIt) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "calibration_parts.hpp"
+#include "args.hpp"
 #include "errors.hpp"
 #include "runner/generation_bytes.hpp"
 
@@ -142,14 +143,8 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
                      "compute, memory; X an efficiency in (0, 1]), got '" + spec + "'");
   double inv = 1.0;
   if (rhs != "ceiling") {
-    size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(rhs, &used);
-    } catch (...) {
-      used = 0;
-    }
-    if (used != rhs.size() || !(x > 0) || x > 1)
+    const double x = cli::parse_decimal(rhs).value_or(0);
+    if (!(x > 0) || x > 1)
       throw InputError("--what-if: the efficiency must be 'ceiling' or a number in (0, 1], got '" + rhs + "'");
     inv = 1.0 / x;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "args.hpp"
 #include "errors.hpp"
 
 namespace yoco::cost {
@@ -11,14 +12,8 @@ Interconnect interconnect(const std::string& spec) {
   constexpr double kLatency = 10e-6;
   if (spec == "nvlink") return {"NVLink 4 (450 GB/s a direction)", 450e9, kLatency};
   if (spec == "pcie") return {"PCIe Gen5 x16 (64 GB/s a direction)", 64e9, kLatency};
-  size_t used = 0;
-  double gbs = 0;
-  try {
-    gbs = std::stod(spec, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != spec.size() || !(gbs > 0))
+  const double gbs = cli::parse_decimal(spec).value_or(0);
+  if (!(gbs > 0))
     throw InputError("--link: expected nvlink, pcie or a bandwidth in GB/s, got '" + spec + "'");
   // stod takes "inf" and 1e300: the link times would be 0 or overflow, and
   // the rows would say "inf GB/s link". A real link is within 1 MB/s .. 1 PB/s

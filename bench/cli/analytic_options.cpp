@@ -1,5 +1,6 @@
 #include "analytic_options.hpp"
 
+#include "args.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 
@@ -22,14 +23,8 @@ std::vector<OptionSpec> analytic_option_specs() {
 namespace {
 
 double parse_positive(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v > 0) || v > 1e9) throw InputError(option + ": expected a positive number, got '" + text + "'");
+  const double v = parse_decimal(text).value_or(0);
+  if (!(v > 0) || v > 1e9) throw InputError(option + ": expected a positive number, got '" + text + "'");
   return v;
 }
 

@@ -197,14 +197,8 @@ void say_generated(const std::string& path, uint64_t bytes) {
 }
 
 double parse_positive(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(text, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used != text.size() || !std::isfinite(x) || !(x > 0))
+  const double x = parse_decimal(text).value_or(0);
+  if (!(x > 0))
     throw InputError(option + ": expected a positive number, got '" + text + "'");
   return x;
 }

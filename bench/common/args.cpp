@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
@@ -64,6 +65,15 @@ uint64_t parse_u64(const std::string& option, const std::string& text) {
   if (text.empty() || ec == std::errc::invalid_argument || ptr != e)
     throw InputError(option + ": expected a non-negative integer, got " + quoted(text));
   if (ec == std::errc::result_out_of_range) throw InputError(option + ": " + text + " does not fit in 64 bits");
+  return v;
+}
+
+std::optional<double> parse_decimal(const std::string& text) {
+  double v = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  const auto [ptr, ec] = std::from_chars(b, e, v, std::chars_format::general);
+  if (text.empty() || ec != std::errc() || ptr != e || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 

@@ -59,5 +59,9 @@ bool print_help_if_asked(const CommandSpec& spec, const std::vector<std::string>
 // Strict number parsing of a whole string: InputError "<option>: ..." otherwise.
 int64_t parse_int(const std::string& option, const std::string& text, int64_t min, int64_t max);
 uint64_t parse_u64(const std::string& option, const std::string& text);
+// A finite decimal number, the whole string ("0.25", "1e-3", "-2"); nullopt for
+// anything else: hex ("0x10"), spaces, a sign '+', "inf", "nan". The callers
+// say what they expected. (std::stod took " 1" and "0x10" as 1 and 16.)
+std::optional<double> parse_decimal(const std::string& text);
 
 }  // namespace yoco::cli
