@@ -39,7 +39,7 @@
 # beyond.csv, a file of its own, since a resumed file must hold only the
 # points its command asks for).
 #
-#   scripts/gpu-suite.sh [--bundle FILE | --bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
+#   scripts/gpu-suite.sh [--dry-run] [--bundle FILE | --bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -51,6 +51,15 @@
 #        started (DEADLINE in the summary), and the logs are still packed: set
 #        it some 30 s under the device call's timeout, so that a call cut short
 #        brings its logs back instead of losing them with the killed script.
+# --dry-run: on any machine, no GPU needed: every step the other options select
+#        is checked instead of run, so that a misspelt option, filter or test name
+#        costs nothing here rather than a step of a device call. yoco's commands
+#        run with --dry-run (their options, models and YOCO_* switches checked,
+#        nothing measured), a test binary lists the tests its filter selects
+#        (none is a failure), bench_cuda_kernels' --filter names must be
+#        benchmarks it has, Python and shell scripts must compile; mpirun and
+#        compute-sanitizer are left out (what they wrap is checked). Logs go to a
+#        temporary folder unless --out names one; exit 1 if any step's check fails.
 # --bundle: the one-file carry of scripts/carry-gpu-build.sh (.carry/bundle.tar.xz):
 #        unpacked into .carry/ first (scripts/carry-unpack.sh, checked against
 #        its manifest; a damaged one stops the call at once, exit 2), then
@@ -83,6 +92,7 @@ cd "$(dirname "$0")/.."
 
 BIN=""
 BUNDLE=""
+DRY=""
 OUTDIR="${OUT:-reports/gpu-suite-logs}"
 STEPS="info,tests,sanitize,dist,bench,peers,sass,models"
 TEST_REGEX="."
@@ -105,6 +115,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --sweep-results) SWEEP_RESULTS="$2"; shift 2 ;;
     --quick) SWEEP_QUICK=--quick; shift ;;
+    --dry-run) DRY=1; shift ;;
     --sweep-seconds) SWEEP_SECONDS="$2"; shift 2 ;;
     --sweep-models) SWEEP_NARROW+=(--model "$2"); shift 2 ;;
     --sweep-lengths) SWEEP_NARROW+=(--lengths "$2"); shift 2 ;;
@@ -112,7 +123,7 @@ while [ $# -gt 0 ]; do
     --bin) BIN="$2"; shift 2 ;;
     --bundle) BUNDLE="$2"; shift 2 ;;
     --deadline) DEADLINE="$2"; shift 2 ;;
-    --out) OUTDIR="$2"; shift 2 ;;
+    --out) OUTDIR="$2"; OUT_GIVEN=1; shift 2 ;;
     --steps|--only) STEPS="$2"; shift 2 ;;
     --tests) TEST_REGEX="$2"; shift 2 ;;
     --sanitize-tests) SANITIZE_REGEX="$2"; shift 2 ;;
@@ -142,7 +153,11 @@ if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi
 [ -n "$BIN" ] && [ -d "$BIN" ] || { echo "gpu-suite: no binaries (build the cuda preset, or pass --bin)" >&2; exit 2; }
-command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
+if [ -n "$DRY" ]; then
+  [ -n "${OUT_GIVEN:-}" ] || OUTDIR=$(mktemp -d /tmp/gpu-suite-dry.XXXXXX)
+else
+  command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
+fi
 mkdir -p "$OUTDIR/logs"
 LOGS="$OUTDIR/logs"
 SUMMARY="$OUTDIR/summary.txt"
@@ -188,6 +203,49 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mca_ba
   OMPI_MCA_btl_vader_single_copy_mechanism=none PMIX_MCA_pcompress_base_silence_warning=1
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
 note() { echo "$*" | tee -a "$SUMMARY"; }
+# dry_check CMD...: --dry-run's check of one step's command (see --help), no GPU needed.
+dry_check() {
+  local -a cmd=("$@") envs=()
+  if [ "${cmd[0]}" = env ]; then
+    cmd=("${cmd[@]:1}")
+    while [ ${#cmd[@]} -gt 0 ] && [[ "${cmd[0]}" == *=* ]]; do envs+=("${cmd[0]}"); cmd=("${cmd[@]:1}"); done
+  fi
+  # mpirun, compute-sanitizer: what they wrap is the first word in the binaries' folder.
+  case "${cmd[0]}" in
+    python3|scripts/*|"$BIN"/*) ;;
+    *)
+      local i
+      for ((i = 0; i < ${#cmd[@]}; i++)); do [[ "${cmd[$i]}" == "$BIN/"* ]] && break; done
+      [ "$i" -lt ${#cmd[@]} ] || { echo "not checked: ${cmd[*]}"; return 0; }
+      echo "checking what ${cmd[0]##*/} wraps: ${cmd[*]:$i}"
+      cmd=("${cmd[@]:$i}") ;;
+  esac
+  local prog=${cmd[0]##*/}
+  case "$prog" in
+    yoco) env "${envs[@]}" "${cmd[@]}" --dry-run ;;
+    test_*)
+      [ -x "${cmd[0]}" ] || { echo "no ${cmd[0]}"; return 1; }
+      local filter="" a
+      for a in "${cmd[@]:1}"; do [[ "$a" == --gtest_filter=* ]] && filter="$a"; done
+      local listed
+      listed=$("${cmd[0]}" ${filter:+"$filter"} --gtest_list_tests) || { echo "$listed"; return 1; }
+      local n
+      n=$(printf '%s\n' "$listed" | grep -c '^  ')
+      echo "${cmd[0]##*/} ${filter:-(all)}: $n tests"
+      [ "$n" -gt 0 ] || { echo "the filter selects no test"; return 1; } ;;
+    bench_cuda_kernels)
+      local known want="" k
+      known=$("${cmd[0]}" --list) || return 1
+      for ((k = 1; k < ${#cmd[@]}; k++)); do [ "${cmd[$k]}" = --filter ] && want="${cmd[$((k + 1))]:-}"; done
+      for k in ${want//,/ }; do
+        grep -qx -- "$k" <<<"$known" || { echo "--filter $k: no such benchmark (bench_cuda_kernels --list)"; return 1; }
+      done
+      echo "bench_cuda_kernels --filter ${want:-(all)}: every name known" ;;
+    python3) python3 -m py_compile "${cmd[1]}" && echo "${cmd[1]} compiles" ;;
+    *.sh) bash -n "${cmd[0]}" && [ -x "${cmd[0]}" ] && echo "${cmd[0]} parses" ;;
+    *) echo "not checked: ${cmd[*]}" ;;
+  esac
+}
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
 run_step() {
   local name="$1" secs="$2"; shift 2
@@ -202,6 +260,15 @@ run_step() {
   fi
   local t0=$SECONDS
   echo "=== $name ($*) ==="
+  if [ -n "$DRY" ]; then
+    dry_check "$@" >"$LOGS/$name.log" 2>&1
+    local rc=$? verdict="dry-ok"
+    [ $rc -eq 0 ] || verdict="DRY-FAIL(rc=$rc)"
+    grep -q '^not checked' "$LOGS/$name.log" && verdict="dry-not-checked"
+    tail -n 5 "$LOGS/$name.log"
+    note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+    return $rc
+  fi
   timeout -k 10 "$secs" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   local verdict=pass
@@ -215,11 +282,12 @@ run_step() {
 {
 echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)} bin $BIN"
 
-note "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+note "device: $([ -n "$DRY" ] && echo "none: --dry-run checks every step's command, runs none" ||
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 note "libcupti for --cupti: ${YOCO_CUPTI_LIB:-the loader's or the toolkit's}"
 note "libraries added to the loader's path: ${LIBDIRS:-none}"
 note "mpirun for step dist: ${MPIRUN:-none (carry it: scripts/carry-libs.sh --mpirun)}"
-if has_step info; then
+if has_step info && [ -z "$DRY" ]; then
   {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
     nvidia-smi
@@ -260,6 +328,13 @@ if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test
   if ! run_step smoke.gret_chunk_v6 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV6.Smoke'; then
     export YOCO_GRET_SKIP_V6=1
     note "gret chunk v6 failed its smoke test: YOCO_GRET_SKIP_V6=1 leaves it out of the other tests, the sanitizers and the bench"
+  fi
+fi
+# gRet chunk v7 (v6 with two output warpgroups, 512 threads; written without a GPU), the same way.
+if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_gret_chunk" ]; then
+  if ! run_step smoke.gret_chunk_v7 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV7.Smoke'; then
+    export YOCO_GRET_SKIP_V7=1
+    note "gret chunk v7 failed its smoke test: YOCO_GRET_SKIP_V7=1 leaves it out of the other tests, the sanitizers and the bench"
   fi
 fi
 # The fused W1|W3 GEMM + SwiGLU (TMA + mbarriers, written without a GPU): its small cases alone
@@ -322,7 +397,7 @@ sanitize_filter() {
 }
 SANITIZE_TESTS=()
 for t in "${GPU_TESTS[@]}"; do [[ "$t" =~ $SANITIZE_REGEX ]] && SANITIZE_TESTS+=("$t"); done
-if has_step sanitize && command -v compute-sanitizer >/dev/null; then
+if has_step sanitize && { command -v compute-sanitizer >/dev/null || [ -n "$DRY" ]; }; then
   for t in "${SANITIZE_TESTS[@]}"; do
     # (CUPTI and the sanitizer both attach to the profiling interface: not together.)
     case "$t" in test_device_ceilings|test_cuda_counter_init|test_cupti_collector) continue ;; esac

@@ -1256,3 +1256,38 @@ TEST_F(Cli, ModelAppliesTheConfigLimitsButNotTheHostMemoryGate) {
 }
 
 }  // namespace
+
+// --dry-run: every check that needs no device, then what would run; nothing measured, no file
+// written, on any machine (scripts/gpu-suite.sh --dry-run checks a device call's commands so).
+TEST_F(Cli, BenchAndGenerateDryRunsCheckAndRunNothing) {
+  const std::string out = path("never.csv");
+  CliRun r = yoco("bench --model yoco-tiny,transformer-tiny --lengths 2K,4K --repeats 2 --out " + out + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  for (const std::string& want : {std::string("nothing runs"), std::string("yoco-tiny, transformer-tiny"),
+                                  std::string("2K, 4K (4 points)"), std::string("2 repeats"), "results " + out + " (new)"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  EXPECT_FALSE(fs::exists(out)) << "a dry run wrote its --out";
+  EXPECT_EQ(r.out.find("prefill_latency_s"), std::string::npos) << "a dry run measured: " << r.out;
+  // The same refusals as a real run, one line, exit 2.
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 12Q --dry-run"), {"--lengths"}, "bad length");
+  expect_input_error(yoco("bench --model nosuch --lengths 2K --dry-run"), {"nosuch"}, "bad model");
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 2K --metrics memory,prefil --dry-run"), {"prefil"},
+                     "bad metric");
+  r = yoco("generate --model yoco-tiny --prompt-len 12 --gen 3 --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("prompt 12 tokens, generate 3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("seq 0:"), std::string::npos) << "a dry run generated: " << r.out;
+#if defined(YOCO_HAVE_CUDA)
+  // The CUDA build without a GPU (or with one): the runners' switches are checked, the device untouched.
+  r = yoco("bench --device cuda --model yoco-3b --lengths 512K --metrics prefill --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("runner switches: none set"), std::string::npos) << r.out;
+  r = shell("YOCO_GEMV=1 " + shell_quote(YOCO_CLI_PATH) + " bench --device cuda --model yoco-3b --lengths 512K --dry-run");
+  EXPECT_NE(r.out.find("runner switches: YOCO_GEMV=1"), std::string::npos) << r.all();
+  r = shell("YOCO_GRET_CHUNK=v9 " + shell_quote(YOCO_CLI_PATH) + " bench --device cuda --model yoco-3b --lengths 512K --dry-run");
+  expect_input_error(r, {"YOCO_GRET_CHUNK"}, "a bad runner switch");
+  r = yoco("bench --default-job --device cuda --no-report --results-dir " + path("results") + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_FALSE(fs::exists(path("results"))) << "the default job's dry run made its results folder";
+#endif
+}

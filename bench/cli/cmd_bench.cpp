@@ -5,6 +5,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "bench_dry_run.hpp"
 #include "cuda_backend.hpp"
 #include "cuda_status.hpp"
 #if defined(YOCO_HAVE_DIST)
@@ -69,6 +70,7 @@ CommandSpec bench_spec() {
       {"--sweep-file", "NAME.csv", "default job: its file in the results folder (default sweep.csv on a GPU, "
                                    "bench.csv on the CPU): points outside the job's models and lengths, e.g. "
                                    "yoco-3b at 2M,4M, in a file of their own that --resume continues"},
+      {"--dry-run", "", "check the options, the models and (--device cuda) the runners' YOCO_* switches, list the points and the file; run nothing, touch no device (any machine: a device call's commands checked ahead)"},
   };
   s.notes =
       "Methods (reports/SCHEMA.md): measured = full runs timed, median of repeats; sampled = decode steps\n"
@@ -203,11 +205,13 @@ int cmd_bench(const Args& args) {
   if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report", "--sweep-file"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
+  const bool dry = a.has("--dry-run");
   if (device == "cuda") {
     if (a.has("--dtype"))
       throw InputError("--dtype: the CUDA runners store bf16 and accumulate in fp32; --dtype applies to --device cpu");
     const CudaStatus c = cuda_status();
-    if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
+    // A dry run needs the CUDA build (what it checks lives there), not a device.
+    if (!c.built || (!c.device && !dry)) throw InputError("--device cuda: " + c.why_not);
     const auto missing = cuda_backend_missing();
     if (!missing.empty()) {
       std::string lacks;
@@ -221,6 +225,8 @@ int cmd_bench(const Args& args) {
     for (const auto& m : s.models)
       if (const std::string why = cuda_model_unsupported_reason(resolve_model(m)); !why.empty())
         throw InputError("--model " + m + ": the CUDA runners cannot run it: " + why);
+    const std::vector<std::string> switches = cuda_runner_switches();
+    if (dry) return print_bench_dry_run(s, {device, "the sweep", a.get("--out"), a.has("--resume"), switches});
     if (auto out = a.get("--out")) prepare_output_path(*out);
     const int points = static_cast<int>(s.models.size() * s.lengths.size());
     const SweepFile file(a.get("--out"), a.has("--resume"), points);
@@ -243,6 +249,7 @@ int cmd_bench(const Args& args) {
   const OutputFormat format = parse_output_format(a);
   const SweepSettings s = sweep_settings(a, default_cpu_sweep());
   if (s.cupti) throw InputError("--cupti profiles GPU kernels: it needs --device cuda");
+  if (dry) return print_bench_dry_run(s, {device, "the sweep", a.get("--out"), a.has("--resume"), {}});
   if (auto out = a.get("--out")) prepare_output_path(*out);  // before any measurement
   const int points = static_cast<int>(s.models.size() * s.lengths.size());
   const SweepFile file(a.get("--out"), a.has("--resume"), points);  // --resume: read and checked first

@@ -4,6 +4,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "cuda_backend.hpp"
 #include "decode_check.hpp"
 #include "errors.hpp"
 #include "format.hpp"
@@ -43,6 +44,8 @@ CommandSpec generate_spec() {
   s.options.push_back({"--batch", "B", "sequences decoded together (default 1; --tokens prompts are replicated)"});
   s.options.push_back({"--prefill-chunk", "N", "prefill chunk in tokens (>= 1, default 32768)"});
   s.options.push_back({"--check", "", "compare the cached logits with the full forward over prompt + generated tokens"});
+  s.options.push_back({"--dry-run", "", "check the options, the model, the tokens and (--device cuda) the runners' YOCO_* "
+                                        "switches, say what would run; run nothing, touch no device"});
   s.notes =
       "--check compares, for every sequence, the prefill's logits and those of each decode step with the\n"
       "full forward (parallel paradigm) at the same positions, and passes when the largest RMS ratio is\n"
@@ -66,7 +69,8 @@ int cmd_generate(const Args& args) {
   if (check && a.get_or("--device", "cpu") == "cuda")
     throw InputError("--check applies to --device cpu (its tolerances are the reference's; the GPU's logits are "
                      "checked against the reference by the GPU tests, tests/cuda)");
-  const ModelChoice m = model_choice(a);
+  const bool dry = a.has("--dry-run");
+  const ModelChoice m = model_choice(a, !dry);
 
   std::vector<int64_t> given;
   if (!a.has("--prompt-len")) given = tokens_from_args(a, m.cfg);
@@ -80,6 +84,20 @@ int cmd_generate(const Args& args) {
                                                          static_cast<double>(chunk), check),
                       "generating " + std::to_string(gen) + " tokens after " + std::to_string(n) + " (batch " +
                           std::to_string(batch) + ") with " + m.cfg.name);
+  if (dry) {
+    if (m.cuda)
+      if (const std::string why = cuda_model_unsupported_reason(m.cfg); !why.empty())
+        throw InputError("--model " + m.cfg.name + ": the CUDA runners cannot run it: " + why);
+    const std::vector<std::string> switches = m.cuda ? cuda_runner_switches() : std::vector<std::string>{};
+    std::string set;
+    for (const auto& sw : switches) set += (set.empty() ? "" : ", ") + sw;
+    std::cout << "yoco generate --dry-run: checked; nothing runs and no device is touched\n"
+              << "  model " << m.cfg.name << " on " << (m.cuda ? "cuda" : "cpu") << ", weights " << m.weights.describe()
+              << "; batch " << batch << ", prompt " << n << " tokens, generate " << gen << ", prefill chunk " << chunk
+              << (check ? ", --check" : "") << "\n";
+    if (m.cuda) std::cout << "  runner switches: " << (set.empty() ? "none set (the defaults)" : set) << "\n";
+    return 0;
+  }
   std::vector<std::vector<int64_t>> prompts(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b)
     prompts[b] = a.has("--prompt-len") ? synthetic_prompt(m.seed, b, n, m.cfg.vocab_size) : given;

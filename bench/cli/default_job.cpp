@@ -1,5 +1,7 @@
 #include "default_job.hpp"
 
+#include "bench_dry_run.hpp"
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -96,12 +98,13 @@ int run_default_job(const ParsedArgs& a) {
   const CudaStatus cuda = cuda_status();
   const bool cuda_ready = cuda.built && cuda.device && cuda_backend_missing().empty();
   const std::string device = a.get_or("--device", cuda_ready ? "cuda" : "cpu");
-  const bool quick = a.has("--quick");
+  const bool quick = a.has("--quick"), dry = a.has("--dry-run");
   std::cout << "yoco bench: the default job\n";
   if (device == "cuda") {
-    if (!cuda.built || !cuda.device) throw InputError("--device cuda: " + cuda.why_not);
-    std::cout << "  GPU " << cuda.device_name << " (driver " << cuda.driver
-              << "): yoco-3b vs transformer-3b" << (quick ? " at 32K and 128K (--quick)" : " at 32K-1M")
+    // A dry run needs the CUDA build (what it checks lives there), not a device.
+    if (!cuda.built || (!cuda.device && !dry)) throw InputError("--device cuda: " + cuda.why_not);
+    std::cout << "  GPU " << (cuda.device ? cuda.device_name + " (driver " + cuda.driver + ")" : "none here (--dry-run)")
+              << ": yoco-3b vs transformer-3b" << (quick ? " at 32K and 128K (--quick)" : " at 32K-1M")
               << ", then the analytic projection and the report (--device cpu: the CPU job instead)\n";
   } else if (cuda_ready) {
     std::cout << "  GPU " << cuda.device_name << " present, --device cpu: CPU reference + analytic projection\n";
@@ -122,11 +125,19 @@ int run_default_job(const ParsedArgs& a) {
       for (const auto& m : s.models)
         if (const std::string why = cuda_model_unsupported_reason(resolve_model(m)); !why.empty())
           throw InputError("--model " + m + ": the CUDA runners cannot run it: " + why);
-      sweep_csv = (results / gpu_results_folder(cuda.device_name) /
+      // (A dry run without a device cannot know the card's folder: it says so.)
+      sweep_csv = (results / (cuda.device ? gpu_results_folder(cuda.device_name) : "<the GPU's folder>") /
                    sweep_file.value_or(quick ? "sweep-quick.csv" : "sweep.csv"))
                       .string();
     } else {
       sweep_csv = (results / device_slug("cpu", cpu_device_name()) / sweep_file.value_or("bench.csv")).string();
+    }
+    if (dry) {
+      const std::vector<std::string> switches = device == "cuda" ? cuda_runner_switches() : std::vector<std::string>{};
+      print_bench_dry_run(s, {device, "the default job's sweep", sweep_csv, a.has("--resume"), switches});
+      std::cout << "  then the analytic projection (" << an_dir << ")" << (a.has("--no-report") ? "" : " and the report")
+                << "\n";
+      return 0;
     }
     std::cout << "\n[1/3] " << (device == "cuda" ? "GPU" : "CPU") << " sweep: " << s.models.size() << " models x "
               << s.lengths.size() << " lengths, budget " << s.budget_s << " s per point for its timed runs (at most "

@@ -36,7 +36,7 @@ std::vector<OptionSpec> token_option_specs() {
   };
 }
 
-ModelChoice model_choice(const ParsedArgs& a) {
+ModelChoice model_choice(const ParsedArgs& a, bool need_device) {
   ModelChoice m;
   a.exclusive({"--weights", "--seed"}, false);
   const std::string device = a.get_or("--device", "cpu");
@@ -55,7 +55,7 @@ ModelChoice model_choice(const ParsedArgs& a) {
 #endif
   if (m.cuda) {
     const CudaStatus c = cuda_status();
-    if (!c.built || !c.device) throw InputError("--device cuda: " + c.why_not);
+    if (!c.built || (!c.device && need_device)) throw InputError("--device cuda: " + c.why_not);
   }
   return m;
 }

@@ -31,7 +31,8 @@ struct ModelChoice {
 // --model is required; --weights and --seed exclude each other. --device cuda:
 // --dtype is an InputError (the CUDA runners store bf16), and so is a build
 // without CUDA or a machine without a device (cuda_status's reason).
-ModelChoice model_choice(const ParsedArgs& a);
+// need_device false (a --dry-run): --device cuda needs the CUDA build, not a GPU.
+ModelChoice model_choice(const ParsedArgs& a, bool need_device = true);
 
 // The runner of the choice: the CPU reference (ModelRunner::create), under
 // mpirun the reference with the sequence sharded over the ranks

@@ -20,10 +20,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 
 #include "runner/cuda_model.hpp"
 #include "runner/runner_support.hpp"
+#include "gret/gret_select.hpp"
 #include "cuda_runner.hpp"
 #include "transformer_cuda_model.hpp"
 #include "device/device_ceilings.hpp"
@@ -80,6 +82,23 @@ struct CudaBackend::Events {
 std::vector<std::string> cuda_backend_missing() { return {}; }
 
 std::string cuda_model_unsupported_reason(const ModelConfig& cfg) { return cuda::cuda_model_unsupported(cfg); }
+
+std::vector<std::string> cuda_runner_switches() {
+  cuda::global_kv_projection_from_env();
+  cuda::ffn_row_block_from_env();
+  cuda::ffn_fused_swiglu_from_env();
+  cuda::shared_sublayer_buffers_from_env();
+  cuda::gemm_algorithms_from_env();
+  cuda::residual_in_gemm_from_env();
+  cuda::gemm_small_rows_from_env();
+  cuda::gret_chunk_variant_from_env();
+  cuda::gret_decode_variant_from_env();
+  std::vector<std::string> set;
+  for (const char* name : {"YOCO_GLOBAL_KV", "YOCO_FFN_ROWS", "YOCO_FFN_FUSED", "YOCO_SUBLAYER_BUFFERS",
+                           "YOCO_GEMM_ALGO", "YOCO_RESIDUAL_IN_GEMM", "YOCO_GEMV", "YOCO_GRET_CHUNK", "YOCO_GRET_DECODE"})
+    if (const char* v = std::getenv(name); v && *v) set.push_back(std::string(name) + "=" + v);
+  return set;
+}
 
 CudaBackend::CudaBackend(const std::string& device_name) : events_(std::make_unique<Events>()) {
   const CudaStatus c = cuda_status();
@@ -494,6 +513,8 @@ std::vector<std::string> cuda_backend_missing() {
 }
 
 std::string cuda_model_unsupported_reason(const ModelConfig&) { return ""; }
+
+std::vector<std::string> cuda_runner_switches() { return {}; }
 
 CudaBackend::CudaBackend(const std::string& device_name) {
   const CudaStatus c = cuda_status();

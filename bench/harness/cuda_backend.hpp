@@ -39,6 +39,12 @@ std::vector<std::string> cuda_backend_missing();
 // when they can; "" too in a build without CUDA (which fails earlier, saying so).
 std::string cuda_model_unsupported_reason(const ModelConfig& cfg);
 
+// The runners' YOCO_* switches (read when a model is made: cuda/runner/runner_support.hpp,
+// gret/gret_select.hpp), each checked as the runners check it, so that a bad value is an
+// InputError naming the variable before anything runs; returns "NAME=value" for each one
+// set. Empty in a build without CUDA (which fails earlier, saying so).
+std::vector<std::string> cuda_runner_switches();
+
 class CudaBackend : public DeviceBackend {
  public:
   // `device_name`: the rows' device_name; empty = the device's name. With

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# gpu-suite.sh --dry-run over every step, on the binaries of this machine's
+# cuda build (no GPU needed): each step's command must pass its check (yoco's
+# options and switches, the test filters selecting tests, the bench filter's
+# names, the scripts compiling), so that a misspelt option costs a test here,
+# not a step of a 15-minute device session. Then one planted mistake of each
+# kind must fail its check.
+#   scripts/test_gpu_suite_dry_run.sh BUILD_BIN   (the cuda preset's bin folder)
+set -u
+cd "$(dirname "$0")/.."
+bin="${1:?usage: scripts/test_gpu_suite_dry_run.sh BUILD_BIN}"
+[ -x "$bin/yoco" ] && [ -x "$bin/test_gret_chunk" ] || { echo "no cuda build in $bin"; exit 2; }
+fail=0
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+all=info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep
+if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/all" --only "$all" --peers sdpa,fla,fla-check \
+    >"$out/all.log" 2>&1; then
+  echo "ok: every step's command passes its dry-run check ($(grep -c 'dry-ok' "$out/all/summary.txt") checked)"
+else
+  echo "FAIL: gpu-suite.sh --dry-run --only $all:"
+  grep -E 'DRY-FAIL|MISSING' "$out/all/summary.txt"
+  fail=1
+fi
+# Every step the suite has ran its check (a step skipped in --dry-run would hide its mistakes).
+for want in test.test_cuda_models memcheck.test_gret_chunk dist.test_np1 dist.bench_np2 bench_cuda_kernels \
+            peers.torch_sdpa models.small models.3b_long models.3b_long_gemv chunks.16384 models.3b \
+            profile.ncu_gret_v6 sweep; do
+  grep -q "^$want " "$out/all/summary.txt" || { echo "FAIL: step $want was not checked"; fail=1; }
+done
+
+expect_dry_fail() {  # what, then gpu-suite's arguments
+  local what="$1"; shift
+  if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/bad" "$@" >"$out/bad.log" 2>&1 ||
+     ! grep -q 'DRY-FAIL' "$out/bad/summary.txt"; then
+    echo "FAIL: $what passed the dry run"; fail=1
+  else
+    echo "ok: $what -> $(grep -m1 'DRY-FAIL' "$out/bad/summary.txt" | tr -s ' ')"
+  fi
+}
+expect_dry_fail "a bench filter naming no benchmark" --only bench --bench-filter gemm_shape
+expect_dry_fail "a bad yoco option in a step" --only sweep --sweep-lengths 12Q
+exit $fail
