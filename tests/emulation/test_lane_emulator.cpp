@@ -537,6 +537,52 @@ int run_v7_outputs(const Bugs& bug, int seq_len = kC, bool ignore_half = false) 
   return mismatches(out, want);
 }
 
+// The O tile's ownership in gret_chunk_wgmma_body<G> (G output warpgroups, its
+// staging and readback index maths as written there): the emulated runs above
+// stage every warp before any reads back, so they cannot see a warp reading a
+// byte another warp (or the other output warpgroup) wrote -- on the GPU only
+// __syncwarp orders them. Returns the violations: a byte written twice, a byte
+// read that this warp did not write, a (row, piece) read other than once.
+int o_tile_ownership_violations(int G) {
+  constexpr int kBytesO = kC * kD * 2;
+  std::vector<int> writer(kBytesO, -1);  // wg * 4 + warp
+  int bad = 0;
+  for (int wg = 0; wg < G; ++wg) {
+    const int half = G == 1 ? 0 : wg, c0 = 64 * half;
+    for (int tid = 0; tid < 128; ++tid) {
+      const Lane L(tid);
+      const int r0 = 16 * L.warp + L.g;
+      for (int n = 0; n < 16 / G; ++n)
+        for (int hr = 0; hr < 2; ++hr) {
+          const uint32_t off = sm90::sw128_offset<kC>(r0 + 8 * hr, c0 + 8 * n + 2 * L.t);
+          for (uint32_t b = off; b < off + 4; ++b) {
+            bad += writer[b] != -1;
+            writer[b] = wg * 4 + L.warp;
+          }
+        }
+    }
+  }
+  std::vector<int> reads(kC * 16, 0);  // (row, piece)
+  for (int wg = 0; wg < G; ++wg) {
+    const int half = G == 1 ? 0 : wg;
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int k = 0; k < 8 / G; ++k) {
+          const int idx = lane + 32 * k, r = 16 * warp + (idx >> (4 - (G - 1))), piece = 8 * half + (idx & (16 / G - 1));
+          ++reads[r * 16 + piece];
+          const uint32_t off = sm90::sw128_offset<kC>(r, piece * 8);
+          for (uint32_t b = off; b < off + 16; ++b) bad += writer[b] != wg * 4 + warp;
+        }
+  }
+  for (int x : reads) bad += x != 1;
+  return bad;
+}
+
+TEST(Wgmma, V6AndV7OTileEachWarpReadsOnlyItsOwnBytesAndEveryPieceOnce) {
+  EXPECT_EQ(o_tile_ownership_violations(1), 0);
+  EXPECT_EQ(o_tile_ownership_violations(2), 0);
+}
+
 // The state warpgroups: S = S + K^T V (decays 1), A = K^T per warp through
 // ldmatrix.trans of the K tile, then S^ = bf16(S) written back for the next
 // chunk. Both halves (warpgroups 1 and 2); counts mismatches of S and of S^.
