@@ -365,9 +365,6 @@ TEST(GretPlan, V6PlanRunsOneCtaAnSm) {
   EXPECT_FALSE(gret_plan_valid({1, 24, 128, 32768, 3072}, bad));  // and full width
 }
 
-// Phase 1 on Q P finer segments: every boundary of the P segments is one of
-// the Q P (segment p of P starts where segment Q p of Q P does), so phase 3's
-// segment p can start from the scan's slot Q p.
 // v7: v6's plan (the same shared memory, one CTA an SM) run by kernel 7, which refuses
 // the fused norm and gate (an output warpgroup holds half a row); nothing else changes.
 TEST(GretPlan, V7IsTheV6PlanOnKernel7WithoutTheFusedNormGate) {
@@ -392,6 +389,9 @@ TEST(GretPlan, V7IsTheV6PlanOnKernel7WithoutTheFusedNormGate) {
   EXPECT_EQ(plan_gret_chunk({1, 24, 128, 32768, 3072}, 132).kernel, 6) << "v7 is a candidate, not the library's plan";
 }
 
+// Phase 1 on Q P finer segments: every boundary of the P segments is one of
+// the Q P (segment p of P starts where segment Q p of Q P does), so phase 3's
+// segment p can start from the scan's slot Q p.
 TEST(GretPlan, FinerPhaseOneSegmentsShareEveryBoundary) {
   for (int64_t n : {0, 1, 7, 63, 64, 65, 511, 512, 513, 16384, 16385, 1 << 20})
     for (int64_t P = 1; P <= 16; ++P)

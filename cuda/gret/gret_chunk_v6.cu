@@ -249,8 +249,9 @@ __device__ __forceinline__ void gret_chunk_wgmma_body(const GretPass& a) {
         wgmma_times_v_half(acc_o, af, sV + half * kHalf64);
 
       // Stage O through this warp's own 16 rows of the O tile, then 16-byte
-      // pieces. The tile is warpgroup 0's alone and each warp writes and reads
-      // only its own rows, so program order and __syncwarp suffice. (It once
+      // pieces. The tile is the output warpgroups' alone (v7's two each hold one
+      // 8 KB column half of it) and each warp writes and reads only its own rows
+      // of its half, so program order and __syncwarp suffice. (It once
       // reused the Q tile: a stage the state warpgroups refill by cp.async, and
       // a warpgroup barrier was needed against the shared A operand's reads.)
       unsigned char* pO = smem + gret_v6_off_o();
