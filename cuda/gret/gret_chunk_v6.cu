@@ -92,30 +92,22 @@ __device__ __forceinline__ void rows_g(float g0, float g1, int r0, float& G0, fl
 // acc += A V over the chunk's 64 keys (4 RS wgmma steps, V N-major at sV),
 // A as 16 bf16x2 registers in the m64k16 A-fragment layout, waited for. Both
 // roles end a chunk with one: the outputs (A = the masked, decayed Q K^T) and
-// the state (A = K'^T).
-__device__ __forceinline__ void wgmma_times_v(float (&acc)[64], uint32_t (&a)[16], uint32_t sV) {
+// the state (A = K'^T). NACC 64: all 128 columns; NACC 32: the 64 columns of
+// V's half at sV (a v7 output warpgroup's).
+template <int NACC>
+__device__ __forceinline__ void wgmma_times_v(float (&acc)[NACC], uint32_t (&a)[16], uint32_t sV) {
+  static_assert(NACC == 64 || NACC == 32, "m64n128 or m64n64");
   sm90::reg_fence(acc);
   sm90::reg_fence(a);
   sm90::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < kC / 16; ++kk)
-    sm90::wgmma_rs_m64n128k16_tb(acc, a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3],
-                                 sw128_desc(sV + kk * 2048, kHalf64, 1024));
-  sm90::wgmma_commit();
-  sm90::wgmma_wait<0>();
-  sm90::reg_fence(acc);
-}
-
-// acc += A V[:, 64 j .. +64) over the chunk's 64 keys (4 RS wgmma steps on V's half j), A as in
-// wgmma_times_v, waited for: a v7 output warpgroup's half.
-__device__ __forceinline__ void wgmma_times_v_half(float (&acc)[32], uint32_t (&a)[16], uint32_t sV_half) {
-  sm90::reg_fence(acc);
-  sm90::reg_fence(a);
-  sm90::wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < kC / 16; ++kk)
-    sm90::wgmma_rs_m64n64k16_tb(acc, a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3],
-                                sw128_desc(sV_half + kk * 2048, kHalf64, 1024));
+  for (int kk = 0; kk < kC / 16; ++kk) {
+    const uint64_t b = sw128_desc(sV + kk * 2048, kHalf64, 1024);
+    if constexpr (NACC == 64)
+      sm90::wgmma_rs_m64n128k16_tb(acc, a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3], b);
+    else
+      sm90::wgmma_rs_m64n64k16_tb(acc, a[4 * kk], a[4 * kk + 1], a[4 * kk + 2], a[4 * kk + 3], b);
+  }
   sm90::wgmma_commit();
   sm90::wgmma_wait<0>();
   sm90::reg_fence(acc);
@@ -243,10 +235,7 @@ __device__ __forceinline__ void gret_chunk_wgmma_body(const GretPass& a) {
         acc_o[4 * n + 2] *= e1;
         acc_o[4 * n + 3] *= e1;
       }
-      if constexpr (G == 1)
-        wgmma_times_v(acc_o, af, sV);
-      else
-        wgmma_times_v_half(acc_o, af, sV + half * kHalf64);
+      wgmma_times_v(acc_o, af, sV + half * kHalf64);  // G 2: V's half j
 
       // Stage O through this warp's own 16 rows of the O tile, then 16-byte
       // pieces. The tile is the output warpgroups' alone (v7's two each hold one

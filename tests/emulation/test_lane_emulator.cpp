@@ -413,12 +413,10 @@ int run_v6_q_state(const Bugs& bug) {
   return mismatches(wg_acc_matrix<128>(w.q_state(bug)), matmul(w.Q, w.S, kC, kD, kD, false));
 }
 
-// The whole outputs path of one chunk with all decays 1: A = bf16(mask(Q K^T))
-// into registers, acc_o = Q S^ + A V, then O staged through the Q tile and read
-// back in 16-byte pieces, as the kernel writes it out.
-int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
-  V6World w(seq_len, {});
-  const WgAcc<64> acc_s = w.qkt();
+// The outputs' A operand of A V: bf16(mask(Q K^T)) with all decays 1, as 16
+// registers a thread in the m64k16 A-fragment layout (v6 and both of v7's
+// output warpgroups form the same); swap_a1_a2 plants the register swap.
+std::array<std::array<uint32_t, 16>, 128> masked_a_fragments(const WgAcc<64>& acc_s, const Bugs& bug) {
   std::array<std::array<uint32_t, 16>, 128> af{};
   for (int tid = 0; tid < 128; ++tid) {
     const Lane L(tid);
@@ -433,6 +431,16 @@ int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
     if (bug.swap_a1_a2)
       for (int kk = 0; kk < 4; ++kk) std::swap(af[tid][4 * kk + 1], af[tid][4 * kk + 2]);
   }
+  return af;
+}
+
+// The whole outputs path of one chunk with all decays 1: A = bf16(mask(Q K^T))
+// into registers, acc_o = Q S^ + A V, then O staged through the Q tile and read
+// back in 16-byte pieces, as the kernel writes it out.
+int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
+  V6World w(seq_len, {});
+  const WgAcc<64> acc_s = w.qkt();
+  const std::array<std::array<uint32_t, 16>, 128> af = masked_a_fragments(acc_s, bug);
   WgAcc<128> acc_o = w.q_state({});
   w.times_v(acc_o, af, bug);
 
@@ -476,20 +484,7 @@ int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
 int run_v7_outputs(const Bugs& bug, int seq_len = kC, bool ignore_half = false) {
   V6World w(seq_len, {});
   const WgAcc<64> acc_s = w.qkt();
-  std::array<std::array<uint32_t, 16>, 128> af{};
-  for (int tid = 0; tid < 128; ++tid) {  // the mask: the same in both output warpgroups
-    const Lane L(tid);
-    const int r0 = 16 * L.warp + L.g;
-    for (int n = 0; n < 8; ++n) {
-      const int j0 = 8 * n + 2 * L.t, j1 = j0 + 1;
-      const float p00 = j0 <= r0 ? acc_s[tid][4 * n] : 0.0f, p01 = j1 <= r0 ? acc_s[tid][4 * n + 1] : 0.0f;
-      const float p10 = j0 <= r0 + 8 ? acc_s[tid][4 * n + 2] : 0.0f, p11 = j1 <= r0 + 8 ? acc_s[tid][4 * n + 3] : 0.0f;
-      af[tid][4 * (n >> 1) + 2 * (n & 1)] = pack_bf16x2(p00, p01);
-      af[tid][4 * (n >> 1) + 2 * (n & 1) + 1] = pack_bf16x2(p10, p11);
-    }
-    if (bug.swap_a1_a2)
-      for (int kk = 0; kk < 4; ++kk) std::swap(af[tid][4 * kk + 1], af[tid][4 * kk + 2]);
-  }
+  const std::array<std::array<uint32_t, 16>, 128> af = masked_a_fragments(acc_s, bug);  // the same in both warpgroups
   for (int half = 0; half < 2; ++half) {
     const uint32_t h = ignore_half ? 0 : static_cast<uint32_t>(half);
     WgAcc<64> acc_o;
