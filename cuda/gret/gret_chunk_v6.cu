@@ -372,29 +372,34 @@ __global__ void __launch_bounds__(kThreadsV7, 1) gret_chunk_v7_kernel(const Gret
 
 }  // namespace
 
+namespace {
+
+// One wgmma chunk kernel over a's grid of batch x heads x grid_segments CTAs,
+// with the layout's shared memory (v6 and v7 share it: one CTA an SM).
+cudaError_t launch_wgmma_chunk(void (*kernel)(const GretPass), int threads, const GretPass& a, int64_t batch,
+                               cudaStream_t stream) {
+  const int bytes = static_cast<int>(gret_v6_smem_bytes());
+  cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e != cudaSuccess) return e;
+  const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
+  if (ctas <= 0) return cudaSuccess;
+  kernel<<<static_cast<unsigned>(ctas), threads, bytes, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
 cudaError_t gret_detail::launch_gret_chunk_v6_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
   // The fused pass only: phase 1 of a segmented launch runs v3's state-only
   // kernel (launch_gret_chunk), and this kernel writes no Gamma.
   if (a.gamma != nullptr || a.o == nullptr) return cudaErrorInvalidValue;
-  const int bytes = static_cast<int>(gret_v6_smem_bytes());
-  cudaError_t e = cudaFuncSetAttribute(gret_chunk_v6_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
-  if (ctas <= 0) return cudaSuccess;
-  gret_chunk_v6_kernel<<<static_cast<unsigned>(ctas), kThreadsV6, bytes, stream>>>(a);
-  return cudaGetLastError();
+  return launch_wgmma_chunk(gret_chunk_v6_kernel, kThreadsV6, a, batch, stream);
 }
 
 cudaError_t gret_detail::launch_gret_chunk_v7_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
   // As v6's, without the fused norm and gate (an output warpgroup holds half a row).
   if (a.gamma != nullptr || a.o == nullptr || a.g != nullptr) return cudaErrorInvalidValue;
-  const int bytes = static_cast<int>(gret_v6_smem_bytes());
-  cudaError_t e = cudaFuncSetAttribute(gret_chunk_v7_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e != cudaSuccess) return e;
-  const int64_t ctas = gret_num_seg_ctas(batch, a.heads, a.grid_segments, 1);
-  if (ctas <= 0) return cudaSuccess;
-  gret_chunk_v7_kernel<<<static_cast<unsigned>(ctas), kThreadsV7, bytes, stream>>>(a);
-  return cudaGetLastError();
+  return launch_wgmma_chunk(gret_chunk_v7_kernel, kThreadsV7, a, batch, stream);
 }
 
 }  // namespace yoco::cuda

@@ -434,6 +434,18 @@ std::array<std::array<uint32_t, 16>, 128> masked_a_fragments(const WgAcc<64>& ac
   return af;
 }
 
+// What one chunk's outputs must be with all decays 1: bf16(Q S + bf16(mask(Q K^T)) V), rows past seq_len 0.
+Mat expected_outputs(const V6World& w, int seq_len) {
+  Mat P = matmul(w.Q, w.K, kC, kD, kC, true);
+  for (int i = 0; i < kC; ++i)
+    for (int j = 0; j < kC; ++j) P[i * kC + j] = j <= i ? round_bf16(P[i * kC + j]) : 0.0f;
+  const Mat qs = matmul(w.Q, w.S, kC, kD, kD, false), pv = matmul(P, w.V, kC, kC, kD, false);
+  Mat want(kC * kD, 0.0f);
+  for (int r = 0; r < seq_len; ++r)
+    for (int c = 0; c < kD; ++c) want[r * kD + c] = round_bf16(qs[r * kD + c] + pv[r * kD + c]);
+  return want;
+}
+
 // The whole outputs path of one chunk with all decays 1: A = bf16(mask(Q K^T))
 // into registers, acc_o = Q S^ + A V, then O staged through the Q tile and read
 // back in 16-byte pieces, as the kernel writes it out.
@@ -465,14 +477,7 @@ int run_v6_outputs(const Bugs& bug, int seq_len = kC) {
             out[r * kD + piece * 8 + e] = w.smem.load_bf16(V6World::sQ + sm90::sw128_offset<kC>(r, piece * 8) + 2 * e);
       }
 
-  Mat P = matmul(w.Q, w.K, kC, kD, kC, true);
-  for (int i = 0; i < kC; ++i)
-    for (int j = 0; j < kC; ++j) P[i * kC + j] = j <= i ? round_bf16(P[i * kC + j]) : 0.0f;
-  const Mat qs = matmul(w.Q, w.S, kC, kD, kD, false), pv = matmul(P, w.V, kC, kC, kD, false);
-  Mat want(kC * kD, 0.0f);
-  for (int r = 0; r < seq_len; ++r)
-    for (int c = 0; c < kD; ++c) want[r * kD + c] = round_bf16(qs[r * kD + c] + pv[r * kD + c]);
-  return mismatches(out, want);
+  return mismatches(out, expected_outputs(w, seq_len));
 }
 
 // v7 (gret_chunk_v6.cu's body with two output warpgroups): warpgroup j forms
@@ -522,14 +527,7 @@ int run_v7_outputs(const Bugs& bug, int seq_len = kC, bool ignore_half = false) 
               out[r * kD + piece * 8 + e] =
                   w.smem.load_bf16(V6World::sO2 + sm90::sw128_offset<kC>(r, piece * 8) + 2 * e);
         }
-  Mat P = matmul(w.Q, w.K, kC, kD, kC, true);
-  for (int i = 0; i < kC; ++i)
-    for (int j = 0; j < kC; ++j) P[i * kC + j] = j <= i ? round_bf16(P[i * kC + j]) : 0.0f;
-  const Mat qs = matmul(w.Q, w.S, kC, kD, kD, false), pv = matmul(P, w.V, kC, kC, kD, false);
-  Mat want(kC * kD, 0.0f);
-  for (int r = 0; r < seq_len; ++r)
-    for (int c = 0; c < kD; ++c) want[r * kD + c] = round_bf16(qs[r * kD + c] + pv[r * kD + c]);
-  return mismatches(out, want);
+  return mismatches(out, expected_outputs(w, seq_len));
 }
 
 // The O tile's ownership in gret_chunk_wgmma_body<G> (G output warpgroups, its
