@@ -104,6 +104,18 @@ def report(rows):
             "gemv vs cublas", shape, 1e6 * float(r["value"]),
             " vs cublasGemmEx %.2f us (%.2fx its time)" % (1e6 * cublas, float(r["value"]) / cublas) if cublas else "",
             ", %.0f%% of copy" % (100 * frac) if frac is not None else ""))
+    # gRet chunk v7 (two output warpgroups) against v6 at the same plan or P (bench gret_chunk: the two rows'
+    # variants differ only in "v7" / "v6"): the planner's decision (cuda/gret/NOTES-gret_chunk.md, v7).
+    by_point = {(r["model"], r["seq_len"], r["batch"], r["phase"]): float(r["value"]) for r in ours}
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam != "gret_chunk" or not variant.startswith("C64 v7 "):
+            continue
+        v6 = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + variant.replace("v7", "v6")))
+        print("%-28s %s N %s B %s, %s: v7 %.3f ms%s" % (
+            "gret chunk v7 vs v6", r["model"], r["seq_len"], r["batch"], variant[len("C64 v7 "):],
+            1e3 * float(r["value"]),
+            " vs v6 %.3f ms (%.3fx its time)" % (1e3 * v6, float(r["value"]) / v6) if v6 else " (no v6 row)"))
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])
