@@ -6,21 +6,26 @@
 # projection and on the card's own ceilings), projections to the H100/H200/B200 datasheets, and what-ifs.
 # Then `/usr/bin/python3 reports/report.py` draws them into the report.
 #
-#   scripts/calibrate.sh [--yoco PATH]     (default build/cpu/bin/yoco, else build/cuda/bin/yoco)
+#   scripts/calibrate.sh [--yoco PATH] [--small FILE]     (default build/cpu/bin/yoco, else build/cuda/bin/yoco)
+# --small: the small presets' run to check out of sample (default run-17's models_small.csv; a newer
+# run's replaces it together with SMALL_RUN and its prose in reports/yocoreport/calibrated.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 YOCO=""
+SMALL=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --yoco) YOCO="$2"; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --yoco) [ $# -ge 2 ] || { echo "calibrate.sh: --yoco needs a path" >&2; exit 2; }; YOCO="$2"; shift 2 ;;
+    --small) [ $# -ge 2 ] || { echo "calibrate.sh: --small needs a file" >&2; exit 2; }; SMALL="$2"; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "calibrate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 . scripts/find-yoco.sh
 find_yoco "$YOCO"
 SWEEP=reports/results/nvidia-h100/sweep.csv
-SMALL=reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv
+SMALL=${SMALL:-reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv}
+[ -f "$SMALL" ] || { echo "calibrate.sh: --small: no file '$SMALL'" >&2; exit 2; }
 OUT=reports/model
 CAL=$OUT/calibration-nvidia-h100.csv
 # The what-ifs' peer efficiencies: cuDNN's and FlashAttention-2's prefill
