@@ -39,6 +39,26 @@ for unpacker in tar python; do
   fi
 done
 
+# Interrupted while the new folders go in (a TERM, then the mv failing): the previous carry is
+# back whole, nothing of the new one or of the stage is left.
+real_mv=$(command -v mv)
+mkdir -p "$work/shim"
+printf '#!/usr/bin/env bash\ncase "$1" in */.unpack.*/bin) kill -TERM $PPID; exit 1 ;; esac\nexec %s "$@"\n' \
+  "$real_mv" >"$work/shim/mv"
+chmod +x "$work/shim/mv"
+dest="$work/dest-cut"
+mkdir -p "$dest/bin" "$dest/lib" && echo old >"$dest/bin/test_old" && echo old >"$dest/lib/libold.so" &&
+  echo old >"$dest/MANIFEST.sha256"
+out=$(PATH="$work/shim:$PATH" scripts/carry-unpack.sh "$work/good.tar.xz" "$dest" 2>&1); rc=$?
+if [ "$rc" -ne 0 ] && [ -e "$dest/bin/test_old" ] && [ ! -e "$dest/bin/test_fake" ] && [ -e "$dest/lib/libold.so" ] &&
+   [ ! -e "$dest/lib/libfake.so.1" ] && [ ! -e "$dest/openmpi" ] && [ "$(cat "$dest/MANIFEST.sha256")" = old ] &&
+   [ -z "$(ls -A "$dest" | grep '^\.unpack')" ]; then
+  echo "ok: an unpack cut while swapping (rc $rc) leaves the previous carry whole"
+else
+  echo "FAIL: an unpack cut while swapping: rc $rc, '$out'; $dest holds: $(cd "$dest" && find . | sort | tr '\n' ' ')"
+  fail=1
+fi
+
 expect_refusal() {  # words, bundle, [unpacker]
   local words="$1" bundle="$2" err rc
   err=$(YOCO_CARRY_UNPACKER=${3:-} scripts/carry-unpack.sh "$bundle" "$work/refused" 2>&1 >/dev/null); rc=$?
@@ -56,4 +76,8 @@ expect_refusal "is damaged" "$work/damaged.tar.xz"
 mkdir -p "$work/plain/bin" && echo x >"$work/plain/bin/x" && tar -C "$work/plain" -cJf "$work/plain.tar.xz" .
 expect_refusal "has no MANIFEST.sha256" "$work/plain.tar.xz"
 expect_refusal "no bundle" "$work/nowhere.tar.xz"
+# A bundle inside a folder the unpack replaces would be deleted with it: refused, and still there.
+mkdir -p "$work/refused/bin" && cp "$work/good.tar.xz" "$work/refused/bin/inside.tar.xz"
+expect_refusal "which the unpack replaces" "$work/refused/bin/inside.tar.xz"
+[ -f "$work/refused/bin/inside.tar.xz" ] || { echo "FAIL: the bundle inside DEST/bin is gone"; fail=1; }
 exit $fail
