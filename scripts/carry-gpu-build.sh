@@ -48,6 +48,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
+# Said before minutes of stripping, not as bash's 'xz: command not found' after them.
+[ -n "$split" ] || command -v xz >/dev/null ||
+  { echo "carry-gpu-build.sh: the bundle needs xz (scripts/install-deps.sh; or --split, no bundle)" >&2; exit 2; }
 limit_kib=$((64 * 1024))
 # What is carried must stay out of git: not ignored, .carry/ would travel twice (as the tree's
 # untracked files too, over the limit) and a `git add -A` would commit binaries. A fresh clone
@@ -78,6 +81,8 @@ for f in .carry/tests/* .carry/tools/*; do carry_bins+=("$f"); done
 shopt -u nullglob
 [ -n "$(ls -A .carry/tests)" ] || echo "carry-gpu-build.sh: no GPU test binary matches --tests '$tests_regex'" >&2
 [ -n "$(ls -A .carry/tools)" ] || echo "carry-gpu-build.sh: no tool matches --tools '$tools_regex'" >&2
+# (carry-libs.sh given no binary would take build/cuda/bin/yoco's libraries: a bundle of nothing.)
+[ ${#carry_bins[@]} -gt 0 ] || { echo "carry-gpu-build.sh: nothing to carry: no binary matches --tests and --tools" >&2; exit 2; }
 scripts/carry-libs.sh --mpirun "${carry_bins[@]}" >/dev/null
 # KiB of the paths that exist (a missing .whl is no error).
 kib() {
@@ -112,6 +117,7 @@ fi
 # The bundle: bin/ (tests and tools), lib/, openmpi/, the manifest; written
 # beside and renamed, so an interrupted run leaves the last bundle whole.
 stage=.carry/bundle.stage
+trap 'rm -rf "$stage" .carry/bundle.tar.xz.tmp' EXIT  # an interrupted or failed pack leaves neither
 rm -rf "$stage"
 mkdir -p "$stage/bin"
 [ ${#carry_bins[@]} -eq 0 ] || cp -p "${carry_bins[@]}" "$stage/bin/"
