@@ -237,10 +237,15 @@ dry_check() {
       local known want="" k
       known=$("${cmd[0]}" --list) || return 1
       for ((k = 1; k < ${#cmd[@]}; k++)); do [ "${cmd[$k]}" = --filter ] && want="${cmd[$((k + 1))]:-}"; done
-      for k in ${want//,/ }; do
-        grep -qx -- "$k" <<<"$known" || { echo "--filter $k: no such benchmark (bench_cuda_kernels --list)"; return 1; }
+      # bench_cuda_kernels runs every benchmark whose name contains one of the filter's items.
+      local -a items
+      IFS=, read -ra items <<<"$want"
+      for k in "${items[@]}"; do
+        [ -n "$k" ] || continue
+        grep -qF -- "$k" <<<"$known" ||
+          { echo "--filter $k: in no benchmark's name (bench_cuda_kernels --list)"; return 1; }
       done
-      echo "bench_cuda_kernels --filter ${want:-(all)}: every name known" ;;
+      echo "bench_cuda_kernels --filter ${want:-(all)}: each item selects a benchmark" ;;
     python3) python3 -m py_compile "${cmd[1]}" && echo "${cmd[1]} compiles" ;;
     *.sh) bash -n "${cmd[0]}" && [ -x "${cmd[0]}" ] && echo "${cmd[0]} parses" ;;
     *) echo "not checked: ${cmd[*]}" ;;

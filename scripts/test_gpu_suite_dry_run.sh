@@ -38,6 +38,14 @@ expect_dry_fail() {  # what, then gpu-suite's arguments
     echo "ok: $what -> $(grep -m1 'DRY-FAIL' "$out/bad/summary.txt" | tr -s ' ')"
   fi
 }
-expect_dry_fail "a bench filter naming no benchmark" --only bench --bench-filter gemm_shape
+expect_dry_fail "a bench filter naming no benchmark" --only bench --bench-filter gret,gemm_shpes
+# bench_cuda_kernels selects by a part of the name: 'gret' runs gret_chunk and gret_decode.
+if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/part" --only bench --bench-filter gret,gemm_shape \
+    >"$out/part.log" 2>&1; then
+  echo "ok: a bench filter of parts of names passes"
+else
+  echo "FAIL: --bench-filter gret,gemm_shape (parts of names, as bench_cuda_kernels selects) failed the dry run"
+  grep -A5 '=== bench_cuda_kernels' "$out/part.log"; fail=1
+fi
 expect_dry_fail "a bad yoco option in a step" --only sweep --sweep-lengths 12Q
 exit $fail
