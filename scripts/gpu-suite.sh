@@ -146,6 +146,19 @@ done
 if [ -n "$BUNDLE" ]; then
   [ -z "$BIN" ] || { echo "gpu-suite: --bundle and --bin both given: the bundle's binaries are .carry/bin" >&2; exit 2; }
   [ -f "$BUNDLE" ] || { echo "gpu-suite: --bundle: no file '$BUNDLE' (scripts/carry-gpu-build.sh makes it; carry it)" >&2; exit 2; }
+fi
+if [ -n "$DRY" ]; then
+  # A dry run rewrites summary.txt, suite.log, models.csv, chunks.csv and logs.tar.gz in --out: never
+  # over a real run's.
+  if [ -n "${OUT_GIVEN:-}" ] && [ -e "$OUTDIR" ] && { [ ! -d "$OUTDIR" ] || [ -n "$(ls -A "$OUTDIR")" ]; }; then
+    echo "gpu-suite: --dry-run --out '$OUTDIR': not an empty folder (a dry run would rewrite its files): give a new one, or none" >&2
+    exit 2
+  fi
+  [ -n "${OUT_GIVEN:-}" ] || OUTDIR=$(mktemp -d /tmp/gpu-suite-dry.XXXXXX)
+else
+  command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
+fi
+if [ -n "$BUNDLE" ]; then
   scripts/carry-unpack.sh "$BUNDLE" .carry || exit 2
   BIN=.carry/bin
 fi
@@ -153,11 +166,6 @@ if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi
 [ -n "$BIN" ] && [ -d "$BIN" ] || { echo "gpu-suite: no binaries (build the cuda preset, or pass --bin)" >&2; exit 2; }
-if [ -n "$DRY" ]; then
-  [ -n "${OUT_GIVEN:-}" ] || OUTDIR=$(mktemp -d /tmp/gpu-suite-dry.XXXXXX)
-else
-  command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
-fi
 mkdir -p "$OUTDIR/logs"
 LOGS="$OUTDIR/logs"
 SUMMARY="$OUTDIR/summary.txt"
@@ -289,6 +297,7 @@ echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=1
 
 note "device: $([ -n "$DRY" ] && echo "none: --dry-run checks every step's command, runs none" ||
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+[ -z "$DRY" ] || note "dry-run logs: $OUTDIR"
 note "libcupti for --cupti: ${YOCO_CUPTI_LIB:-the loader's or the toolkit's}"
 note "libraries added to the loader's path: ${LIBDIRS:-none}"
 note "mpirun for step dist: ${MPIRUN:-none (carry it: scripts/carry-libs.sh --mpirun)}"

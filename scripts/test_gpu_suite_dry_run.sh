@@ -29,13 +29,14 @@ for want in test.test_cuda_models memcheck.test_gret_chunk dist.test_np1 dist.be
   grep -q "^$want " "$out/all/summary.txt" || { echo "FAIL: step $want was not checked"; fail=1; }
 done
 
-expect_dry_fail() {  # what, then gpu-suite's arguments
-  local what="$1"; shift
-  if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/bad" "$@" >"$out/bad.log" 2>&1 ||
-     ! grep -q 'DRY-FAIL' "$out/bad/summary.txt"; then
+nbad=0
+expect_dry_fail() {  # what, then gpu-suite's arguments (each run its own --out: a dry run wants an empty one)
+  local what="$1" o="$out/bad$((++nbad))"; shift
+  if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$o" "$@" >"$o.log" 2>&1 ||
+     ! grep -q 'DRY-FAIL' "$o/summary.txt"; then
     echo "FAIL: $what passed the dry run"; fail=1
   else
-    echo "ok: $what -> $(grep -m1 'DRY-FAIL' "$out/bad/summary.txt" | tr -s ' ')"
+    echo "ok: $what -> $(grep -m1 'DRY-FAIL' "$o/summary.txt" | tr -s ' ')"
   fi
 }
 expect_dry_fail "a bench filter naming no benchmark" --only bench --bench-filter gret,gemm_shpes
@@ -48,4 +49,14 @@ else
   grep -A5 '=== bench_cuda_kernels' "$out/part.log"; fail=1
 fi
 expect_dry_fail "a bad yoco option in a step" --only sweep --sweep-lengths 12Q
+# --out holding a real run's files: refused (exit 2, one line), every file as it was.
+mkdir -p "$out/real" && echo "a real run's summary" >"$out/real/summary.txt" && echo rows >"$out/real/models.csv"
+err=$(scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/real" --only models 2>&1 >/dev/null); rc=$?
+if [ "$rc" -eq 2 ] && [[ "$err" == *"--out"*"not an empty folder"* ]] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] &&
+   [ "$(cat "$out/real/summary.txt")" = "a real run's summary" ] && [ "$(cat "$out/real/models.csv")" = rows ] &&
+   [ "$(ls "$out/real" | wc -l)" -eq 2 ]; then
+  echo "ok: a dry run's --out over a real run's files -> $err"
+else
+  echo "FAIL: --dry-run --out over a real run's files: rc $rc, '$err'; it holds $(ls "$out/real" | tr '\n' ' ')"; fail=1
+fi
 exit $fail
