@@ -63,7 +63,8 @@
 # --bundle: the one-file carry of scripts/carry-gpu-build.sh (.carry/bundle.tar.xz):
 #        unpacked into .carry/ first (scripts/carry-unpack.sh, checked against
 #        its manifest; a damaged one stops the call at once, exit 2), then
-#        --bin is .carry/bin, where every test binary and tool sits.
+#        --bin is .carry/bin, where every test binary and tool sits (--dry-run:
+#        into a temporary folder, removed at the end; .carry/ is left alone).
 # --bin: folder of the cuda preset's binaries (default build/cuda/bin, else
 #        .carry/bin). --out: where logs go (default $OUT on the lent machine,
 #        else reports/gpu-suite-logs). The last lines printed are a summary.
@@ -158,9 +159,15 @@ if [ -n "$DRY" ]; then
 else
   command -v nvidia-smi >/dev/null || { echo "gpu-suite: no nvidia-smi: not a GPU machine" >&2; exit 2; }
 fi
+CARRY=.carry  # the carried libraries and launcher (and the bundle's binaries)
 if [ -n "$BUNDLE" ]; then
-  scripts/carry-unpack.sh "$BUNDLE" .carry || exit 2
-  BIN=.carry/bin
+  # A dry run checks the bundle the same way, but into a folder of its own: it replaces nothing here.
+  if [ -n "$DRY" ]; then
+    CARRY=$(mktemp -d /tmp/gpu-suite-dry-carry.XXXXXX)
+    trap 'rm -rf "$CARRY"' EXIT
+  fi
+  scripts/carry-unpack.sh "$BUNDLE" "$CARRY" || exit 2
+  BIN=$CARRY/bin
 fi
 if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
@@ -186,7 +193,7 @@ fi
 # machine has MPI; scripts/carry-libs.sh copies them into .carry/lib) and
 # NCCL's (test_nccl_communicator: the toolkit's, else the nvidia-nccl wheel's).
 LIBDIRS=""
-[ -d .carry/lib ] && LIBDIRS=$(cd .carry/lib && pwd)
+[ -d "$CARRY/lib" ] && LIBDIRS=$(cd "$CARRY/lib" && pwd)
 if ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2' && [ ! -e /usr/local/cuda/lib64/libnccl.so.2 ]; then
   wheel_nccl=$(python3 -c 'import glob, os, site
 print(next(iter(sorted(os.path.dirname(p) for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/**/libnccl.so.2", recursive=True))), ""))' 2>/dev/null)
@@ -200,8 +207,8 @@ fi
 # without cross-memory attach (containers often forbid it), no load errors
 # from components whose libraries (InfiniBand, UCX) the image lacks.
 MPIRUN=
-if [ -x .carry/openmpi/bin/mpirun ]; then
-  export OPAL_PREFIX=$(cd .carry/openmpi && pwd)
+if [ -x "$CARRY/openmpi/bin/mpirun" ]; then
+  export OPAL_PREFIX=$(cd "$CARRY/openmpi" && pwd)
   export PATH="$OPAL_PREFIX/bin:$PATH" PMIX_MCA_mca_base_component_path="$OPAL_PREFIX/pmix"
   MPIRUN="$OPAL_PREFIX/bin/mpirun"
 else
@@ -254,7 +261,9 @@ dry_check() {
           { echo "--filter $k: in no benchmark's name (bench_cuda_kernels --list)"; return 1; }
       done
       echo "bench_cuda_kernels --filter ${want:-(all)}: each item selects a benchmark" ;;
-    python3) python3 -m py_compile "${cmd[1]}" && echo "${cmd[1]} compiles" ;;
+    python3)  # compiled in memory: py_compile would write __pycache__ beside the script, in the tree
+      python3 -c 'import sys; compile(open(sys.argv[1], "rb").read(), sys.argv[1], "exec")' "${cmd[1]}" &&
+        echo "${cmd[1]} compiles" ;;
     *.sh) bash -n "${cmd[0]}" && [ -x "${cmd[0]}" ] && echo "${cmd[0]} parses" ;;
     *) echo "not checked: ${cmd[*]}" ;;
   esac
@@ -479,7 +488,9 @@ if has_step bench && [ -x "$BIN/bench_cuda_kernels" ]; then
 fi
 
 if has_step peers && command -v python3 >/dev/null; then
-  if ls .whl/*.whl >/dev/null 2>&1; then
+  if [ -n "$DRY" ]; then
+    ! ls .whl/*.whl >/dev/null 2>&1 || echo "(--dry-run: the peers' wheels in .whl/ are not installed)"
+  elif ls .whl/*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/yoco-peers \
       .whl/*.whl >"$LOGS/peers-install.log" 2>&1 && export PYTHONPATH=/tmp/yoco-peers${PYTHONPATH:+:$PYTHONPATH}
   fi
@@ -493,7 +504,10 @@ if has_step peers && command -v python3 >/dev/null; then
       --workdir "${TMPDIR:-/tmp}/yoco-fla-check" --lengths "$FLA_CHECK_LENGTHS" --out "$OUTDIR/peers_fla_check.csv"
 fi
 
-if has_step sass && command -v cuobjdump >/dev/null; then
+if has_step sass && [ -n "$DRY" ]; then
+  # (No options to check; cuobjdump over every binary is the step itself, and it is the device's.)
+  note "$(printf '%-48s %s' sass 'dry-not-checked (cuobjdump runs in the device call)')"
+elif has_step sass && command -v cuobjdump >/dev/null; then
   {
     # Every GPU binary links only the kernels it uses: take them all, one
     # line per kernel (the first binary that holds it).
@@ -605,7 +619,7 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
   # does not bound it (cuda/gret/NOTES-gret_chunk.md); its sections say what does.
   run_step profile.ncu_gret_v6 300 scripts/profile-point.sh --bin "$BIN" --model yoco-3b --length 32K --tool ncu \
     --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
-  cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
+  [ -n "$DRY" ] || cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
 fi
 if has_step sweep && [ -x "$BIN/yoco" ]; then
   # The paper's sweep (issue 16). SIGTERM at the step's timeout keeps every

@@ -14,6 +14,7 @@ fail=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 all=info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep
+touch "$out/marker"  # nothing in the tree may be newer than this after the dry runs
 if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/all" --only "$all" --peers sdpa,fla,fla-check \
     >"$out/all.log" 2>&1; then
   echo "ok: every step's command passes its dry-run check ($(grep -c 'dry-ok' "$out/all/summary.txt") checked)"
@@ -49,6 +50,22 @@ else
   grep -A5 '=== bench_cuda_kernels' "$out/part.log"; fail=1
 fi
 expect_dry_fail "a bad yoco option in a step" --only sweep --sweep-lengths 12Q
+# --bundle: checked and unpacked into a folder of the dry run's own; .carry/ (carried, or the last
+# unpack) is neither made nor touched.
+mkdir -p "$out/bundle/bin" && cp "$bin/yoco" "$out/bundle/bin/yoco" &&
+  (cd "$out/bundle" && sha256sum bin/yoco >MANIFEST.sha256) && tar -C "$out/bundle" -cf - . | xz -0 -T2 >"$out/b.tar.xz"
+had_carry=$([ -e .carry ] && echo 1)
+if scripts/gpu-suite.sh --dry-run --bundle "$out/b.tar.xz" --out "$out/bundled" --only models >"$out/bundled.log" 2>&1 &&
+   grep -q '^models.small .*dry-ok' "$out/bundled/summary.txt" && grep -q "bin /tmp/gpu-suite-dry-carry" "$out/bundled/suite.log" &&
+   { [ -n "$had_carry" ] || [ ! -e .carry ]; }; then
+  echo "ok: --dry-run --bundle checks the bundle's yoco from a folder of its own"
+else
+  echo "FAIL: --dry-run --bundle:"; tail -5 "$out/bundled.log"; fail=1
+fi
+# Nothing written into the tree: no .pyc of the peers' scripts, nothing under .carry or reports.
+written=$(find bench scripts reports .carry -newer "$out/marker" 2>/dev/null | head -5)
+[ -z "$written" ] || { echo "FAIL: the dry runs wrote into the tree: $written"; fail=1; }
+
 # --out holding a real run's files: refused (exit 2, one line), every file as it was.
 mkdir -p "$out/real" && echo "a real run's summary" >"$out/real/summary.txt" && echo rows >"$out/real/models.csv"
 err=$(scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/real" --only models 2>&1 >/dev/null); rc=$?
