@@ -137,6 +137,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$DEADLINE" =~ ^[0-9]+$ ]] || { echo "gpu-suite: --deadline takes whole seconds, not '$DEADLINE'" >&2; exit 2; }
+# A regex bash cannot compile matches nothing, and a misspelt peer runs nothing: both said here.
+for opt in "--tests $TEST_REGEX" "--sanitize-tests $SANITIZE_REGEX"; do
+  [[ "" =~ ${opt#* } ]]; [ $? -ne 2 ] || { echo "gpu-suite: ${opt%% *}: not a regular expression: '${opt#* }'" >&2; exit 2; }
+done
+IFS=, read -ra peer_list <<<"$PEERS"
+for p in "${peer_list[@]}"; do
+  case "$p" in
+    sdpa|fla|fla-check) ;;
+    *) echo "gpu-suite: --peers: unknown peer '$p' (sdpa, fla, fla-check)" >&2; exit 2 ;;
+  esac
+done
 # A misspelt step would run nothing and cost a device call: refuse it here.
 for step in ${STEPS//,/ }; do
   case "$step" in
@@ -327,15 +338,20 @@ fi
 
 # The GPU test binaries are those built from tests/cuda/test_*.cpp.
 GPU_TESTS=()
+matched=0
 for src in tests/cuda/test_*.cpp; do
   t=$(basename "$src" .cpp)
   [[ "$t" =~ $TEST_REGEX ]] || continue
+  matched=$((matched + 1))
   if [ -x "$BIN/$t" ]; then
     GPU_TESTS+=("$t")
   elif has_step tests || has_step sanitize; then  # (the other steps do not need them: a tools-only --bin)
     note "$(printf '%-48s %s' "$t" "MISSING (not in $BIN)")"
   fi
 done
+# A --tests that selects no test would leave steps tests and sanitize empty, and say nothing.
+[ "$matched" -gt 0 ] || ! { has_step tests || has_step sanitize; } ||
+  note "$(printf '%-48s %s' tests "MISSING (no tests/cuda/test_*.cpp matches --tests '$TEST_REGEX')")"
 
 # Prefill v3 (TMA + mbarriers, not yet verified on a GPU when this was written) alone first, under
 # a short timeout: a wrong mbarrier phase hangs, and one hung kernel must not stall every other
@@ -420,6 +436,8 @@ sanitize_filter() {
 }
 SANITIZE_TESTS=()
 for t in "${GPU_TESTS[@]}"; do [[ "$t" =~ $SANITIZE_REGEX ]] && SANITIZE_TESTS+=("$t"); done
+[ ${#GPU_TESTS[@]} -eq 0 ] || [ ${#SANITIZE_TESTS[@]} -gt 0 ] || ! has_step sanitize ||
+  note "$(printf '%-48s %s' sanitize "MISSING (no test binary of --tests matches --sanitize-tests '$SANITIZE_REGEX')")"
 if has_step sanitize && { command -v compute-sanitizer >/dev/null || [ -n "$DRY" ]; }; then
   for t in "${SANITIZE_TESTS[@]}"; do
     # (CUPTI and the sanitizer both attach to the profiling interface: not together.)

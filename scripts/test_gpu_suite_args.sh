@@ -25,4 +25,6 @@ expect_refusal "--bundle: no file 'nowhere.tar.xz'" --bundle nowhere.tar.xz --on
 expect_refusal "--bundle and --bin both given" --bundle scripts/gpu-suite.sh --bin .carry/bin
 expect_refusal "--tests needs a value" --only tests --tests
 expect_refusal "unknown argument '--depth'" --depth
+expect_refusal "--peers: unknown peer 'sdap'" --only peers --peers sdap,fla
+expect_refusal "--tests: not a regular expression" --only tests --tests 'test_(gemv'
 exit $fail

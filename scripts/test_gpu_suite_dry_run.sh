@@ -34,10 +34,10 @@ nbad=0
 expect_dry_fail() {  # what, then gpu-suite's arguments (each run its own --out: a dry run wants an empty one)
   local what="$1" o="$out/bad$((++nbad))"; shift
   if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$o" "$@" >"$o.log" 2>&1 ||
-     ! grep -q 'DRY-FAIL' "$o/summary.txt"; then
+     ! grep -qE 'DRY-FAIL|MISSING' "$o/summary.txt"; then
     echo "FAIL: $what passed the dry run"; fail=1
   else
-    echo "ok: $what -> $(grep -m1 'DRY-FAIL' "$o/summary.txt" | tr -s ' ')"
+    echo "ok: $what -> $(grep -m1 -E 'DRY-FAIL|MISSING' "$o/summary.txt" | tr -s ' ')"
   fi
 }
 expect_dry_fail "a bench filter naming no benchmark" --only bench --bench-filter gret,gemm_shpes
@@ -50,6 +50,8 @@ else
   grep -A5 '=== bench_cuda_kernels' "$out/part.log"; fail=1
 fi
 expect_dry_fail "a bad yoco option in a step" --only sweep --sweep-lengths 12Q
+expect_dry_fail "a --tests that selects no test" --only tests --tests test_flsh
+expect_dry_fail "a --sanitize-tests that selects none of --tests" --only sanitize --tests test_gemv --sanitize-tests gret
 # --bundle: checked and unpacked into a folder of the dry run's own; .carry/ (carried, or the last
 # unpack) is neither made nor touched.
 mkdir -p "$out/bundle/bin" && cp "$bin/yoco" "$out/bundle/bin/yoco" &&
