@@ -1291,3 +1291,30 @@ TEST_F(Cli, BenchAndGenerateDryRunsCheckAndRunNothing) {
   EXPECT_FALSE(fs::exists(path("results"))) << "the default job's dry run made its results folder";
 #endif
 }
+
+// What a real bench refuses of its files before measuring, a dry run refuses too, one line, exit 2,
+// and without writing: --resume without --out, a file to resume that is no results CSV or holds
+// other points, an --out that is a folder or lies under a file. A new folder is not made.
+TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
+  const std::string bench = "bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0";
+  expect_one_line_error(yoco(bench + " --lengths 128 --resume --dry-run"), {"--resume", "--out"}, "--resume alone");
+  const std::string junk = path("junk.csv");
+  spit(junk, "not,a,results,file\n");
+  expect_one_line_error(yoco(bench + " --lengths 128 --resume --out " + junk + " --dry-run"), {junk},
+                        "--resume of a file that is no results CSV");
+  const std::string out = path("r.csv");
+  ASSERT_EQ(yoco(bench + " --lengths 128 --out " + out).status, 0);
+  const std::string before = slurp(out);
+  expect_one_line_error(yoco(bench + " --lengths 256 --resume --out " + out + " --dry-run"),
+                        {out, "128", "not a point of this sweep"}, "--resume of another sweep");
+  EXPECT_EQ(slurp(out), before);
+  CliRun r = yoco(bench + " --lengths 128 --resume --out " + out + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  expect_one_line_error(yoco(bench + " --lengths 128 --out " + path("") + " --dry-run"), {"is a folder"},
+                        "--out a folder");
+  expect_one_line_error(yoco(bench + " --lengths 128 --out " + junk + "/sub/x.csv --dry-run"),
+                        {junk, "not a folder"}, "--out under a file");
+  r = yoco(bench + " --lengths 128 --out " + path("new/sub/x.csv") + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_FALSE(fs::exists(path("new"))) << "a dry run made its --out's folder";
+}

@@ -1,11 +1,17 @@
 #include "bench_dry_run.hpp"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <set>
+#include <utility>
 
+#include "errors.hpp"
 #include "format.hpp"
 #include "lists.hpp"
+#include "result_csv.hpp"
 
 namespace yoco::cli {
 
@@ -17,9 +23,45 @@ std::string joined(const std::vector<std::string>& items) {
   return out;
 }
 
+// prepare_output_path's refusals without its writes (it makes the folders and a probe file): the
+// file is no folder, and the nearest folder on its path that exists is one, and writable.
+void check_output_unwritten(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw InputError(path + ": cannot write (is a folder)");
+  fs::path dir = fs::path(path).parent_path();
+  while (!dir.empty() && !fs::exists(dir, ec)) dir = dir.parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) throw InputError(path + ": cannot write (" + dir.string() + " is not a folder)");
+  if (::access(dir.c_str(), W_OK) != 0) throw InputError(path + ": cannot write (" + dir.string() + " is not writable)");
+}
+
+// SweepFile's --resume refusals, and the first of run_sweep's (previous_points): a file to resume
+// holds only points of this sweep. (Its rows' settings and device are checked when it runs.)
+void check_resume(const SweepSettings& s, const BenchDryRun& d) {
+  if (!d.resume) return;
+  if (!d.out) throw InputError("--resume needs --out FILE.csv: the results file of the sweep to continue");
+  std::error_code ec;
+  if (!std::filesystem::exists(*d.out, ec)) return;
+  std::set<std::pair<std::string, int64_t>> points;
+  for (const auto& m : s.models)
+    for (int64_t n : s.lengths) points.insert({m, n});
+  for (const ResultRow& r : read_results_csv(*d.out)) {  // InputError when it is not a results CSV
+    if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
+    if (!points.count({r.model, r.seq_len}))
+      throw InputError(*d.out + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
+                       ", not a point of this sweep (--model, --lengths); --resume continues the same sweep: give "
+                       "the options it was run with, or write to another file (--out, or --results-dir for the "
+                       "default job)");
+  }
+}
+
 }  // namespace
 
 int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
+  // What a real run refuses of its files before it measures, checked without writing.
+  check_resume(s, d);
+  if (d.out) check_output_unwritten(*d.out);
   std::vector<std::string> lengths, metrics(s.metrics.begin(), s.metrics.end());
   for (int64_t n : s.lengths) lengths.push_back(length_label(n));
   const size_t points = s.models.size() * s.lengths.size();
@@ -39,7 +81,8 @@ int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
     std::error_code ec;
     const bool exists = std::filesystem::exists(*d.out, ec);
     std::cout << "  results " << *d.out
-              << (d.resume ? (exists ? " (--resume: its completed points kept)" : " (--resume: not there yet, so from the start)")
+              << (d.resume ? (exists ? " (--resume: its rows are of this sweep's points; their settings are checked as it runs)"
+                                         : " (--resume: not there yet, so from the start)")
                            : (exists ? " (exists: rewritten)" : " (new)"))
               << "\n";
   }

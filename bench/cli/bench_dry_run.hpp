@@ -21,7 +21,10 @@ struct BenchDryRun {
   std::vector<std::string> switches;  // YOCO_* switches set (cuda_runner_switches)
 };
 
-// Prints the plan (points, protocol, budget, file, switches) to stdout; returns 0.
+// Prints the plan (points, protocol, budget, file, switches) to stdout; returns 0. First, as a real
+// run does before it measures, an InputError for --resume without --out, a file to resume that is
+// not a results CSV or holds points outside the sweep, and an --out that cannot be written (a
+// folder, or under a file) -- checked without writing anything.
 int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d);
 
 }  // namespace yoco::cli
