@@ -1318,3 +1318,21 @@ TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
   EXPECT_EQ(r.status, 0) << r.all();
   EXPECT_FALSE(fs::exists(path("new"))) << "a dry run made its --out's folder";
 }
+
+#if defined(YOCO_HAVE_CUDA)
+// The default job's dry run on --device cuda with no GPU here cannot know the card's folder: with
+// --resume, every card's file of that name is checked (gpu-suite's step sweep, narrowed onto a
+// file of other points, fails here rather than at the start of a device call).
+TEST_F(Cli, DefaultJobDryRunWithoutAGpuChecksEachCardsFileToResume) {
+  const std::string results = path("results"), card = results + "/nvidia-x1/sweep.csv";
+  fs::create_directories(results + "/nvidia-x1");
+  ASSERT_EQ(yoco("bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0 --lengths 128 --out " + card).status, 0);
+  const std::string job = "bench --default-job --device cuda --no-report --resume --results-dir " + results;
+  CliRun r = yoco(job + " --dry-run");
+  if (r.out.find("none here (--dry-run)") == std::string::npos) GTEST_SKIP() << "a GPU here: its own folder is known";
+  expect_input_error(r, {card, "not a point of this sweep"}, "a card's sweep.csv of other points");
+  r = yoco(job + " --sweep-file other.csv --dry-run");  // no card has it yet: from the start
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("none there yet"), std::string::npos) << r.out;
+}
+#endif

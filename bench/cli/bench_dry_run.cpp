@@ -38,22 +38,27 @@ void check_output_unwritten(const std::string& path) {
 
 // SweepFile's --resume refusals, and the first of run_sweep's (previous_points): a file to resume
 // holds only points of this sweep. (Its rows' settings and device are checked when it runs.)
-void check_resume(const SweepSettings& s, const BenchDryRun& d) {
-  if (!d.resume) return;
-  if (!d.out) throw InputError("--resume needs --out FILE.csv: the results file of the sweep to continue");
+void check_resume_file(const SweepSettings& s, const std::string& file) {
   std::error_code ec;
-  if (!std::filesystem::exists(*d.out, ec)) return;
+  if (!std::filesystem::exists(file, ec)) return;
   std::set<std::pair<std::string, int64_t>> points;
   for (const auto& m : s.models)
     for (int64_t n : s.lengths) points.insert({m, n});
-  for (const ResultRow& r : read_results_csv(*d.out)) {  // InputError when it is not a results CSV
+  for (const ResultRow& r : read_results_csv(file)) {  // InputError when it is not a results CSV
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
     if (!points.count({r.model, r.seq_len}))
-      throw InputError(*d.out + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
+      throw InputError(file + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
                        ", not a point of this sweep (--model, --lengths); --resume continues the same sweep: give "
                        "the options it was run with, or write to another file (--out, or --results-dir for the "
                        "default job)");
   }
+}
+
+void check_resume(const SweepSettings& s, const BenchDryRun& d) {
+  if (!d.resume) return;
+  if (!d.out) throw InputError("--resume needs --out FILE.csv: the results file of the sweep to continue");
+  if (!d.resume_candidates) return check_resume_file(s, *d.out);
+  for (const auto& f : *d.resume_candidates) check_resume_file(s, f);
 }
 
 }  // namespace
@@ -81,7 +86,12 @@ int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
     std::error_code ec;
     const bool exists = std::filesystem::exists(*d.out, ec);
     std::cout << "  results " << *d.out
-              << (d.resume ? (exists ? " (--resume: its rows are of this sweep's points; their settings are checked as it runs)"
+              << (d.resume && d.resume_candidates
+                      ? " (--resume: the GPU's folder decides which file; " +
+                            (d.resume_candidates->empty() ? std::string("none there yet")
+                                                          : "each there checked: " + joined(*d.resume_candidates)) +
+                            ")"
+                  : d.resume ? (exists ? " (--resume: its rows are of this sweep's points; their settings are checked as it runs)"
                                          : " (--resume: not there yet, so from the start)")
                            : (exists ? " (exists: rewritten)" : " (new)"))
               << "\n";

@@ -19,6 +19,9 @@ struct BenchDryRun {
   std::optional<std::string> out;    // the results file the run would write
   bool resume = false;
   std::vector<std::string> switches;  // YOCO_* switches set (cuda_runner_switches)
+  // The default job on --device cuda with no GPU here: `out`'s folder (the card's) is unknown, so
+  // with --resume each results/<card>/<file> that exists is checked as the file it may continue.
+  std::optional<std::vector<std::string>> resume_candidates = std::nullopt;
 };
 
 // Prints the plan (points, protocol, budget, file, switches) to stdout; returns 0. First, as a real

@@ -2,6 +2,7 @@
 
 #include "bench_dry_run.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -134,7 +135,20 @@ int run_default_job(const ParsedArgs& a) {
     }
     if (dry) {
       const std::vector<std::string> switches = device == "cuda" ? cuda_runner_switches() : std::vector<std::string>{};
-      print_bench_dry_run(s, {device, "the default job's sweep", sweep_csv, a.has("--resume"), switches});
+      BenchDryRun d{device, "the default job's sweep", sweep_csv, a.has("--resume"), switches, std::nullopt};
+      if (device == "cuda" && !cuda.device) {  // the card's folder unknown: every card's file it may resume
+        std::vector<std::string> files;
+        std::error_code ec;
+        for (const auto& e : std::filesystem::directory_iterator(results, ec)) {
+          const std::string card = e.path().filename().string();
+          if (card.rfind("cpu", 0) == 0 || card.rfind("analytic", 0) == 0) continue;
+          const auto f = e.path() / sweep_file.value_or(quick ? "sweep-quick.csv" : "sweep.csv");
+          if (std::filesystem::is_regular_file(f, ec)) files.push_back(f.string());
+        }
+        std::sort(files.begin(), files.end());
+        d.resume_candidates = files;
+      }
+      print_bench_dry_run(s, d);
       std::cout << "  then the analytic projection (" << an_dir << ")" << (a.has("--no-report") ? "" : " and the report")
                 << "\n";
       return 0;
