@@ -1277,6 +1277,18 @@ TEST_F(Cli, BenchAndGenerateDryRunsCheckAndRunNothing) {
   EXPECT_EQ(r.status, 0) << r.all();
   EXPECT_NE(r.out.find("prompt 12 tokens, generate 3"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("seq 0:"), std::string::npos) << "a dry run generated: " << r.out;
+  // --weights: the file's header checked against the model, as the loaders do first.
+  const std::string w = path("tiny.safetensors"), junk = path("junk.safetensors");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 5 --out " + w).status, 0);
+  spit(junk, "not a safetensors file at all");
+  EXPECT_EQ(yoco("generate --model yoco-tiny --weights " + w + " --prompt-len 12 --gen 3 --dry-run").status, 0);
+  expect_input_error(yoco("generate --model yoco-tiny --weights " + junk + " --prompt-len 12 --gen 3 --dry-run"),
+                     {junk}, "a weights file that is no safetensors");
+  expect_input_error(yoco("generate --model transformer-tiny --weights " + w + " --prompt-len 12 --gen 3 --dry-run"),
+                     {w, "transformer-tiny"}, "another model's weights");
+  expect_input_error(yoco("generate --model yoco-tiny --weights " + path("none.safetensors") +
+                          " --prompt-len 12 --gen 3 --dry-run"),
+                     {"none.safetensors"}, "no weights file");
 #if defined(YOCO_HAVE_CUDA)
   // The CUDA build without a GPU (or with one): the runners' switches are checked, the device untouched.
   r = yoco("bench --device cuda --model yoco-3b --lengths 512K --metrics prefill --dry-run");

@@ -8,6 +8,8 @@
 #include "decode_check.hpp"
 #include "errors.hpp"
 #include "format.hpp"
+#include "safetensors.hpp"
+#include "weights.hpp"
 #include "greedy.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
@@ -88,6 +90,8 @@ int cmd_generate(const Args& args) {
     if (m.cuda)
       if (const std::string why = cuda_model_unsupported_reason(m.cfg); !why.empty())
         throw InputError("--model " + m.cfg.name + ": the CUDA runners cannot run it: " + why);
+    // The loaders' first step (CPU and CUDA alike): the file's header against the model, no tensor read.
+    if (!m.weights.path.empty()) check_weights_file(SafetensorsReader(m.weights.path), m.cfg);
     const std::vector<std::string> switches = m.cuda ? cuda_runner_switches() : std::vector<std::string>{};
     std::string set;
     for (const auto& sw : switches) set += (set.empty() ? "" : ", ") + sw;
