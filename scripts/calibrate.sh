@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --yoco) [ $# -ge 2 ] || { echo "calibrate.sh: --yoco needs a path" >&2; exit 2; }; YOCO="$2"; shift 2 ;;
     --small) [ $# -ge 2 ] || { echo "calibrate.sh: --small needs a file" >&2; exit 2; }; SMALL="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
     *) echo "calibrate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
