@@ -201,30 +201,30 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertIn("KERNELS.csv [PEERS.csv ...]", p.stdout)
 
-    def test_gpu_headlines_puts_the_gemv_beside_cublas(self):
-        row = ('abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1,1,0,"gemm_shapes:out_proj m 1 k 3072 n 3072, %s",%s,'
-               "%s,%s,measured,5,,,note\n")
-        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + "".join([
-            row % ("cublasGemmEx (the runners' call)", "kernel_time_s", "1.36e-05", "s"),
-            row % ("gemv (ours, YOCO_GEMV=1)", "kernel_time_s", "6.8e-06", "s"),
-            row % ("gemv (ours, YOCO_GEMV=1)", "fraction_of_copy_bw", "0.66", "fraction")]))
+    def _gpu_headlines(self, row, fields):
+        """gpu_headlines.py over a kernels.csv of `row` filled with each of `fields`: its run, checked clean."""
+        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + "".join(row % f for f in fields))
         p = subprocess.run([sys.executable, os.path.join(HERE, "gpu_headlines.py"), kernels], capture_output=True,
                            text=True)
         self.assertEqual((p.returncode, p.stderr), (0, ""))
+        return p
+
+    def test_gpu_headlines_puts_the_gemv_beside_cublas(self):
+        row = ('abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1,1,0,"gemm_shapes:out_proj m 1 k 3072 n 3072, %s",%s,'
+               "%s,%s,measured,5,,,note\n")
+        p = self._gpu_headlines(row, [("cublasGemmEx (the runners' call)", "kernel_time_s", "1.36e-05", "s"),
+                                      ("gemv (ours, YOCO_GEMV=1)", "kernel_time_s", "6.8e-06", "s"),
+                                      ("gemv (ours, YOCO_GEMV=1)", "fraction_of_copy_bw", "0.66", "fraction")])
         self.assertIn("out_proj m 1 k 3072 n 3072: gemv 6.80 us vs cublasGemmEx 13.60 us (0.50x its time), 66% of copy",
                       p.stdout)
 
     def test_gpu_headlines_puts_chunk_v7_beside_v6(self):
         row = ('abc1234,2026-11-28T00:00:00Z,h,cuda,gpu,,yoco-3b,32768,1,0,"gret_chunk:C64 %s",%s,%s,%s,'
                "measured,10,,,note\n")
-        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + "".join([
-            row % ("v6 P5 x2 (v6 plan)", "kernel_time_s", "0.000483", "s"),
-            row % ("v6 P5 x2 (v6 plan)", "fraction_of_copy_bw", "0.56", "fraction"),
-            row % ("v7 P5 x2 (v7 plan)", "kernel_time_s", "0.000400", "s"),
-            row % ("v7 P11", "kernel_time_s", "0.000380", "s")]))
-        p = subprocess.run([sys.executable, os.path.join(HERE, "gpu_headlines.py"), kernels], capture_output=True,
-                           text=True)
-        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        p = self._gpu_headlines(row, [("v6 P5 x2 (v6 plan)", "kernel_time_s", "0.000483", "s"),
+                                      ("v6 P5 x2 (v6 plan)", "fraction_of_copy_bw", "0.56", "fraction"),
+                                      ("v7 P5 x2 (v7 plan)", "kernel_time_s", "0.000400", "s"),
+                                      ("v7 P11", "kernel_time_s", "0.000380", "s")])
         self.assertIn("yoco-3b N 32768 B 1, P5 x2 (v7 plan): v7 0.400 ms vs v6 0.483 ms (0.828x its time)", p.stdout)
         self.assertIn("P11: v7 0.380 ms (no v6 row)", p.stdout)
 
