@@ -83,6 +83,7 @@ shopt -u nullglob
 [ -n "$(ls -A .carry/tools)" ] || echo "carry-gpu-build.sh: no tool matches --tools '$tools_regex'" >&2
 # (carry-libs.sh given no binary would take build/cuda/bin/yoco's libraries: a bundle of nothing.)
 [ ${#carry_bins[@]} -gt 0 ] || { echo "carry-gpu-build.sh: nothing to carry: no binary matches --tests and --tools" >&2; exit 2; }
+rm -rf .carry/lib  # what these binaries need, not what earlier builds' needed too
 scripts/carry-libs.sh --mpirun "${carry_bins[@]}" >/dev/null
 # KiB of the paths that exist (a missing .whl is no error).
 kib() {
