@@ -46,11 +46,7 @@ void check_resume_file(const SweepSettings& s, const std::string& file) {
     for (int64_t n : s.lengths) points.insert({m, n});
   for (const ResultRow& r : read_results_csv(file)) {  // InputError when it is not a results CSV
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
-    if (!points.count({r.model, r.seq_len}))
-      throw InputError(file + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
-                       ", not a point of this sweep (--model, --lengths); --resume continues the same sweep: give "
-                       "the options it was run with, or write to another file (--out, or --results-dir for the "
-                       "default job)");
+    if (!points.count({r.model, r.seq_len})) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
   }
 }
 

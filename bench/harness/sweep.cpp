@@ -101,12 +101,16 @@ bool deterministic_unit(const std::string& unit) { return unit == "B" || unit ==
 // --resume: the earlier rows of each point, checked against this run. Returns
 // the rows of each point index that is complete (kept as they are); a point
 // with no rows, or without a row for each of its phases, runs again.
+constexpr const char* kResumeAgain =
+    "; --resume continues the same sweep: give the options it was run with, or write to another file (--out, or "
+    "--results-dir for the default job)";
+
 std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s, const SweepIo& io,
                                                          const Provenance& here, const std::vector<PointPlan>& plans) {
   std::map<size_t, std::vector<ResultRow>> kept;
   if (!io.previous) return kept;
   const std::string& file = io.previous_file;
-  const std::string again = "; --resume continues the same sweep: give the options it was run with, or write to another file (--out, or --results-dir for the default job)";
+  const std::string again = kResumeAgain;
   std::map<std::pair<std::string, int64_t>, size_t> index;
   for (size_t i = 0; i < plans.size(); ++i) index[{plans[i].model, plans[i].n}] = i;
   std::map<size_t, std::vector<ResultRow>> by_point;
@@ -116,9 +120,7 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
                        here.device + " '" + here.device_name + "' (--device, --device-name)" + again);
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;  // measured / computed anew
     auto it = index.find({r.model, r.seq_len});
-    if (it == index.end())
-      throw InputError(file + ": has rows of " + r.model + " at " + length_label(r.seq_len) +
-                       ", not a point of this sweep (--model, --lengths)" + again);
+    if (it == index.end()) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
     by_point[it->second].push_back(r);
   }
   for (auto& [i, rows] : by_point) {
@@ -171,6 +173,11 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
 }
 
 }  // namespace
+
+std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len) {
+  return file + ": has rows of " + model + " at " + length_label(seq_len) +
+         ", not a point of this sweep (--model, --lengths)" + kResumeAgain;
+}
 
 std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress, const SweepIo& io) {
   CpuBackend cpu(s.device_name);

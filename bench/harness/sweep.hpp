@@ -98,4 +98,8 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& device, 
 // run_sweep on the CPU reference (CpuBackend, device_name from the settings).
 std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress, const SweepIo& io = {});
 
+// --resume's refusal of a file that holds rows of a point this sweep does not run (run_sweep's, and
+// `yoco bench --dry-run`'s before anything runs): the message, naming the file and the point.
+std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len);
+
 }  // namespace yoco::cli
