@@ -674,6 +674,22 @@ TEST_F(Cli, RatiosPairPointsFromTwoFiles) {
   expect_one_line_error(yoco("ratios"), {"missing argument FILE.csv"}, "no file");
 }
 
+// ratios Y T --out Y merged T into Y: the measured file replaced by the merge, as the other commands
+// refuse. Either input, by any path, is refused and left as it was.
+TEST_F(Cli, RatiosRefuseAnOutputOverAnInput) {
+  const std::string y = path("y.csv"), t = path("t.csv");
+  ASSERT_EQ(yoco("model --model yoco-tiny --lengths 1K --out " + y).status, 0);
+  ASSERT_EQ(yoco("model --model transformer-tiny --lengths 1K --out " + t).status, 0);
+  const std::string ybytes = slurp(y), tbytes = slurp(t);
+  const std::string dot_t = (fs::path(t).parent_path() / "." / "t.csv").string();  // the same file, another path
+  expect_one_line_error(yoco("ratios " + y + " " + t + " --out " + y), {"--out", y, "replace the input"},
+                        "ratios over its first input");
+  expect_one_line_error(yoco("ratios " + y + " " + t + " --out " + dot_t), {"--out", t, "replace the input"},
+                        "ratios over its second input, by another path");
+  EXPECT_EQ(slurp(y), ybytes);
+  EXPECT_EQ(slurp(t), tbytes);
+}
+
 // Every line of an options list is an option or the continuation of one's
 // help, indented under it: calibrate's --ceilings, three lines long, ran its
 // second and third lines from the left margin, where they read as new text.

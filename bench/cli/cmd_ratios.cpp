@@ -47,8 +47,8 @@ CommandSpec ratios_spec() {
       "has (each run's own ceilings) is left out, and the count said on stderr.\n"
       "\n"
       "Exit status: 0 rows written; 2 bad input: an unreadable or malformed CSV (the message names the file\n"
-      "and line), one model's point in two files (both named), or no point where a YOCO preset and its Transformer\n"
-      "both have a value.";
+      "and line), one model's point in two files (both named), --out naming an input file, or no point where a\n"
+      "YOCO preset and its Transformer both have a value.";
   return s;
 }
 
@@ -59,7 +59,12 @@ int cmd_ratios(const Args& args) {
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   const OutputFormat format = parse_output_format(a);
-  if (const auto out = a.get("--out")) prepare_output_path(*out);
+  if (const auto out = a.get("--out")) {
+    // The rows are all read before --out is written, so the merge would succeed and quietly replace a
+    // measured file with the merge, and the same command run again would find the other file's points twice.
+    for (const std::string& path : a.positional()) refuse_output_over_input("--out", *out, path, "an input file");
+    prepare_output_path(*out);
+  }
 
   const std::vector<std::string> presets = preset_names();
   const std::set<std::string> known(presets.begin(), presets.end());
