@@ -268,6 +268,10 @@ TEST_F(Bench, BadOptionsExit2) {
   }
   expect_input_error(yoco("bench --model yoco-tiny,transformer-tiny,yoco-tiny --lengths 128 --metrics memory --out " + dup_out),
                      {"--model", "yoco-tiny", "twice"}, "duplicate models");
+  // A metric named twice was merged silently, where a repeat is more likely a typo for another metric.
+  for (const std::string extra : {"", " --dry-run"})
+    expect_input_error(yoco("bench --model yoco-tiny --lengths 128 --metrics memory,prefill,memory --out " + dup_out + extra),
+                       {"--metrics", "'memory'", "twice"}, "duplicate metrics" + extra);
   expect_input_error(yoco("model --model yoco-tiny --lengths 1K,1K"), {"--lengths", "twice"}, "model: duplicate lengths");
   expect_input_error(yoco("model --model yoco-tiny,yoco-tiny --lengths 1K"), {"--model", "twice"}, "model: duplicate models");
   EXPECT_FALSE(std::filesystem::exists(dup_out));

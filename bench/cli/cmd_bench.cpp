@@ -133,7 +133,8 @@ SweepSettings default_cuda_sweep() {
 std::set<std::string> parse_metrics(const std::string& text) {
   static const std::set<std::string> known = {"memory", "prefill", "decode", "throughput"};
   std::set<std::string> out;
-  for (const auto& m : split_list("--metrics", text)) {
+  // A set would merge "memory,memory" silently; a repeated metric is more likely a typo for another one.
+  for (const auto& m : split_unique_list("--metrics", text)) {
     if (!known.count(m)) throw InputError("--metrics: unknown metric '" + m + "' (memory, prefill, decode, throughput)");
     out.insert(m);
   }
