@@ -158,6 +158,12 @@ class TransformerCudaModel final : public CudaModel {
   // RMSNorm alone where the GEMM added it.
   void project_out(const bf16* x, int64_t m, int64_t k, const bf16* w, const Activations& a, const char* what);
   void residual_norm(const Activations& a, const bf16* w, int64_t rows, const char* what);
+  // The norm between a layer's attention and its FFN: add + RMSNorm, or (the residual stored once a layer,
+  // YOCO_RESIDUAL_PER_LAYER) the norm of residual + a.delta with nothing stored; then residual_norm adds
+  // a.delta and W2's output, which goes into a.attn (dead after the attention's output projection).
+  void mid_layer_norm(const Activations& a, const bf16* w, int64_t rows);
+  // Where W2 writes its [rows, d] output: a.attn where the residual is stored once a layer, else a.delta.
+  bf16* ffn_out(const Activations& a) const { return residual_per_layer_ ? a.attn : a.delta; }
 
   ModelConfig cfg_;
   int64_t d_ = 0, F_ = 0, V_ = 0, H_ = 0, Hkv_ = 0, Da_ = 0, qw_ = 0, kvw_ = 0, qkv_w_ = 0;
@@ -166,6 +172,7 @@ class TransformerCudaModel final : public CudaModel {
   Gemm gemm_;
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
   bool residual_in_gemm_ = false;  // the sublayers' outputs added to the residual by their GEMMs
+  bool residual_per_layer_ = false;  // YOCO_RESIDUAL_PER_LAYER, where the attention output holds [rows, d]
   DeviceBuffer cublas_workspace_;
   DeviceBuffer rope_;  // inv_freq, Da / 2 doubles
   const bf16* embedding_ = nullptr;

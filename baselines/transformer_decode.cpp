@@ -102,7 +102,7 @@ void TransformerCudaModel::choose_decode_gemms(const Activations& a, int64_t B, 
   if (!residual_in_gemm_)
     ahead(a.attn, qw_, w.wo, d_, a.delta, CUDA_R_16BF, "attention output projection (chosen ahead)");
   if (a.h13) ahead(a.normed, d_, w.w13, 2 * F_, a.h13, CUDA_R_16BF, "FFN W1|W3 (chosen ahead)");
-  if (!residual_in_gemm_) ahead(a.act, F_, w.w2, d_, a.delta, CUDA_R_16BF, "FFN W2 (chosen ahead)");
+  if (!residual_in_gemm_) ahead(a.act, F_, w.w2, d_, ffn_out(a), CUDA_R_16BF, "FFN W2 (chosen ahead)");
   ahead(a.normed, d_, output_, V_, logits, CUDA_R_32F, "LM head (chosen ahead)");
 }
 

@@ -22,7 +22,16 @@ void TransformerCudaModel::project_out(const bf16* x, int64_t m, int64_t k, cons
 
 void TransformerCudaModel::residual_norm(const Activations& a, const bf16* w, int64_t rows, const char* what) {
   if (residual_in_gemm_) check_cuda(launch_rms_norm(a.residual, w, rows, d_, eps_, a.normed, stream_), what);
+  else if (residual_per_layer_)
+    check_cuda(launch_add2_rms_norm(a.residual, a.delta, ffn_out(a), w, rows, d_, eps_, a.normed, stream_), what);
   else check_cuda(launch_add_rms_norm(a.residual, a.delta, w, rows, d_, eps_, a.normed, stream_), what);
+}
+
+void TransformerCudaModel::mid_layer_norm(const Activations& a, const bf16* w, int64_t rows) {
+  if (!residual_per_layer_) return residual_norm(a, w, rows, "attention residual + FFN norm");
+  check_cuda(launch_rms_norm_of_sum(a.residual, a.delta, w, rows, d_, eps_, a.normed, stream_),
+             "FFN norm of residual + attention output");
+  ++sums_peeked_;
 }
 
 Activations TransformerCudaModel::activations(int64_t rows, int64_t w13_rows) {
@@ -54,10 +63,11 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
     gemm(a.normed, rows, d_, w.wqkv, qkv_w_, a.qkv, "QKV projection");
     attend(caches_[static_cast<size_t>(l)].as<bf16>());
     project_out(a.attn, rows, qw_, w.wo, a, "attention output projection");
-    residual_norm(a, w.ffn_norm, rows, "attention residual + FFN norm");
+    mid_layer_norm(a, w.ffn_norm, rows);
     check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.h13_rows, a.act, ffn_fused_, stream_),
                "FFN W1|W3 + SwiGLU");
-    project_out(a.act, rows, F_, w.w2, a, "FFN W2");
+    if (residual_per_layer_) gemm(a.act, rows, F_, w.w2, d_, ffn_out(a), "FFN W2");
+    else project_out(a.act, rows, F_, w.w2, a, "FFN W2");
   }
 }
 

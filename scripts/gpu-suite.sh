@@ -564,6 +564,12 @@ fi
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
+  # The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER=1: 22 bytes an element a layer moved by its
+  # norms instead of 24, the same bits): its prefill against the plain run's above. Analytic: ~0.014 s
+  # off 512K's 2.94 s, about a third of what the must still asks.
+  run_step models.3b_long_per_layer 150 env YOCO_RESIDUAL_PER_LAYER=1 "$BIN/yoco" bench --device cuda \
+    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+    --out "$LOGS/models_3b_long_per_layer.csv"
   # The decode step's GEMMs as ops/gemv.hpp's kernel (YOCO_GEMV=1): its decode steps against the plain
   # run's above (bench gemm_shapes' "gemv (ours" rows price each shape; CUPTI had cuBLAS's decode GEMMs at
   # 67% of their roofline in yoco-3b's 32K step, run-07 of the H200).

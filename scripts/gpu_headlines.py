@@ -116,6 +116,18 @@ def report(rows):
             "gret chunk v7 vs v6", r["model"], r["seq_len"], r["batch"], variant[len("C64 v7 "):],
             1e3 * float(r["value"]),
             " vs v6 %.3f ms (%.3fx its time)" % (1e3 * v6, float(r["value"]) / v6) if v6 else " (no v6 row)"))
+    # A layer's two norms with the residual stored once against an add + RMSNorm each (bench elementwise):
+    # the runners' YOCO_RESIDUAL_PER_LAYER decision, with models.3b_long_per_layer's prefill.
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam != "add_rms_norm" or not variant.endswith(", the residual stored once"):
+            continue
+        pair_variant = variant[:-len("the residual stored once")] + "an add + RMSNorm each"
+        pair = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + pair_variant))
+        print("%-28s %s: %.3f ms%s" % (
+            "residual stored once a layer", variant.split(", a layer's", 1)[0], 1e3 * float(r["value"]),
+            " vs an add + RMSNorm each %.3f ms (%.3fx its time)" % (1e3 * pair, float(r["value"]) / pair)
+            if pair else " (no pair row)"))
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])

@@ -228,6 +228,14 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertIn("yoco-3b N 32768 B 1, P5 x2 (v7 plan): v7 0.400 ms vs v6 0.483 ms (0.828x its time)", p.stdout)
         self.assertIn("P11: v7 0.380 ms (no v6 row)", p.stdout)
 
+    def test_gpu_headlines_puts_the_residual_stored_once_beside_the_pair(self):
+        row = ('abc1234,2026-11-28T00:00:00Z,h,cuda,gpu,,yoco-3b,32768,1,0,"add_rms_norm:rows 32768 d 3072, '
+               'a layer\'s two norms, %s",%s,%s,%s,measured,20,,,note\n')
+        p = self._gpu_headlines(row, [("an add + RMSNorm each", "kernel_time_s", "0.000800", "s"),
+                                      ("an add + RMSNorm each", "fraction_of_copy_bw", "0.98", "fraction"),
+                                      ("the residual stored once", "kernel_time_s", "0.000740", "s")])
+        self.assertIn("rows 32768 d 3072: 0.740 ms vs an add + RMSNorm each 0.800 ms (0.925x its time)", p.stdout)
+
     def test_bad_options_exit_2_with_one_line(self):
         good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
         for script, args, fragment in (

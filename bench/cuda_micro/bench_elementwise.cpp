@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -51,6 +52,38 @@ YOCO_KERNEL_BENCH(elementwise) {
           stream);
       r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
       report.add(r);
+    }
+    // A layer's two norms as the runners run them: an add + RMSNorm after each sublayer (24 bytes an
+    // element) against the residual stored once a layer (YOCO_RESIDUAL_PER_LAYER: the norm of residual +
+    // the first delta, nothing stored, then both deltas added and stored: 8 + 14 bytes). Each row times
+    // the pair of launches; the second's notes give its time over the first's. The runners' decision.
+    {
+      DeviceBuffer<bf16> second(kRows * kD), mid(kRows * kD);
+      fill_normal_bf16(second.p, second.n, 36, 1.0f);
+      KernelResult pair{"add_rms_norm", "rows 32768 d 3072, a layer's two norms, an add + RMSNorm each", "yoco-3b",
+                        kRows, 1, 24.0 * kRows * kD, 0, {}, ""};
+      pair.time = time_launches(
+          [&](cudaStream_t st) {
+            check(cuda::launch_add_rms_norm(residual.p, delta.p, w.p, kRows, kD, 1e-5f, mid.p, st), "add_rms_norm");
+            check(cuda::launch_add_rms_norm(residual.p, second.p, w.p, kRows, kD, 1e-5f, out.p, st), "add_rms_norm");
+          },
+          stream);
+      pair.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+      report.add(pair);
+      KernelResult once{"add_rms_norm", "rows 32768 d 3072, a layer's two norms, the residual stored once", "yoco-3b",
+                        kRows, 1, 22.0 * kRows * kD, 0, {}, ""};
+      once.time = time_launches(
+          [&](cudaStream_t st) {
+            check(cuda::launch_rms_norm_of_sum(residual.p, delta.p, w.p, kRows, kD, 1e-5f, mid.p, st),
+                  "rms_norm_of_sum");
+            check(cuda::launch_add2_rms_norm(residual.p, delta.p, second.p, w.p, kRows, kD, 1e-5f, out.p, st),
+                  "add2_rms_norm");
+          },
+          stream);
+      char ratio[96];
+      std::snprintf(ratio, sizeof ratio, "; %.3fx the add + RMSNorm pair's median", once.time.median_s / pair.time.median_s);
+      once.notes = std::string(all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE") + ratio;
+      report.add(once);
     }
     for (const auto& [kernel, label] : {std::pair{cuda::RmsNormKernel::cached, "cached kernel"},
                                         std::pair{cuda::RmsNormKernel::looped, "looped kernel"}}) {

@@ -90,12 +90,14 @@ std::vector<std::string> cuda_runner_switches() {
   cuda::shared_sublayer_buffers_from_env();
   cuda::gemm_algorithms_from_env();
   cuda::residual_in_gemm_from_env();
+  cuda::residual_per_layer_from_env();
   cuda::gemm_small_rows_from_env();
   cuda::gret_chunk_variant_from_env();
   cuda::gret_decode_variant_from_env();
   std::vector<std::string> set;
   for (const char* name : {"YOCO_GLOBAL_KV", "YOCO_FFN_ROWS", "YOCO_FFN_FUSED", "YOCO_SUBLAYER_BUFFERS",
-                           "YOCO_GEMM_ALGO", "YOCO_RESIDUAL_IN_GEMM", "YOCO_GEMV", "YOCO_GRET_CHUNK", "YOCO_GRET_DECODE"})
+                           "YOCO_GEMM_ALGO", "YOCO_RESIDUAL_IN_GEMM", "YOCO_RESIDUAL_PER_LAYER", "YOCO_GEMV",
+                           "YOCO_GRET_CHUNK", "YOCO_GRET_DECODE"})
     if (const char* v = std::getenv(name); v && *v) set.push_back(std::string(name) + "=" + v);
   return set;
 }
@@ -233,9 +235,11 @@ static std::string gemm_note() {
                 !tuned && cuda::gemm_small_rows_from_env() == cuda::GemmSmallRows::gemv ? cuda::kGemvNote : "");
 }
 
-// The sublayers' outputs added to the residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1): on every row.
+// The sublayers' outputs added to the residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1), or the residual
+// stored once a layer (YOCO_RESIDUAL_PER_LAYER=1; the runners take it only without the former): on every row.
 static std::string residual_note() {
-  return cuda::residual_in_gemm_from_env() ? cuda::kResidualInGemmNote : "";
+  if (cuda::residual_in_gemm_from_env()) return cuda::kResidualInGemmNote;
+  return cuda::residual_per_layer_from_env() ? cuda::kResidualPerLayerNote : "";
 }
 
 static std::string layout_note(const ModelRunner& runner) {

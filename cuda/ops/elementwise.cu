@@ -84,31 +84,55 @@ __device__ __forceinline__ void store_bf16(bf16* base, int64_t g, const float (&
   }
 }
 
+// What a norm's first pass adds to its residual row, and whether the sum is stored (issue 34: a layer's
+// two sublayer outputs joined with one store of the residual, elementwise.hpp). The sums run in the
+// order two add + RMSNorm passes run them, fp32((x + first) + second), so every mode gives their bits.
+enum class RowSum {
+  store_first,  // x, or x + first stored back where first is set: RMSNorm, add + RMSNorm
+  peek_first,   // x + first, the residual left as it was: the norm between a layer's sublayers
+  store_both    // (x + first) + second, stored back: the norm after the layer's second sublayer
+};
+
+// Piece g of row r's sum into v (a thread's own pieces only: it stores back what it read, so first or
+// second may alias the norm's output, which the thread writes after the block barrier).
+template <int kVec, RowSum kSum>
+__device__ __forceinline__ void row_sum(float* x, const bf16* first, const bf16* second, int64_t r, int64_t dim,
+                                        int64_t g, float (&v)[kVec]) {
+  load_f32<kVec>(x, g, v);
+  if (kSum == RowSum::store_first && !first) return;
+  float d[kVec];
+  load_bf16<kVec>(first + r * dim, g, d);
+#pragma unroll
+  for (int k = 0; k < kVec; ++k) v[k] += d[k];
+  if constexpr (kSum == RowSum::store_both) {
+    load_bf16<kVec>(second + r * dim, g, d);
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) v[k] += d[k];
+  }
+  if constexpr (kSum != RowSum::peek_first) store_f32<kVec>(x, g, v);
+}
+
 // One block per row; the row's fp32 values pass through registers twice.
 // kVec 4: pieces of 4 (dim % 4 == 0, aligned rows); 1: scalar. Each thread
-// reads back in the second loop only what it wrote in the first.
-template <int kVec>
-__global__ void rms_norm_kernel(float* residual, const bf16* delta, const bf16* w, int64_t dim, float eps, bf16* out) {
+// reads back in the second loop only what it wrote (or, peeking, read) in the first.
+template <int kVec, RowSum kSum>
+__global__ void rms_norm_kernel(float* residual, const bf16* first, const bf16* second, const bf16* w, int64_t dim,
+                                float eps, bf16* out) {
   const int64_t r = blockIdx.x, groups = dim / kVec;
   float* x = residual + r * dim;
   float ss = 0.0f;
   for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
     float v[kVec];
-    load_f32<kVec>(x, g, v);
-    if (delta) {
-      float d[kVec];
-      load_bf16<kVec>(delta + r * dim, g, d);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) v[k] += d[k];
-      store_f32<kVec>(x, g, v);
-    }
+    row_sum<kVec, kSum>(x, first, second, r, dim, g, v);
 #pragma unroll
     for (int k = 0; k < kVec; ++k) ss += v[k] * v[k];
   }
   const float inv = rsqrtf(block_sum(ss) / static_cast<float>(dim) + eps);
   for (int64_t g = threadIdx.x; g < groups; g += blockDim.x) {
     float v[kVec], wt[kVec];
-    load_f32<kVec>(x, g, v);
+    // Stored: the sum is the residual now. Peeked: the same sum formed again, the same bits.
+    if constexpr (kSum == RowSum::peek_first) row_sum<kVec, kSum>(x, first, second, r, dim, g, v);
+    else load_f32<kVec>(x, g, v);
     if (w) {
       load_bf16<kVec>(w, g, wt);
     } else {
@@ -128,12 +152,12 @@ __global__ void rms_norm_kernel(float* residual, const bf16* delta, const bf16* 
 // every layer's weights through the L2), and the looped kernel meets that latency once per piece, after
 // the reduction. Here the weights' loads overlap the first pass and the second pass loads nothing.
 // Per thread the pieces g = threadIdx.x + i * blockDim.x, i < kCachedPieces, in the looped kernel's order,
-// and the same operations in the same order: the two kernels' outputs are equal bit for bit. delta may
-// alias out (the runners' normed rows): every read of delta is done before the block barrier, every
-// write of out after it, each by the thread that owns the piece.
-template <int kVec>
-__global__ void rms_norm_cached_kernel(float* residual, const bf16* delta, const bf16* w, int64_t dim, float eps,
-                                       bf16* out) {
+// and the same operations in the same order: the two kernels' outputs are equal bit for bit. first and
+// second may alias out (the runners' normed rows): every read of them is done before the block barrier,
+// every write of out after it, each by the thread that owns the piece.
+template <int kVec, RowSum kSum>
+__global__ void rms_norm_cached_kernel(float* residual, const bf16* first, const bf16* second, const bf16* w,
+                                       int64_t dim, float eps, bf16* out) {
   const int64_t r = blockIdx.x;
   const int groups = static_cast<int>(dim / kVec);  // at most kCachedPieces * blockDim.x (the launcher checks)
   float* x = residual + r * dim;
@@ -154,12 +178,15 @@ __global__ void rms_norm_cached_kernel(float* residual, const bf16* delta, const
     const int g = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
     if (g < groups) load_f32<kVec>(x, g, v[i]);
   }
-  if (delta) {
-    float d[kCachedPieces][kVec];
+  if (kSum != RowSum::store_first || first) {
+    // Every piece of first (and second) loaded before the first add, as the single delta always was.
+    float d[kCachedPieces][kVec], e[kCachedPieces][kVec];
 #pragma unroll
     for (int i = 0; i < kCachedPieces; ++i) {
       const int g = static_cast<int>(threadIdx.x) + i * static_cast<int>(blockDim.x);
-      if (g < groups) load_bf16<kVec>(delta + r * dim, g, d[i]);
+      if (g >= groups) continue;
+      load_bf16<kVec>(first + r * dim, g, d[i]);
+      if constexpr (kSum == RowSum::store_both) load_bf16<kVec>(second + r * dim, g, e[i]);
     }
 #pragma unroll
     for (int i = 0; i < kCachedPieces; ++i) {
@@ -167,7 +194,11 @@ __global__ void rms_norm_cached_kernel(float* residual, const bf16* delta, const
       if (g >= groups) continue;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) v[i][k] += d[i][k];
-      store_f32<kVec>(x, g, v[i]);
+      if constexpr (kSum == RowSum::store_both) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) v[i][k] += e[i][k];
+      }
+      if constexpr (kSum != RowSum::peek_first) store_f32<kVec>(x, g, v[i]);
     }
   }
   float ss = 0.0f;
@@ -262,14 +293,29 @@ cudaError_t launch_embedding(const int64_t* tokens, int64_t rows, const bf16* ta
 namespace {
 
 // float4 residual rows and 4 x bf16 (8-byte) delta / weight / output pieces when every row start allows it.
-bool rms_norm_vectorizable(const float* x, const bf16* delta, const bf16* w, int64_t dim, const bf16* out) {
-  return dim % 4 == 0 && aligned(x, 16) && aligned(delta, 8) && aligned(w, 8) && aligned(out, 8);
+bool rms_norm_vectorizable(const float* x, const bf16* first, const bf16* second, const bf16* w, int64_t dim,
+                           const bf16* out) {
+  return dim % 4 == 0 && aligned(x, 16) && aligned(first, 8) && aligned(second, 8) && aligned(w, 8) &&
+         aligned(out, 8);
 }
 
-cudaError_t launch_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim, float eps,
-                        bf16* out, cudaStream_t stream, RmsNormKernel kernel) {
+template <RowSum kSum>
+void launch_norm_kernel(bool cached, bool vec, unsigned grid, cudaStream_t stream, float* residual,
+                        const bf16* first, const bf16* second, const bf16* w, int64_t dim, float eps, bf16* out) {
+  if (cached) {
+    if (vec) rms_norm_cached_kernel<4, kSum><<<grid, kThreads, 0, stream>>>(residual, first, second, w, dim, eps, out);
+    else rms_norm_cached_kernel<1, kSum><<<grid, kThreads, 0, stream>>>(residual, first, second, w, dim, eps, out);
+  } else {
+    if (vec) rms_norm_kernel<4, kSum><<<grid, kThreads, 0, stream>>>(residual, first, second, w, dim, eps, out);
+    else rms_norm_kernel<1, kSum><<<grid, kThreads, 0, stream>>>(residual, first, second, w, dim, eps, out);
+  }
+}
+
+cudaError_t launch_norm(RowSum sum, float* residual, const bf16* first, const bf16* second, const bf16* w,
+                        int64_t rows, int64_t dim, float eps, bf16* out, cudaStream_t stream, RmsNormKernel kernel) {
   if (!rows_fit_grid(rows) || dim < 1) return cudaErrorInvalidValue;
-  const bool vec = rms_norm_vectorizable(residual, delta, w, dim, out);
+  if ((sum != RowSum::store_first && !first) || (sum == RowSum::store_both && !second)) return cudaErrorInvalidValue;
+  const bool vec = rms_norm_vectorizable(residual, first, second, w, dim, out);
   const bool fits = rms_norm_cached_fits(dim, vec);
   if (kernel == RmsNormKernel::cached && !fits) return cudaErrorInvalidValue;
   const auto grid = static_cast<unsigned>(rows);
@@ -278,12 +324,16 @@ cudaError_t launch_norm(float* residual, const bf16* delta, const bf16* w, int64
   // an SM (30 registers against 70). The two give the same bits, so the switch changes no result.
   const bool cached = kernel == RmsNormKernel::cached || (kernel == RmsNormKernel::automatic && fits &&
                                                           rows <= kCachedNormMaxRows);
-  if (cached) {
-    if (vec) rms_norm_cached_kernel<4><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
-    else rms_norm_cached_kernel<1><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
-  } else {
-    if (vec) rms_norm_kernel<4><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
-    else rms_norm_kernel<1><<<grid, kThreads, 0, stream>>>(residual, delta, w, dim, eps, out);
+  switch (sum) {
+    case RowSum::store_first:
+      launch_norm_kernel<RowSum::store_first>(cached, vec, grid, stream, residual, first, second, w, dim, eps, out);
+      break;
+    case RowSum::peek_first:
+      launch_norm_kernel<RowSum::peek_first>(cached, vec, grid, stream, residual, first, second, w, dim, eps, out);
+      break;
+    case RowSum::store_both:
+      launch_norm_kernel<RowSum::store_both>(cached, vec, grid, stream, residual, first, second, w, dim, eps, out);
+      break;
   }
   return cudaGetLastError();
 }
@@ -298,12 +348,25 @@ bool rms_norm_cached_fits(int64_t dim, bool vectorized) {
 cudaError_t launch_rms_norm(const float* x, const bf16* w, int64_t rows, int64_t dim, float eps, bf16* out,
                             cudaStream_t stream, RmsNormKernel kernel) {
   // With no delta the kernel only reads the residual.
-  return launch_norm(const_cast<float*>(x), nullptr, w, rows, dim, eps, out, stream, kernel);
+  return launch_norm(RowSum::store_first, const_cast<float*>(x), nullptr, nullptr, w, rows, dim, eps, out, stream,
+                     kernel);
 }
 
 cudaError_t launch_add_rms_norm(float* residual, const bf16* delta, const bf16* w, int64_t rows, int64_t dim,
                                 float eps, bf16* out, cudaStream_t stream, RmsNormKernel kernel) {
-  return launch_norm(residual, delta, w, rows, dim, eps, out, stream, kernel);
+  return launch_norm(RowSum::store_first, residual, delta, nullptr, w, rows, dim, eps, out, stream, kernel);
+}
+
+cudaError_t launch_rms_norm_of_sum(const float* residual, const bf16* first, const bf16* w, int64_t rows,
+                                   int64_t dim, float eps, bf16* out, cudaStream_t stream, RmsNormKernel kernel) {
+  // Peeking, the kernel never stores into the residual.
+  return launch_norm(RowSum::peek_first, const_cast<float*>(residual), first, nullptr, w, rows, dim, eps, out,
+                     stream, kernel);
+}
+
+cudaError_t launch_add2_rms_norm(float* residual, const bf16* first, const bf16* second, const bf16* w, int64_t rows,
+                                 int64_t dim, float eps, bf16* out, cudaStream_t stream, RmsNormKernel kernel) {
+  return launch_norm(RowSum::store_both, residual, first, second, w, rows, dim, eps, out, stream, kernel);
 }
 
 cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* out, cudaStream_t stream) {

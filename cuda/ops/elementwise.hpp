@@ -41,6 +41,21 @@ cudaError_t launch_add_rms_norm(float* residual, const bf16* delta, const bf16* 
                                 float eps, bf16* out, cudaStream_t stream,
                                 RmsNormKernel kernel = RmsNormKernel::automatic);
 
+// A layer's two sublayer outputs joined with one store of its residual (issue 34; YOCO_RESIDUAL_PER_LAYER,
+// runner/runner_support.hpp). Between the sublayers, launch_rms_norm_of_sum: out = rms_norm(residual + first)
+// * w, the residual left as it was (8 bytes an element, not add + RMSNorm's 12). After the second,
+// launch_add2_rms_norm: residual = (residual + first) + second, out = rms_norm(residual) * w (14 bytes). The
+// sums are fp32 in the order two launch_add_rms_norm passes form them, so out and the residual are theirs
+// bit for bit, with 22 bytes an element moved a layer instead of 24. first and second may alias out (each
+// thread reads its pieces before the block's barrier, or again itself, and writes them after); null first
+// or second: cudaErrorInvalidValue.  ↔ x + delta, rms_norm
+cudaError_t launch_rms_norm_of_sum(const float* residual, const bf16* first, const bf16* w, int64_t rows,
+                                   int64_t dim, float eps, bf16* out, cudaStream_t stream,
+                                   RmsNormKernel kernel = RmsNormKernel::automatic);
+cudaError_t launch_add2_rms_norm(float* residual, const bf16* first, const bf16* second, const bf16* w, int64_t rows,
+                                 int64_t dim, float eps, bf16* out, cudaStream_t stream,
+                                 RmsNormKernel kernel = RmsNormKernel::automatic);
+
 // h13 rows are [W1 x (F) | W3 x (F)]; out = silu(W1 x) * W3 x, [rows, F].  ↔ the middle of swiglu_ffn
 cudaError_t launch_swiglu(const bf16* h13, int64_t rows, int64_t ffn_dim, bf16* out, cudaStream_t stream);
 

@@ -78,6 +78,10 @@ class CudaModel {
   // generation that keeps the previous one's replays its graph).
   virtual int decode_graph_captures() const = 0;
 
+  // How many norms between a layer's sublayers left the residual unstored (YOCO_RESIDUAL_PER_LAYER,
+  // runner/launch_count.hpp): the proof that the switch took, whose outputs are the same bits.
+  int64_t residual_sums_peeked() const { return sums_peeked_; }
+
   int64_t batch() const { return batch_; }
   int64_t position() const { return position_; }  // tokens per sequence in the caches
   int64_t capacity() const { return capacity_; }
@@ -98,6 +102,7 @@ class CudaModel {
   CudaModel();  // creates the stream; the arena on the CUDA allocator
 
   std::unique_ptr<DeviceBackend> backend_;  // declared before the arena, which uses it
+  int64_t sums_peeked_ = 0;
   DeviceArena arena_;
   DeviceWeights weights_;
   cudaStream_t stream_ = nullptr;  // destroyed by ~CudaModel, after the derived class freed its buffers

@@ -70,6 +70,17 @@ inline constexpr const char* kGemmTunedNote = "GEMM algorithms tuned at first us
 // the Transformer's layers, its decode step included. Rows made with it say kResidualInGemmNote.
 inline constexpr bool kResidualInGemmByDefault = false;
 inline constexpr const char* kResidualInGemmNote = "residual added in the GEMMs' epilogue";
+// Whether a layer's fp32 residual is stored once, after its FFN, rather than after each sublayer
+// (YOCO_RESIDUAL_PER_LAYER, runner_support.hpp; ops/elementwise.hpp, launch_rms_norm_of_sum and
+// launch_add2_rms_norm): the norm between the sublayers reads residual + the mixer's delta and stores
+// nothing back, the layer's last norm adds both deltas. 22 bytes an element a layer instead of 24, the
+// same bits. YOCO's self-decoder prefill where its FFN runs whole and unfused (the FFN's input then
+// sits in the hidden rows' buffer and W2's output in the W1|W3 output's: no new memory), and every
+// layer of the Transformer whose attention output is as wide as d (W2's output goes there). Not with
+// the residual in the GEMMs. Not until the GPU suite has shown the prefill faster with it. Rows made
+// with it say kResidualPerLayerNote.
+inline constexpr bool kResidualPerLayerByDefault = false;
+inline constexpr const char* kResidualPerLayerNote = "residual stored once a layer";
 // Whether the runners' GEMMs of 4 rows or fewer (the decode step's, at batch 1-4) take ops/gemv.hpp's
 // kernel instead of cublasGemmEx (YOCO_GEMV, runner_support.hpp): not until it has passed its GPU test
 // (tests/cuda/test_gemv.cpp) and bench family `gemm_shapes` has shown it streaming the decode shapes'

@@ -90,6 +90,11 @@ bool residual_in_gemm_from_env() {
                     "1 (the residual added by the output projections' GEMMs) or 0");
 }
 
+bool residual_per_layer_from_env() {
+  return env_switch("YOCO_RESIDUAL_PER_LAYER", "1", "0", kResidualPerLayerByDefault,
+                    "1 (a layer's residual stored once, after its FFN) or 0");
+}
+
 namespace {
 nvtxDomainHandle_t yoco_domain() {
   static nvtxDomainHandle_t d = nvtxDomainCreateA("yoco");

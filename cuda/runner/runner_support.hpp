@@ -76,6 +76,12 @@ GemmAlgorithms gemm_algorithms_from_env();
 // made; InputError naming the variable for anything else.
 bool residual_in_gemm_from_env();
 
+// YOCO_RESIDUAL_PER_LAYER=1: a layer's residual stored once, its two sublayer outputs added by the
+// layer's last norm (launch_count.hpp, kResidualPerLayerByDefault, says where it applies); 0: an
+// add + RMSNorm after each sublayer; unset: kResidualPerLayerByDefault. Read when a model is made;
+// InputError naming the variable for anything else.
+bool residual_per_layer_from_env();
+
 // YOCO_GEMV=1: the runners' GEMMs of 4 rows or fewer (a decode step's at batch 1-4) take ops/gemv.hpp's
 // kernel where it serves the shape; 0: cublasGemmEx; unset: kGemvByDefault. Read when a model is made;
 // InputError naming the variable for anything else.

@@ -68,6 +68,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
   shared_sublayers_ = shared_sublayer_buffers_from_env();
   residual_in_gemm_ = residual_in_gemm_from_env();
+  residual_per_layer_ = residual_per_layer_from_env();
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   weights_ = DeviceWeights::create(arena_, cfg_, source, fused_groups(cfg_), stream_);
   auto ffn_of = [&](const std::string& p) {

@@ -80,6 +80,9 @@ struct CrossLayerWeights {
 struct Residual {
   float* x = nullptr;
   bf16* delta = nullptr;
+  // The layer's second sublayer output, pending beside delta where the residual is stored once a
+  // layer (YOCO_RESIDUAL_PER_LAYER): the next norm adds both.
+  const bf16* second = nullptr;
   int64_t rows = 0;
   bool pending = false;
 };
@@ -216,6 +219,7 @@ class YocoCudaModel final : public CudaModel {
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
   bool residual_in_gemm_ = false;  // the prefill's sublayer outputs added to the residual by their GEMMs
+  bool residual_per_layer_ = false;  // YOCO_RESIDUAL_PER_LAYER, where a prefill step allows it
   bool shared_sublayers_ = kSharedSublayerBuffers;  // one buffer for a step's sublayers (YOCO_SUBLAYER_BUFFERS)
   std::vector<SelfLayerWeights> self_w_;
   std::vector<CrossLayerWeights> cross_w_;

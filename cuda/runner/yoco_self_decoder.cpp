@@ -12,9 +12,14 @@
 namespace yoco::cuda::yoco_runner {
 
 void YocoCudaModel::norm(Residual& r, const bf16* w, bf16* out) {
-  if (r.pending) check_cuda(launch_add_rms_norm(r.x, r.delta, w, r.rows, d_, eps_, out, stream_), "add + RMSNorm");
+  if (r.pending && r.second)
+    check_cuda(launch_add2_rms_norm(r.x, r.delta, r.second, w, r.rows, d_, eps_, out, stream_),
+               "add both sublayers + RMSNorm");
+  else if (r.pending)
+    check_cuda(launch_add_rms_norm(r.x, r.delta, w, r.rows, d_, eps_, out, stream_), "add + RMSNorm");
   else check_cuda(launch_rms_norm(r.x, w, r.rows, d_, eps_, out, stream_), "RMSNorm");
   r.pending = false;
+  r.second = nullptr;
 }
 
 void YocoCudaModel::project_out(const bf16* a, int64_t rows, int64_t k, const bf16* w, const SublayerOut& out,
@@ -174,6 +179,15 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   const StepWork work = step_work(batch, n);
   // Each sublayer's output: into delta, or added to the residual by its output projection's GEMM.
   const SublayerOut out = residual_in_gemm_ ? SublayerOut{nullptr, r.x} : SublayerOut::into_delta(r);
+  // The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER, launch_count.hpp): the mixer's delta
+  // stays in the normed rows through the FFN, the FFN's input goes into the hidden rows' buffer (the
+  // W1|W3 GEMM reads it, then SwiGLU overwrites it) and W2 writes into the W1|W3 output's (dead after
+  // SwiGLU). So only where the FFN runs whole, unfused (a fused block would read its input from the
+  // buffer it writes), and the two buffers hold [R, d]: no new memory.
+  const bool per_layer = residual_per_layer_ && !residual_in_gemm_ && !ffn_fused_ && ffn_block(R) == R &&
+                         ffn_w13_rows(R) == R && work.w13 && work.hidden && F_ >= d_;
+  bf16* const ffn_in = per_layer ? work.hidden : h;
+  const SublayerOut ffn_out = per_layer ? SublayerOut{work.w13, nullptr} : out;
   check_cuda(launch_embedding(tokens, R, embed_, d_,
                               static_cast<float>(std::sqrt(static_cast<double>(d_))), r.x, stream_),
              "embedding");
@@ -185,9 +199,16 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
       if (gret()) gret_mixer_chunk(l, h, batch, n, s, work, out);
       else swa_mixer_chunk(l, h, batch, n, s, work, out);
       r.pending = out.residual == nullptr;
-      norm(r, self_w_[l].ffn.final_norm, h);
-      ffn(self_w_[l].ffn, h, R, out, work.w13, work.hidden);
+      if (per_layer) {
+        check_cuda(launch_rms_norm_of_sum(r.x, r.delta, self_w_[l].ffn.final_norm, R, d_, eps_, ffn_in, stream_),
+                   "RMSNorm of residual + mixer output");
+        ++sums_peeked_;
+      } else {
+        norm(r, self_w_[l].ffn.final_norm, h);
+      }
+      ffn(self_w_[l].ffn, ffn_in, R, ffn_out, work.w13, work.hidden);
       r.pending = out.residual == nullptr;
+      if (per_layer) r.second = ffn_out.delta;
     }
   }
   NvtxRange range("global K/V");

@@ -855,6 +855,55 @@ TEST(CudaModelResidualInGemm, AnUnknownChoiceIsAClearError) {
   expect_unknown_choice_refused("YOCO_RESIDUAL_IN_GEMM", "yes");
 }
 
+// The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER=1: the norm between a layer's sublayers
+// stores nothing, the layer's last norm adds both sublayers' outputs) against a store after each
+// sublayer: the same bits in every logit of a batch of 3 prefilled in steps of 291 rows and decoded 16
+// steps, and in the all-position forward; YOCO under both buffer layouts. The bits cannot move, so the
+// proof that the switch took is the runners' count of middle norms (none without it).
+TEST(CudaModelResidualPerLayer, TheSameBitsAsAStoreEverySublayer) {
+  YOCO_REQUIRE_GPU();
+  const ScopedEnv layout("YOCO_SUBLAYER_BUFFERS");
+  for (const char* sublayers : {"shared", "apart"})
+    for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+      const Case& c = case_named(name);
+      const ModelConfig cfg = config_of(c.name);
+      if (!cfg.is_yoco() && std::string(sublayers) == "apart") continue;  // the Transformer has no such layout
+      const RefData& r = reference_data(c);
+      layout.set(sublayers);
+      const std::string tag = c.name + " with the residual stored once a layer, sublayer buffers " + sublayers;
+      OptionRuns runs = run_with_option(c, "YOCO_RESIDUAL_PER_LAYER", "0", "1");
+      ASSERT_FALSE(HasFatalFailure());
+      EXPECT_EQ(runs.before_model->residual_sums_peeked(), 0) << tag;
+      EXPECT_GT(runs.after_model->residual_sums_peeked(), 0) << tag << ": no norm left the residual unstored";
+      for (size_t b = 0; b < 3; ++b)
+        EXPECT_TRUE((runs.after[b].array() == runs.before[b].array()).all()) << tag << ", row " << b;
+      expect_within_bound(tag + ", middle row", runs.after[1], r, c.prompt - 1);
+      const int64_t T = static_cast<int64_t>(r.seq.size());
+      const std::vector<float> f0 = runs.before_model->forward(r.seq, 1, T);
+      const std::vector<float> f1 = runs.after_model->forward(r.seq, 1, T);
+      ASSERT_EQ(f0.size(), f1.size()) << tag;
+      EXPECT_EQ(std::memcmp(f0.data(), f1.data(), f0.size() * sizeof(float)), 0) << tag << ", forward";
+    }
+}
+
+// Where YOCO's FFN runs in row blocks its input would not fit the hidden rows' buffer (a block's rows),
+// so the runner keeps an add + RMSNorm after each sublayer: no middle norm counted, the same bits.
+TEST(CudaModelResidualPerLayer, YocoKeepsAStoreEverySublayerWhereItsFfnRunsInBlocks) {
+  YOCO_REQUIRE_GPU();
+  const ScopedEnv rows_env("YOCO_FFN_ROWS");
+  rows_env.set("100");
+  const Case& c = case_named("yoco-small");
+  OptionRuns runs = run_with_option(c, "YOCO_RESIDUAL_PER_LAYER", "0", "1");
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(runs.after_model->residual_sums_peeked(), 0) << "the FFN in blocks of 100 rows took the per-layer path";
+  for (size_t b = 0; b < 3; ++b) EXPECT_TRUE((runs.after[b].array() == runs.before[b].array()).all()) << "row " << b;
+}
+
+TEST(CudaModelResidualPerLayer, AnUnknownChoiceIsAClearError) {
+  YOCO_REQUIRE_GPU();
+  expect_unknown_choice_refused("YOCO_RESIDUAL_PER_LAYER", "yes");
+}
+
 // The decode step's GEMMs as a GEMV (YOCO_GEMV=1, ops/gemv.hpp) against cublasGemmEx's: a batch of 3
 // (the GEMV's m = 3) prefilled in steps of 291 rows (those GEMMs stay cuBLAS's; the early exit's 3 last
 // rows take the GEMV too) and decoded 16 steps, every row within the bound of the cuBLAS run, the
