@@ -157,6 +157,9 @@ const std::vector<Own>& own_kernels() {
       {"norm_gate_vec_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f20norm_gate_vec_kernelILi8EEEvPK13__nv_bfloat16S5_"
        "lllfPS3_"},
+      {"norm_gate_d128_kernel", "norms",
+       "_ZN4yoco4cuda45_GLOBAL__N__9d075881_12_gret_gate_cu_ff93f86821norm_gate_d128_kernelEPK13__nv_bfloat16S4_"
+       "lllfPS2_"},
       {"norm_gate_generic_kernel", "norms",
        "_ZN4yoco4cuda45_GLOBAL__N__34d3939e_12_gret_gate_cu_b5c61e1f24norm_gate_generic_kernelEPK13__nv_bfloat16S4_"
        "llllfPS2_"},

@@ -18,7 +18,9 @@
 //   the split step lost: its output steps alone (no update: the dependent
 //   chain's own time), and the overlapped step with an empty fork after each
 //   layer (a fork's own cost to a programmatic chain);
-// - norm + gate and the log-decay at 32K tokens × 24 heads × 128.
+// - norm + gate and the log-decay at 32K tokens × 24 heads × 128; norm + gate
+//   also with g inside q|k|v|g rows (the model's layout), per-warp and
+//   half-warp kernels, and the half-warp kernel on the contiguous g.
 // The old one-block-per-head kernel is gone (this replaces it), so the
 // comparison is against the copy ceiling only.
 #include <cuda_bf16.h>
@@ -260,6 +262,41 @@ YOCO_KERNEL_BENCH(gret_decode) {
           stream);
       r.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
       report.add(r);
+      // The half-warp kernel (gret_gate.hpp NormGateKernel; 16 lanes a head, a persistent grid) on the same inputs.
+      KernelResult hw{"gret_norm_gate", "rows 32768 H24 D128, half-warp kernel", "yoco-3b", rows, 1,
+                      3.0 * rows * HD * 2.0, 0, {}, ""};
+      hw.time = time_launches(
+          [&](cudaStream_t st) {
+            const auto k = cuda::NormGateKernel::half_warp;
+            check(cuda::launch_gret_norm_gate(o.p, g.p, HD, rows, H, D, 1e-5f, out.p, st, k), "norm_gate half-warp");
+          },
+          stream);
+      hw.notes = all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE";
+      report.add(hw);
+    }
+    {
+      // The model's layout (yoco_self_decoder.cpp): g is the last quarter of each row of the fused
+      // q|k|v|g projection, g_stride = 4·H·D. Both kernels named explicitly; these two rows decide
+      // kNormGateHalfWarpByDefault (gret_gate.hpp). Bytes as above: o and g read, out written.
+      const int64_t stride = 4 * HD;
+      DeviceBuffer<bf16> qkvg(rows * stride), o(rows * HD), out(rows * HD);
+      fill_normal_bf16(qkvg.p, qkvg.n, 24, 1.0f);
+      fill_normal_bf16(o.p, o.n, 21, 2.0f);
+      const bf16* g = qkvg.p + 3 * HD;
+      for (const bool half_warp : {false, true}) {
+        const auto kernel = half_warp ? cuda::NormGateKernel::half_warp : cuda::NormGateKernel::per_warp;
+        KernelResult r{"gret_norm_gate",
+                       std::string("rows 32768 H24 D128, g in q|k|v|g rows") + (half_warp ? ", half-warp kernel" : ""),
+                       "yoco-3b", rows, 1, 3.0 * rows * HD * 2.0, 0, {}, ""};
+        r.time = time_launches(
+            [&](cudaStream_t st) {
+              check(cuda::launch_gret_norm_gate(o.p, g, stride, rows, H, D, 1e-5f, out.p, st, kernel), "norm_gate");
+            },
+            stream);
+        r.notes = std::string(half_warp ? "half-warp" : "per-warp") + " kernel; " +
+                  (all_finite_bf16(out.p, out.n) ? "out finite" : "out NOT FINITE");
+        report.add(r);
+      }
     }
     {
       DeviceBuffer<float> z(rows * H), lg(rows * H);

@@ -58,6 +58,7 @@ constexpr OwnKernel kOwnKernels[] = {
     {"rope_kernel", "norms"},
     {"rope_at_kernel", "norms"},
     {"norm_gate_vec_kernel", "norms"},
+    {"norm_gate_d128_kernel", "norms"},
     {"norm_gate_generic_kernel", "norms"},
     // cache_ops.cu: copies into and out of the caches, position bookkeeping.
     {"cache_write_kernel", "other"},

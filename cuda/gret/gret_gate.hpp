@@ -18,11 +18,29 @@ namespace yoco::cuda {
 // o, out: bf16 [rows, heads·D], contiguous; out may alias o (each element is
 // read before it is written, by the same thread). g: bf16, row r's head h at
 // g + r·g_stride + h·D (g may sit inside a fused projection output). fp32 math.
-// One warp per (row, head); 8/16-byte vector accesses when D ∈ {64, 128, 256}
-// and the pointers and g_stride allow it, a scalar loop otherwise.
+//
+// Two kernels (both give the same bits; `kernel` picks):
+// - per_warp: one warp per (row, head); 4/8/16-byte vector accesses when
+//   D ∈ {64, 128, 256} and the pointers and g_stride allow it, a scalar loop
+//   otherwise. Any D and alignment.
+// - half_warp: D 128 only, 16 lanes a head, 16-byte accesses, two pairs of
+//   heads in flight a warp, a persistent grid; needs o, out and g 16-byte
+//   aligned and g_stride a multiple of 8, else cudaErrorInvalidValue (checked
+//   before rows == 0 returns; nothing is launched).
+// - automatic: per_warp today; half_warp at D 128 where it applies once
+//   kNormGateHalfWarpByDefault is true.
+// Refused (cudaErrorInvalidValue, nothing launched): rows < 0, heads < 1,
+// head_dim < 1, g_stride < heads·D, a `kernel` outside the enum.
+enum class NormGateKernel { automatic, per_warp, half_warp };
+
+// Decision rule, written before any run: true once bench gret_decode's row
+// "rows 32768 H24 D128, g in q|k|v|g rows, half-warp kernel" beats the per-warp
+// row "rows 32768 H24 D128, g in q|k|v|g rows" (the model's strided g) in the same run.
+inline constexpr bool kNormGateHalfWarpByDefault = false;
+
 cudaError_t launch_gret_norm_gate(const __nv_bfloat16* o, const __nv_bfloat16* g, int64_t g_stride, int64_t rows,
                                   int64_t heads, int64_t head_dim, float eps, __nv_bfloat16* out,
-                                  cudaStream_t stream);
+                                  cudaStream_t stream, NormGateKernel kernel = NormGateKernel::automatic);
 
 // log_gamma[r·heads + h] = logsigmoid(z) / normalizer, z = z_in[r·z_stride + h],
 // computed as (min(z, 0) - log1p(exp(-|z|))) · (1 / normalizer): neither term

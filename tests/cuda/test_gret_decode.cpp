@@ -7,6 +7,9 @@
 //   must not drift (KERNELS.md §5 row 2);
 // - the norm + gate kernel vs rms_norm_heads_inplace then silu(g) ⊙ o, vector
 //   and scalar paths, out aliasing o;
+// - the half-warp norm + gate kernel (D 128) vs the per-warp one bit for bit,
+//   odd item counts, g contiguous and inside q|k|v|g rows, out aliasing o; its
+//   refusals (D ≠ 128, misaligned pointers or stride: nothing launched);
 // - the log-decay kernel vs logsigmoid(z)/16 elementwise, |z| up to 80: no NaN
 //   or Inf, every value ≤ 0;
 // - 13 layers' steps launched as programmatic dependents (overlap_previous),
@@ -24,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -366,6 +370,129 @@ TEST(GretDecode, NormGateMatchesTheReference) {
         const auto want = to_vector(norm_gate_reference(om, gm, D));
         EXPECT_LE(rms_error(got, want), bf16_output_bound(want));
       }
+}
+
+std::vector<uint16_t> download_bits(const DeviceArray<bf16>& d) {
+  std::vector<uint16_t> bits(d.n);
+  EXPECT_EQ(cudaMemcpy(bits.data(), d.ptr, d.n * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  return bits;
+}
+
+bool bf16_bits_finite(uint16_t b) { return (b & 0x7f80u) != 0x7f80u; }
+
+// The half-warp kernel (D 128) against the per-warp one (and automatic) bit for
+// bit: odd and even item counts (rows 1/3/301/2047 x heads 1/24; 2047 x 24 needs
+// 1536 blocks, over the persistent grid's cap of at most SMs x 8, so its warps
+// loop), g contiguous and g inside q|k|v|g rows (g_stride 4·H·D, the model's
+// layout), out apart and out = o.
+TEST(GretDecode, NormGateHalfWarpEqualsPerWarpBitForBit) {
+  YOCO_REQUIRE_GPU();
+  const int64_t D = 128;
+  for (int64_t rows : {1, 3, 301, 2047})
+    for (int64_t H : {1, 24})
+      for (bool g_in_qkvg : {false, true})
+        for (bool in_place : {false, true}) {
+          SCOPED_TRACE("rows " + std::to_string(rows) + " heads " + std::to_string(H) +
+                       (g_in_qkvg ? " g in q|k|v|g" : " g contiguous") + (in_place ? " out = o" : " out apart"));
+          const int64_t HD = H * D, g_stride = g_in_qkvg ? 4 * HD : HD, g_off = g_in_qkvg ? 3 * HD : 0;
+          auto o = random_bf16_values(static_cast<size_t>(rows * HD), 700 + rows + H, 3.0f);
+          std::fill(o.begin(), o.begin() + D, 0.0f);  // item 0 all zeros: Σ x² = 0, inv = 1/sqrt(eps)
+          const auto graw = random_bf16_values(static_cast<size_t>(rows * g_stride), 800 + rows + H, 2.0f);
+          DeviceArray<bf16> d_g(graw.size());
+          upload_bf16(d_g, graw);
+          const NormGateKernel kinds[] = {NormGateKernel::per_warp, NormGateKernel::half_warp,
+                                          NormGateKernel::automatic};
+          std::vector<uint16_t> got[3];
+          for (int k = 0; k < 3; ++k) {
+            DeviceArray<bf16> d_o(o.size()), d_out(o.size());
+            upload_bf16(d_o, o);
+            bf16* out = in_place ? d_o.ptr : d_out.ptr;
+            ASSERT_EQ(launch_gret_norm_gate(d_o.ptr, d_g.ptr + g_off, g_stride, rows, H, D, kEps, out, nullptr,
+                                            kinds[k]),
+                      cudaSuccess);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            got[k] = download_bits(in_place ? d_o : d_out);
+          }
+          // The per-warp output is finite everywhere (its values are checked against the
+          // reference above), so equal bits also say that every element was written.
+          EXPECT_TRUE(std::all_of(got[0].begin(), got[0].end(), bf16_bits_finite)) << "per-warp output not finite";
+          size_t diff = 0, first = got[0].size();
+          for (size_t i = 0; i < got[0].size(); ++i)
+            if (got[1][i] != got[0][i] && diff++ == 0) first = i;
+          EXPECT_EQ(diff, 0u) << "half-warp differs at " << diff << " elements, first " << first;
+          EXPECT_TRUE(got[2] == got[0]) << "automatic differs from per-warp";
+        }
+}
+
+// half_warp where it does not apply: cudaErrorInvalidValue and nothing launched
+// (the output stays poisoned), also at rows 0; the same calls with per_warp
+// and automatic succeed. Without a GPU the refusals, which come before any
+// CUDA call, are checked on fake aligned addresses.
+TEST(GretDecode, NormGateHalfWarpRefusals) {
+  const bool gpu = query_devices().count > 0;
+  const int64_t rows = 3, H = 24, D = 128, HD = H * D, g_stride = 4 * HD;
+  std::unique_ptr<DeviceArray<bf16>> d_o, d_g, d_out;
+  bf16 *o = reinterpret_cast<bf16*>(uintptr_t{1} << 20), *g = o + 2 * rows * g_stride,
+       *out = g + 2 * rows * g_stride;
+  if (gpu) {
+    d_o = std::make_unique<DeviceArray<bf16>>(static_cast<size_t>(rows * g_stride + 64));
+    d_g = std::make_unique<DeviceArray<bf16>>(static_cast<size_t>(rows * g_stride + 64));
+    d_out = std::make_unique<DeviceArray<bf16>>(static_cast<size_t>(rows * g_stride + 64));
+    upload_bf16(*d_o, random_bf16_values(d_o->n, 901, 1.0f));
+    upload_bf16(*d_g, random_bf16_values(d_g->n, 902, 1.0f));
+    o = d_o->ptr;
+    g = d_g->ptr;
+    out = d_out->ptr;
+  }
+  struct Case {
+    const char* what;
+    const bf16* o;
+    const bf16* g;
+    int64_t g_stride, rows, D;
+    bf16* out;
+  };
+  const Case cases[] = {
+      {"D 64", o, g, g_stride, rows, 64, out},
+      {"D 64, rows 0", o, g, g_stride, 0, 64, out},
+      {"D 256", o, g, g_stride, rows, 256, out},
+      {"g 8-byte aligned", o, g + 4, g_stride, rows, D, out},
+      {"g 2-byte aligned", o, g + 1, g_stride, rows, D, out},
+      {"g misaligned, rows 0", o, g + 4, g_stride, 0, D, out},
+      {"g_stride 4 mod 8", o, g, g_stride + 4, rows, D, out},
+      {"o 8-byte aligned", o + 4, g, g_stride, rows, D, out},
+      {"out 8-byte aligned", o, g, g_stride, rows, D, out + 4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_EQ(launch_gret_norm_gate(c.o, c.g, c.g_stride, c.rows, H, c.D, kEps, c.out, nullptr,
+                                    NormGateKernel::half_warp),
+              cudaErrorInvalidValue);
+    if (!gpu) continue;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    const auto bits = download_bits(*d_out);
+    EXPECT_TRUE(std::all_of(bits.begin(), bits.end(), [](uint16_t b) { return b == 0xffffu; }))
+        << "a refused call wrote the output";
+    for (NormGateKernel k : {NormGateKernel::per_warp, NormGateKernel::automatic})  // apply everywhere
+      EXPECT_EQ(launch_gret_norm_gate(c.o, c.g, c.g_stride, c.rows, H, c.D, kEps, c.out, nullptr, k), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaMemset(d_out->ptr, 0xff, d_out->n * 2), cudaSuccess);  // poisoned again
+  }
+  // A value outside the enum, and the checks every kernel shares.
+  EXPECT_EQ(launch_gret_norm_gate(o, g, g_stride, rows, H, D, kEps, out, nullptr, static_cast<NormGateKernel>(7)),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_norm_gate(o, g, HD - 8, rows, H, D, kEps, out, nullptr, NormGateKernel::half_warp),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gret_norm_gate(o, g, g_stride, -1, H, D, kEps, out, nullptr, NormGateKernel::half_warp),
+            cudaErrorInvalidValue);
+  if (gpu) {
+    // rows 0 where half_warp applies: success, nothing to do.
+    EXPECT_EQ(launch_gret_norm_gate(o, g, g_stride, 0, H, D, kEps, out, nullptr, NormGateKernel::half_warp),
+              cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto bits = download_bits(*d_out);
+    EXPECT_TRUE(std::all_of(bits.begin(), bits.end(), [](uint16_t b) { return b == 0xffffu; }));
+  }
 }
 
 template <class Z>
