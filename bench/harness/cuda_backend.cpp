@@ -236,10 +236,16 @@ static std::string gemm_note() {
 }
 
 // The sublayers' outputs added to the residual by their GEMMs (YOCO_RESIDUAL_IN_GEMM=1), or the residual
-// stored once a layer (YOCO_RESIDUAL_PER_LAYER=1; the runners take it only without the former): on every row.
-static std::string residual_note() {
+// stored once a layer (YOCO_RESIDUAL_PER_LAYER=1) where the runner takes it (launch_count.hpp: YOCO's
+// prefill with its FFN whole and unfused, the Transformer where its attention output is d wide), so
+// that a row never claims what did not run: on every row.
+static std::string residual_note(const ModelConfig& cfg) {
   if (cuda::residual_in_gemm_from_env()) return cuda::kResidualInGemmNote;
-  return cuda::residual_per_layer_from_env() ? cuda::kResidualPerLayerNote : "";
+  if (!cuda::residual_per_layer_from_env()) return "";
+  const bool taken = cfg.is_yoco() ? ffn_note().empty() && cuda::ffn_row_block_from_env() == 0 &&
+                                         cfg.hidden_dim >= cfg.dim
+                                   : cfg.q_width() >= cfg.dim;
+  return taken ? cuda::kResidualPerLayerNote : "";
 }
 
 static std::string layout_note(const ModelRunner& runner) {
@@ -249,7 +255,7 @@ static std::string layout_note(const ModelRunner& runner) {
   note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
                       ffn_note()),
                 ffn_rows_note(runner.config()));
-  note = joined(joined(note, gemm_note()), residual_note());
+  note = joined(joined(note, gemm_note()), residual_note(runner.config()));
   return note.empty() ? note : "; " + note;
 }
 
@@ -260,7 +266,7 @@ std::vector<std::string> CudaBackend::runner_log(const ModelRunner& runner) cons
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
-                joined(gemm_note(), residual_note()));
+                joined(gemm_note(), residual_note(cfg)));
 }
 
 void CudaBackend::reset_peak_memory() {

@@ -863,6 +863,11 @@ TEST(CudaModelResidualInGemm, AnUnknownChoiceIsAClearError) {
 TEST(CudaModelResidualPerLayer, TheSameBitsAsAStoreEverySublayer) {
   YOCO_REQUIRE_GPU();
   const ScopedEnv layout("YOCO_SUBLAYER_BUFFERS");
+  // The switches under which the runners decline it, pinned off whatever the caller's environment says.
+  const ScopedEnv fused("YOCO_FFN_FUSED"), rows("YOCO_FFN_ROWS"), in_gemm("YOCO_RESIDUAL_IN_GEMM");
+  fused.set("0");
+  rows.set("0");
+  in_gemm.set("0");
   for (const char* sublayers : {"shared", "apart"})
     for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
       const Case& c = case_named(name);
@@ -893,6 +898,11 @@ TEST(CudaModelResidualPerLayer, YocoKeepsAStoreEverySublayerWhereItsFfnRunsInBlo
   const ScopedEnv rows_env("YOCO_FFN_ROWS");
   rows_env.set("100");
   const Case& c = case_named("yoco-small");
+  // The premise: every prefill step of run_with_option (3 sequences, 291 tokens of each a step) has more
+  // rows than a block, so every step runs its FFN in blocks. A step of 100 rows or fewer would rightly
+  // take the per-layer path.
+  const int64_t last_step_rows = 3 * ((c.prompt - 1) % 291 + 1);
+  ASSERT_GT(last_step_rows, 100) << "the prompt's last prefill step is one block: change YOCO_FFN_ROWS here";
   OptionRuns runs = run_with_option(c, "YOCO_RESIDUAL_PER_LAYER", "0", "1");
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(runs.after_model->residual_sums_peeked(), 0) << "the FFN in blocks of 100 rows took the per-layer path";

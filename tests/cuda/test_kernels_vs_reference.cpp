@@ -123,46 +123,62 @@ TEST(CudaKernels, RmsNormCachedEqualsLoopedBitForBit) {
 // A layer's two norms with its residual stored once (launch_rms_norm_of_sum between the sublayers,
 // launch_add2_rms_norm after the second; YOCO_RESIDUAL_PER_LAYER) against two add + RMSNorm passes:
 // both normed outputs and the final residual, bit for bit, on both kernels, pieces of 4 and scalar,
-// with the first delta aliasing the last norm's output (YOCO's mixer delta sits in the normed rows).
-// And the middle norm leaves the residual exactly as it was.
+// with and without weights. The residual has full fp32 mantissas (a residual of bf16 values would make
+// x + d1 + d2 exact in any order, and a reassociated sum would pass). Aliasing as the header allows:
+// the first delta in the last norm's output rows (YOCO keeps its mixer delta there), or in the middle
+// norm's own output. And the middle norm leaves the residual exactly as it was.
 TEST(CudaKernels, ResidualStoredOnceALayerEqualsTwoAddNormsBitForBit) {
   YOCO_REQUIRE_GPU();
+  enum class Alias { none, first_is_last_out, first_is_mid_out };
   for (int64_t rows : {1, 3, 300}) {
     for (int64_t d : {768, 3072, 1001}) {
       for (const RmsNormKernel kernel : {RmsNormKernel::looped, RmsNormKernel::cached}) {
-        for (const bool alias : {false, true}) {
-          SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(d) +
-                       (kernel == RmsNormKernel::cached ? " cached" : " looped") + (alias ? " first = out" : ""));
-          const auto x = random_bf16_values(rows * d, 22, 3.0f), d1 = random_bf16_values(rows * d, 23),
-                     d2 = random_bf16_values(rows * d, 24, 2.0f);
-          const auto w1 = random_bf16_values(d, 25, 0.25f), w2 = random_bf16_values(d, 26, 0.5f);
-          DeviceArray<float> res_pair(rows * d), res_once(rows * d);
-          DeviceArray<bf16> first(rows * d), second(rows * d), wa(d), wb(d);
-          DeviceArray<bf16> mid_pair(rows * d), mid_once(rows * d), end_pair(rows * d), end_once(rows * d);
-          upload(res_pair, x);
-          upload(res_once, x);
-          upload_bf16(second, d2);
-          upload_bf16(wa, w1);
-          upload_bf16(wb, w2);
-          // The pair: residual += d1, norm; residual += d2, norm.
-          upload_bf16(first, d1);
-          ASSERT_EQ(launch_add_rms_norm(res_pair.ptr, first.ptr, wa.ptr, rows, d, 1e-5f, mid_pair.ptr, nullptr, kernel),
-                    cudaSuccess);
-          ASSERT_EQ(launch_add_rms_norm(res_pair.ptr, second.ptr, wb.ptr, rows, d, 1e-5f, end_pair.ptr, nullptr, kernel),
-                    cudaSuccess);
-          // Once a layer: the first delta where the runner keeps it (alias: in the last norm's output rows).
-          DeviceArray<bf16>& kept = alias ? end_once : first;
-          upload_bf16(kept, d1);
-          ASSERT_EQ(launch_rms_norm_of_sum(res_once.ptr, kept.ptr, wa.ptr, rows, d, 1e-5f, mid_once.ptr, nullptr,
-                                           kernel),
-                    cudaSuccess);
-          expect_same_bits(download(res_once), x, "the residual after the middle norm (it must not be stored)");
-          ASSERT_EQ(launch_add2_rms_norm(res_once.ptr, kept.ptr, second.ptr, wb.ptr, rows, d, 1e-5f, end_once.ptr,
-                                         nullptr, kernel),
-                    cudaSuccess);
-          expect_same_bits(download_bf16(mid_once), download_bf16(mid_pair), "the middle norm's output");
-          expect_same_bits(download_bf16(end_once), download_bf16(end_pair), "the last norm's output");
-          expect_same_bits(download(res_once), download(res_pair), "the residual after the layer");
+        for (const bool weight : {true, false}) {
+          for (const Alias alias : {Alias::none, Alias::first_is_last_out, Alias::first_is_mid_out}) {
+            SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(d) +
+                         (kernel == RmsNormKernel::cached ? " cached" : " looped") + (weight ? " weight" : "") +
+                         (alias == Alias::first_is_last_out  ? " first = last out"
+                          : alias == Alias::first_is_mid_out ? " first = middle out"
+                                                             : ""));
+            std::mt19937_64 rng(21 + rows + d);
+            std::normal_distribution<float> normal(0.0f, 3.0f);
+            std::vector<float> x(static_cast<size_t>(rows * d));
+            for (float& v : x) v = normal(rng);  // every mantissa bit in use
+            const auto d1 = random_bf16_values(rows * d, 23), d2 = random_bf16_values(rows * d, 24, 2.0f);
+            const auto w1 = random_bf16_values(d, 25, 0.25f), w2 = random_bf16_values(d, 26, 0.5f);
+            DeviceArray<float> res_pair(rows * d), res_once(rows * d);
+            DeviceArray<bf16> first(rows * d), second(rows * d), wa(d), wb(d);
+            DeviceArray<bf16> mid_pair(rows * d), mid_once(rows * d), end_pair(rows * d), end_once(rows * d);
+            upload(res_pair, x);
+            upload(res_once, x);
+            upload_bf16(second, d2);
+            upload_bf16(wa, w1);
+            upload_bf16(wb, w2);
+            const bf16* wpa = weight ? wa.ptr : nullptr;
+            const bf16* wpb = weight ? wb.ptr : nullptr;
+            // The pair: residual += d1, norm; residual += d2, norm.
+            upload_bf16(first, d1);
+            ASSERT_EQ(launch_add_rms_norm(res_pair.ptr, first.ptr, wpa, rows, d, 1e-5f, mid_pair.ptr, nullptr, kernel),
+                      cudaSuccess);
+            ASSERT_EQ(launch_add_rms_norm(res_pair.ptr, second.ptr, wpb, rows, d, 1e-5f, end_pair.ptr, nullptr, kernel),
+                      cudaSuccess);
+            // Once a layer, the first delta where the alias puts it.
+            DeviceArray<bf16>& kept = alias == Alias::first_is_last_out ? end_once
+                                      : alias == Alias::first_is_mid_out ? mid_once
+                                                                         : first;
+            upload_bf16(kept, d1);
+            ASSERT_EQ(launch_rms_norm_of_sum(res_once.ptr, kept.ptr, wpa, rows, d, 1e-5f, mid_once.ptr, nullptr,
+                                             kernel),
+                      cudaSuccess);
+            expect_same_bits(download(res_once), x, "the residual after the middle norm (it must not be stored)");
+            expect_same_bits(download_bf16(mid_once), download_bf16(mid_pair), "the middle norm's output");
+            if (alias == Alias::first_is_mid_out) upload_bf16(mid_once, d1);  // the middle output replaced it
+            ASSERT_EQ(launch_add2_rms_norm(res_once.ptr, kept.ptr, second.ptr, wpb, rows, d, 1e-5f, end_once.ptr,
+                                           nullptr, kernel),
+                      cudaSuccess);
+            expect_same_bits(download_bf16(end_once), download_bf16(end_pair), "the last norm's output");
+            expect_same_bits(download(res_once), download(res_pair), "the residual after the layer");
+          }
         }
       }
     }
