@@ -209,16 +209,15 @@ bool aligned(const void* p, unsigned bytes) { return (reinterpret_cast<uintptr_t
 // The half-warp kernel's persistent grid: SMs x resident blocks an SM on the
 // current device, queried once per device (two driver queries) and cached;
 // a launch then costs one cudaGetDevice. A failed query (no device: the launch
-// fails anyway) gives H100's 132 x 8, not cached.
+// fails anyway) gives H100's 132 x 8, not cached, and its error stands.
 unsigned norm_gate_d128_grid_cap() {
   constexpr int kDevices = 64;
   constexpr unsigned kFallback = 132u * 8u;
   static std::array<std::atomic<unsigned>, kDevices> cached{};  // 0: not yet queried
+  // A failed query's error is left for the launch's cudaGetLastError to report (it may be an earlier
+  // launch's asynchronous error, which clearing here would hide from the caller).
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return kFallback;
-  }
+  if (cudaGetDevice(&dev) != cudaSuccess) return kFallback;
   const bool cacheable = dev >= 0 && dev < kDevices;
   if (cacheable) {
     const unsigned c = cached[static_cast<size_t>(dev)].load(std::memory_order_relaxed);
@@ -227,10 +226,8 @@ unsigned norm_gate_d128_grid_cap() {
   int sms = 0, per_sm = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, norm_gate_d128_kernel, kThreads, 0) != cudaSuccess ||
-      sms < 1 || per_sm < 1) {
-    (void)cudaGetLastError();
+      sms < 1 || per_sm < 1)
     return kFallback;
-  }
   const unsigned c = static_cast<unsigned>(sms) * static_cast<unsigned>(per_sm);
   if (cacheable) cached[static_cast<size_t>(dev)].store(c, std::memory_order_relaxed);
   return c;
