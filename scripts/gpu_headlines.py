@@ -128,6 +128,18 @@ def report(rows):
             "residual stored once a layer", variant.split(", a layer's", 1)[0], 1e3 * float(r["value"]),
             " vs an add + RMSNorm each %.3f ms (%.3fx its time)" % (1e3 * pair, float(r["value"]) / pair)
             if pair else " (no pair row)"))
+    # The norm + gate's half-warp kernel against the per-warp one on the same layout (bench gret_decode: the
+    # two rows differ by ", half-warp kernel"): kNormGateHalfWarpByDefault's decision (the q|k|v|g rows).
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam != "gret_norm_gate" or not variant.endswith(", half-warp kernel"):
+            continue
+        base = variant[:-len(", half-warp kernel")]
+        per_warp = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + base))
+        print("%-28s %s: %.3f ms%s" % (
+            "norm_gate half-warp", base, 1e3 * float(r["value"]),
+            " vs per-warp %.3f ms (%.3fx its time)" % (1e3 * per_warp, float(r["value"]) / per_warp)
+            if per_warp else " (no per-warp row)"))
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])

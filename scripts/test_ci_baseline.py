@@ -236,6 +236,15 @@ class BadResultFilesTest(unittest.TestCase):
                                       ("the residual stored once", "kernel_time_s", "0.000740", "s")])
         self.assertIn("rows 32768 d 3072: 0.740 ms vs an add + RMSNorm each 0.800 ms (0.925x its time)", p.stdout)
 
+    def test_gpu_headlines_puts_the_half_warp_norm_gate_beside_the_per_warp_one(self):
+        row = ('abc1234,2026-11-28T00:00:00Z,h,cuda,gpu,,yoco-3b,32768,1,0,"gret_norm_gate:rows 32768 H24 D128%s",%s,'
+               "%s,%s,measured,20,,,note\n")
+        p = self._gpu_headlines(row, [(", g in q|k|v|g rows", "kernel_time_s", "0.000300", "s"),
+                                      (", g in q|k|v|g rows", "fraction_of_copy_bw", "0.75", "fraction"),
+                                      (", g in q|k|v|g rows, half-warp kernel", "kernel_time_s", "0.000240", "s")])
+        self.assertIn("rows 32768 H24 D128, g in q|k|v|g rows: 0.240 ms vs per-warp 0.300 ms (0.800x its time)",
+                      p.stdout)
+
     def test_bad_options_exit_2_with_one_line(self):
         good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
         for script, args, fragment in (
