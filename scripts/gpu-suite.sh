@@ -7,7 +7,9 @@
 # run, a SASS census (HGMMA/HMMA per kernel), and the model runners through
 # `yoco bench --device cuda` (step `models`: the small presets at 4K, and an
 # out-of-memory point followed by one that runs; step `models-3b`, not in the
-# default: yoco-3b's prefill and decode at 512K and 1M, plain and with the decode GEMMs as a GEMV; step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
+# default: yoco-3b's prefill and decode at 512K and 1M, plain and with the decode GEMMs as a GEMV,
+# its prefill with each of issue 34's candidates (the residual stored once a layer, gRet chunk v7, both,
+# chunk 16384 with tuned GEMMs); step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
 # at 32K and 128K end to end). Every step runs under `timeout`, so a hung kernel
 # costs one step, not the call. The default steps fit one device call: about
 # 9 minutes on the lent H100 by the step times of its 2026-11-23 runs (tests
@@ -370,11 +372,20 @@ if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test
   fi
 fi
 # gRet chunk v7 (v6 with two output warpgroups, 512 threads; written without a GPU), the same way.
-if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_gret_chunk" ]; then
-  if ! run_step smoke.gret_chunk_v7 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV7.Smoke'; then
+# Its model runs (step models-3b, YOCO_GRET_CHUNK=v7) are made only after its smoke test passed in
+# the same call (V7_OK), or with YOCO_GRET_V7_VERIFIED=1 from the caller (an earlier call's passed).
+V7_OK=0
+if [ "${YOCO_GRET_SKIP_V7:-0}" = 1 ]; then
+  note "YOCO_GRET_SKIP_V7=1 from the caller: gret chunk v7 is left out"
+elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b; } && [ -x "$BIN/test_gret_chunk" ]; then
+  if run_step smoke.gret_chunk_v7 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV7.Smoke'; then
+    V7_OK=1
+  else
     export YOCO_GRET_SKIP_V7=1
-    note "gret chunk v7 failed its smoke test: YOCO_GRET_SKIP_V7=1 leaves it out of the other tests, the sanitizers and the bench"
+    note "gret chunk v7 failed its smoke test: YOCO_GRET_SKIP_V7=1 leaves it out of the other tests, the sanitizers, the bench and the model runs"
   fi
+elif [ "${YOCO_GRET_V7_VERIFIED:-0}" = 1 ]; then
+  V7_OK=1
 fi
 # The fused W1|W3 GEMM + SwiGLU (TMA + mbarriers, written without a GPU): its small cases alone
 # first, the same way (the selector's cases: a hang or a launch error shows here; whether it
@@ -571,6 +582,16 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
   run_step models.3b_long_per_layer 150 env YOCO_RESIDUAL_PER_LAYER=1 "$BIN/yoco" bench --device cuda \
     --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
     --out "$LOGS/models_3b_long_per_layer.csv"
+  if [ "$V7_OK" = 1 ]; then
+    # gRet chunk v7 in the runner (YOCO_GRET_CHUNK=v7: its own plan), then every prefill candidate of
+    # issue 34 together (v7 and the residual stored once a layer): the must's question in one row.
+    run_step models.3b_long_v7 150 env YOCO_GRET_CHUNK=v7 "$BIN/yoco" bench --device cuda --model yoco-3b \
+      --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_3b_long_v7.csv"
+    run_step models.3b_long_candidates 150 env YOCO_GRET_CHUNK=v7 YOCO_RESIDUAL_PER_LAYER=1 "$BIN/yoco" bench \
+      --device cuda --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 \
+      --budget-s 120 --out "$LOGS/models_3b_long_candidates.csv"
+  fi
   # The decode step's GEMMs as ops/gemv.hpp's kernel (YOCO_GEMV=1): its decode steps against the plain
   # run's above (bench gemm_shapes' "gemv (ours" rows price each shape; CUPTI had cuBLAS's decode GEMMs at
   # 67% of their roofline in yoco-3b's 32K step, run-07 of the H200).
@@ -578,8 +599,13 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
     --lengths 512K,1M --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 120 \
     --out "$LOGS/models_3b_long_gemv.csv"
   # Decided at the H200's run-04 (cuda/runner/NOTES-runners.md, last section), so no longer run here:
-  # the GEMM algorithms tuned (YOCO_GEMM_ALGO=tuned), the residual added by the GEMMs
-  # (YOCO_RESIDUAL_IN_GEMM=1) and chunk 16384 tuned: all stay off.
+  # the GEMM algorithms tuned (YOCO_GEMM_ALGO=tuned) and the residual added by the GEMMs
+  # (YOCO_RESIDUAL_IN_GEMM=1): both stay off. Chunk 16384 tuned put the H200 within 0.7-0.9% of chunk
+  # 32768 at 12.36 GB (the paper's 12.4 at 1M); the H100, where plain 16384 was 2.4% slower (run-21),
+  # has not run it: issue 34's memory item asks for it within 2% there.
+  run_step models.3b_long_tuned_16384 150 env YOCO_GEMM_ALGO=tuned "$BIN/yoco" bench --device cuda \
+    --model yoco-3b --lengths 512K,1M --metrics memory,prefill --prefill-chunk 16384 --repeats 2 --warmup 1 \
+    --budget-s 120 --out "$LOGS/models_3b_long_tuned_16384.csv"
 fi
 if has_step chunks && [ -x "$BIN/yoco" ]; then
   # Issue 34's trade-off: yoco-3b's memory and prefill at 512K and 1M by how a prefill step holds its
