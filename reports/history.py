@@ -22,7 +22,7 @@ each series: a regression at once when worse than its level by the floor and 6x 
 two runs form a new, worse level; "suspected" (reported, exit 0) when worse by the floor and 3x the noise only.
 
 Exit status: 0 done (check: no regression), 1 check found a regression, 2 bad input (the file, and line where
-there is one, named)."""
+there is one, named; a --series GLOB that matches no series)."""
 import argparse
 import csv
 import datetime
@@ -145,15 +145,26 @@ def iso_time(text):
     return text
 
 
+def matching_rows(store, glob):
+    """The history's rows (all, or those of the series matching --series GLOB); HistoryError when GLOB matches no
+    series: a gate that checks nothing is a typo, not a pass (as compare refuses a --metrics glob that matches no row)."""
+    rows = store.rows()
+    if not glob:
+        return rows
+    out = [r for r in rows if fnmatch.fnmatchcase(series_name(r), glob)]
+    if not out:
+        raise HistoryError("--series %r matches none of the %d series of %s (yoco history series lists them)"
+                           % (glob, len(set(series_name(r) for r in rows)), store.be.where))
+    return out
+
+
 def series_points(store, glob):
     """series name -> (metric, [(commit, timestamp, value, spread, method)]) in history order."""
     out = {}
-    for r in store.rows():
+    for r in matching_rows(store, glob):
         if r["value"] is None:
             continue
         n = series_name(r)
-        if glob and not fnmatch.fnmatchcase(n, glob):
-            continue
         spread = r["max"] - r["min"] if r["min"] is not None and r["max"] is not None else None
         out.setdefault(n, (r["metric"], []))[1].append((r["git_sha"], r["timestamp"], r["value"], spread, r["method"]))
     return out
@@ -230,11 +241,10 @@ def cmd_check(a):
 def cmd_export(a):
     store = Store(a.db, create=False)
     try:
+        rows = matching_rows(store, a.series)
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(COLUMNS)
-        for r in store.rows():
-            if a.series and not fnmatch.fnmatchcase(series_name(r), a.series):
-                continue
+        for r in rows:
             w.writerow(["" if r[k] is None else (repr(r[k]) if isinstance(r[k], float) else r[k]) for k in COLUMNS])
     finally:
         store.close()
@@ -245,10 +255,9 @@ def cmd_series(a):
     store = Store(a.db, create=False)
     try:
         counts = {}
-        for r in store.rows():
+        for r in matching_rows(store, a.series):
             n = series_name(r)
-            if not a.series or fnmatch.fnmatchcase(n, a.series):
-                counts[n] = counts.get(n, 0) + 1
+            counts[n] = counts.get(n, 0) + 1
         for n in sorted(counts):
             print("%5d  %s" % (counts[n], n))
     finally:

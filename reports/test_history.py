@@ -203,6 +203,19 @@ class HistoryTest(unittest.TestCase):
         p = subprocess.run([PY, os.path.join(HERE, "history_of_repo.py"), "--bogus"], capture_output=True, text=True)
         self.assertEqual((p.returncode, len(p.stderr.strip().splitlines())), (2, 1), p.stderr)
 
+    def test_a_series_glob_that_matches_nothing_exits_2(self):
+        # A typo in --series checked nothing and passed the gate (exit 0), as export printed a header alone.
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        self.assertEqual(run("ingest", "--db", self.db, ok)[0], 0)
+        for cmd in (("check", "changes") if _has_ruptures() else ()) + ("export", "series"):
+            code, out, err = run(cmd, "--db", self.db, "--series", "*|ci-cpuu|*")
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("--series '*|ci-cpuu|*' matches none of the 1 series of %s" % self.db, err)
+            code, out, err = run(cmd, "--db", self.db, "--series", "m|d|*")
+            self.assertEqual(code, 0, out + err)
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")
