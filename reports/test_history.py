@@ -216,6 +216,17 @@ class HistoryTest(unittest.TestCase):
             code, out, err = run(cmd, "--db", self.db, "--series", "m|d|*")
             self.assertEqual(code, 0, out + err)
 
+    def test_a_db_that_would_vanish_is_refused(self):
+        # '' and ':memory:' are SQLite's databases that vanish at close: ingest said "1 row(s) added", exit 0.
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        for db in ("", ":memory:"):
+            for args in (["ingest", "--db", db, ok], ["export", "--db", db]):
+                code, out, err = run(*args)
+                self.assertEqual((code, out), (2, ""), err)
+                self.assertEqual(len(err.strip().splitlines()), 1, err)
+                self.assertIn("--db %r: SQLite's name for a database that vanishes" % db, err)
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")

@@ -100,6 +100,9 @@ class _Sqlite(object):
 
     def __init__(self, path, create):
         self.where = path
+        if path in ("", ":memory:"):  # sqlite3 would hold it in memory or a temporary file, gone at close
+            raise HistoryError("--db %r: SQLite's name for a database that vanishes when the command ends; give a "
+                               "file path or a postgresql:// URL" % path)
         exists = os.path.exists(path)
         if exists and os.path.isdir(path):
             raise HistoryError("%s: is a folder, not a history database" % path)
