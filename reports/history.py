@@ -29,6 +29,7 @@ import datetime
 import fnmatch
 import math
 import os
+import signal
 import subprocess
 import sys
 
@@ -320,4 +321,7 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # A reader that stops early (`export | head`) ends the command quietly, as it ends the C++ yoco (exit 141 in a
+    # shell), not with a BrokenPipeError traceback; ingest's transactions keep the store whole either way.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     sys.exit(main())

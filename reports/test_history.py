@@ -227,6 +227,20 @@ class HistoryTest(unittest.TestCase):
                 self.assertEqual(len(err.strip().splitlines()), 1, err)
                 self.assertIn("--db %r: SQLite's name for a database that vanishes" % db, err)
 
+    def test_a_reader_that_stops_early_gets_no_traceback(self):
+        # `yoco history export --db h.db | head -1` ended in a BrokenPipeError traceback on stderr.
+        big = os.path.join(self.dir, "big.csv")
+        write_csv(big, [row(seq_len=n) for n in range(1, 3001)])  # ~400 kB of export: past any pipe's buffer
+        self.assertEqual(run("ingest", "--db", self.db, big)[0], 0)
+        for cmd in ("export", "series"):
+            p = subprocess.Popen([PY, HISTORY, cmd, "--db", self.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            p.stdout.readline()
+            p.stdout.close()
+            err = p.stderr.read().decode()
+            p.stderr.close()
+            self.assertEqual(p.wait(), -signal.SIGPIPE, err)
+            self.assertEqual(err, "")
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")
