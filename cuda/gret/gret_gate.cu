@@ -214,8 +214,8 @@ unsigned norm_gate_d128_grid_cap() {
   constexpr int kDevices = 64;
   constexpr unsigned kFallback = 132u * 8u;
   static std::array<std::atomic<unsigned>, kDevices> cached{};  // 0: not yet queried
-  // A failed query's error is left for the launch's cudaGetLastError to report (it may be an earlier
-  // launch's asynchronous error, which clearing here would hide from the caller).
+  // A failed query's error is left standing: the launch's cudaGetLastError then reports it (a query
+  // fails only where the launch would too), rather than a cleared state that says nothing.
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return kFallback;
   const bool cacheable = dev >= 0 && dev < kDevices;
@@ -260,8 +260,9 @@ cudaError_t launch_gret_norm_gate(const __nv_bfloat16* o, const __nv_bfloat16* g
       (kernel == NormGateKernel::automatic && kNormGateHalfWarpByDefault && half_warp_ok)) {
     const int64_t pairs = (rows * heads + 1) / 2;
     const int64_t wanted = (pairs + kWarpsPerBlock * kPairsInFlight - 1) / (kWarpsPerBlock * kPairsInFlight);
-    // As few iterations a warp as the cap allows, then as few blocks as those need: every warp
-    // runs `iters` iterations (fewer than `iters` blocks one fewer): no last sweep with most warps idle.
+    // As few iterations a warp as the cap allows, then as few blocks as those need: every warp runs
+    // `iters` or `iters` - 1 iterations (the latter in at most `iters` blocks' worth of warps), so
+    // there is no last sweep with most warps idle.
     const int64_t cap = norm_gate_d128_grid_cap();
     const int64_t iters = (wanted + cap - 1) / cap;
     const auto blocks = static_cast<unsigned>((wanted + iters - 1) / iters);  // ≤ cap
