@@ -195,7 +195,12 @@ class HistoryTest(unittest.TestCase):
     def test_bad_options_are_one_line_exit_2(self):
         for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),
                                (["check"], "required: --db"), (["export", "--db"], "--db: expected one argument"),
-                               (["check", "--db", self.db, "--far", "x"], "argument --far")):
+                               (["check", "--db", self.db, "--far", "x"], "argument --far"),
+                               # The second value was taken silently: into which database did this ingest go?
+                               (["ingest", "--db", self.db, "--db", self.db + "2", "x.csv"],
+                                "argument --db: given more than once"),
+                               (["check", "--db", self.db, "--floor", "5%", "--floor", "10%"],
+                                "argument --floor: given more than once")):
             code, out, err = run(*args)
             self.assertEqual((code, out), (2, ""), err)
             self.assertEqual(len(err.strip().splitlines()), 1, err)

@@ -1,11 +1,36 @@
 """The command lines' parser (plot.py, report.py, history.py, history_of_repo.py): argparse, but a bad option is
-one line on stderr, `PROG: error: MESSAGE (PROG --help lists the options)`, exit 2, without the usage block."""
+one line on stderr, `PROG: error: MESSAGE (PROG --help lists the options)`, exit 2, without the usage block; an
+option that takes a value is refused when given twice (argparse kept the last silently), as the C++ yoco refuses."""
 import argparse
+
+_GIVEN = "_yoco_options_given"
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's store, refusing the second value of one option (`--db a --db b`: which did the user mean?)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string is not None:
+            given = namespace.__dict__.setdefault(_GIVEN, set())
+            if self.dest in given:
+                raise argparse.ArgumentError(self, "given more than once")
+            given.add(self.dest)
+        setattr(namespace, self.dest, values)
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse.ArgumentParser whose errors (an unknown option, a missing value, a bad choice) are one line; its
-    subcommands' parsers are of this class too."""
+    """argparse.ArgumentParser whose errors (an unknown option, a missing value, a bad choice, an option given
+    twice) are one line; its subcommands' parsers are of this class too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, rest = super().parse_known_args(args, namespace)
+        namespace.__dict__.pop(_GIVEN, None)
+        return namespace, rest
 
     def error(self, message):
         self.exit(2, "%s: error: %s (%s --help lists the options)\n" % (self.prog, message, self.prog))
