@@ -10,7 +10,7 @@ across commits.
 
 DB is a file path (SQLite, created on first ingest) or a postgresql://user@host:port/database URL (the same
 schema; the password from PGPASSWORD or a pgpass file, never in the URL). A folder given to ingest is searched for *.csv
-(recursively). Ingest is idempotent (a file whose content is already in adds nothing) and atomic per file.
+(recursively; one with none is bad input). Ingest is idempotent (a file whose content is already in adds nothing) and atomic per file.
 --git DIR orders commits by that repository's history (else rows follow their timestamps). --commit/--date
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
 gen_tokens|phase|metric; GLOB matches it (fnmatch), e.g. 'yoco-3b|*|prefill|prefill_latency_s'.
@@ -46,8 +46,11 @@ def csv_files(specs):
     out = []
     for s in specs:
         if os.path.isdir(s):
-            for root, _dirs, files in sorted(os.walk(s)):
-                out += [os.path.join(root, f) for f in sorted(files) if f.endswith(".csv")]
+            found = [os.path.join(root, f) for root, _dirs, files in sorted(os.walk(s))
+                     for f in sorted(files) if f.endswith(".csv")]
+            if not found:  # a run that wrote nothing: not an ingest that succeeds with nothing in
+                raise HistoryError("%s: a folder with no *.csv in it (nor in its subfolders)" % s)
+            out += found
         elif os.path.isfile(s):
             out.append(s)
         else:
@@ -87,9 +90,9 @@ def git_order(repo, shas, log=None):
 
 def cmd_ingest(a):
     log = git_log(a.git) if a.git else None  # a bad --git is refused before anything is ingested
+    files = csv_files(a.files)  # so is a missing file or an empty folder: no database made for them
     store = Store(a.db, create=True)
     try:
-        files = csv_files(a.files)
         added = skipped = 0
         bad = []
         for f in files:

@@ -246,6 +246,20 @@ class HistoryTest(unittest.TestCase):
             self.assertEqual(p.wait(), -signal.SIGPIPE, err)
             self.assertEqual(err, "")
 
+    def test_a_folder_with_no_csv_is_bad_input(self):
+        # A run that wrote nothing (an empty gpu-out/) was "ingested 0 file(s)", exit 0, and made the database.
+        empty = os.path.join(self.dir, "gpu-out")
+        os.makedirs(os.path.join(empty, "logs"))
+        with open(os.path.join(empty, "logs", "run.log"), "w") as f:
+            f.write("no results\n")
+        for args in ([empty], [os.path.join(self.dir, "missing.csv")]):
+            code, out, err = run("ingest", "--db", self.db, *args)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(args[0] + ": ", err)
+            self.assertFalse(os.path.exists(self.db))
+        self.assertIn("gpu-out: a folder with no *.csv in it", run("ingest", "--db", self.db, empty)[2])
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")
