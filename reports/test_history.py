@@ -260,6 +260,16 @@ class HistoryTest(unittest.TestCase):
             self.assertFalse(os.path.exists(self.db))
         self.assertIn("gpu-out: a folder with no *.csv in it", run("ingest", "--db", self.db, empty)[2])
 
+    def test_a_db_in_a_missing_folder_names_the_folder(self):
+        # Was "not a usable SQLite database (unable to open database file); left as it is" for a file never there.
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        db = os.path.join(self.dir, "no", "such", "h.db")
+        code, out, err = run("ingest", "--db", db, ok)
+        self.assertEqual((code, out), (2, ""), err)
+        self.assertEqual(err.strip(), "yoco history: %s: cannot create the history: no folder %s"
+                         % (db, os.path.dirname(db)))
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")

@@ -108,6 +108,9 @@ class _Sqlite(object):
             raise HistoryError("%s: is a folder, not a history database" % path)
         if not exists and not create:
             raise HistoryError("%s: no such history database (yoco history ingest creates it)" % path)
+        folder = os.path.dirname(path) or "."
+        if not exists and not os.path.isdir(folder):  # sqlite3 said only "unable to open database file"
+            raise HistoryError("%s: cannot create the history: no folder %s" % (path, folder))
         if exists and not create and os.path.getsize(path) == 0:  # SQLite would take it for a new database
             raise HistoryError("%s: empty file, not a history database (yoco history ingest creates one); left as it is"
                                % path)
