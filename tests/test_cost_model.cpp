@@ -320,7 +320,8 @@ TEST_F(ModelCli, HugeLengthsAndGenAreBounded) {
                               "--peak-gbs 1 --memory-gb 1000 --format csv");
   EXPECT_EQ(most.status, 0) << most.err;
   yoco_test::expect_input_error(yoco("model --lengths 8M --gen 4194305"), {"--gen", "4194304"}, "gen past its cap");
-  EXPECT_NE(yoco("model --help").out.find("at most 4M = 2^22"), std::string::npos);
+  // Written as the option takes it: --gen reads a plain integer (no K/M suffix, unlike --lengths).
+  EXPECT_NE(yoco("model --help").out.find("at most 4194304 = 2^22"), std::string::npos);
 }
 
 // stod reads "inf" and 1e300: such a link made the link times 0 or overflow,

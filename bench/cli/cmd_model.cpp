@@ -37,7 +37,7 @@ CommandSpec model_spec() {
       {"--model", "A,B,...", "presets or config files (default yoco-3b,transformer-3b)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576, at most 2^40 (default 32K,64K,128K,256K,512K,1M)"},
       {"--batch", "N", "sequences for the memory, prefill and decode points (default 1)"},
-      {"--gen", "N", "generated tokens of the throughput protocol (default 1024, at most 4M = 2^22; prompt = "
+      {"--gen", "N", "generated tokens of the throughput protocol (default 1024, at most 4194304 = 2^22; prompt = "
                      "length - gen)"},
       {"--throughput-batch", "auto|N", "throughput batch (default auto: the largest that fits in 95% of the device)"},
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
