@@ -731,6 +731,11 @@ TEST_F(CompareTest, CliRejectsDisjointFilesAndBadArguments) {
   for (auto& r : other) r.prov.device_name = "NVIDIA H100 80GB HBM3";
   const auto base = write_rows("base.csv", base_rows()), head = write_rows("h100.csv", other);
   expect_input_error(compare_files(base, head), {"nothing to compare", "NVIDIA H100 80GB HBM3"});
+  // Two header-only files: two runs that measured nothing, which a CI gate must not pass (nor the noise floor).
+  const std::string text = base_text(), header = text.substr(0, text.find('\n') + 1);
+  const auto empty_a = write_text("empty_a.csv", header), empty_b = write_text("empty_b.csv", header);
+  expect_input_error(compare_files(empty_a, empty_b), {"nothing to compare", "empty_a.csv", "no result rows"});
+  expect_input_error(compare_files(empty_a, empty_b, "--noise-floor"), {"nothing to compare", "no result rows"});
   expect_input_error(compare(shell_quote(base)), {"missing argument"});
   expect_input_error(compare_files(base, base, "--threshold five"), {"--threshold", "five"});
   expect_input_error(compare_files(base, base, "--bogus"), {"--bogus"});

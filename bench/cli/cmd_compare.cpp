@@ -72,8 +72,9 @@ CommandSpec compare_spec() {
       "\n"
       "Exit status: 0 nothing failed; 1 a row failed (WORSE; CHANGED under --exact; missing under --strict);\n"
       "2 bad input: an unreadable or malformed CSV (the message names the file and line), a duplicate key,\n"
-      "a bad option, a --metrics/--phases glob that matches no row of either file, or two files with rows\n"
-      "but no key in common (e.g. runs on different devices: device_name is part of the key).\n"
+      "a bad option, a --metrics/--phases glob that matches no row of either file, two files with rows\n"
+      "but no key in common (e.g. runs on different devices: device_name is part of the key), or two\n"
+      "files with no rows at all (a header only: runs that measured nothing must not pass a gate).\n"
       "\n"
       "--noise-floor (the GPU CI recipe, scripts/gpu-ci-noise.sh): RUN-A and RUN-B are two runs of the same\n"
       "build on the same device. Per phase family (the phase up to its first '.' or ':') and metric, over the\n"
@@ -287,6 +288,10 @@ int cmd_compare(const Args& args) {
   const std::string& head_path = a.positional()[1];
   const std::vector<ResultRow> base = read_results_csv(base_path);
   const std::vector<ResultRow> head = read_results_csv(head_path);
+  // Two header-only files are two runs that measured nothing: as a gate they must not pass.
+  if (base.empty() && head.empty())
+    throw InputError("nothing to compare: " + base_path + " and " + head_path +
+                     " hold no result rows (a header only): did either run measure anything?");
   if (a.has("--noise-floor")) {
     const NoiseFloor nf = noise_floor(base, head, opt);
     if (format == Format::Csv) {
