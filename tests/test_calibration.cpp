@@ -405,6 +405,46 @@ TEST(Calibration, ARowsNotesSayHowItsRunnerWasLaidOut) {
   EXPECT_EQ(cur.ffn_rows, 0);
 }
 
+// The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER) as the model prices it: one activation
+// element a layer fewer through the norms, exactly, for YOCO's prefill steps (its FFN whole and
+// unfused), the Transformer's prefill and decode; nothing where YOCO's runner keeps the old path (FFN
+// row blocks or fused), nor in YOCO's decode step. Read from a row's notes and written back.
+TEST(Calibration, TheResidualStoredOnceALayerIsPricedWhereTheRunnerTakesIt) {
+  const yoco::ModelConfig y = yoco::preset_config("yoco-3b"), t = yoco::preset_config("transformer-3b");
+  RunnerLayout plain = current_runner_layout(), once = plain;
+  EXPECT_FALSE(plain.residual_per_layer);  // off by default until measured
+  once.residual_per_layer = true;
+  const Storage st;
+  const int64_t n = 65536, chunk = 32768;
+  auto norms = [&](const PhaseWork& w) { return w[Part::norms].bytes; };
+  const double y_saved = norms(prefill_work(y, st, 1, n, chunk, runner_kernels(y, plain))) -
+                         norms(prefill_work(y, st, 1, n, chunk, runner_kernels(y, once)));
+  EXPECT_DOUBLE_EQ(y_saved, 2.0 * y.n_self_layers() * n * y.dim);
+  const double t_saved = norms(prefill_work(t, st, 1, n, chunk, runner_kernels(t, plain))) -
+                         norms(prefill_work(t, st, 1, n, chunk, runner_kernels(t, once)));
+  EXPECT_DOUBLE_EQ(t_saved, 2.0 * t.n_layers * n * t.dim);
+  EXPECT_DOUBLE_EQ(norms(decode_work(t, st, 4, n, runner_kernels(t, plain))) -
+                       norms(decode_work(t, st, 4, n, runner_kernels(t, once))),
+                   2.0 * t.n_layers * 4 * t.dim);
+  EXPECT_DOUBLE_EQ(norms(decode_work(y, st, 4, n, runner_kernels(y, once))),
+                   norms(decode_work(y, st, 4, n, runner_kernels(y, plain))));
+  RunnerLayout blocks = once;
+  blocks.ffn_rows = 4096;
+  EXPECT_FALSE(runner_kernels(y, blocks).residual_per_layer);
+  EXPECT_DOUBLE_EQ(norms(prefill_work(y, st, 1, n, chunk, runner_kernels(y, blocks))),
+                   norms(prefill_work(y, st, 1, n, chunk, runner_kernels(y, plain))));
+  RunnerLayout fused = once;
+  fused.ffn_up_fused = true;
+  EXPECT_FALSE(runner_kernels(y, fused).residual_per_layer);
+  EXPECT_TRUE(runner_kernels(t, fused).residual_per_layer);  // the Transformer's W2 output goes elsewhere
+  // Notes: read, and written back as a departure from the default.
+  EXPECT_TRUE(runner_layout_of_notes(std::string("median of 2; ") + yoco::cuda::kResidualPerLayerNote)
+                  .residual_per_layer);
+  EXPECT_FALSE(runner_layout_of_notes("median of 2; prefill chunk 32768").residual_per_layer);
+  EXPECT_TRUE(runner_layout_of_notes(runner_layout_note(once)).residual_per_layer);
+  EXPECT_EQ(runner_layout_note(plain), "");
+}
+
 // Issue 34's trade-off: a row says its prefill chunk and its FFN row block,
 // the words the notes carry round-trip, and the check prices the memory of a
 // row by them (the working set is one step's, the FFN's buffers one block's).

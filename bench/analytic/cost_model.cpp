@@ -196,7 +196,9 @@ PhaseWork prefill_step(const ModelConfig& cfg, const Shape& s, const Bytes& b, c
     // Self-decoder over the chunk; weights read once per chunk step.
     gemm.flops += 2 * m * g.self_gemm;
     gemm.bytes += g.self_gemm * b.w + s.Ls * m * (self_layer_gemm_io(s) - ffn_saved) * b.act;
-    ew.bytes += s.Ls * m * (self_layer_elementwise(s, Phase::prefill) - 3 * ffn_saved) * b.act;
+    // The residual stored once a layer saves an element's write a layer (the runner's rule: KernelView).
+    const double once = kernels.residual_per_layer && ffn_saved == 0 && s.F >= s.d ? s.d : 0;
+    ew.bytes += s.Ls * m * (self_layer_elementwise(s, Phase::prefill) - 3 * ffn_saved - once) * b.act;
     if (s.gret) {
       // The step's gRet chunks: the full ones alike, then the rest. Counted,
       // not looped over: a config may say gret_chunk_size 1, and a loop per
@@ -218,7 +220,8 @@ PhaseWork prefill_step(const ModelConfig& cfg, const Shape& s, const Bytes& b, c
   } else {
     gemm.flops += 2 * m * g.layer_gemm;
     gemm.bytes += g.layer_gemm * b.w + s.L * m * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
-    ew.bytes += s.L * m * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
+    const double once = kernels.residual_per_layer && s.qw >= s.d ? s.d : 0;  // as YOCO's above
+    ew.bytes += s.L * m * ((attn_layer_elementwise(s, false) - 3 * ffn_saved - once) * b.act + 2 * s.kvw * b.kv);
     attn.flops += s.L * 4 * B * s.H * s.Da * (c * start + c * c / 2 + pad.rows * pad.keys_seen(start + c, 0));
     attn.bytes += s.L * (2 * m * s.qw * b.act + B * (start + c) * 2 * s.kvw * b.kv);
   }
@@ -330,7 +333,9 @@ PhaseWork decode_work(const ModelConfig& cfg, const Storage& st, int64_t batch, 
     attn.bytes += s.Lc * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
   } else {
     gemm.bytes += B * s.L * ((attn_layer_gemm_io(s) - ffn_saved) * b.act + 2 * s.kvw * b.kv);
-    ew.bytes += B * s.L * ((attn_layer_elementwise(s, false) - 3 * ffn_saved) * b.act + 2 * s.kvw * b.kv);
+    // The Transformer's decode step runs the same layers as its prefill (YOCO's keeps the old path).
+    const double once = kernels.residual_per_layer && s.qw >= s.d ? s.d : 0;
+    ew.bytes += B * s.L * ((attn_layer_elementwise(s, false) - 3 * ffn_saved - once) * b.act + 2 * s.kvw * b.kv);
     attn.flops += s.L * 4 * B * s.H * s.Da * keys;
     attn.bytes += s.L * B * (2 * s.qw * b.act + keys * 2 * s.kvw * b.kv);
   }

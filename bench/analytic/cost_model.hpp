@@ -80,6 +80,12 @@ struct KernelView {
   // GEMM with SwiGLU in its epilogue: the GEMM writes F, not 2F, and the
   // SwiGLU pass is gone); 0: never.
   int64_t ffn_up_fused_from_rows = 0;
+  // The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER, cuda/runner/launch_count.hpp): the norm
+  // between a layer's sublayers stores no residual, the layer's last norm adds both outputs, 2 bytes
+  // an element a layer fewer (one activation element, the model's unit). YOCO's prefill where its FFN
+  // runs whole and unfused (runner_kernels leaves it off with FFN row blocks or the FFN fused) and
+  // F >= d; every Transformer layer where q's width is >= d, its decode steps too.
+  bool residual_per_layer = false;
 };
 
 // Prefill of `batch` prompts of `prompt` tokens, `prefill_chunk` tokens per

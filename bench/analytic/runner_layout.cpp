@@ -13,6 +13,7 @@ namespace yoco::cost {
 RunnerLayout current_runner_layout() {
   RunnerLayout l{cuda::kBatchedGlobalKvByDefault, cuda::kDeltaInNormedRows, cuda::kFfnUpFusedByDefault};
   l.shared_sublayers = cuda::kSharedSublayerBuffers;
+  l.residual_per_layer = cuda::kResidualPerLayerByDefault;
   return l;
 }
 
@@ -38,6 +39,8 @@ RunnerLayout runner_layout_of_notes(const std::string& notes) {
                  notes.find(cuda::kFfnUpFusedNote) != std::string::npos,
                  number_after(notes, cuda::kFfnRowBlocksNote, 0)};
   l.shared_sublayers = notes.find(cuda::kSharedSublayerNote) != std::string::npos;
+  // The runners write it only where they take it (bench/harness/cuda_backend.cpp, residual_note).
+  l.residual_per_layer = notes.find(cuda::kResidualPerLayerNote) != std::string::npos;
   return l;
 }
 
@@ -46,6 +49,8 @@ std::string runner_layout_note(const RunnerLayout& layout) {
   if (layout.ffn_up_fused) note += std::string("; ") + cuda::kFfnUpFusedNote;
   if (layout.ffn_rows > 0) note += "; " + std::string(cuda::kFfnRowBlocksNote) + std::to_string(layout.ffn_rows);
   if (!layout.shared_sublayers && cuda::kSharedSublayerBuffers) note += std::string("; ") + cuda::kApartSublayerNote;
+  if (layout.residual_per_layer != cuda::kResidualPerLayerByDefault && layout.residual_per_layer)
+    note += std::string("; ") + cuda::kResidualPerLayerNote;
   return note;
 }
 
@@ -63,6 +68,10 @@ KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout) {
   const cuda::gemm_swiglu::Shape s{cuda::gemm_swiglu::kMinRowsToFuse, cfg.dim, cfg.hidden_dim, cfg.dim, cfg.hidden_dim};
   if (layout.ffn_up_fused && cuda::gemm_swiglu::unsupported(s) == nullptr)
     k.ffn_up_fused_from_rows = cuda::gemm_swiglu::kMinRowsToFuse;
+  // YOCO's runner keeps a store each sublayer where its FFN runs in row blocks or fused (its input would
+  // not fit the hidden rows' buffer, or would be read from the buffer it writes: yoco_self_decoder.cpp).
+  k.residual_per_layer =
+      layout.residual_per_layer && !(cfg.is_yoco() && (layout.ffn_rows > 0 || layout.ffn_up_fused));
   return k;
 }
 

@@ -16,6 +16,7 @@ struct RunnerLayout {
   bool ffn_up_fused = false;      // the FFN's up half as one kernel (YOCO_FFN_FUSED=1), where it serves
   int64_t ffn_rows = 0;           // YOCO's prefill FFN in row blocks of this many (YOCO_FFN_ROWS); 0: whole steps
   bool shared_sublayers = true;   // YOCO's prefill sublayers in one buffer (kSharedSublayerBuffers)
+  bool residual_per_layer = false;  // a layer's residual stored once (YOCO_RESIDUAL_PER_LAYER)
 };
 // The words a row's notes carry when its runner fused the FFN's up half.
 const char* ffn_up_fused_note();
@@ -27,11 +28,12 @@ KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout);
 RunnerLayout current_runner_layout();
 // The layout a measured row was made with, from its notes ("global K/V
 // batched"; "delta in the normed rows"; "FFN up half fused"; "one buffer for
-// the prefill's sublayers"); rows from before a choice lack its words.
+// the prefill's sublayers"; "residual stored once a layer"); rows from before a
+// choice lack its words.
 RunnerLayout runner_layout_of_notes(const std::string& notes);
 // The words a row's notes carry for `layout`'s departures from the runners'
-// defaults that a prediction must follow (the FFN fused, its row blocks), each
-// after "; "; "" when there are none.
+// defaults that a prediction must follow (the FFN fused, its row blocks, the
+// residual stored once a layer), each after "; "; "" when there are none.
 std::string runner_layout_note(const RunnerLayout& layout);
 // The prefill chunk a row's notes name ("prefill chunk N"); rows that name
 // none ran the runners' default, 32,768 tokens.
