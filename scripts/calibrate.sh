@@ -79,13 +79,13 @@ for w in $WHATIFS; do
   first=""
 done
 # Issue 34's trade-off, projected: yoco-3b's memory and prefill by prefill chunk,
-# and the configurations the GPU suite's step `chunks` measures (the FFN in row
-# blocks, the FFN's up half fused). Memory is the runners' formula; the prefill
+# and the configurations the GPU suite's steps `chunks` and `models-3b` measure
+# (the FFN in row blocks, the FFN's up half fused, the residual stored once a layer). Memory is the runners' formula; the prefill
 # carries the 32K chunk's efficiencies, so only step `chunks` can say what a
 # smaller chunk or a row block costs.
 first=--header
 for c in "4096" "8192" "16384" "32768" "32768 --ffn-rows 8192" "16384 --ffn-rows 4096" \
-         "32768 --ffn-fused" "16384 --ffn-fused" "32768 --sublayer-buffers apart"; do
+         "32768 --ffn-fused" "16384 --ffn-fused" "32768 --sublayer-buffers apart" "32768 --residual-per-layer"; do
   # shellcheck disable=SC2086  # the configuration is words on purpose
   "$YOCO" model --calibration "$tmp/cal.csv" --device-spec h100 --model yoco-3b --lengths 512K,1M \
     --prefill-chunk $c --format csv | only_calibrated $first >>"$tmp/chunks.csv"

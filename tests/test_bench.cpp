@@ -327,6 +327,8 @@ TEST_F(Bench, CalibratedModelRowsNameTheirLayout) {
   using yoco_test::expect_input_error;
   expect_input_error(yoco("model --model yoco-3b --ffn-rows 4096"), {"--ffn-rows", "--calibration"}, "rows alone");
   expect_input_error(yoco("model --model yoco-3b --ffn-fused"), {"--ffn-fused", "--calibration"}, "fused alone");
+  expect_input_error(yoco("model --model yoco-3b --residual-per-layer"), {"--residual-per-layer", "--calibration"},
+                     "residual once a layer alone");
   expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --ffn-rows 0"), {"--ffn-rows"},
                      "rows 0");
   expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --ffn-rows many"), {"--ffn-rows"},
@@ -344,6 +346,11 @@ TEST_F(Bench, CalibratedModelRowsNameTheirLayout) {
                      "sublayers alone");
   expect_input_error(yoco("model --model yoco-3b --calibration " + cal + " --sublayer-buffers pooled"),
                      {"--sublayer-buffers", "pooled"}, "an unknown layout");
+  // The residual stored once a layer: no memory of its own, said in the notes.
+  const auto once = memory_1m("yoco-3b", "--prefill-chunk 16384 --residual-per-layer");
+  ASSERT_TRUE(once && once->value);
+  EXPECT_EQ(*once->value, *whole->value);
+  EXPECT_NE(once->notes.find("residual stored once a layer"), std::string::npos) << once->notes;
 }
 
 // `yoco calibrate --calibration FILE --ceilings MODE`: the check says which

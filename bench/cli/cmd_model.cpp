@@ -57,6 +57,9 @@ CommandSpec model_spec() {
                           "GEMM efficiency)"},
       {"--sublayer-buffers", "shared|apart", "with --calibration: YOCO's prefill sublayers in one buffer (the "
                                              "runners' default) or a buffer each (YOCO_SUBLAYER_BUFFERS=apart)"},
+      {"--residual-per-layer", "", "with --calibration: a layer's residual stored once (YOCO_RESIDUAL_PER_LAYER=1: "
+                                   "one activation element a layer fewer through the norms, where the runners "
+                                   "take it)"},
       {"--devices", "R,...", "also the prefill on R devices holding the sequence sharded (YOCO chunk-parallel, the "
                              "Transformer context-parallel; dist/): latency, bytes received and memory per device"},
       {"--link", "nvlink|pcie|GBS", "with --devices: the link between devices (default nvlink: 450 GB/s a direction; "
@@ -333,12 +336,15 @@ int cmd_model(const Args& args) {
   if (a.has("--ffn-rows") && !a.has("--calibration")) throw InputError("--ffn-rows needs --calibration");
   if (a.has("--sublayer-buffers") && !a.has("--calibration"))
     throw InputError("--sublayer-buffers needs --calibration");
+  if (a.has("--residual-per-layer") && !a.has("--calibration"))
+    throw InputError("--residual-per-layer needs --calibration");
   if (const auto file = a.get("--calibration")) {
     cost::Calibration cal = cost::read_calibration(*file);
     std::string what_if;
     if (const auto w = a.get("--what-if")) what_if = cost::apply_what_if(cal, *w);
     cost::RunnerLayout layout = cost::current_runner_layout();
     if (a.has("--ffn-fused")) layout.ffn_up_fused = true;
+    if (a.has("--residual-per-layer")) layout.residual_per_layer = true;
     layout.ffn_rows = a.get_int("--ffn-rows", 0, 1, int64_t{1} << 40);
     if (const auto sb = a.get("--sublayer-buffers")) {
       if (*sb != "shared" && *sb != "apart")
