@@ -644,9 +644,10 @@ if has_step models-3b-short && [ -x "$BIN/yoco" ]; then
   run_step models.3b 420 "$BIN/yoco" bench --device cuda --model yoco-3b,transformer-3b --lengths 32K,128K \
     --repeats 3 --budget-s 150 --out "$LOGS/models_3b.csv"
 fi
-if has_step chunks; then
+if has_step chunks || has_step models-3b; then
   # The trade-off's rows alone (the report pairs them with the calibrated
-  # configurations by their notes; RUNS.md: into logs/chunks.csv).
+  # configurations by their notes; RUNS.md: into logs/chunks.csv): step models-3b's
+  # candidates (the residual stored once a layer, chunk 16384 tuned) are configurations too.
   awk 'FNR == 1 && NR != 1 { next } { print }' "$LOGS"/models_chunk_*.csv "$LOGS"/models_3b_long*.csv \
     >"$OUTDIR/chunks.csv" 2>/dev/null
 fi
