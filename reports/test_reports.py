@@ -753,22 +753,26 @@ class ReportsTest(unittest.TestCase):
                      row(n, "prefill", "prefill_latency_s", 9.9, "calibrated", "c", model="transformer-3b")]
         write(cal, rows)
         self.assertEqual(chunks.config_of("median of 2; prefill chunk 16384; FFN in row blocks of 4096"),
-                         (16384, 4096, False, False, False, False, False))
-        self.assertEqual(chunks.config_of("x; FFN up half fused"), (32768, 0, True, False, False, False, False))
+                         (16384, 4096, False, False, False, False, False, ""))
+        self.assertEqual(chunks.config_of("x; FFN up half fused"), (32768, 0, True, False, False, False, False, ""))
         self.assertEqual(chunks.config_of("x; a buffer each for the prefill's sublayers"),
-                         (32768, 0, False, True, False, False, False))
+                         (32768, 0, False, True, False, False, False, ""))
         self.assertEqual(chunks.config_of("x; prefill chunk 16384; GEMM algorithms tuned at first use"),
-                         (16384, 0, False, False, True, False, False))
+                         (16384, 0, False, False, True, False, False, ""))
         self.assertEqual(chunks.config_of("x; residual added in the GEMMs' epilogue"),
-                         (32768, 0, False, False, False, True, False))
+                         (32768, 0, False, False, False, True, False, ""))
         self.assertEqual(chunks.config_of("x; residual stored once a layer"),
-                         (32768, 0, False, False, False, False, True))
-        self.assertEqual(chunks.label((32768, 0, False, False, False, False, True)),
+                         (32768, 0, False, False, False, False, True, ""))
+        self.assertEqual(chunks.label((32768, 0, False, False, False, False, True, "")),
                          "chunk 32768, residual stored once a layer")
-        self.assertEqual(chunks.label((16384, 0, True, False, False, False, False)), "chunk 16384, FFN up fused")
-        self.assertEqual(chunks.label((32768, 0, False, True, False, False, False)), "chunk 32768, sublayer buffers apart")
-        self.assertEqual(chunks.label((32768, 0, False, False, True, False, False)), "chunk 32768, GEMMs tuned")
-        self.assertEqual(chunks.label((32768, 0, False, False, True, True, False)),
+        self.assertEqual(chunks.config_of("x; residual stored once a layer; gRet chunk kernel v7 named"),
+                         (32768, 0, False, False, False, False, True, "v7"))
+        self.assertEqual(chunks.label((32768, 0, False, False, False, False, True, "v7")),
+                         "chunk 32768, residual stored once a layer, gRet chunk v7")
+        self.assertEqual(chunks.label((16384, 0, True, False, False, False, False, "")), "chunk 16384, FFN up fused")
+        self.assertEqual(chunks.label((32768, 0, False, True, False, False, False, "")), "chunk 32768, sublayer buffers apart")
+        self.assertEqual(chunks.label((32768, 0, False, False, True, False, False, "")), "chunk 32768, GEMMs tuned")
+        self.assertEqual(chunks.label((32768, 0, False, False, True, True, False, "")),
                          "chunk 32768, GEMMs tuned, residual in the GEMMs")
         table = lambda h, b: "\n".join(" | ".join(r) for r in [h] + b)  # noqa: E731
         rel = lambda p: os.path.basename(p)  # noqa: E731

@@ -248,6 +248,21 @@ static std::string residual_note(const ModelConfig& cfg) {
   return taken ? cuda::kResidualPerLayerNote : "";
 }
 
+// A gRet chunk or decode kernel named by YOCO_GRET_CHUNK / YOCO_GRET_DECODE rather than the selectors'
+// choice: on every row of a gRet model, so that reports/yocoreport/chunks.py and the calibrated check
+// never read a named kernel's row as the default's.
+static std::string gret_kernel_note(const ModelConfig& cfg) {
+  if (!cfg.is_yoco() || cfg.self_decoder() != SelfDecoderKind::gret) return "";
+  const cuda::GretChunkVariant chunk = cuda::gret_chunk_variant_from_env();
+  const cuda::GretDecodeVariant decode = cuda::gret_decode_variant_from_env();
+  return joined(chunk == cuda::GretChunkVariant::automatic
+                    ? ""
+                    : std::string("gRet chunk kernel ") + cuda::gret_chunk_variant_name(chunk) + " named",
+                decode == cuda::GretDecodeVariant::automatic
+                    ? ""
+                    : std::string("gRet decode step ") + cuda::gret_decode_variant_name(decode) + " named");
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
@@ -255,7 +270,7 @@ static std::string layout_note(const ModelRunner& runner) {
   note = joined(joined(joined(note, global_kv_note(runner.config(), cuda_runner_of(runner).model().batch())),
                       ffn_note()),
                 ffn_rows_note(runner.config()));
-  note = joined(joined(note, gemm_note()), residual_note(runner.config()));
+  note = joined(joined(joined(note, gemm_note()), residual_note(runner.config())), gret_kernel_note(runner.config()));
   return note.empty() ? note : "; " + note;
 }
 
@@ -266,7 +281,7 @@ std::vector<std::string> CudaBackend::runner_log(const ModelRunner& runner) cons
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
-                joined(gemm_note(), residual_note(cfg)));
+                joined(joined(gemm_note(), residual_note(cfg)), gret_kernel_note(cfg)));
 }
 
 void CudaBackend::reset_peak_memory() {

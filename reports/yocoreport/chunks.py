@@ -22,21 +22,24 @@ APART = "a buffer each for the prefill's sublayers"  # cuda/runner/launch_count.
 TUNED = "GEMM algorithms tuned at first use"        # cuda/runner/launch_count.hpp, kGemmTunedNote
 RESIDUAL = "residual added in the GEMMs' epilogue"   # cuda/runner/launch_count.hpp, kResidualInGemmNote
 PER_LAYER = "residual stored once a layer"          # cuda/runner/launch_count.hpp, kResidualPerLayerNote
+NAMED_CHUNK = re.compile(r"gRet chunk kernel (\w+) named")  # bench/harness/cuda_backend.cpp, gret_kernel_note
 
 
 def config_of(notes):
     """(prefill chunk, FFN row block or 0, FFN up half fused, sublayers in a buffer each, GEMMs tuned, residual added
-    by the GEMMs, residual stored once a layer) as a row's
+    by the GEMMs, residual stored once a layer, the gRet chunk kernel named instead of the planner's or "") as a row's
     notes say it ran (the calibrated rows price the runners' default: one buffer for the sublayers, cuBLAS's own
     GEMM algorithms)."""
     chunk = re.search(r"prefill chunk (\d+)", notes)
     rows = re.search(r"FFN in row blocks of (\d+)", notes)
+    named = NAMED_CHUNK.search(notes)
     return (int(chunk.group(1)) if chunk else DEFAULT_CHUNK, int(rows.group(1)) if rows else 0,
-            "FFN up half fused" in notes, APART in notes, TUNED in notes, RESIDUAL in notes, PER_LAYER in notes)
+            "FFN up half fused" in notes, APART in notes, TUNED in notes, RESIDUAL in notes, PER_LAYER in notes,
+            named.group(1) if named else "")
 
 
 def label(config):
-    chunk, rows, fused, apart, tuned, residual, per_layer = config
+    chunk, rows, fused, apart, tuned, residual, per_layer, named = config
     parts = ["chunk %d" % chunk]
     if rows:
         parts.append("FFN rows %d" % rows)
@@ -50,10 +53,12 @@ def label(config):
         parts.append("residual in the GEMMs")
     if per_layer:
         parts.append("residual stored once a layer")
+    if named:
+        parts.append("gRet chunk " + named)
     return ", ".join(parts)
 
 
-DEFAULT_CONFIG = (DEFAULT_CHUNK, 0, False, False, False, False, False)  # the runners' defaults, as config_of reads them
+DEFAULT_CONFIG = (DEFAULT_CHUNK, 0, False, False, False, False, False, "")  # the runners' defaults, as config_of reads them
 
 
 def measured_default(path):
