@@ -249,8 +249,9 @@ static std::string residual_note(const ModelConfig& cfg) {
 }
 
 // A gRet chunk or decode kernel named by YOCO_GRET_CHUNK / YOCO_GRET_DECODE rather than the selectors'
-// choice: on every row of a gRet model, so that reports/yocoreport/chunks.py and the calibrated check
-// never read a named kernel's row as the default's.
+// choice: on every row of a gRet model, so that a reader, and reports/yocoreport/chunks.py, never take
+// a named kernel's row for the default's. (The calibrated check prices only the sweep's rows, which
+// name none.)
 static std::string gret_kernel_note(const ModelConfig& cfg) {
   if (!cfg.is_yoco() || cfg.self_decoder() != SelfDecoderKind::gret) return "";
   const cuda::GretChunkVariant chunk = cuda::gret_chunk_variant_from_env();

@@ -183,9 +183,10 @@ void YocoCudaModel::self_decoder_chunk(const int64_t* tokens, int64_t batch, int
   // stays in the normed rows through the FFN, the FFN's input goes into the hidden rows' buffer (the
   // W1|W3 GEMM reads it, then SwiGLU overwrites it) and W2 writes into the W1|W3 output's (dead after
   // SwiGLU). So only where the FFN runs whole, unfused (a fused block would read its input from the
-  // buffer it writes), and the two buffers hold [R, d]: no new memory.
-  const bool per_layer = residual_per_layer_ && !residual_in_gemm_ && !ffn_fused_ && ffn_block(R) == R &&
-                         ffn_w13_rows(R) == R && work.w13 && work.hidden && F_ >= d_;
+  // buffer it writes), and the two buffers hold [R, d]: no new memory. Not with YOCO_FFN_ROWS set at all
+  // (even where a step fits one block), so that the rows' notes and the cost model can say where it ran.
+  const bool per_layer = residual_per_layer_ && !residual_in_gemm_ && !ffn_fused_ && ffn_rows_ == 0 &&
+                         ffn_block(R) == R && ffn_w13_rows(R) == R && work.w13 && work.hidden && F_ >= d_;
   bf16* const ffn_in = per_layer ? work.hidden : h;
   const SublayerOut ffn_out = per_layer ? SublayerOut{work.w13, nullptr} : out;
   check_cuda(launch_embedding(tokens, R, embed_, d_,
