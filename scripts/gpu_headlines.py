@@ -54,6 +54,22 @@ def main(argv):
     return rc
 
 
+def candidate_lines(ours, by_point, fam, suffix, baseline_suffix, head, baseline_name, shown):
+    """A line per row of family `fam` whose variant ends with `suffix` (a candidate), beside the row of the
+    same point whose variant ends with `baseline_suffix` instead: its time and the ratio, the default's
+    decision. `shown(base)` is the words of the point the line names."""
+    for r in ours:
+        f, _, variant = split(r["phase"])
+        if f != fam or not variant.endswith(suffix):
+            continue
+        base = variant[:-len(suffix)]
+        other = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + base + baseline_suffix))
+        print("%-28s %s: %.3f ms%s" % (
+            head, shown(base), 1e3 * float(r["value"]),
+            " vs %s %.3f ms (%.3fx its time)" % (baseline_name, 1e3 * other, float(r["value"]) / other)
+            if other else " (no %s row)" % ("pair" if baseline_suffix else baseline_name)))
+
+
 def report(rows):
     val = {}
     for r in rows:
@@ -118,28 +134,12 @@ def report(rows):
             " vs v6 %.3f ms (%.3fx its time)" % (1e3 * v6, float(r["value"]) / v6) if v6 else " (no v6 row)"))
     # A layer's two norms with the residual stored once against an add + RMSNorm each (bench elementwise):
     # the runners' YOCO_RESIDUAL_PER_LAYER decision, with models.3b_long_per_layer's prefill.
-    for r in ours:
-        fam, _, variant = split(r["phase"])
-        if fam != "add_rms_norm" or not variant.endswith(", the residual stored once"):
-            continue
-        pair_variant = variant[:-len("the residual stored once")] + "an add + RMSNorm each"
-        pair = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + pair_variant))
-        print("%-28s %s: %.3f ms%s" % (
-            "residual stored once a layer", variant.split(", a layer's", 1)[0], 1e3 * float(r["value"]),
-            " vs an add + RMSNorm each %.3f ms (%.3fx its time)" % (1e3 * pair, float(r["value"]) / pair)
-            if pair else " (no pair row)"))
+    candidate_lines(ours, by_point, "add_rms_norm", ", the residual stored once", ", an add + RMSNorm each",
+                    "residual stored once a layer", "an add + RMSNorm each", lambda v: v.split(", a layer's", 1)[0])
     # The norm + gate's half-warp kernel against the per-warp one on the same layout (bench gret_decode: the
     # two rows differ by ", half-warp kernel"): kNormGateHalfWarpByDefault's decision (the q|k|v|g rows).
-    for r in ours:
-        fam, _, variant = split(r["phase"])
-        if fam != "gret_norm_gate" or not variant.endswith(", half-warp kernel"):
-            continue
-        base = variant[:-len(", half-warp kernel")]
-        per_warp = by_point.get((r["model"], r["seq_len"], r["batch"], fam + ":" + base))
-        print("%-28s %s: %.3f ms%s" % (
-            "norm_gate half-warp", base, 1e3 * float(r["value"]),
-            " vs per-warp %.3f ms (%.3fx its time)" % (1e3 * per_warp, float(r["value"]) / per_warp)
-            if per_warp else " (no per-warp row)"))
+    candidate_lines(ours, by_point, "gret_norm_gate", ", half-warp kernel", "", "norm_gate half-warp", "per-warp",
+                    lambda v: v)
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])
