@@ -97,10 +97,11 @@ def report(rows):
         if cands:
             best = min(float(r["value"]) for r in cands)
             vs[fam][who].append(float(p["value"]) / best)
-    if not fams:
+    if not ours:
         print("no kernel rows")
         return 0
-    print("%-28s %5s  %-22s  %s" % ("kernel", "rows", "% of ceiling (min-max)", "ours / peer (peer time / ours)"))
+    if fams:  # rows against a ceiling (launch_floor's and beside_gemm's have none: their lines follow)
+        print("%-28s %5s  %-22s  %s" % ("kernel", "rows", "% of ceiling (min-max)", "ours / peer (peer time / ours)"))
     for fam in sorted(fams):
         f = fams[fam]
         unit = "GEMM" if RATE.get(fam) else "copy"
@@ -140,6 +141,11 @@ def report(rows):
     # two rows differ by ", half-warp kernel"): kNormGateHalfWarpByDefault's decision (the q|k|v|g rows).
     candidate_lines(ours, by_point, "gret_norm_gate", ", half-warp kernel", "", "norm_gate half-warp", "per-warp",
                     lambda v: v)
+    # A prefill GEMM beside another step's pass on two streams against the two on one (bench
+    # elementwise_beside_gemm): whether a two-step prefill could hide the passes (RUNS.md's rule).
+    for suffix in (", two streams", ", two streams, the pass at the greatest priority"):
+        candidate_lines(ours, by_point, "beside_gemm", suffix, ", one stream", "beside a GEMM" + suffix[len(", two streams"):],
+                        "one stream", lambda v: v)
     # Rows against no ceiling (launch_floor: a launch's cost, per launch): their times, one line each.
     for r in ours:
         fam, _, variant = split(r["phase"])

@@ -245,6 +245,18 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertIn("rows 32768 H24 D128, g in q|k|v|g rows: 0.240 ms vs per-warp 0.300 ms (0.800x its time)",
                       p.stdout)
 
+    def test_gpu_headlines_puts_two_streams_beside_one(self):
+        row = ('abc1234,2026-11-28T00:00:00Z,h,cuda,gpu,,yoco-3b,32768,1,0,"beside_gemm:W1|W3 + SwiGLU, %s",%s,%s,%s,'
+               "measured,20,,,note\n")
+        p = self._gpu_headlines(row, [("one stream", "kernel_time_s", "0.005000", "s"),
+                                      ("two streams", "kernel_time_s", "0.004900", "s"),
+                                      ("two streams, the pass at the greatest priority", "kernel_time_s", "0.004500",
+                                       "s")])
+        self.assertIn("beside a GEMM                W1|W3 + SwiGLU: 4.900 ms vs one stream 5.000 ms (0.980x its time)",
+                      p.stdout)
+        self.assertIn("the pass at the greatest priority W1|W3 + SwiGLU: 4.500 ms vs one stream 5.000 ms (0.900x",
+                      p.stdout)
+
     def test_bad_options_exit_2_with_one_line(self):
         good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
         for script, args, fragment in (
