@@ -94,7 +94,7 @@
 # Caller's switches: YOCO_FFN_FUSED_VERIFIED=1 / YOCO_GRET_V7_VERIFIED=1 (an
 # earlier call's smoke and tests of the fused FFN / gRet chunk v7 passed: their
 # model runs may go ahead where this call runs no test of them);
-# YOCO_FFN_SKIP_FUSED=1 / YOCO_GRET_SKIP_V7=1 (leave them out).
+# YOCO_FFN_SKIP_FUSED=1 / YOCO_FFN_SKIP_PAIRS=1 / YOCO_GRET_SKIP_V7=1 (leave them out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -415,6 +415,15 @@ elif [ -x "$BIN/test_gemm_swiglu" ]; then
       fused_ffn_off "its smoke test failed"
     fi
   fi
+  # Its CTA pairs (clusters of two, the weight tile multicast; written without a GPU): a smoke
+  # test of their own after the one-CTA kernel's; on failure YOCO_FFN_SKIP_PAIRS=1 leaves them out of
+  # the tests, the sanitizers and the bench's pair rows (the runners do not take them yet).
+  if [ "$FUSED_FFN_OK" = 1 ] && [ "${YOCO_FFN_SKIP_PAIRS:-0}" != 1 ] && { has_step tests || has_step sanitize || has_step bench; }; then
+    if ! run_step smoke.gemm_swiglu_pairs 60 "$BIN/test_gemm_swiglu" --gtest_color=no --gtest_filter='GemmSwigluCtaPairs.Smoke'; then
+      export YOCO_FFN_SKIP_PAIRS=1
+      note "the fused kernel's CTA pairs failed their smoke test: YOCO_FFN_SKIP_PAIRS=1 leaves them out of the rest"
+    fi
+  fi
 elif [ "${YOCO_FFN_FUSED_VERIFIED:-0}" = 1 ]; then
   FUSED_FFN_OK=1
 elif has_step bench || has_step models-3b || has_step chunks; then
@@ -448,8 +457,9 @@ sanitize_filter() {
     test_flash_decode) echo '*AnySplit*:*Strided*:*RingMode*' ;;
     test_gret_decode) echo '*StepMatches*:*NormGate*:*LogDecay*:*Overlapped*:*Reject*:*Split*' ;;
     test_flash_prefill) echo '*HeadDims*:*ChunkOffsets*:*SlidingWindows*:*Unwritten*' ;;
-    # The fused FFN kernel at 1,024 rows (and its refusals); the yoco-3b shape is too slow here.
-    test_gemm_swiglu) echo '*Selector*:*Refuses*' ;;
+    # The fused FFN kernel at 1,024 rows (and its refusals), its CTA pairs' small cases (the cluster's
+    # barriers and multicast); the yoco-3b shape is too slow here.
+    test_gemm_swiglu) echo '*Selector*:*Refuses*:GemmSwigluCtaPairs.Smoke' ;;
     # Whole models: one prefill + graph and eager decode per small architecture.
     # And the sublayers' one buffer against a buffer each: memcheck sees a piece overrun only apart
     # (so too for the residual stored once a layer, whose FFN input and W2 output borrow the FFN's pieces).

@@ -141,6 +141,20 @@ def report(rows):
     # two rows differ by ", half-warp kernel"): kNormGateHalfWarpByDefault's decision (the q|k|v|g rows).
     candidate_lines(ours, by_point, "gret_norm_gate", ", half-warp kernel", "", "norm_gate half-warp", "per-warp",
                     lambda v: v)
+    # The fused FFN up kernel in CTA pairs against the pair it would replace and the one-CTA kernel (bench
+    # ffn_up): whether the runners take it (cuda/ops/gemm_swiglu.hpp; RUNS.md's rule).
+    pairs = "fused gemm_swiglu, CTA pairs, "
+    for r in ours:
+        fam, _, variant = split(r["phase"])
+        if fam != "ffn_up" or not variant.startswith(pairs):
+            continue
+        shape = variant[len(pairs):]
+        key = lambda v: (r["model"], r["seq_len"], r["batch"], fam + ":" + v + shape)
+        unfused, one = by_point.get(key("cublas W1|W3 + swiglu, ")), by_point.get(key("fused gemm_swiglu, "))
+        print("%-28s %s: %.3f ms%s%s" % (
+            "ffn_up CTA pairs", shape, 1e3 * float(r["value"]),
+            " vs cuBLAS + SwiGLU %.3f ms (%.3fx)" % (1e3 * unfused, float(r["value"]) / unfused) if unfused else "",
+            ", one-CTA kernel %.3f ms (%.3fx)" % (1e3 * one, float(r["value"]) / one) if one else ""))
     # A prefill GEMM beside another step's pass on two streams against the two on one (bench
     # elementwise_beside_gemm): whether a two-step prefill could hide the passes (RUNS.md's rule).
     for suffix in (", two streams", ", two streams, the pass at the greatest priority"):

@@ -257,6 +257,15 @@ class BadResultFilesTest(unittest.TestCase):
         self.assertIn("the pass at the greatest priority W1|W3 + SwiGLU: 4.500 ms vs one stream 5.000 ms (0.900x",
                       p.stdout)
 
+    def test_gpu_headlines_puts_the_cta_pairs_beside_the_pair_and_the_one_cta_kernel(self):
+        row = ('abc1234,2026-11-28T00:00:00Z,h,cuda,gpu,,yoco-3b,32768,1,0,"ffn_up:%srows 32768 d 3072 F 8192",%s,%s,%s,'
+               "measured,20,,,note\n")
+        p = self._gpu_headlines(row, [("cublas W1|W3 + swiglu, ", "kernel_time_s", "0.004948", "s"),
+                                      ("fused gemm_swiglu, ", "kernel_time_s", "0.005008", "s"),
+                                      ("fused gemm_swiglu, CTA pairs, ", "kernel_time_s", "0.004453", "s")])
+        self.assertIn("rows 32768 d 3072 F 8192: 4.453 ms vs cuBLAS + SwiGLU 4.948 ms (0.900x), one-CTA kernel "
+                      "5.008 ms (0.889x)", p.stdout)
+
     def test_bad_options_exit_2_with_one_line(self):
         good = self._file("good.csv", ",".join(HEADER) + "\n" + GOOD)
         for script, args, fragment in (

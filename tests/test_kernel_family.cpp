@@ -165,7 +165,7 @@ const std::vector<Own>& own_kernels() {
        "llllfPS2_"},
       // gemm_swiglu_sm90.cu
       {"gemm_swiglu_kernel", "gemm",
-       "_ZN4yoco4cuda52_GLOBAL__N__ae933f3d_19_gemm_swiglu_sm90_cu_5c8dd1f318gemm_swiglu_kernelENS1_6ParamsE"},
+       "_ZN4yoco4cuda52_GLOBAL__N__ae933f3d_19_gemm_swiglu_sm90_cu_5c8dd1f318gemm_swiglu_kernelILi2EEEvNS1_6ParamsE"},
       // flash_prefill_v1.cu, flash_prefill_v2.cu, flash_prefill_v3.cu
       {"flash_prefill_v1_kernel", "attention_prefill",
        "_ZN4yoco4cuda52_GLOBAL__N__94e5aeb8_19_flash_prefill_v1_cu_f8ed323723flash_prefill_v1_kernelINS1_6TraitsILi128ELi64E"

@@ -5,7 +5,8 @@
 // the run's GEMM ceiling; bytes are the task's essential ones (x, [W1; W3] and the output once).
 // Issue 34 counts on the fused row being no slower than the pair: the calibrated model's 0.12 s
 // at 512K (2.73 -> 2.61 s). The fused row's time includes its launcher's host work (two tensor
-// maps encoded, device queries: microseconds, against milliseconds of GEMM).
+// maps encoded, device queries: microseconds, against milliseconds of GEMM). The kernel in CTA pairs
+// (GemmSwigluCtas::pair, not yet run on a GPU) beside it.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -33,10 +34,11 @@ void check_gemm_str(const std::string& error) {
   if (!error.empty()) throw std::runtime_error("cuBLAS: " + error);
 }
 
-bool fused_skipped_by_suite() {
-  const char* e = std::getenv("YOCO_FFN_SKIP_FUSED");
+bool skipped_by_suite(const char* name) {
+  const char* e = std::getenv(name);
   return e != nullptr && std::string(e) == "1";
 }
+bool fused_skipped_by_suite() { return skipped_by_suite("YOCO_FFN_SKIP_FUSED"); }
 
 YOCO_KERNEL_BENCH(ffn_up) {
   ScopedStream scoped;
@@ -92,6 +94,36 @@ YOCO_KERNEL_BENCH(ffn_up) {
       f.notes = std::string(all_finite_bf16(fused.p, fused.n, 1 << 20) ? "" : "out NOT FINITE; ") + buf;
     }
     report.add(f);
+
+    // The same kernel in CTA pairs (clusters of two sharing the weight tile by multicast: a third less
+    // L2 traffic a k block). Its bits must be the one-CTA kernel's; its time is what decides it.
+    KernelResult pr{"ffn_up", "fused gemm_swiglu, CTA pairs, " + shape, "yoco-3b", rows, 1, bytes, flops, {}, ""};
+    if (!f.skipped.empty() || skipped_by_suite("YOCO_FFN_SKIP_PAIRS")) {
+      pr.skipped = f.skipped.empty() ? "YOCO_FFN_SKIP_PAIRS=1: the GPU suite's smoke test of the CTA pairs failed"
+                                     : f.skipped;
+    } else {
+      DeviceBuffer<bf16> paired(rows * kF);
+      const cudaError_t e = cuda::launch_gemm_swiglu(x.p, w13.p, s, paired.p, stream, cuda::GemmSwigluCtas::pair);
+      if (e == cudaErrorNotSupported) {
+        pr.skipped = "no cluster of two CTAs fits this device as the kernel is configured";
+      } else {
+        check(e, "gemm_swiglu pairs");
+        check(cudaStreamSynchronize(stream), "gemm_swiglu pairs");
+        pr.time = time_launches(
+            [&](cudaStream_t st) {
+              check(cuda::launch_gemm_swiglu(x.p, w13.p, s, paired.p, st, cuda::GemmSwigluCtas::pair),
+                    "gemm_swiglu pairs");
+            },
+            stream);
+        const double same = max_rel_diff(paired.p, fused.p, std::min<size_t>(paired.n, size_t{1} << 22));
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "%.3fx the pair's median, %.3fx the one-CTA kernel's; largest difference from "
+                      "the one-CTA kernel %.2g (first 4M values; its bits are expected)",
+                      pr.time.median_s / u.time.median_s, pr.time.median_s / f.time.median_s, same);
+        pr.notes = buf;
+      }
+    }
+    report.add(pr);
   }
 }
 

@@ -15,11 +15,17 @@
 
 namespace yoco::cuda {
 
+// How the kernel's CTAs share the weight: each alone (the kernel measured in run-20..22, at 85% of
+// cuBLAS's pace), or in clusters of two on row tiles 2p, 2p + 1 of one column tile, the weight tile
+// loaded once for both (multicast; gemm_swiglu_plan.hpp says why). The same arithmetic in the same
+// order: the two give the same bits. The pair is not yet run on a GPU; the runners take `one`.
+enum class GemmSwigluCtas { one, pair };
+
 // cudaErrorInvalidValue for a shape gemm_swiglu::unsupported refuses or a pointer that is null or
 // not 16-byte aligned; cudaErrorNotSupported off compute capability 9.0 or without the driver's
-// cuTensorMapEncodeTiled. Nothing is launched then.
+// cuTensorMapEncodeTiled (or, for pairs, where no cluster of two fits). Nothing is launched then.
 cudaError_t launch_gemm_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* w13, const gemm_swiglu::Shape& s,
-                               __nv_bfloat16* out, cudaStream_t stream);
+                               __nv_bfloat16* out, cudaStream_t stream, GemmSwigluCtas ctas = GemmSwigluCtas::one);
 
 // Whether launch_gemm_swiglu serves these operands on the current device: a shape
 // gemm_swiglu::unsupported accepts, non-null 16-byte-aligned pointers, compute capability 9.0.

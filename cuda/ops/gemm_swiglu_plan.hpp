@@ -40,8 +40,9 @@ YOCO_HD constexpr const char* unsupported(const Shape& s) {
   if (s.ffn_dim % kTileCols != 0) return "F is not a multiple of 128";
   if (s.x_stride < s.k || s.x_stride % 8 != 0) return "x's row stride is below K or not a multiple of 8";
   if (s.out_stride < s.ffn_dim || s.out_stride % 8 != 0) return "out's row stride is below F or not a multiple of 8";
-  // TMA coordinates are int32 and a box may overhang the last row tile.
-  if (s.rows > kInt32 - kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
+  // TMA coordinates are int32 and a box may overhang the last row tile (by a whole tile more for the
+  // CTA pairs' phantom row tile past the last: pair_tile_coord).
+  if (s.rows > kInt32 - 2 * kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
   // A tensor map's strides stay under 2^40 bytes (arch/tma_plan.hpp): x's rows and the weight's.
   constexpr int64_t kStrideBytes = int64_t{1} << 40;
   if (s.rows > (kStrideBytes - 1) / (2 * s.x_stride) || 2 * s.ffn_dim > (kStrideBytes - 1) / (2 * s.k))
@@ -86,6 +87,38 @@ YOCO_HD constexpr int fragment_row(int wg, int warp, int lane, int i) {
   return wg * 64 + warp * 16 + (lane >> 2) + ((i >> 1) & 1) * 8;
 }
 YOCO_HD constexpr int fragment_col(int lane, int i) { return (i >> 2) * 8 + (lane & 3) * 2 + (i & 1); }
+
+// ---- CTA pairs: the weight tile loaded once for two row tiles ------------------------------
+// Why: the one-CTA kernel reads 48 KiB from L2 a k block (x 16, W1 16, W3 16) for 4.2 MFLOP, 87
+// FLOP a byte: at cuBLAS's 780 TFLOP/s that is about 9 TB/s out of the L2, more than it gives, and
+// the kernel runs at 85% of cuBLAS's pace (run-21). cuBLAS's own kernel for these shapes
+// (`..._2x1_..._coopB`) runs its tiles in 2-CTA clusters. In a cluster of kPairCtas CTAs, the two
+// take row tiles 2 p and 2 p + 1 of one column tile, load their own x box, and each loads one half
+// of the shared weight tile (rank 0 W1's box, rank 1 W3's) multicast into both CTAs' stages: 32 KiB
+// a CTA and k block, 131 FLOP a byte, cuBLAS's ratio.
+inline constexpr int kPairCtas = 2;
+inline constexpr uint16_t kPairMask = (1u << kPairCtas) - 1;  // multicast to both CTAs of the cluster
+// Pair tiles: ceil(tiles_m / 2) x tiles_n, in tile_coord's grouped raster (groups of kGroupRows pairs).
+YOCO_HD constexpr int64_t pair_tiles(int64_t tiles_m, int64_t tiles_n) { return (tiles_m + 1) / 2 * tiles_n; }
+// The tile of cluster rank `rank` (0, 1) at pair tile pt. Where tiles_m is odd, rank 1 of the last
+// pair row gets m = tiles_m, a phantom past the last row tile: it loads and multicasts its weight
+// half like any other (its peer needs it), its x box lies wholly past M (zero-filled by the TMA), and
+// it stores nothing (its rows are all >= M).
+YOCO_HD constexpr TileCoord pair_tile_coord(int64_t pt, int64_t tiles_m, int64_t tiles_n, int rank) {
+  const TileCoord p = tile_coord(pt, (tiles_m + 1) / 2, tiles_n);
+  return TileCoord{2 * p.m + rank, p.n};
+}
+// The weight rows rank `rank` loads for column tile n: W1's rows n 128.. (rank 0) or W3's F + n 128..
+// (rank 1); the box lands at the same place of the stage as the one-CTA kernel's (stage_w1 / stage_w3).
+YOCO_HD constexpr int64_t pair_weight_row(int64_t n_tile, int64_t ffn_dim, int rank) {
+  return (rank == 0 ? 0 : ffn_dim) + n_tile * kTileCols;
+}
+// Consumer warps a CTA: two warpgroups of four.
+inline constexpr int kConsumerWarps = 8;
+// Arrivals that free a stage: every consumer warp of every CTA that reads it (with pairs, a stage's
+// weight half is written by the peer's multicast, so neither producer may refill it before both CTAs'
+// consumers are done with it).
+YOCO_HD constexpr int empty_arrivals(int ctas) { return kConsumerWarps * ctas; }
 
 // ---- The CTA's shared memory, in bytes from its 1024-aligned base ----------------------------
 // kStages stages of [x's box | W1's box | W3's box], each a 128-row x 64-column bf16 box in the

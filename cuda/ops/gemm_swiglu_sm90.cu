@@ -24,6 +24,19 @@
 // the warp's own 16 rows of a swizzled staging tile, then 16-byte stores of whole row pieces
 // (rows past M skipped). One m64n256 instead of two m64n128 reads x's slice from shared memory
 // once a step instead of twice (a desk-check's suggestion, 2026-11-27).
+//
+// CTA pairs (GemmSwigluCtas::pair, written 2026-11-28 without a GPU; gemm_swiglu_plan.hpp says
+// why): the same kernel in clusters of two CTAs on row tiles 2p, 2p + 1 of one column tile. Each
+// producer loads its own x box and one weight half (rank 0 W1's box, rank 1 W3's), multicast to both
+// CTAs at the same stage offset, so the stages, the consumers and the epilogue are the one-CTA
+// kernel's. What changes is the ring's release: a stage's weight half is written by the peer too, so
+// each consumer warp arrives on the empty barrier of both CTAs (16 arrivals free a stage), and each
+// producer waits on its own. Each CTA's full barrier still expects kStageBytes: its x box, its own half
+// and the peer's (a multicast may land before this CTA's expect_tx; the phase cannot complete while
+// that arrival is pending). A cluster barrier after the barriers' init (the peer arrives on and
+// writes into this CTA) and one before any thread leaves (so no CTA exits while its peer may still
+// arrive on it). tests/test_gemm_swiglu_plan.cpp runs the protocol against a model of mbarrier phases
+// and transaction counts.
 #include <cuda.h>
 
 #include <algorithm>
@@ -53,6 +66,7 @@ constexpr int kStages = gs::kStages;
 constexpr int kStageBytes = static_cast<int>(gs::kStageBytes);
 constexpr int kConsumerThreads = 256;
 constexpr int kConsumerWarps = kConsumerThreads / 32;
+static_assert(kConsumerWarps == gs::kConsumerWarps, "the plan's count of the empty barrier's arrivals");
 constexpr int kProducerWarpgroup = 2;
 constexpr int kThreads = kConsumerThreads + 128;
 // Entry 168 registers a thread (65,536 / 384 in steps of 8); the producer gives back what the
@@ -80,10 +94,37 @@ struct Params {
   int64_t rows, ffn_dim, out_stride, tiles_m, tiles_n, k_blocks;
 };
 
+// One consumer warp's release of ring stage s: on its own CTA's empty barrier, or with pairs on both
+// CTAs' (lane 0 arrives; no branch around code wgmma follows).
+template <int kCtas>
+__device__ __forceinline__ void release_stage(uint32_t base, int s, int lane) {
+  if constexpr (kCtas == 1) {
+    mbar_arrive_if(Smem::empty(base, s), lane == 0);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kCtas; ++r) mbar_arrive_cluster_if(Smem::empty(base, s), static_cast<uint32_t>(r), lane == 0);
+  }
+}
+
+// The tile of work unit u: a tile, or this CTA's row tile of pair tile u.
+template <int kCtas>
+__device__ __forceinline__ gs::TileCoord unit_tile(int64_t u, const Params& p, int rank) {
+  if constexpr (kCtas == 1) return gs::tile_coord(u, p.tiles_m, p.tiles_n);
+  else return gs::pair_tile_coord(u, p.tiles_m, p.tiles_n, rank);
+}
+
+template <int kCtas>
 __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_constant__ Params p) {
+  static_assert(kCtas == 1 || kCtas == gs::kPairCtas, "one CTA or a pair");
+  constexpr bool kPair = kCtas == gs::kPairCtas;
   const int tid = threadIdx.x, lane = tid % 32;
   const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform: no divergent path for wgmma
-  const int64_t tiles = p.tiles_m * p.tiles_n;
+  // Work units: tiles, or pair tiles that both CTAs of a cluster walk in the same order (their rings'
+  // uses stay in step). The blocks of a 1-D cluster are consecutive: blockIdx.x / kCtas is its number.
+  const int64_t units = kPair ? gs::pair_tiles(p.tiles_m, p.tiles_n) : p.tiles_m * p.tiles_n;
+  const int64_t first_unit = blockIdx.x / kCtas, unit_step = gridDim.x / kCtas;
+  int rank = 0;
+  if constexpr (kPair) rank = static_cast<int>(cluster_ctarank());
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -94,41 +135,59 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbar_init(Smem::full(base, s), 1);
-      mbar_init(Smem::empty(base, s), kConsumerWarps);
+      mbar_init(Smem::empty(base, s), gs::empty_arrivals(kCtas));
     }
     fence_mbar_init();
   }
-  __syncthreads();  // the only CTA-wide barrier
+  if constexpr (kPair)
+    cluster_sync();  // the peer's multicasts and arrivals find this CTA's barriers initialised
+  else
+    __syncthreads();  // the only CTA-wide barrier
 
   if (wg == kProducerWarpgroup) {
     setmaxnreg_dec<kProducerRegs>();
-    if (tid / 32 != kProducerWarpgroup * 4) return;  // warps 9-11 have nothing to do
-    if (lane == 0) {
-      tma_prefetch_map(&p.tx);
-      tma_prefetch_map(&p.tw);
-    }
-    int64_t use = 0;
-    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-      const gs::TileCoord c = gs::tile_coord(t, p.tiles_m, p.tiles_n);
-      // int32 coordinates: gemm_swiglu::unsupported keeps M + 128 and 2F below 2^31.
-      const int32_t row = static_cast<int32_t>(c.m * kBM), n1 = static_cast<int32_t>(c.n * kBN),
-                    n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
-      for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
-        const int s = tma::ring_stage(use, kStages);
-        // The whole warp waits, lane 0 issues, the warp reconverges: lanes never sit in two waits.
-        mbar_wait(Smem::empty(base, s), tma::empty_parity(use, kStages));
-        if (lane == 0) {
-          const uint32_t bar = Smem::full(base, s);
-          const int32_t k0 = static_cast<int32_t>(kb * kBK);
-          mbar_arrive_expect_tx(bar, kStageBytes);
-          tma_load_3d(Smem::a(base, s), &p.tx, bar, k0, row, 0);
-          tma_load_3d(Smem::w1(base, s), &p.tw, bar, k0, n1, 0);
-          tma_load_3d(Smem::w3(base, s), &p.tw, bar, k0, n3, 0);
+    if (tid / 32 == kProducerWarpgroup * 4) {  // warps 9-11 have nothing to do
+      if (lane == 0) {
+        tma_prefetch_map(&p.tx);
+        tma_prefetch_map(&p.tw);
+      }
+      int64_t use = 0;
+      for (int64_t u = first_unit; u < units; u += unit_step) {
+        const gs::TileCoord c = unit_tile<kCtas>(u, p, rank);
+        // int32 coordinates: gemm_swiglu::unsupported keeps M + 256 and 2F below 2^31.
+        const int32_t row = static_cast<int32_t>(c.m * kBM), n1 = static_cast<int32_t>(c.n * kBN),
+                      n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
+        for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
+          const int s = tma::ring_stage(use, kStages);
+          // The whole warp waits, lane 0 issues, the warp reconverges: lanes never sit in two waits.
+          if constexpr (kPair)
+            mbar_wait_cluster(Smem::empty(base, s), tma::empty_parity(use, kStages));
+          else
+            mbar_wait(Smem::empty(base, s), tma::empty_parity(use, kStages));
+          if (lane == 0) {
+            const uint32_t bar = Smem::full(base, s);
+            const int32_t k0 = static_cast<int32_t>(kb * kBK);
+            mbar_arrive_expect_tx(bar, kStageBytes);
+            tma_load_3d(Smem::a(base, s), &p.tx, bar, k0, row, 0);
+            if constexpr (kPair) {
+              // Rank 0 W1's box (row n1), rank 1 W3's (row n3), each into both CTAs' stage.
+              static_assert(gs::pair_weight_row(1, 1024, 0) == kBN && gs::pair_weight_row(1, 1024, 1) == 1024 + kBN,
+                            "pair_weight_row: W1's rows for rank 0, W3's for rank 1");
+              tma_load_3d_multicast(rank == 0 ? Smem::w1(base, s) : Smem::w3(base, s), &p.tw, bar, k0,
+                                    rank == 0 ? n1 : n3, 0, gs::kPairMask);
+            } else {
+              tma_load_3d(Smem::w1(base, s), &p.tw, bar, k0, n1, 0);
+              tma_load_3d(Smem::w3(base, s), &p.tw, bar, k0, n3, 0);
+            }
+          }
+          __syncwarp();
         }
-        __syncwarp();
       }
     }
-    return;  // in-flight TMA completes on the barriers the consumers wait for
+    // In-flight TMA completes on the barriers the consumers wait for. With pairs, no thread leaves
+    // before both CTAs are done: the peer's consumers arrive on this CTA's barriers to the end.
+    if constexpr (kPair) cluster_sync();
+    return;
   }
 
   // ---- Consumers ----
@@ -139,8 +198,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   int64_t use = 0;
-  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    const gs::TileCoord c = gs::tile_coord(t, p.tiles_m, p.tiles_n);
+  for (int64_t u = first_unit; u < units; u += unit_step) {
+    const gs::TileCoord c = unit_tile<kCtas>(u, p, rank);
     for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
       const int s = tma::ring_stage(use, kStages);
       mbar_wait(Smem::full(base, s), tma::full_parity(use, kStages));
@@ -156,12 +215,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
       wgmma_commit();
       if (kb > 0) {
         wgmma_wait<1>();  // the previous block's group is done: its stage may be refilled
-        mbar_arrive_if(Smem::empty(base, tma::ring_stage(use - 1, kStages)), lane == 0);
+        release_stage<kCtas>(base, tma::ring_stage(use - 1, kStages), lane);
       }
     }
     wgmma_wait<0>();
     reg_fence(acc);
-    mbar_arrive_if(Smem::empty(base, tma::ring_stage(use - 1, kStages)), lane == 0);  // the rings end balanced
+    release_stage<kCtas>(base, tma::ring_stage(use - 1, kStages), lane);  // the rings end balanced
 
     // Epilogue: this warp's 16 rows, staged swizzled, then stored as 16-byte row pieces.
     unsigned char* stage = smem + Smem::kOffEpilogue;
@@ -187,6 +246,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
     }
     __syncwarp();  // the next tile's staging writes come after every lane's reads
   }
+  if constexpr (kPair) cluster_sync();  // the producer's side of it: no CTA leaves before its peer is done
 }
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
@@ -196,13 +256,47 @@ bool operands_served(const bf16* x, const bf16* w13, const gs::Shape& s, const b
          aligned16(w13) && aligned16(out);
 }
 
+// The pair kernel: clusters of two, as many as fit at once (cudaOccupancyMaxActiveClusters: a GPC's
+// SMs hold whole clusters only), each walking pair tiles.
+cudaError_t launch_pairs(const Params& p, const CurrentDevice& dev, cudaStream_t stream) {
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = gs::kPairCtas;
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = Smem::kBytes;
+  cfg.stream = stream;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = 1;
+  // The opt-in and the cluster count once per device.
+  static std::array<std::atomic<int>, 64> max_clusters{};
+  std::atomic<int>* known = dev.id >= 0 && dev.id < 64 ? &max_clusters[static_cast<size_t>(dev.id)] : nullptr;
+  int fit = known != nullptr ? known->load(std::memory_order_acquire) : 0;
+  if (fit <= 0) {
+    cudaError_t err =
+        cudaFuncSetAttribute(gemm_swiglu_kernel<gs::kPairCtas>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
+    if (err != cudaSuccess) return err;
+    cfg.gridDim = dim3(static_cast<unsigned>(gs::kPairCtas * (dev.sm_count / gs::kPairCtas)));
+    err = cudaOccupancyMaxActiveClusters(&fit, gemm_swiglu_kernel<gs::kPairCtas>, &cfg);
+    if (err != cudaSuccess) return err;
+    if (fit <= 0) return cudaErrorNotSupported;  // no cluster of two fits the device as configured
+    if (known != nullptr) known->store(fit, std::memory_order_release);
+  }
+  const int64_t clusters = std::min<int64_t>(gs::pair_tiles(p.tiles_m, p.tiles_n), fit);
+  cfg.gridDim = dim3(static_cast<unsigned>(gs::kPairCtas * clusters));
+  return cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<gs::kPairCtas>, p);
+}
+
 }  // namespace
 
 bool gemm_swiglu_serves(const bf16* x, const bf16* w13, const gs::Shape& s, const bf16* out) {
   return operands_served(x, w13, s, out) && current_device().is_sm90();
 }
 
-cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& s, bf16* out, cudaStream_t stream) {
+cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& s, bf16* out, cudaStream_t stream,
+                               GemmSwigluCtas ctas) {
   if (!operands_served(x, w13, s, out)) return cudaErrorInvalidValue;  // before any CUDA call
   const CurrentDevice dev = current_device();
   if (dev.error != cudaSuccess) return dev.error;
@@ -218,16 +312,17 @@ cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& 
   p.tiles_m = gs::row_tiles(s.rows);
   p.tiles_n = gs::col_tiles(s.ffn_dim);
   p.k_blocks = s.k / kBK;
+  if (ctas == GemmSwigluCtas::pair) return launch_pairs(p, dev, stream);
   // The shared-memory opt-in once per device (a launch's host time is the runners' and the bench's).
   static std::array<std::atomic<bool>, 64> configured{};
   std::atomic<bool>* once = dev.id >= 0 && dev.id < 64 ? &configured[static_cast<size_t>(dev.id)] : nullptr;
   if (once == nullptr || !once->load(std::memory_order_acquire)) {
-    err = cudaFuncSetAttribute(gemm_swiglu_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
+    err = cudaFuncSetAttribute(gemm_swiglu_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem::kBytes);
     if (err != cudaSuccess) return err;
     if (once != nullptr) once->store(true, std::memory_order_release);
   }
-  const int64_t ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, dev.sm_count);
-  gemm_swiglu_kernel<<<static_cast<unsigned>(ctas), kThreads, Smem::kBytes, stream>>>(p);
+  const int64_t n_ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, dev.sm_count);
+  gemm_swiglu_kernel<1><<<static_cast<unsigned>(n_ctas), kThreads, Smem::kBytes, stream>>>(p);
   return cudaGetLastError();
 }
 

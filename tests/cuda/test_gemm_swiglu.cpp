@@ -4,6 +4,7 @@
 // past M untouched, refusals that launch nothing, and the runners' selector choosing as it says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -174,6 +175,55 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
   EXPECT_NE(ffn_up_swiglu(g, x.ptr, gs::kMinRowsToFuse, K, w.ptr, 256, nullptr, 0, out.ptr, false, nullptr), "")
       << "not asked to fuse, and no buffer for the pair";
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// The kernel in CTA pairs (GemmSwigluCtas::pair: clusters of two sharing the weight tile by
+// multicast) runs the one-CTA kernel's arithmetic in the same order, so it must give its bits in every
+// element, and leave the same padding and rows past M alone. The GPU suite runs the Smoke test alone
+// first (a wrong barrier count hangs) and sets YOCO_FFN_SKIP_PAIRS=1 when it fails.
+#define YOCO_REQUIRE_PAIRS()                                                                        \
+  do {                                                                                             \
+    YOCO_REQUIRE_HOPPER();                                                                         \
+    if (const char* skip = std::getenv("YOCO_FFN_SKIP_PAIRS"); skip && std::string(skip) == "1")    \
+      GTEST_SKIP() << "YOCO_FFN_SKIP_PAIRS=1 (the GPU suite's smoke test of the CTA pairs failed)"; \
+  } while (0)
+
+void expect_pairs_give_the_one_cta_bits(const Case& cs, uint64_t seed) {
+  const int64_t M = cs.M, K = cs.K, F = cs.F, xs = K + cs.x_pad, os = F + cs.out_pad, extra = 3;
+  SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(K) + " -> " + std::to_string(F) + ", " +
+               std::to_string(gs::row_tiles(M)) + " row tiles");
+  const auto x = random_bf16_values(static_cast<size_t>(M * xs), seed);
+  const auto w = random_bf16_values(static_cast<size_t>(2 * F * K), seed + 1, 1.0f / std::sqrt(static_cast<float>(K)));
+  DeviceArray<bf16> dx(M * xs), dw(2 * F * K), one((M + extra) * os), pairs((M + extra) * os);
+  upload_bf16(dx, x);
+  upload_bf16(dw, w);
+  const gs::Shape shape{M, K, F, xs, os};
+  ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, shape, one.ptr, nullptr, GemmSwigluCtas::one), cudaSuccess);
+  ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, shape, pairs.ptr, nullptr, GemmSwigluCtas::pair), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  const auto a = download_bf16(one), b = download_bf16(pairs);
+  size_t differ = 0, first = a.size();
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) first = std::min(first, i), ++differ;
+  EXPECT_EQ(differ, 0u) << "first at row " << first / static_cast<size_t>(os) << " col " << first % static_cast<size_t>(os);
+  // The one-CTA kernel's output is checked against the contract above; the poison past M holds in both.
+  for (int64_t r = M; r < M + extra; ++r) ASSERT_TRUE(std::isnan(b[static_cast<size_t>(r * os)])) << "wrote row " << r;
+}
+
+TEST(GemmSwigluCtaPairs, Smoke) {
+  YOCO_REQUIRE_PAIRS();
+  // One row (one row tile: its pair's rank 1 is a phantom); three row tiles with padded strides.
+  expect_pairs_give_the_one_cta_bits(Case{1, 64, 128, 0, 0}, 31);
+  expect_pairs_give_the_one_cta_bits(Case{300, 128, 256, 64, 8}, 33);
+}
+
+TEST(GemmSwigluCtaPairs, GiveTheOneCtaKernelsBitsEverywhere) {
+  YOCO_REQUIRE_PAIRS();
+  // Even and odd row tiles, a ragged M; more pair tiles than clusters fit (each cluster walks
+  // several, its two rings in step); yoco-3b's K and F.
+  for (const Case cs : {Case{1100, 256, 768, 0, 0}, Case{4096 + 77, 192, 768, 0, 0}, Case{8192 + 128, 128, 2048, 0, 0},
+                        Case{2048, 3072, 8192, 0, 0}})
+    expect_pairs_give_the_one_cta_bits(cs, 41);
 }
 
 }  // namespace
