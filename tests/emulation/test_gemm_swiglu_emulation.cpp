@@ -7,8 +7,11 @@
 // exactly against a plain product: inputs are multiples of 1/4 in [-1, 1], so every sum is exact,
 // and both sides round gate and up to bf16 and apply the same SwiGLU.
 //
+// The CTA pairs (gemm_swiglu_kernel<2>) too: each CTA's x box and the two weight halves multicast
+// into both CTAs' stages (pair_tile_coord, pair_weight_row), a phantom row tile included.
+//
 // What this cannot see: the barrier ring's waits and arrivals (tests/test_tma_plan.cpp emulates
-// its parity arithmetic), asynchrony, the register budget, and the device's __expf (SwiGLU's
+// its parity arithmetic, tests/test_gemm_swiglu_pairs.cpp the two-CTA ring's), asynchrony, the register budget, and the device's __expf (SwiGLU's
 // arithmetic is the element-wise kernel's, ops/swiglu_math.cuh, which the GPU tests compare).
 #include <gtest/gtest.h>
 
@@ -97,21 +100,81 @@ uint32_t staging_offset(int r, int col, const Bugs& bug) {
   return sm90::sw128_offset<kBM>(r, col);
 }
 
-// The kernel's grid of `ctas` persistent CTAs, one after another (their tiles are disjoint).
-std::vector<uint16_t> run_kernel(const Problem& p, int ctas, const Bugs& bug) {
+struct Maps {
+  tma::Bf16RowsView tx, tw;  // the launcher's maps: encode_bf16_rows(x, 1, M, x_stride, 128), (w13, 1, 2F, K, 128)
+};
+
+Maps maps_of(const Problem& p) {
   const gs::Shape shape{p.rows, p.k, p.ffn_dim, p.x_stride, p.out_stride};
   if (gs::unsupported(shape) != nullptr) throw std::invalid_argument(gs::unsupported(shape));
-  tma::Bf16RowsView tx, tw;  // the launcher's maps: encode_bf16_rows(x, 1, M, x_stride, 128), (w13, 1, 2F, K, 128)
-  if (tma::bf16_rows_view(reinterpret_cast<uint64_t>(p.x.data()), 1, p.rows, p.x_stride, kBM, &tx) ||
-      tma::bf16_rows_view(reinterpret_cast<uint64_t>(p.w13.data()), 1, 2 * p.ffn_dim, p.k, kBN, &tw))
+  Maps m;
+  if (tma::bf16_rows_view(reinterpret_cast<uint64_t>(p.x.data()), 1, p.rows, p.x_stride, kBM, &m.tx) ||
+      tma::bf16_rows_view(reinterpret_cast<uint64_t>(p.w13.data()), 1, 2 * p.ffn_dim, p.k, kBN, &m.tw))
     throw std::invalid_argument("no tensor map for these buffers");
+  return m;
+}
+
+// A CTA's shared memory as the kernel finds it: address 0 is its 1024-aligned base, the rest garbage.
+SharedMemory cta_smem(uint32_t seed) {
+  SharedMemory smem(gs::kSmemBytes - 1024);
+  std::mt19937 rng(seed);
+  for (uint32_t a = 0; a < smem.size(); a += 2) smem.store16(a, to_bf16(0.25f * static_cast<float>(rng() % 17) - 2));
+  return smem;
+}
+
+// One k block of a tile on one CTA: each consumer warpgroup's four m64n256k16 wgmma over stage s.
+void mma_block(SharedMemory& smem, int s, int64_t kb, WgAcc<256> (&acc)[2], const Bugs& bug) {
+  for (int wg = 0; wg < 2; ++wg) {
+    const uint32_t a_off = bug.warpgroup_rows_halved ? static_cast<uint32_t>(wg * 64 * 64) : gs::x_rows_of_warpgroup(wg);
+    for (int kk = 0; kk < kBK / 16; ++kk) {
+      const uint32_t step = bug.k_step_16_bytes ? static_cast<uint32_t>(kk * 16) : gs::k_step_bytes(kk);
+      wgmma_ss<256>(acc[wg], smem, sm90::sw128_desc(gs::stage_x(s) + a_off + step, 16, 1024),
+                    sm90::sw128_desc(gs::stage_w1(s) + step, 16, 1024), kb > 0 || kk > 0, /*trans_b=*/0);
+    }
+  }
+}
+
+// The tile's epilogue: SwiGLU of slot i with slot i + 64 into the swizzled staging tile, then 16-byte
+// row pieces into `out`, rows past M skipped.
+void store_tile(SharedMemory& smem, const WgAcc<256> (&acc)[2], gs::TileCoord c, const Problem& p,
+                std::vector<uint16_t>& out, const Bugs& bug) {
+  const int up = bug.up_slot_32_on ? 32 : 64;
+  for (int wg = 0; wg < 2; ++wg)
+    for (int tid = 0; tid < 128; ++tid) {
+      const int warp = tid / 32, lane = tid % 32;
+      const float* a = acc[wg][tid];
+      for (int i = 0; i < 64; i += 2) {
+        const int r = gs::fragment_row(wg, warp, lane, i), col = gs::fragment_col(lane, i);
+        const uint32_t packed = static_cast<uint32_t>(swiglu_bits(a[i], a[(i + up) % 128])) |
+                                (static_cast<uint32_t>(swiglu_bits(a[i + 1], a[(i + 1 + up) % 128])) << 16);
+        smem.store32(gs::kOffEpilogue + staging_offset(r, col, bug), packed);
+      }
+    }
+  constexpr int kChunks = kBN / 8;
+  for (int wg = 0; wg < 2; ++wg)
+    for (int warp = 0; warp < 4; ++warp)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int idx = lane; idx < 16 * kChunks; idx += 32) {
+          const int r = wg * 64 + warp * 16 + idx / kChunks, ch = idx % kChunks;
+          const int64_t grow = c.m * kBM + r;
+          if (grow >= p.rows && !bug.rows_past_m_stored) continue;
+          const int64_t at = grow * p.out_stride + c.n * kBN + ch * 8;
+          if (at < 0 || at + 8 > static_cast<int64_t>(out.size()))
+            throw std::out_of_range("a 16-byte store past the output");
+          const uint32_t src = gs::kOffEpilogue + sm90::sw128_offset<kBM>(r, ch * 8);
+          smem.check(src, 16, 16, "epilogue staging read");
+          for (int e = 0; e < 8; ++e) out[static_cast<size_t>(at + e)] = smem.load16(src + 2 * e);
+        }
+}
+
+// The kernel's grid of `ctas` persistent CTAs, one after another (their tiles are disjoint).
+std::vector<uint16_t> run_kernel(const Problem& p, int ctas, const Bugs& bug) {
+  const Maps mp = maps_of(p);
   std::vector<uint16_t> out(static_cast<size_t>(p.rows * p.out_stride), kSentinel);
   const int64_t tiles_m = gs::row_tiles(p.rows), tiles_n = gs::col_tiles(p.ffn_dim), k_blocks = p.k / kBK;
 
   for (int cta = 0; cta < ctas; ++cta) {
-    SharedMemory smem(gs::kSmemBytes - 1024);  // address 0: the kernel's 1024-aligned base
-    std::mt19937 rng(static_cast<uint32_t>(cta));
-    for (uint32_t a = 0; a < smem.size(); a += 2) smem.store16(a, to_bf16(0.25f * static_cast<float>(rng() % 17) - 2));
+    SharedMemory smem = cta_smem(static_cast<uint32_t>(cta));
     int64_t use = 0;
     for (int64_t t = cta; t < tiles_m * tiles_n; t += ctas) {
       const gs::TileCoord c = gs::tile_coord(t, tiles_m, tiles_n);
@@ -121,46 +184,49 @@ std::vector<uint16_t> run_kernel(const Problem& p, int ctas, const Bugs& bug) {
       for (int64_t kb = 0; kb < k_blocks; ++kb, ++use) {
         const int s = tma::ring_stage(use, gs::kStages);
         const auto k0 = static_cast<int32_t>(kb * kBK);
-        tma_load_box_sw128(smem, gs::stage_x(s), p.x.data(), tx, k0, row, 0);
-        tma_load_box_sw128(smem, gs::stage_w1(s), p.w13.data(), tw, k0, n1, 0);
-        tma_load_box_sw128(smem, gs::stage_w3(s), p.w13.data(), tw, k0, n3, 0);
-        for (int wg = 0; wg < 2; ++wg) {
-          const uint32_t a_off = bug.warpgroup_rows_halved ? static_cast<uint32_t>(wg * 64 * 64)
-                                                           : gs::x_rows_of_warpgroup(wg);
-          for (int kk = 0; kk < kBK / 16; ++kk) {
-            const uint32_t step = bug.k_step_16_bytes ? static_cast<uint32_t>(kk * 16) : gs::k_step_bytes(kk);
-            wgmma_ss<256>(acc[wg], smem, sm90::sw128_desc(gs::stage_x(s) + a_off + step, 16, 1024),
-                          sm90::sw128_desc(gs::stage_w1(s) + step, 16, 1024), kb > 0 || kk > 0, /*trans_b=*/0);
-          }
-        }
+        tma_load_box_sw128(smem, gs::stage_x(s), p.x.data(), mp.tx, k0, row, 0);
+        tma_load_box_sw128(smem, gs::stage_w1(s), p.w13.data(), mp.tw, k0, n1, 0);
+        tma_load_box_sw128(smem, gs::stage_w3(s), p.w13.data(), mp.tw, k0, n3, 0);
+        mma_block(smem, s, kb, acc, bug);
       }
-      const int up = bug.up_slot_32_on ? 32 : 64;
-      for (int wg = 0; wg < 2; ++wg)
-        for (int tid = 0; tid < 128; ++tid) {
-          const int warp = tid / 32, lane = tid % 32;
-          const float* a = acc[wg][tid];
-          for (int i = 0; i < 64; i += 2) {
-            const int r = gs::fragment_row(wg, warp, lane, i), col = gs::fragment_col(lane, i);
-            const uint32_t packed = static_cast<uint32_t>(swiglu_bits(a[i], a[(i + up) % 128])) |
-                                    (static_cast<uint32_t>(swiglu_bits(a[i + 1], a[(i + 1 + up) % 128])) << 16);
-            smem.store32(gs::kOffEpilogue + staging_offset(r, col, bug), packed);
-          }
+      store_tile(smem, acc, c, p, out, bug);
+    }
+  }
+  return out;
+}
+
+// The kernel in CTA pairs (gemm_swiglu_kernel<2>): `clusters` clusters, one after another, each of two
+// CTAs walking the same pair tiles. At every k block each CTA loads its own x box and its weight half
+// (pair_weight_row: rank 0 W1's rows, rank 1 W3's) into both CTAs' stage at the one-CTA kernel's offset
+// (the multicast), then each runs its wgmma. A phantom row tile (rank 1 past the last, where the row tiles
+// are odd) loads a wholly out-of-bounds x box and stores nothing. `swap_halves` plants a bug: each rank
+// multicasts into the other's half of the stage.
+std::vector<uint16_t> run_pairs(const Problem& p, int clusters, bool swap_halves = false) {
+  const Maps mp = maps_of(p);
+  const Bugs none{};
+  std::vector<uint16_t> out(static_cast<size_t>(p.rows * p.out_stride), kSentinel);
+  const int64_t tiles_m = gs::row_tiles(p.rows), tiles_n = gs::col_tiles(p.ffn_dim), k_blocks = p.k / kBK;
+  for (int cl = 0; cl < clusters; ++cl) {
+    SharedMemory smem[gs::kPairCtas] = {cta_smem(static_cast<uint32_t>(2 * cl)), cta_smem(static_cast<uint32_t>(2 * cl + 1))};
+    int64_t use = 0;
+    for (int64_t u = cl; u < gs::pair_tiles(tiles_m, tiles_n); u += clusters) {
+      gs::TileCoord c[gs::kPairCtas];
+      WgAcc<256> acc[gs::kPairCtas][2];
+      for (int r = 0; r < gs::kPairCtas; ++r) c[r] = gs::pair_tile_coord(u, tiles_m, tiles_n, r);
+      for (int64_t kb = 0; kb < k_blocks; ++kb, ++use) {
+        const int s = tma::ring_stage(use, gs::kStages);
+        const auto k0 = static_cast<int32_t>(kb * kBK);
+        for (int r = 0; r < gs::kPairCtas; ++r) {
+          tma_load_box_sw128(smem[r], gs::stage_x(s), p.x.data(), mp.tx, k0, static_cast<int32_t>(c[r].m * kBM), 0);
+          const uint32_t dst = (r == 0) != swap_halves ? gs::stage_w1(s) : gs::stage_w3(s);
+          for (int q = 0; q < gs::kPairCtas; ++q)
+            if (gs::kPairMask & (1u << q))
+              tma_load_box_sw128(smem[q], dst, p.w13.data(), mp.tw, k0,
+                                 static_cast<int32_t>(gs::pair_weight_row(c[r].n, p.ffn_dim, r)), 0);
         }
-      constexpr int kChunks = kBN / 8;
-      for (int wg = 0; wg < 2; ++wg)
-        for (int warp = 0; warp < 4; ++warp)
-          for (int lane = 0; lane < 32; ++lane)
-            for (int idx = lane; idx < 16 * kChunks; idx += 32) {
-              const int r = wg * 64 + warp * 16 + idx / kChunks, ch = idx % kChunks;
-              const int64_t grow = c.m * kBM + r;
-              if (grow >= p.rows && !bug.rows_past_m_stored) continue;
-              const int64_t at = grow * p.out_stride + c.n * kBN + ch * 8;
-              if (at < 0 || at + 8 > static_cast<int64_t>(out.size()))
-                throw std::out_of_range("a 16-byte store past the output");
-              const uint32_t src = gs::kOffEpilogue + sm90::sw128_offset<kBM>(r, ch * 8);
-              smem.check(src, 16, 16, "epilogue staging read");
-              for (int e = 0; e < 8; ++e) out[static_cast<size_t>(at + e)] = smem.load16(src + 2 * e);
-            }
+        for (int r = 0; r < gs::kPairCtas; ++r) mma_block(smem[r], s, kb, acc[r], none);
+      }
+      for (int r = 0; r < gs::kPairCtas; ++r) store_tile(smem[r], acc[r], c[r], p, out, none);
     }
   }
   return out;
@@ -182,6 +248,20 @@ TEST(GemmSwigluEmulation, EveryTileEqualsThePlainProductThroughSwiglu) {
   const std::vector<uint16_t> want = want_output(p);
   EXPECT_EQ(mismatches(run_kernel(p, 3, {}), want), 0);
   EXPECT_EQ(mismatches(run_kernel(p, 1, {}), want), 0) << "one CTA walking every tile";
+}
+
+// In CTA pairs: the same output, with an even and an odd number of row tiles (a phantom), more pair
+// tiles than clusters, and one cluster walking them all; the halves multicast the wrong way round must show.
+TEST(GemmSwigluEmulation, CtaPairsGiveTheSameOutput) {
+  const Problem even = small_problem();  // 2 row tiles x 2 column tiles: one pair row
+  EXPECT_EQ(mismatches(run_pairs(even, 1), want_output(even)), 0);
+  EXPECT_EQ(mismatches(run_pairs(even, 2), want_output(even)), 0);
+  const Problem three = make_problem(300, 128, 256, 128, 256);  // 3 row tiles: rank 1 of the second pair row is a phantom
+  const std::vector<uint16_t> want = want_output(three);
+  EXPECT_EQ(mismatches(run_pairs(three, 1), want), 0);
+  EXPECT_EQ(mismatches(run_pairs(three, 3), want), 0);
+  EXPECT_EQ(mismatches(run_kernel(three, 2, {}), want), 0);
+  EXPECT_GT(mismatches(run_pairs(three, 2, /*swap_halves=*/true), want), 0);
 }
 
 TEST(GemmSwigluEmulation, TheStagesAndTheirBarriersFitTheBlocksSharedMemory) {
