@@ -34,6 +34,7 @@ TransformerCudaModel::TransformerCudaModel(const ModelConfig& cfg, const CudaWei
 
   if (!gemm_.ok()) throw std::runtime_error("cuBLAS: " + gemm_.error());
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
+  ffn_ctas_ = ffn_fused_ctas_from_env();
   residual_in_gemm_ = residual_in_gemm_from_env();
   residual_per_layer_ = residual_per_layer_from_env() && !residual_in_gemm_ && qw_ >= d_;
 

@@ -171,6 +171,7 @@ class TransformerCudaModel final : public CudaModel {
 
   Gemm gemm_;
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
+  GemmSwigluCtas ffn_ctas_ = GemmSwigluCtas::one;  // which fused kernel (YOCO_FFN_FUSED=pairs: its CTA pairs)
   bool residual_in_gemm_ = false;  // the sublayers' outputs added to the residual by their GEMMs
   bool residual_per_layer_ = false;  // YOCO_RESIDUAL_PER_LAYER, where the attention output holds [rows, d]
   DeviceBuffer cublas_workspace_;

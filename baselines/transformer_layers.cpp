@@ -64,7 +64,7 @@ void TransformerCudaModel::run_layers(const Activations& a, int64_t rows,
     attend(caches_[static_cast<size_t>(l)].as<bf16>());
     project_out(a.attn, rows, qw_, w.wo, a, "attention output projection");
     mid_layer_norm(a, w.ffn_norm, rows);
-    check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.h13_rows, a.act, ffn_fused_, stream_),
+    check_gemm(ffn_up_swiglu(gemm_, a.normed, rows, d_, w.w13, F_, a.h13, a.h13_rows, a.act, ffn_fused_, stream_, ffn_ctas_),
                "FFN W1|W3 + SwiGLU");
     if (residual_per_layer_) gemm(a.act, rows, F_, w.w2, d_, ffn_out(a), "FFN W2");
     else project_out(a.act, rows, F_, w.w2, a, "FFN W2");

@@ -755,6 +755,8 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(chunks.config_of("median of 2; prefill chunk 16384; FFN in row blocks of 4096"),
                          (16384, 4096, False, False, False, False, False, ""))
         self.assertEqual(chunks.config_of("x; FFN up half fused"), (32768, 0, True, False, False, False, False, ""))
+        self.assertEqual(chunks.config_of("x; FFN up half fused in CTA pairs"), (32768, 0, 2, False, False, False, False, ""))
+        self.assertEqual(chunks.label((32768, 0, 2, False, False, False, False, "")), "chunk 32768, FFN up fused in CTA pairs")
         self.assertEqual(chunks.config_of("x; a buffer each for the prefill's sublayers"),
                          (32768, 0, False, True, False, False, False, ""))
         self.assertEqual(chunks.config_of("x; prefill chunk 16384; GEMM algorithms tuned at first use"),

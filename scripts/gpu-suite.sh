@@ -589,6 +589,23 @@ if has_step models && [ -x "$BIN/yoco" ]; then
   run_step models.oom 240 "$BIN/yoco" bench --device cuda --model transformer-3b --lengths 2M,2K \
     --metrics memory,prefill --repeats 1 --warmup 0 --out "$LOGS/models_oom.csv"
 fi
+# Whether this call's bench rows put the fused kernel's CTA pairs ahead of cuBLAS + SwiGLU at 32,768 rows
+# (bench ffn_up; a dry run says yes, to show the step).
+ffn_pairs_won() {
+  [ -n "$DRY" ] && return 0
+  [ -f "$OUTDIR/kernels.csv" ] || return 1
+  python3 - "$OUTDIR/kernels.csv" <<'PY'
+import csv
+import sys
+t = {}
+for r in csv.DictReader(open(sys.argv[1], newline="")):
+    phase = r.get("phase", "")
+    if r.get("metric") == "kernel_time_s" and r.get("value") and phase.startswith("ffn_up:") and "rows 32768 " in phase:
+        t[phase.split(":", 1)[1].split(", rows", 1)[0]] = float(r["value"])
+pairs, unfused = t.get("fused gemm_swiglu, CTA pairs"), t.get("cublas W1|W3 + swiglu")
+sys.exit(0 if pairs and unfused and pairs < unfused else 1)
+PY
+}
 # Steps models-3b and chunks hold what issue 34 is judged on, most telling first, so that a call cut
 # by --deadline keeps it: yoco-3b's 512K and 1M prefill (the must: 2.9 s at 512K) and decode steps,
 # then the same with the decode GEMMs as a GEMV; step chunks has the memory candidates. models-3b-short (yoco-3b against transformer-3b at 32K and 128K, up to 7 minutes)
@@ -612,6 +629,14 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
     run_step models.3b_long_candidates 150 env YOCO_GRET_CHUNK=v7 YOCO_RESIDUAL_PER_LAYER=1 "$BIN/yoco" bench \
       --device cuda --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 \
       --budget-s 120 --out "$LOGS/models_3b_long_candidates.csv"
+  fi
+  # The FFN's up half fused in CTA pairs (YOCO_FFN_FUSED=pairs: the fused kernel's clusters of two sharing
+  # the weight tile), only where this call's bench put its 32,768-row ffn_up row ahead of cuBLAS + SwiGLU
+  # (RUNS.md's rule): about 0.1 s off 512K if it holds there. It excludes the residual stored once a layer.
+  if [ "$FUSED_FFN_OK" = 1 ] && [ "${YOCO_FFN_SKIP_PAIRS:-0}" != 1 ] && ffn_pairs_won; then
+    run_step models.3b_long_fused_pairs 150 env YOCO_FFN_FUSED=pairs "$BIN/yoco" bench --device cuda \
+      --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_3b_long_fused_pairs.csv"
   fi
   # The decode step's GEMMs as ops/gemv.hpp's kernel (YOCO_GEMV=1): its decode steps against the plain
   # run's above (bench gemm_shapes' "gemv (ours" rows price each shape; CUPTI had cuBLAS's decode GEMMs at

@@ -202,7 +202,9 @@ static std::string global_kv_note(const ModelConfig& cfg, int64_t batch) {
 // must price the row as.
 // The FFN's up half as one kernel (YOCO_FFN_FUSED=1 on a device it runs on, as the runners decide).
 static std::string ffn_note() {
-  return cuda::ffn_up_fused_here(cuda::ffn_fused_swiglu_from_env()) ? cuda::kFfnUpFusedNote : "";
+  if (!cuda::ffn_up_fused_here(cuda::ffn_fused_swiglu_from_env())) return "";
+  return std::string(cuda::kFfnUpFusedNote) +
+         (cuda::ffn_fused_ctas_from_env() == cuda::GemmSwigluCtas::pair ? cuda::kFfnUpInCtaPairsNote : "");
 }
 
 static std::string joined(std::string a, const std::string& b) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ops/gemm.hpp"
+#include "ops/gemm_swiglu.hpp"  // GemmSwigluCtas
 
 namespace yoco::cuda {
 
@@ -25,8 +26,9 @@ bool ffn_up_fused_here(bool asked);
 // else what failed: a fused launch that fails is an error, not a fallback; so is the pair's turn
 // without an h13 of enough rows (a runner that sized the buffer for calls the kernel takes).
 // h13 holds h13_rows rows (0 with no buffer).
+// `ctas`: which fused kernel (the one-CTA kernel, or its CTA pairs: YOCO_FFN_FUSED=pairs).
 std::string ffn_up_swiglu(Gemm& gemm, const __nv_bfloat16* x, int64_t rows, int64_t dim, const __nv_bfloat16* w13,
                           int64_t ffn_dim, __nv_bfloat16* h13, int64_t h13_rows, __nv_bfloat16* out, bool fused,
-                          cudaStream_t stream);
+                          cudaStream_t stream, GemmSwigluCtas ctas = GemmSwigluCtas::one);
 
 }  // namespace yoco::cuda

@@ -11,6 +11,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "ops/gemm_swiglu_plan.hpp"
 
 namespace yoco::cuda {
@@ -26,6 +28,10 @@ enum class GemmSwigluCtas { one, pair };
 // cuTensorMapEncodeTiled (or, for pairs, where no cluster of two fits). Nothing is launched then.
 cudaError_t launch_gemm_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* w13, const gemm_swiglu::Shape& s,
                                __nv_bfloat16* out, cudaStream_t stream, GemmSwigluCtas ctas = GemmSwigluCtas::one);
+
+// Launches this process has made of each kind, counted when the launch is enqueued without error (so a
+// model-level test can tell which kernel a runner took: their bits are the same).
+int64_t gemm_swiglu_launches(GemmSwigluCtas ctas);
 
 // Whether launch_gemm_swiglu serves these operands on the current device: a shape
 // gemm_swiglu::unsupported accepts, non-null 16-byte-aligned pointers, compute capability 9.0.

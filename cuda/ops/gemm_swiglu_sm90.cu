@@ -251,6 +251,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
 
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
 
+std::atomic<int64_t> launches_one{0}, launches_pair{0};
+cudaError_t counted(cudaError_t e, std::atomic<int64_t>& n) {
+  if (e == cudaSuccess) n.fetch_add(1, std::memory_order_relaxed);
+  return e;
+}
+
 bool operands_served(const bf16* x, const bf16* w13, const gs::Shape& s, const bf16* out) {
   return gs::unsupported(s) == nullptr && x != nullptr && w13 != nullptr && out != nullptr && aligned16(x) &&
          aligned16(w13) && aligned16(out);
@@ -286,7 +292,7 @@ cudaError_t launch_pairs(const Params& p, const CurrentDevice& dev, cudaStream_t
   }
   const int64_t clusters = std::min<int64_t>(gs::pair_tiles(p.tiles_m, p.tiles_n), fit);
   cfg.gridDim = dim3(static_cast<unsigned>(gs::kPairCtas * clusters));
-  return cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<gs::kPairCtas>, p);
+  return counted(cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<gs::kPairCtas>, p), launches_pair);
 }
 
 }  // namespace
@@ -323,7 +329,11 @@ cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& 
   }
   const int64_t n_ctas = std::min<int64_t>(p.tiles_m * p.tiles_n, dev.sm_count);
   gemm_swiglu_kernel<1><<<static_cast<unsigned>(n_ctas), kThreads, Smem::kBytes, stream>>>(p);
-  return cudaGetLastError();
+  return counted(cudaGetLastError(), launches_one);
+}
+
+int64_t gemm_swiglu_launches(GemmSwigluCtas ctas) {
+  return (ctas == GemmSwigluCtas::pair ? launches_pair : launches_one).load(std::memory_order_relaxed);
 }
 
 }  // namespace yoco::cuda

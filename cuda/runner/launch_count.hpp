@@ -57,6 +57,9 @@ inline constexpr const char* kApartSublayerNote = "a buffer each for the prefill
 // run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.
 inline constexpr bool kFfnUpFusedByDefault = false;
 inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
+// ... and with YOCO_FFN_FUSED=pairs, this right after it (the same memory and launches: the calibrated
+// model prices both alike; the measured rows tell them apart).
+inline constexpr const char* kFfnUpInCtaPairsNote = " in CTA pairs";
 // Whether the runners' GEMMs take each shape's fastest cuBLASLt algorithm, timed at first use
 // (ops/gemm_tuner.hpp), unless told otherwise (YOCO_GEMM_ALGO, runner_support.hpp): not until bench
 // family `gemm_shapes` has shown a candidate beating cublasGemmEx's choice on the runners' shapes.

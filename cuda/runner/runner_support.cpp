@@ -63,8 +63,22 @@ int64_t ffn_row_block_from_env() {
   return static_cast<int64_t>(n);
 }
 
+namespace {
+constexpr const char* kFfnFusedValues =
+    "1 (the fused W1|W3 + SwiGLU kernel), 'pairs' (the same kernel in CTA pairs sharing the weight tile) or 0";
+}  // namespace
+
 bool ffn_fused_swiglu_from_env() {
-  return env_switch("YOCO_FFN_FUSED", "1", "0", kFfnUpFusedByDefault, "1 (the fused W1|W3 + SwiGLU kernel) or 0");
+  const char* e = std::getenv("YOCO_FFN_FUSED");
+  if (e != nullptr && std::string(e) == "pairs") return true;
+  return env_switch("YOCO_FFN_FUSED", "1", "0", kFfnUpFusedByDefault, kFfnFusedValues);
+}
+
+GemmSwigluCtas ffn_fused_ctas_from_env() {
+  const char* e = std::getenv("YOCO_FFN_FUSED");
+  if (e != nullptr && std::string(e) == "pairs") return GemmSwigluCtas::pair;
+  ffn_fused_swiglu_from_env();  // anything else but 1, 0 or unset is refused there
+  return GemmSwigluCtas::one;
 }
 
 bool shared_sublayer_buffers_from_env() {

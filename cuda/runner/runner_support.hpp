@@ -15,6 +15,7 @@
 
 #include "device/device_arena.hpp"
 #include "ops/gemm.hpp"
+#include "ops/gemm_swiglu.hpp"  // GemmSwigluCtas
 #include "runner/launch_count.hpp"
 
 namespace yoco::cuda {
@@ -55,8 +56,12 @@ int64_t ffn_row_block_from_env();
 // serves the shape; 0: cuBLAS's GEMM and the SwiGLU pass; unset:
 // kFfnUpFusedByDefault (launch_count.hpp: off until the fused kernel has run
 // on a GPU and kept cuBLAS's pace).
+// YOCO_FFN_FUSED=pairs: the same, with the kernel in CTA pairs (GemmSwigluCtas::pair: clusters of two
+// sharing the weight tile; not yet run on a GPU).
 // Read when a model is made; InputError naming the variable for anything else.
 bool ffn_fused_swiglu_from_env();
+// Which fused kernel YOCO_FFN_FUSED names: the pair for 'pairs', else the one-CTA kernel.
+GemmSwigluCtas ffn_fused_ctas_from_env();
 
 // YOCO_SUBLAYER_BUFFERS=shared: a prefill step's mixer, FFN and global K/V rows
 // share one buffer (runner/sublayer_buffers.hpp); apart: a buffer each (the

@@ -66,6 +66,7 @@ YocoCudaModel::YocoCudaModel(const ModelConfig& cfg, const CudaWeightSource& sou
   global_kv_ = global_kv_projection_from_env();
   ffn_rows_ = ffn_row_block_from_env();
   ffn_fused_ = ffn_up_fused_here(ffn_fused_swiglu_from_env());
+  ffn_ctas_ = ffn_fused_ctas_from_env();
   shared_sublayers_ = shared_sublayer_buffers_from_env();
   residual_in_gemm_ = residual_in_gemm_from_env();
   residual_per_layer_ = residual_per_layer_from_env();

@@ -218,6 +218,7 @@ class YocoCudaModel final : public CudaModel {
   GlobalKvProjection global_kv_ = kDefaultGlobalKv;
   int64_t ffn_rows_ = 0;  // the FFN's row block (0: the whole step)
   bool ffn_fused_ = false;  // the W1|W3 GEMM with SwiGLU in its epilogue (YOCO_FFN_FUSED, on a device it runs on)
+  GemmSwigluCtas ffn_ctas_ = GemmSwigluCtas::one;  // which fused kernel (YOCO_FFN_FUSED=pairs: its CTA pairs)
   bool residual_in_gemm_ = false;  // the prefill's sublayer outputs added to the residual by their GEMMs
   bool residual_per_layer_ = false;  // YOCO_RESIDUAL_PER_LAYER, where a prefill step allows it
   bool shared_sublayers_ = kSharedSublayerBuffers;  // one buffer for a step's sublayers (YOCO_SUBLAYER_BUFFERS)

@@ -34,7 +34,7 @@ void YocoCudaModel::ffn(const FfnWeights& w, const bf16* h, int64_t rows, const 
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t n = std::min(block, rows - r0);
     // h13 holds a block's rows (StepWork::w13, the step buffers' batch), or is null where the step fuses.
-    check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, h13 ? block : 0, a, ffn_fused_, stream_),
+    check_gemm(ffn_up_swiglu(gemm_, h + r0 * d_, n, d_, w.w13, F_, h13, h13 ? block : 0, a, ffn_fused_, stream_, ffn_ctas_),
                "ffn W1|W3 + SwiGLU");
     project_out(a, n, F_, w.w2, out, r0, "ffn W2");
   }

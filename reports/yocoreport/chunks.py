@@ -26,7 +26,7 @@ NAMED_CHUNK = re.compile(r"gRet chunk kernel (\w+) named")  # bench/harness/cuda
 
 
 def config_of(notes):
-    """(prefill chunk, FFN row block or 0, FFN up half fused, sublayers in a buffer each, GEMMs tuned, residual added
+    """(prefill chunk, FFN row block or 0, FFN up half fused (False, True, or 2 for its CTA pairs), sublayers in a buffer each, GEMMs tuned, residual added
     by the GEMMs, residual stored once a layer, the gRet chunk kernel named instead of the planner's or "") as a row's
     notes say it ran (the calibrated rows price the runners' default: one buffer for the sublayers, cuBLAS's own
     GEMM algorithms)."""
@@ -34,7 +34,7 @@ def config_of(notes):
     rows = re.search(r"FFN in row blocks of (\d+)", notes)
     named = NAMED_CHUNK.search(notes)
     return (int(chunk.group(1)) if chunk else DEFAULT_CHUNK, int(rows.group(1)) if rows else 0,
-            "FFN up half fused" in notes, APART in notes, TUNED in notes, RESIDUAL in notes, PER_LAYER in notes,
+            (2 if "FFN up half fused in CTA pairs" in notes else "FFN up half fused" in notes), APART in notes, TUNED in notes, RESIDUAL in notes, PER_LAYER in notes,
             named.group(1) if named else "")
 
 
@@ -43,7 +43,9 @@ def label(config):
     parts = ["chunk %d" % chunk]
     if rows:
         parts.append("FFN rows %d" % rows)
-    if fused:
+    if fused == 2:
+        parts.append("FFN up fused in CTA pairs")
+    elif fused:
         parts.append("FFN up fused")
     if apart:
         parts.append("sublayer buffers apart")

@@ -68,6 +68,7 @@
 #include "errors.hpp"
 #include "gpu_test_support.hpp"
 #include "gret/gret_pending.hpp"
+#include "ops/gemm_swiglu.hpp"  // gemm_swiglu_launches
 #include "ops/gemm_swiglu_plan.hpp"
 #include "runner/sublayer_buffers.hpp"
 #include "small_configs.hpp"
@@ -769,6 +770,45 @@ TEST(CudaModelFfnFused, TheFusedUpHalfMatchesTheReferenceAndThePair) {
 TEST(CudaModelFfnFused, ABadChoiceIsAClearError) {
   YOCO_REQUIRE_GPU();
   expect_unknown_choice_refused("YOCO_FFN_FUSED", "yes");
+}
+
+// YOCO_FFN_FUSED=pairs: the runners launch the fused kernel in CTA pairs (GemmSwigluCtas::pair), whose
+// bits are the one-CTA kernel's: every logit of a prefill in one step of 1,200 tokens and its decode, and
+// of the all-position forward, equal to the YOCO_FFN_FUSED=1 run's, for both runners. The launch counts
+// prove which kernel each run took.
+TEST(CudaModelFfnFused, TheCtaPairsGiveTheOneCtaKernelsBits) {
+  YOCO_REQUIRE_GPU();
+  if (!current_device().is_sm90()) GTEST_SKIP() << "the fused kernel is for sm_90 only: nothing would fuse";
+  for (const char* skip_var : {"YOCO_FFN_SKIP_FUSED", "YOCO_FFN_SKIP_PAIRS"})
+    if (const char* skip = std::getenv(skip_var); skip && std::string(skip) == "1")
+      GTEST_SKIP() << skip_var << "=1 (the GPU suite's smoke test of the fused kernel or its CTA pairs failed)";
+  const ScopedEnv env("YOCO_FFN_FUSED");
+  for (const char* name : {"yoco-small", "yoco-swa-small", "transformer-small"}) {
+    const Case& c = case_named(name);
+    const ModelConfig cfg = config_of(c.name);
+    const RefData& r = reference_data(c);
+    const int64_t N = c.prompt, T = static_cast<int64_t>(r.seq.size());
+    ASSERT_GE(N, gemm_swiglu::kMinRowsToFuse);
+    std::vector<Mat<double>> dec[2];
+    std::vector<float> fwd[2];
+    for (int pairs = 0; pairs < 2; ++pairs) {
+      env.set(pairs ? "pairs" : "1");
+      const int64_t one0 = gemm_swiglu_launches(GemmSwigluCtas::one), pair0 = gemm_swiglu_launches(GemmSwigluCtas::pair);
+      auto model = make_model(cfg);
+      dec[pairs] = prefill_and_decode(*model, {r.seq}, N, kSteps, kOneChunk);
+      fwd[pairs] = model->forward(r.seq, 1, T);
+      ASSERT_FALSE(HasFatalFailure());
+      const int64_t one = gemm_swiglu_launches(GemmSwigluCtas::one) - one0,
+                    pair = gemm_swiglu_launches(GemmSwigluCtas::pair) - pair0;
+      EXPECT_GT(pairs ? pair : one, 0) << c.name << ": the " << (pairs ? "pairs" : "one-CTA kernel") << " never ran";
+      EXPECT_EQ(pairs ? one : pair, 0) << c.name << ": the other fused kernel ran";
+    }
+    const std::string tag = c.name + " with the FFN's up half fused in CTA pairs";
+    EXPECT_TRUE((dec[1][0].array() == dec[0][0].array()).all()) << tag << ", prefill + decode";
+    ASSERT_EQ(fwd[0].size(), fwd[1].size()) << tag;
+    EXPECT_EQ(std::memcmp(fwd[0].data(), fwd[1].data(), fwd[0].size() * sizeof(float)), 0) << tag << ", forward";
+    expect_within_bound(tag + ", prefill + decode", dec[1][0], r, N - 1);
+  }
 }
 
 // The GEMMs on their tuned path (YOCO_GEMM_ALGO=tuned: each shape's fastest cuBLASLt algorithm,
