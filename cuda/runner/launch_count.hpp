@@ -56,6 +56,9 @@ inline constexpr const char* kApartSublayerNote = "a buffer each for the prefill
 // unless told otherwise (YOCO_FFN_FUSED, runner_support.hpp): not until it has
 // run on a GPU and kept cuBLAS's pace. Rows made with it say kFfnUpFusedNote.
 inline constexpr bool kFfnUpFusedByDefault = false;
+// Which fused kernel an unset YOCO_FFN_FUSED means where kFfnUpFusedByDefault is true: its CTA pairs
+// (GemmSwigluCtas::pair) or one CTA a tile. Off until the pairs have run (RUNS.md's rule).
+inline constexpr bool kFfnUpPairsByDefault = false;
 inline constexpr const char* kFfnUpFusedNote = "FFN up half fused";
 // ... and with YOCO_FFN_FUSED=pairs, this right after it (the same memory and launches: the calibrated
 // model prices both alike; the measured rows tell them apart).

@@ -76,9 +76,10 @@ bool ffn_fused_swiglu_from_env() {
 
 GemmSwigluCtas ffn_fused_ctas_from_env() {
   const char* e = std::getenv("YOCO_FFN_FUSED");
-  if (e != nullptr && std::string(e) == "pairs") return GemmSwigluCtas::pair;
+  const std::string v = e ? e : "";
+  if (v == "pairs") return GemmSwigluCtas::pair;
   ffn_fused_swiglu_from_env();  // anything else but 1, 0 or unset is refused there
-  return GemmSwigluCtas::one;
+  return v.empty() && kFfnUpPairsByDefault ? GemmSwigluCtas::pair : GemmSwigluCtas::one;
 }
 
 bool shared_sublayer_buffers_from_env() {

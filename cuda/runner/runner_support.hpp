@@ -60,7 +60,8 @@ int64_t ffn_row_block_from_env();
 // sharing the weight tile; not yet run on a GPU).
 // Read when a model is made; InputError naming the variable for anything else.
 bool ffn_fused_swiglu_from_env();
-// Which fused kernel YOCO_FFN_FUSED names: the pair for 'pairs', else the one-CTA kernel.
+// Which fused kernel YOCO_FFN_FUSED names: the pair for 'pairs', the one-CTA kernel for 1 or 0, and for
+// unset kFfnUpPairsByDefault's.
 GemmSwigluCtas ffn_fused_ctas_from_env();
 
 // YOCO_SUBLAYER_BUFFERS=shared: a prefill step's mixer, FFN and global K/V rows
