@@ -2,12 +2,12 @@
 // the CPU, before a GPU runs it:
 // - the pair schedule (gemm_swiglu_plan.hpp: pair_tile_coord) gives every tile to exactly one CTA, the
 //   two CTAs of a cluster the two row tiles of one pair and one column tile, and a phantom only where
-//   the row tiles are odd;
+//   the row tiles are odd (it loads its peer's x box);
 // - the ring protocol of two CTAs whose stages are filled partly by the peer's multicast, run against a
 //   model of mbarrier phases with transaction counts under random interleavings of the two producers,
-//   the sixteen consumer warps and the TMA completions: no write lands in a stage a consumer still
-//   reads, every consumer reads its use's data in all three boxes, every full barrier's phase ends at
-//   a transaction count of zero, and the run ends. Three planted bugs must be caught (a test that cannot
+//   the sixteen consumer warps, their wgmma groups' completions and the TMA landings: no box is issued
+//   into or lands in a stage a wgmma group still reads, every consumer reads its use's data in all three boxes, every full barrier's phase ends at
+//   a transaction count of zero, and the run ends. Four planted bugs must be caught (a test that cannot
 //   fail proves nothing).
 #include <gtest/gtest.h>
 
@@ -54,10 +54,12 @@ TEST(GemmSwigluPairs, TheScheduleGivesEveryTileToOneCtaOfAPair) {
   // The weight halves: rank 0 W1's rows, rank 1 W3's (the W1|W3 weight has F rows of W1 first).
   EXPECT_EQ(pair_weight_row(3, 8192, 0), 3 * kTileCols);
   EXPECT_EQ(pair_weight_row(3, 8192, 1), 8192 + 3 * kTileCols);
-  // A phantom's x box starts at row tiles_m * 128 < M + 256, which unsupported keeps below 2^31.
+  // A phantom loads its peer's x box (in bounds), every other CTA its own: M's limit is the one-CTA kernel's.
+  EXPECT_EQ(x_row_tile(2, 3), 2);
+  EXPECT_EQ(x_row_tile(3, 3), 2);
   constexpr int64_t kInt32 = (int64_t{1} << 31) - 1;
-  EXPECT_EQ(unsupported(Shape{kInt32 - 2 * kTileRows, 64, 128, 64, 128}), nullptr);
-  EXPECT_NE(unsupported(Shape{kInt32 - 2 * kTileRows + 1, 64, 128, 64, 128}), nullptr);
+  EXPECT_EQ(unsupported(Shape{kInt32 - kTileRows, 64, 128, 64, 128}), nullptr);
+  EXPECT_NE(unsupported(Shape{kInt32 - kTileRows + 1, 64, 128, 64, 128}), nullptr);
 }
 
 // An mbarrier as PTX ISA 8.x defines it: a phase completes when its pending arrivals reach zero and
@@ -95,8 +97,15 @@ struct TxBarrier {
 };
 
 // The planted bugs: the empty barrier counting one CTA's warps while both arrive; the one-CTA kernel's
-// release (own CTA only, eight arrivals) kept for pairs; a producer that does not wait for the release.
-enum class Bug { none, one_cta_release_count, one_cta_kernels_release, producer_skips_empty_wait };
+// release (own CTA only, eight arrivals) kept for pairs; a producer that does not wait for the release;
+// a consumer that releases a stage without waiting for the wgmma group reading it (wait_group dropped).
+enum class Bug {
+  none,
+  one_cta_release_count,
+  one_cta_kernels_release,
+  producer_skips_empty_wait,
+  release_before_wgmma_done
+};
 
 // The protocol of gemm_swiglu_kernel<2>, step by step as the kernel runs it (the plan's arithmetic:
 // ring_stage, the parities, empty_arrivals, kStageBytes and the box sizes), under one random schedule.
@@ -106,12 +115,13 @@ std::vector<std::string> run_pair_protocol(int64_t units, int64_t k_blocks, uint
   std::vector<std::string> faults;
   std::mt19937 rng(seed);
   const int64_t uses = units * k_blocks;
-  const int release_count = bug == Bug::none || bug == Bug::producer_skips_empty_wait ? empty_arrivals(kCtas)
-                                                                                      : empty_arrivals(1);
+  const bool pair_count = bug != Bug::one_cta_release_count && bug != Bug::one_cta_kernels_release;
+  const int release_count = pair_count ? empty_arrivals(kCtas) : empty_arrivals(1);
+  const bool early = bug == Bug::release_before_wgmma_done;
 
   std::array<std::array<TxBarrier, kStages>, kCtas> full, empty;
-  // Which use's data each region of each stage of each CTA holds (-1: none yet), and how many consumer
-  // warps of that CTA hold each stage (passed its full wait, not yet released).
+  // Which use's data each region of each stage of each CTA holds (-1: none yet), and how many wgmma
+  // groups of that CTA's consumer warps are reading each stage (issued, not yet complete).
   std::array<std::array<std::array<int64_t, kRegions>, kStages>, kCtas> data;
   std::array<std::array<int, kStages>, kCtas> readers{};
   for (int r = 0; r < kCtas; ++r)
@@ -127,26 +137,52 @@ std::vector<std::string> run_pair_protocol(int64_t units, int64_t k_blocks, uint
   };
   std::vector<Landing> in_flight;
   std::array<int64_t, kCtas> filled{};
-  // A consumer warp runs the kernel's order: wait for use u, issue, release use u - 1 (from a tile's
-  // second block on), and after a tile's last block release it. `next` is its next use to wait for,
-  // `held` its uses waited for and not yet released (oldest first).
+  // A consumer warp runs the kernel's program order: wait for use u's stage and issue its wgmma group
+  // (its reads of the stage in flight until the group completes, an event of its own); from a tile's
+  // second block, wait_group 1 (use u - 1's group complete) and release u - 1; after a tile's last
+  // block, wait_group 0 and release u. `next` is its next use, `reads` its groups in flight (oldest
+  // first), `step` where it is: at a wait, at the release of the previous use, or of the last.
+  enum class Step { wait, release_previous, release_last };
   struct Warp {
     int64_t next = 0;
-    std::vector<int64_t> held;
+    std::vector<int64_t> reads;
+    Step step = Step::wait;
   };
   std::array<std::array<Warp, kConsumerWarps>, kCtas> warps;
 
   const auto release = [&](int cta, int64_t use) {
     const int s = tma::ring_stage(use, kStages);
-    --readers[cta][s];
     for (int q = 0; q < kCtas; ++q)
       if (bug != Bug::one_cta_kernels_release || q == cta) empty[q][s].arrive();
+  };
+  const auto in_flight_read = [](const Warp& wp, int64_t use) {
+    for (int64_t u : wp.reads)
+      if (u == use) return true;
+    return false;
+  };
+  const auto enabled = [&](int r, const Warp& wp) {
+    switch (wp.step) {
+      case Step::wait:
+        return wp.next < uses &&
+               full[r][tma::ring_stage(wp.next, kStages)].try_wait(tma::full_parity(wp.next, kStages));
+      case Step::release_previous: return early || !in_flight_read(wp, wp.next - 2);
+      case Step::release_last: return early || wp.reads.empty();
+    }
+    return false;
+  };
+  // A box about to be written into a stage that a wgmma group still reads.
+  const auto check_no_reader = [&](int cta, int stage, int64_t use, const char* when) {
+    if (readers[cta][stage] != 0)
+      faults.push_back("use " + std::to_string(use) + " " + when + " CTA " + std::to_string(cta) + "'s stage " +
+                       std::to_string(stage) + " while a wgmma group reads it");
   };
   int64_t steps = 0;
   for (;;) {
     if (!faults.empty() || ++steps > 1000000) break;
     // Everything enabled now, one picked at random.
-    std::vector<int> choices;  // 0..kCtas-1: producer r; 100 + i: landing i; 1000 + r * 100 + w: warp w of r
+    // 0..kCtas-1: producer r; 100 + i: landing i; 1000 + r * 100 + w: warp w of r's next step;
+    // 5000 + r * 100 + w: the completion of warp w of r's oldest wgmma group.
+    std::vector<int> choices;
     for (int r = 0; r < kCtas; ++r)
       if (filled[r] < uses &&
           (bug == Bug::producer_skips_empty_wait ||
@@ -157,12 +193,9 @@ std::vector<std::string> run_pair_protocol(int64_t units, int64_t k_blocks, uint
     for (int r = 0; r < kCtas; ++r)
       for (int w = 0; w < kConsumerWarps; ++w) {
         const Warp& wp = warps[r][w];
-        const bool may_wait =
-            wp.next < uses &&
-            full[r][tma::ring_stage(wp.next, kStages)].try_wait(tma::full_parity(wp.next, kStages));
-        const bool tile_end = !wp.held.empty() && (wp.held.back() + 1) % k_blocks == 0;
-        if (may_wait || tile_end) choices.push_back(1000 + r * 100 + w);
-        if (wp.next < uses || !wp.held.empty()) done = false;
+        if (enabled(r, wp)) choices.push_back(1000 + r * 100 + w);
+        if (!wp.reads.empty()) choices.push_back(5000 + r * 100 + w);  // its oldest group completes
+        if (wp.next < uses || !wp.reads.empty() || wp.step != Step::wait) done = false;
       }
     if (done && in_flight.empty()) break;
     if (choices.empty()) {
@@ -175,42 +208,55 @@ std::vector<std::string> run_pair_protocol(int64_t units, int64_t k_blocks, uint
       const int64_t u = filled[r]++;
       const int s = tma::ring_stage(u, kStages);
       full[r][s].arrive(kStageBytes);
+      check_no_reader(r, s, u, "is issued into");
       in_flight.push_back({r, s, 0, u, kABytes});
       for (int q = 0; q < kCtas; ++q)  // multicast: one landing per CTA of the mask
-        if (kPairMask & (1u << q)) in_flight.push_back({q, s, 1 + r, u, kBHalfBytes});
+        if (kPairMask & (1u << q)) {
+          check_no_reader(q, s, u, "is issued into");
+          in_flight.push_back({q, s, 1 + r, u, kBHalfBytes});
+        }
     } else if (pick < 1000) {  // a box lands
       const Landing l = in_flight[static_cast<size_t>(pick - 100)];
       in_flight.erase(in_flight.begin() + (pick - 100));
-      if (readers[l.cta][l.stage] != 0)
-        faults.push_back("use " + std::to_string(l.use) + " lands in CTA " + std::to_string(l.cta) + "'s stage " +
-                         std::to_string(l.stage) + " while a consumer warp reads it");
+      check_no_reader(l.cta, l.stage, l.use, "lands in");
       if (data[l.cta][l.stage][l.region] != (l.use >= kStages ? l.use - kStages : -1))
         faults.push_back("use " + std::to_string(l.use) + " overwrites use " +
                          std::to_string(data[l.cta][l.stage][l.region]) + " in CTA " + std::to_string(l.cta));
       data[l.cta][l.stage][l.region] = l.use;
       full[l.cta][l.stage].complete_tx(l.bytes);
+    } else if (pick >= 5000) {  // a wgmma group completes: its reads of the stage are done
+      Warp& wp = warps[(pick - 5000) / 100][(pick - 5000) % 100];
+      --readers[(pick - 5000) / 100][tma::ring_stage(wp.reads.front(), kStages)];
+      wp.reads.erase(wp.reads.begin());
     } else {  // a consumer warp's next step
       const int r = (pick - 1000) / 100, w = (pick - 1000) % 100;
       Warp& wp = warps[r][w];
-      const bool tile_end = !wp.held.empty() && (wp.held.back() + 1) % k_blocks == 0;
-      if (tile_end) {  // after a tile's last block: wait_group 0, release it
-        release(r, wp.held.back());
-        wp.held.pop_back();
-        continue;
-      }
-      const int64_t u = wp.next++;
-      const int s = tma::ring_stage(u, kStages);
-      for (int region = 0; region < kRegions; ++region)
-        if (data[r][s][region] != u)
-          faults.push_back("CTA " + std::to_string(r) + " reads use " + std::to_string(u) + " with region " +
-                           std::to_string(region) + " holding use " + std::to_string(data[r][s][region]));
-      if (full[r][s].tx != 0) faults.push_back("a full phase completed at a transaction count of " +
-                                               std::to_string(full[r][s].tx));
-      ++readers[r][s];
-      wp.held.push_back(u);
-      if (u % k_blocks != 0) {  // from a tile's second block: the previous block's group is done
-        release(r, wp.held.front());
-        wp.held.erase(wp.held.begin());
+      const int64_t last = wp.next - 1;  // the use it issued last
+      switch (wp.step) {
+        case Step::wait: {
+          const int64_t u = wp.next++;
+          const int s = tma::ring_stage(u, kStages);
+          for (int region = 0; region < kRegions; ++region)
+            if (data[r][s][region] != u)
+              faults.push_back("CTA " + std::to_string(r) + " reads use " + std::to_string(u) + " with region " +
+                               std::to_string(region) + " holding use " + std::to_string(data[r][s][region]));
+          if (full[r][s].tx != 0)
+            faults.push_back("a full phase completed at a transaction count of " + std::to_string(full[r][s].tx));
+          ++readers[r][s];
+          wp.reads.push_back(u);
+          wp.step = u % k_blocks != 0         ? Step::release_previous
+                    : (u + 1) % k_blocks == 0 ? Step::release_last
+                                              : Step::wait;
+          break;
+        }
+        case Step::release_previous:  // wait_group 1, then the previous block's stage
+          release(r, last - 1);
+          wp.step = (last + 1) % k_blocks == 0 ? Step::release_last : Step::wait;
+          break;
+        case Step::release_last:  // after the tile's last block: wait_group 0, then its stage
+          release(r, last);
+          wp.step = Step::wait;
+          break;
       }
     }
   }
@@ -227,8 +273,8 @@ TEST(GemmSwigluPairs, TheRingProtocolHoldsUnderRandomInterleavings) {
 }
 
 TEST(GemmSwigluPairs, TheModelCatchesPlantedBugs) {
-  for (const Bug bug : {Bug::one_cta_release_count, Bug::one_cta_kernels_release,
-                        Bug::producer_skips_empty_wait}) {
+  for (const Bug bug : {Bug::one_cta_release_count, Bug::one_cta_kernels_release, Bug::producer_skips_empty_wait,
+                        Bug::release_before_wgmma_done}) {
     int caught = 0;
     for (uint32_t seed = 1; seed <= 200; ++seed)
       if (!run_pair_protocol(3, 6, seed, bug).empty()) ++caught;

@@ -43,17 +43,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       : "memory");
 }
 
-// mbar_wait at cluster scope: for a barrier that other CTAs of the cluster arrive on (their release
-// then orders what they did before it, e.g. their reads of a stage this thread's TMA will refill).
-__device__ __forceinline__ void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred p;\nLAB_WAIT:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1;\n"
-      "@!p bra LAB_WAIT;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-
 // Register reallocation between warpgroups (FA3's producer / consumer split): every warp of the
 // warpgroup executes it; counts are multiples of 8 in [24, 256].
 template <int kRegs>
@@ -94,14 +83,23 @@ __device__ __forceinline__ uint32_t mapa_shared(uint32_t addr, uint32_t rank) {
   return r;
 }
 // One arrival on the mbarrier at `bar`'s offset in the CTA of rank `rank` (this CTA's own included),
-// from the threads with `arrive` true, without a branch (as mbar_arrive_if).
+// from the threads with `arrive` true, without a branch (as mbar_arrive_if). The default semantics
+// (release at CTA scope), as CUTLASS's cluster barriers: .release.cluster compiles to two GPU-wide
+// fences (MEMBAR.ALL.GPU, which also waits for the warp's outstanding global stores), and a consumer's
+// release orders nothing the peer reads: its wgmma reads of the stage are complete at wgmma.wait_group.
 __device__ __forceinline__ void mbar_arrive_cluster_if(uint32_t bar, uint32_t rank, bool arrive) {
   asm volatile(
       "{\n.reg .pred p;\n.reg .b32 remote;\nsetp.ne.u32 p, %2, 0;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "@p mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "@p mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(rank), "r"(static_cast<unsigned>(arrive))
       : "memory");
+}
+// The number of CTAs in this CTA's cluster.
+__device__ __forceinline__ uint32_t cluster_nctarank() {
+  uint32_t n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(n));
+  return n;
 }
 // Every thread of every CTA of the cluster: the arrivals before it happen before the waits after it
 // (not the .aligned form: the warps reach it from different code).

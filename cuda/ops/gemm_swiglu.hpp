@@ -25,7 +25,8 @@ enum class GemmSwigluCtas { one, pair };
 
 // cudaErrorInvalidValue for a shape gemm_swiglu::unsupported refuses or a pointer that is null or
 // not 16-byte aligned; cudaErrorNotSupported off compute capability 9.0 or without the driver's
-// cuTensorMapEncodeTiled (or, for pairs, where no cluster of two fits). Nothing is launched then.
+// cuTensorMapEncodeTiled. Nothing is launched then. Pairs where no cluster of two fits the device run
+// as the one-CTA kernel (gemm_swiglu_launches tells which ran).
 cudaError_t launch_gemm_swiglu(const __nv_bfloat16* x, const __nv_bfloat16* w13, const gemm_swiglu::Shape& s,
                                __nv_bfloat16* out, cudaStream_t stream, GemmSwigluCtas ctas = GemmSwigluCtas::one);
 

@@ -40,9 +40,8 @@ YOCO_HD constexpr const char* unsupported(const Shape& s) {
   if (s.ffn_dim % kTileCols != 0) return "F is not a multiple of 128";
   if (s.x_stride < s.k || s.x_stride % 8 != 0) return "x's row stride is below K or not a multiple of 8";
   if (s.out_stride < s.ffn_dim || s.out_stride % 8 != 0) return "out's row stride is below F or not a multiple of 8";
-  // TMA coordinates are int32 and a box may overhang the last row tile (by a whole tile more for the
-  // CTA pairs' phantom row tile past the last: pair_tile_coord).
-  if (s.rows > kInt32 - 2 * kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
+  // TMA coordinates are int32 and a box may overhang the last row tile.
+  if (s.rows > kInt32 - kTileRows || 2 * s.ffn_dim > kInt32 || s.x_stride > kInt32) return "a dimension reaches 2^31";
   // A tensor map's strides stay under 2^40 bytes (arch/tma_plan.hpp): x's rows and the weight's.
   constexpr int64_t kStrideBytes = int64_t{1} << 40;
   if (s.rows > (kStrideBytes - 1) / (2 * s.x_stride) || 2 * s.ffn_dim > (kStrideBytes - 1) / (2 * s.k))
@@ -102,12 +101,15 @@ inline constexpr uint16_t kPairMask = (1u << kPairCtas) - 1;  // multicast to bo
 YOCO_HD constexpr int64_t pair_tiles(int64_t tiles_m, int64_t tiles_n) { return (tiles_m + 1) / 2 * tiles_n; }
 // The tile of cluster rank `rank` (0, 1) at pair tile pt. Where tiles_m is odd, rank 1 of the last
 // pair row gets m = tiles_m, a phantom past the last row tile: it loads and multicasts its weight
-// half like any other (its peer needs it), its x box lies wholly past M (zero-filled by the TMA), and
-// it stores nothing (its rows are all >= M).
+// half like any other (its peer needs it), loads its peer's x box (x_row_tile: an in-bounds box, so
+// nothing rests on how the TMA counts a box wholly out of bounds), and stores nothing (its rows are
+// all >= M).
 YOCO_HD constexpr TileCoord pair_tile_coord(int64_t pt, int64_t tiles_m, int64_t tiles_n, int rank) {
   const TileCoord p = tile_coord(pt, (tiles_m + 1) / 2, tiles_n);
   return TileCoord{2 * p.m + rank, p.n};
 }
+// The row tile whose x box the CTA of tile m loads: its own, or for a phantom its peer's.
+YOCO_HD constexpr int64_t x_row_tile(int64_t m, int64_t tiles_m) { return m < tiles_m ? m : tiles_m - 1; }
 // The weight rows rank `rank` loads for column tile n: W1's rows n 128.. (rank 0) or W3's F + n 128..
 // (rank 1); the box lands at the same place of the stage as the one-CTA kernel's (stage_w1 / stage_w3).
 YOCO_HD constexpr int64_t pair_weight_row(int64_t n_tile, int64_t ffn_dim, int rank) {

@@ -35,7 +35,7 @@
 // and the peer's (a multicast may land before this CTA's expect_tx; the phase cannot complete while
 // that arrival is pending). A cluster barrier after the barriers' init (the peer arrives on and
 // writes into this CTA) and one before any thread leaves (so no CTA exits while its peer may still
-// arrive on it). tests/test_gemm_swiglu_plan.cpp runs the protocol against a model of mbarrier phases
+// arrive on it). tests/test_gemm_swiglu_pairs.cpp runs the protocol against a model of mbarrier phases
 // and transaction counts.
 #include <cuda.h>
 
@@ -95,14 +95,14 @@ struct Params {
 };
 
 // One consumer warp's release of ring stage s: on its own CTA's empty barrier, or with pairs on both
-// CTAs' (lane 0 arrives; no branch around code wgmma follows).
+// CTAs' (lane 0 arrives, or with pairs lanes 0 and 1; no branch around code wgmma follows).
 template <int kCtas>
 __device__ __forceinline__ void release_stage(uint32_t base, int s, int lane) {
   if constexpr (kCtas == 1) {
     mbar_arrive_if(Smem::empty(base, s), lane == 0);
   } else {
-#pragma unroll
-    for (int r = 0; r < kCtas; ++r) mbar_arrive_cluster_if(Smem::empty(base, s), static_cast<uint32_t>(r), lane == 0);
+    // Lane r signals the CTA of rank r: one predicated instruction for both.
+    mbar_arrive_cluster_if(Smem::empty(base, s), static_cast<uint32_t>(lane % kCtas), lane < kCtas);
   }
 }
 
@@ -124,7 +124,11 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
   const int64_t units = kPair ? gs::pair_tiles(p.tiles_m, p.tiles_n) : p.tiles_m * p.tiles_n;
   const int64_t first_unit = blockIdx.x / kCtas, unit_step = gridDim.x / kCtas;
   int rank = 0;
-  if constexpr (kPair) rank = static_cast<int>(cluster_ctarank());
+  if constexpr (kPair) {
+    // Launched without its cluster of two, the mask would multicast to a CTA that does not exist.
+    if (cluster_nctarank() != static_cast<uint32_t>(kCtas)) __trap();
+    rank = static_cast<int>(cluster_ctarank());
+  }
 
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t raw_addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
@@ -155,15 +159,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
       for (int64_t u = first_unit; u < units; u += unit_step) {
         const gs::TileCoord c = unit_tile<kCtas>(u, p, rank);
         // int32 coordinates: gemm_swiglu::unsupported keeps M + 256 and 2F below 2^31.
-        const int32_t row = static_cast<int32_t>(c.m * kBM), n1 = static_cast<int32_t>(c.n * kBN),
+        const int32_t row = static_cast<int32_t>(gs::x_row_tile(c.m, p.tiles_m) * kBM), n1 = static_cast<int32_t>(c.n * kBN),
                       n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
         for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
           const int s = tma::ring_stage(use, kStages);
           // The whole warp waits, lane 0 issues, the warp reconverges: lanes never sit in two waits.
-          if constexpr (kPair)
-            mbar_wait_cluster(Smem::empty(base, s), tma::empty_parity(use, kStages));
-          else
-            mbar_wait(Smem::empty(base, s), tma::empty_parity(use, kStages));
+          mbar_wait(Smem::empty(base, s), tma::empty_parity(use, kStages));
           if (lane == 0) {
             const uint32_t bar = Smem::full(base, s);
             const int32_t k0 = static_cast<int32_t>(kb * kBK);
@@ -318,7 +319,10 @@ cudaError_t launch_gemm_swiglu(const bf16* x, const bf16* w13, const gs::Shape& 
   p.tiles_m = gs::row_tiles(s.rows);
   p.tiles_n = gs::col_tiles(s.ffn_dim);
   p.k_blocks = s.k / kBK;
-  if (ctas == GemmSwigluCtas::pair) return launch_pairs(p, dev, stream);
+  if (ctas == GemmSwigluCtas::pair) {
+    // Where no cluster of two fits (cudaErrorNotSupported) the one-CTA kernel serves: the same bits.
+    if (const cudaError_t e = launch_pairs(p, dev, stream); e != cudaErrorNotSupported) return e;
+  }
   // The shared-memory opt-in once per device (a launch's host time is the runners' and the bench's).
   static std::array<std::atomic<bool>, 64> configured{};
   std::atomic<bool>* once = dev.id >= 0 && dev.id < 64 ? &configured[static_cast<size_t>(dev.id)] : nullptr;

@@ -188,7 +188,7 @@ TEST(GemmSwiglu, TheSelectorTakesTheFusedKernelOnlyWhereItShould) {
       GTEST_SKIP() << "YOCO_FFN_SKIP_PAIRS=1 (the GPU suite's smoke test of the CTA pairs failed)"; \
   } while (0)
 
-void expect_pairs_give_the_one_cta_bits(const Case& cs, uint64_t seed) {
+void expect_pairs_give_the_one_cta_bits(const Case& cs, uint64_t seed, int pair_launches = 1) {
   const int64_t M = cs.M, K = cs.K, F = cs.F, xs = K + cs.x_pad, os = F + cs.out_pad, extra = 3;
   SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(K) + " -> " + std::to_string(F) + ", " +
                std::to_string(gs::row_tiles(M)) + " row tiles");
@@ -199,13 +199,21 @@ void expect_pairs_give_the_one_cta_bits(const Case& cs, uint64_t seed) {
   upload_bf16(dw, w);
   const gs::Shape shape{M, K, F, xs, os};
   ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, shape, one.ptr, nullptr, GemmSwigluCtas::one), cudaSuccess);
-  ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, shape, pairs.ptr, nullptr, GemmSwigluCtas::pair), cudaSuccess);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  const auto a = download_bf16(one), b = download_bf16(pairs);
-  size_t differ = 0, first = a.size();
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) first = std::min(first, i), ++differ;
-  EXPECT_EQ(differ, 0u) << "first at row " << first / static_cast<size_t>(os) << " col " << first % static_cast<size_t>(os);
+  const auto a = download_bf16(one);
+  // Repeated: a race between the two CTAs' rings would show in some launches only.
+  for (int launch = 0; launch < pair_launches; ++launch) {
+    const int64_t pairs_before = gemm_swiglu_launches(GemmSwigluCtas::pair);
+    ASSERT_EQ(launch_gemm_swiglu(dx.ptr, dw.ptr, shape, pairs.ptr, nullptr, GemmSwigluCtas::pair), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    ASSERT_EQ(gemm_swiglu_launches(GemmSwigluCtas::pair), pairs_before + 1) << "the one-CTA kernel ran instead";
+    const auto b = download_bf16(pairs);
+    size_t differ = 0, first = a.size();
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) first = std::min(first, i), ++differ;
+    ASSERT_EQ(differ, 0u) << "launch " << launch << ", first at row " << first / static_cast<size_t>(os) << " col "
+                          << first % static_cast<size_t>(os);
+  }
+  const auto b = download_bf16(pairs);
   // The one-CTA kernel's output is checked against the contract above; the poison past M holds in both.
   for (int64_t r = M; r < M + extra; ++r) ASSERT_TRUE(std::isnan(b[static_cast<size_t>(r * os)])) << "wrote row " << r;
 }
@@ -220,10 +228,12 @@ TEST(GemmSwigluCtaPairs, Smoke) {
 TEST(GemmSwigluCtaPairs, GiveTheOneCtaKernelsBitsEverywhere) {
   YOCO_REQUIRE_PAIRS();
   // Even and odd row tiles, a ragged M; more pair tiles than clusters fit (each cluster walks
-  // several, its two rings in step); yoco-3b's K and F.
+  // several, its two rings in step), also at one k block a tile (every release a tile's last); yoco-3b's
+  // K and F, launched 20 times.
   for (const Case cs : {Case{1100, 256, 768, 0, 0}, Case{4096 + 77, 192, 768, 0, 0}, Case{8192 + 128, 128, 2048, 0, 0},
-                        Case{2048, 3072, 8192, 0, 0}})
+                        Case{8192 + 128, 64, 2048, 0, 0}})
     expect_pairs_give_the_one_cta_bits(cs, 41);
+  expect_pairs_give_the_one_cta_bits(Case{2048, 3072, 8192, 0, 0}, 43, 20);
 }
 
 }  // namespace

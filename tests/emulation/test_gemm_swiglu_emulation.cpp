@@ -199,7 +199,7 @@ std::vector<uint16_t> run_kernel(const Problem& p, int ctas, const Bugs& bug) {
 // CTAs walking the same pair tiles. At every k block each CTA loads its own x box and its weight half
 // (pair_weight_row: rank 0 W1's rows, rank 1 W3's) into both CTAs' stage at the one-CTA kernel's offset
 // (the multicast), then each runs its wgmma. A phantom row tile (rank 1 past the last, where the row tiles
-// are odd) loads a wholly out-of-bounds x box and stores nothing. `swap_halves` plants a bug: each rank
+// are odd) loads its peer's x box and stores nothing. `swap_halves` plants a bug: each rank
 // multicasts into the other's half of the stage.
 std::vector<uint16_t> run_pairs(const Problem& p, int clusters, bool swap_halves = false) {
   const Maps mp = maps_of(p);
@@ -217,7 +217,8 @@ std::vector<uint16_t> run_pairs(const Problem& p, int clusters, bool swap_halves
         const int s = tma::ring_stage(use, gs::kStages);
         const auto k0 = static_cast<int32_t>(kb * kBK);
         for (int r = 0; r < gs::kPairCtas; ++r) {
-          tma_load_box_sw128(smem[r], gs::stage_x(s), p.x.data(), mp.tx, k0, static_cast<int32_t>(c[r].m * kBM), 0);
+          tma_load_box_sw128(smem[r], gs::stage_x(s), p.x.data(), mp.tx, k0,
+                             static_cast<int32_t>(gs::x_row_tile(c[r].m, tiles_m) * kBM), 0);
           const uint32_t dst = (r == 0) != swap_halves ? gs::stage_w1(s) : gs::stage_w3(s);
           for (int q = 0; q < gs::kPairCtas; ++q)
             if (gs::kPairMask & (1u << q))
@@ -252,6 +253,7 @@ TEST(GemmSwigluEmulation, EveryTileEqualsThePlainProductThroughSwiglu) {
 
 // In CTA pairs: the same output, with an even and an odd number of row tiles (a phantom), more pair
 // tiles than clusters, and one cluster walking them all; the halves multicast the wrong way round must show.
+// (A phantom loads its peer's x box, x_row_tile; its rows are never stored.)
 TEST(GemmSwigluEmulation, CtaPairsGiveTheSameOutput) {
   const Problem even = small_problem();  // 2 row tiles x 2 column tiles: one pair row
   EXPECT_EQ(mismatches(run_pairs(even, 1), want_output(even)), 0);
