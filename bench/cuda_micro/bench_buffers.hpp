@@ -77,6 +77,10 @@ inline double max_rel_diff(const bf16* a, const bf16* b, size_t n) {
 struct ScopedStream {
   cudaStream_t s = nullptr;
   ScopedStream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream"); }
+  // With a priority (cudaDeviceGetStreamPriorityRange's: lower numbers go first).
+  explicit ScopedStream(int priority) {
+    check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority), "stream with priority");
+  }
   ~ScopedStream() { cudaStreamDestroy(s); }
   ScopedStream(const ScopedStream&) = delete;
   ScopedStream& operator=(const ScopedStream&) = delete;

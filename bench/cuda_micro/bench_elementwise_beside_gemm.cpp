@@ -56,16 +56,6 @@ struct EventPair {
   EventPair& operator=(const EventPair&) = delete;
 };
 
-struct PriorityStream {
-  cudaStream_t s = nullptr;
-  explicit PriorityStream(int priority) {
-    check(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, priority), "stream with priority");
-  }
-  ~PriorityStream() { cudaStreamDestroy(s); }
-  PriorityStream(const PriorityStream&) = delete;
-  PriorityStream& operator=(const PriorityStream&) = delete;
-};
-
 using Enqueue = std::function<void(cudaStream_t)>;
 
 // `gemm` on `gemm_stream` and `pass` on `pass_stream`, both after what `timed` holds so far, and `timed`
@@ -95,7 +85,7 @@ void pair_rows(Report& report, const std::string& name, const Enqueue& gemm, con
                cudaStream_t stream) {
   int least = 0, greatest = 0;
   check(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
-  const PriorityStream gemm_stream(least), pass_same(least), pass_first(greatest);
+  const ScopedStream gemm_stream(least), pass_same(least), pass_first(greatest);
   const EventPair ev;
   const auto row = [&](const std::string& how, const Enqueue& launch) {
     KernelResult r{"beside_gemm", name + ", " + how, "yoco-3b", kRows, 1, 0, 0, {}, ""};

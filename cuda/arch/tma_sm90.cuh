@@ -76,12 +76,6 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
   return r;
 }
-// The shared::cluster address of `bar` (a shared::cta address of this CTA) in the CTA of rank `rank`.
-__device__ __forceinline__ uint32_t mapa_shared(uint32_t addr, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-  return r;
-}
 // One arrival on the mbarrier at `bar`'s offset in the CTA of rank `rank` (this CTA's own included),
 // from the threads with `arrive` true, without a branch (as mbar_arrive_if). The default semantics
 // (release at CTA scope), as CUTLASS's cluster barriers: .release.cluster compiles to two GPU-wide

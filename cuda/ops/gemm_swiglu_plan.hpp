@@ -97,15 +97,17 @@ YOCO_HD constexpr int fragment_col(int lane, int i) { return (i >> 2) * 8 + (lan
 // a CTA and k block, 131 FLOP a byte, cuBLAS's ratio.
 inline constexpr int kPairCtas = 2;
 inline constexpr uint16_t kPairMask = (1u << kPairCtas) - 1;  // multicast to both CTAs of the cluster
-// Pair tiles: ceil(tiles_m / 2) x tiles_n, in tile_coord's grouped raster (groups of kGroupRows pairs).
-YOCO_HD constexpr int64_t pair_tiles(int64_t tiles_m, int64_t tiles_n) { return (tiles_m + 1) / 2 * tiles_n; }
+// Pair tiles: ceil(tiles_m / 2) pair rows x tiles_n, in tile_coord's grouped raster (groups of kGroupRows
+// pair rows).
+YOCO_HD constexpr int64_t pair_row_tiles(int64_t tiles_m) { return (tiles_m + 1) / 2; }
+YOCO_HD constexpr int64_t pair_tiles(int64_t tiles_m, int64_t tiles_n) { return pair_row_tiles(tiles_m) * tiles_n; }
 // The tile of cluster rank `rank` (0, 1) at pair tile pt. Where tiles_m is odd, rank 1 of the last
 // pair row gets m = tiles_m, a phantom past the last row tile: it loads and multicasts its weight
 // half like any other (its peer needs it), loads its peer's x box (x_row_tile: an in-bounds box, so
 // nothing rests on how the TMA counts a box wholly out of bounds), and stores nothing (its rows are
 // all >= M).
 YOCO_HD constexpr TileCoord pair_tile_coord(int64_t pt, int64_t tiles_m, int64_t tiles_n, int rank) {
-  const TileCoord p = tile_coord(pt, (tiles_m + 1) / 2, tiles_n);
+  const TileCoord p = tile_coord(pt, pair_row_tiles(tiles_m), tiles_n);
   return TileCoord{2 * p.m + rank, p.n};
 }
 // The row tile whose x box the CTA of tile m loads: its own, or for a phantom its peer's.

@@ -158,9 +158,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
       int64_t use = 0;
       for (int64_t u = first_unit; u < units; u += unit_step) {
         const gs::TileCoord c = unit_tile<kCtas>(u, p, rank);
-        // int32 coordinates: gemm_swiglu::unsupported keeps M + 256 and 2F below 2^31.
-        const int32_t row = static_cast<int32_t>(gs::x_row_tile(c.m, p.tiles_m) * kBM), n1 = static_cast<int32_t>(c.n * kBN),
-                      n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
+        // int32 coordinates: gemm_swiglu::unsupported keeps M + 128 and 2F below 2^31. A phantom tile of
+        // the pairs loads its peer's x box (x_row_tile).
+        const int32_t row = static_cast<int32_t>(gs::x_row_tile(c.m, p.tiles_m) * kBM),
+                      n1 = static_cast<int32_t>(c.n * kBN), n3 = static_cast<int32_t>(p.ffn_dim + c.n * kBN);
         for (int64_t kb = 0; kb < p.k_blocks; ++kb, ++use) {
           const int s = tma::ring_stage(use, kStages);
           // The whole warp waits, lane 0 issues, the warp reconverges: lanes never sit in two waits.
@@ -171,11 +172,9 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_swiglu_kernel(const __grid_c
             mbar_arrive_expect_tx(bar, kStageBytes);
             tma_load_3d(Smem::a(base, s), &p.tx, bar, k0, row, 0);
             if constexpr (kPair) {
-              // Rank 0 W1's box (row n1), rank 1 W3's (row n3), each into both CTAs' stage.
-              static_assert(gs::pair_weight_row(1, 1024, 0) == kBN && gs::pair_weight_row(1, 1024, 1) == 1024 + kBN,
-                            "pair_weight_row: W1's rows for rank 0, W3's for rank 1");
+              // Rank 0 W1's box, rank 1 W3's, each into both CTAs' stage.
               tma_load_3d_multicast(rank == 0 ? Smem::w1(base, s) : Smem::w3(base, s), &p.tw, bar, k0,
-                                    rank == 0 ? n1 : n3, 0, gs::kPairMask);
+                                    static_cast<int32_t>(gs::pair_weight_row(c.n, p.ffn_dim, rank)), 0, gs::kPairMask);
             } else {
               tma_load_3d(Smem::w1(base, s), &p.tw, bar, k0, n1, 0);
               tma_load_3d(Smem::w3(base, s), &p.tw, bar, k0, n3, 0);
