@@ -8,7 +8,8 @@
 # `yoco bench --device cuda` (step `models`: the small presets at 4K, and an
 # out-of-memory point followed by one that runs; step `models-3b`, not in the
 # default: yoco-3b's prefill and decode at 512K and 1M, plain and with the decode GEMMs as a GEMV,
-# its prefill with each of issue 34's candidates (the residual stored once a layer, gRet chunk v7, both,
+# its prefill with each of issue 34's candidates (the fused FFN up kernel in CTA pairs where the same call's
+# bench has it ahead of cuBLAS + SwiGLU, the residual stored once a layer, gRet chunk v7, v7 with each,
 # chunk 16384 with tuned GEMMs); step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
 # at 32K and 128K end to end). Every step runs under `timeout`, so a hung kernel
 # costs one step, not the call. The default steps fit one device call: about
@@ -612,8 +613,19 @@ PY
 # comes after them. The FFN's up half fused ran in run-21 (1.012x the pair: it stays off); step
 # chunks keeps its 16384 row.
 if has_step models-3b && [ -x "$BIN/yoco" ]; then
+  PAIRS_RUN=0
+  [ "$FUSED_FFN_OK" = 1 ] && [ "${YOCO_FFN_SKIP_PAIRS:-0}" != 1 ] && ffn_pairs_won && PAIRS_RUN=1
   run_step models.3b_long 300 "$BIN/yoco" bench --device cuda --model yoco-3b --lengths 512K,1M \
     --metrics memory,prefill,decode --repeats 2 --warmup 1 --budget-s 200 --out "$LOGS/models_3b_long.csv"
+  # The FFN's up half fused in CTA pairs (YOCO_FFN_FUSED=pairs: the fused kernel's clusters of two sharing
+  # the weight tile), only where this call's bench put its 32,768-row ffn_up row ahead of cuBLAS + SwiGLU
+  # (RUNS.md's rule): about 0.1 s off 512K if it holds there, the largest of the written levers, so it runs
+  # first after the plain run (a call cut by --deadline keeps it). It excludes the residual stored once a layer.
+  if [ "$PAIRS_RUN" = 1 ]; then
+    run_step models.3b_long_fused_pairs 150 env YOCO_FFN_FUSED=pairs "$BIN/yoco" bench --device cuda \
+      --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
+      --out "$LOGS/models_3b_long_fused_pairs.csv"
+  fi
   # The residual stored once a layer (YOCO_RESIDUAL_PER_LAYER=1: 22 bytes an element a layer moved by its
   # norms instead of 24, the same bits): its prefill against the plain run's above. Analytic: ~0.014 s
   # off 512K's 2.94 s, about a third of what the must still asks.
@@ -629,14 +641,13 @@ if has_step models-3b && [ -x "$BIN/yoco" ]; then
     run_step models.3b_long_candidates 150 env YOCO_GRET_CHUNK=v7 YOCO_RESIDUAL_PER_LAYER=1 "$BIN/yoco" bench \
       --device cuda --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 \
       --budget-s 120 --out "$LOGS/models_3b_long_candidates.csv"
-  fi
-  # The FFN's up half fused in CTA pairs (YOCO_FFN_FUSED=pairs: the fused kernel's clusters of two sharing
-  # the weight tile), only where this call's bench put its 32,768-row ffn_up row ahead of cuBLAS + SwiGLU
-  # (RUNS.md's rule): about 0.1 s off 512K if it holds there. It excludes the residual stored once a layer.
-  if [ "$FUSED_FFN_OK" = 1 ] && [ "${YOCO_FFN_SKIP_PAIRS:-0}" != 1 ] && ffn_pairs_won; then
-    run_step models.3b_long_fused_pairs 150 env YOCO_FFN_FUSED=pairs "$BIN/yoco" bench --device cuda \
-      --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 --budget-s 120 \
-      --out "$LOGS/models_3b_long_fused_pairs.csv"
+    # Where the pairs run, the candidates that can go together with them (v7 and the pairs: the residual
+    # stored once a layer is declined with the FFN fused): the must's question if the pairs win.
+    if [ "$PAIRS_RUN" = 1 ]; then
+      run_step models.3b_long_candidates_pairs 150 env YOCO_GRET_CHUNK=v7 YOCO_FFN_FUSED=pairs "$BIN/yoco" bench \
+        --device cuda --model yoco-3b --lengths 512K,1M --metrics memory,prefill --repeats 2 --warmup 1 \
+        --budget-s 120 --out "$LOGS/models_3b_long_candidates_pairs.csv"
+    fi
   fi
   # The decode step's GEMMs as ops/gemv.hpp's kernel (YOCO_GEMV=1): its decode steps against the plain
   # run's above (bench gemm_shapes' "gemv (ours" rows price each shape; CUPTI had cuBLAS's decode GEMMs at
