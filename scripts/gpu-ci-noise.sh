@@ -7,7 +7,9 @@
 # timed metrics, and the gate command that uses it. Counted values (bytes,
 # FLOPs, counts) must come out bit-identical: if one differs, exit 1.
 #
-# Usage: scripts/gpu-ci-noise.sh [OUT_DIR]     (default build/cuda/ci-gpu)
+# Usage: scripts/gpu-ci-noise.sh [--dry-run] [OUT_DIR]     (default build/cuda/ci-gpu)
+#   --dry-run: no GPU needed: the bench's options checked by `yoco bench --dry-run`, nothing run or
+#   written (scripts/gpu-suite.sh --dry-run checks its step `noise` this way)
 #   env YOCO: the yoco binary (default build/cuda/bin/yoco)
 # Writes OUT_DIR/run-a.csv, run-b.csv (the two runs), noise-floor.md (the
 # report), noise-floor.csv (its table as CSV) and gate.txt (the gate command);
@@ -16,8 +18,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+dry=""
+[ "${1:-}" = --dry-run ] && { dry=1; shift; }
 if [ $# -gt 1 ] || [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then
-  echo "usage: scripts/gpu-ci-noise.sh [OUT_DIR]   (default build/cuda/ci-gpu; env YOCO: the yoco binary)" >&2
+  echo "usage: scripts/gpu-ci-noise.sh [--dry-run] [OUT_DIR]   (default build/cuda/ci-gpu; env YOCO: the yoco binary)" >&2
   [ $# -gt 1 ] && exit 2
   exit 0
 fi
@@ -27,14 +31,18 @@ if [ ! -x "$yoco" ]; then
   echo "[gpu-ci-noise] no yoco binary at $yoco (build the cuda preset, or set YOCO)" >&2
   exit 2
 fi
+bench=(bench --device cuda --model yoco-small,transformer-small --lengths 4K,16K --gen 256 --batch 2
+       --decode-sample 32 --repeats 5 --warmup 2 --device-name ci-gpu)
+if [ -n "$dry" ]; then
+  exec "$yoco" "${bench[@]}" --out "$out/run-a.csv" --dry-run
+fi
 mkdir -p "$out"
 
 for run in a b; do
   csv="$out/run-$run.csv"
   rm -f "$csv"  # a fresh sweep each time
   echo "[gpu-ci-noise] run $run -> $csv"
-  "$yoco" bench --device cuda --model yoco-small,transformer-small --lengths 4K,16K --gen 256 --batch 2 \
-    --decode-sample 32 --repeats 5 --warmup 2 --device-name ci-gpu --out "$csv"
+  "$yoco" "${bench[@]}" --out "$csv"
 done
 
 echo "[gpu-ci-noise] noise floor: $out/run-a.csv vs $out/run-b.csv"

@@ -41,8 +41,12 @@
 # 35: transformer-3b at 1M alone first; yoco-3b at 2M,4M with --sweep-file
 # beyond.csv, a file of its own, since a resumed file must hold only the
 # points its command asks for).
+# Step `noise` (not in the default; issue 16's GPU CI recipe, about 1-2 minutes): scripts/gpu-ci-noise.sh,
+# the CI bench (the small presets at 4K and 16K) twice with the same build, then the noise floor and
+# the gate command it supports; run-a.csv comes back beside the summary as ci-gpu-run-a.csv, the
+# baseline to commit (reports/baselines/ci-gpu.csv), and the floor's report as ci-gpu-noise-floor.md.
 #
-#   scripts/gpu-suite.sh [--dry-run] [--bundle FILE | --bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep]
+#   scripts/gpu-suite.sh [--dry-run] [--bundle FILE | --bin DIR] [--out DIR] [--steps|--only info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep,noise]
 #                        [--tests REGEX] [--sanitize-tests REGEX] [--peers sdpa,fla[,fla-check]]
 #                        [--fla-check-lengths 32K,128K,512K,1M]
 #                        [--bench-filter NAMES] [--timeout-scale X]
@@ -159,7 +163,7 @@ done
 # A misspelt step would run nothing and cost a device call: refuse it here.
 for step in ${STEPS//,/ }; do
   case "$step" in
-    info|tests|sanitize|dist|bench|peers|sass|models|models-3b|chunks|models-3b-short|profile|sweep) ;;
+    info|tests|sanitize|dist|bench|peers|sass|models|models-3b|chunks|models-3b-short|profile|sweep|noise) ;;
     *) echo "gpu-suite: --only: unknown step '$step' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -283,7 +287,9 @@ dry_check() {
     python3)  # compiled in memory: py_compile would write __pycache__ beside the script, in the tree
       python3 -c 'import sys; compile(open(sys.argv[1], "rb").read(), sys.argv[1], "exec")' "${cmd[1]}" &&
         echo "${cmd[1]} compiles" ;;
-    *.sh) bash -n "${cmd[0]}" && [ -x "${cmd[0]}" ] && echo "${cmd[0]} parses" ;;
+    # A script that offers --dry-run checks its own commands (gpu-ci-noise.sh: its yoco bench's options).
+    *.sh) bash -n "${cmd[0]}" && [ -x "${cmd[0]}" ] && echo "${cmd[0]} parses" &&
+          { ! grep -q -- '^#.*\[--dry-run\]' "${cmd[0]}" || env "${envs[@]}" "${cmd[0]}" --dry-run "${cmd[@]:1}"; } ;;
     *) echo "not checked: ${cmd[*]}" ;;
   esac
 }
@@ -735,6 +741,12 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
   run_step profile.ncu_gret_v6 300 scripts/profile-point.sh --bin "$BIN" --model yoco-3b --length 32K --tool ncu \
     --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
   [ -n "$DRY" ] || cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
+fi
+if has_step noise && [ -x "$BIN/yoco" ]; then
+  # Its own folder in the logs (packed with them); the baseline and the report also beside the summary.
+  run_step noise 300 env YOCO="$BIN/yoco" scripts/gpu-ci-noise.sh "$LOGS/ci-gpu"
+  [ -f "$LOGS/ci-gpu/run-a.csv" ] && cp "$LOGS/ci-gpu/run-a.csv" "$OUTDIR/ci-gpu-run-a.csv"
+  [ -f "$LOGS/ci-gpu/noise-floor.md" ] && cp "$LOGS/ci-gpu/noise-floor.md" "$OUTDIR/ci-gpu-noise-floor.md"
 fi
 if has_step sweep && [ -x "$BIN/yoco" ]; then
   # The paper's sweep (issue 16). SIGTERM at the step's timeout keeps every

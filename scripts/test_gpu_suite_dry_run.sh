@@ -13,7 +13,7 @@ bin="${1:?usage: scripts/test_gpu_suite_dry_run.sh BUILD_BIN}"
 fail=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-all=info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep
+all=info,tests,sanitize,dist,bench,peers,sass,models,models-3b,chunks,models-3b-short,profile,sweep,noise
 touch "$out/marker"  # nothing in the tree may be newer than this after the dry runs
 if scripts/gpu-suite.sh --dry-run --bin "$bin" --out "$out/all" --only "$all" --peers sdpa,fla,fla-check \
     >"$out/all.log" 2>&1; then
@@ -28,7 +28,7 @@ for want in test.test_cuda_models memcheck.test_gret_chunk dist.test_np1 dist.be
             peers.torch_sdpa models.small models.3b_long models.3b_long_per_layer models.3b_long_gemv \
             models.3b_long_v7 models.3b_long_candidates models.3b_long_fused_pairs models.3b_long_candidates_pairs \
             models.3b_long_tuned_16384 chunks.16384 models.3b \
-            profile.ncu_gret_v6 sweep; do
+            profile.ncu_gret_v6 sweep noise; do
   grep -q "^$want " "$out/all/summary.txt" || { echo "FAIL: step $want was not checked"; fail=1; }
 done
 
