@@ -31,7 +31,8 @@
 # minutes; chunk 32768 itself is step models-3b's).
 # Step `profile` runs scripts/profile-point.sh (nsys, then ncu) on yoco-small at
 # 4K: README's profiling commands, checked; then ncu on gRet chunk v6 at yoco-3b
-# 32K (every section, in the logs' *.ncu-details.txt). Step `sweep` (not in the default
+# 32K (every section, in the logs' *.ncu-details.txt, every metric in *.ncu-raw.csv, the SASS with its
+# samples in *.ncu-sass.csv), and on v7 the same way where its smoke test passed. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
 # default job's GPU sweep (yoco-3b vs transformer-3b, 32K-1M, --cupti) with
 # --resume into --sweep-results (default reports/results, so that a sweep cut
@@ -741,6 +742,17 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
   run_step profile.ncu_gret_v6 300 scripts/profile-point.sh --bin "$BIN" --model yoco-3b --length 32K --tool ncu \
     --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
   [ -n "$DRY" ] || cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
+  # v7 (two output warpgroups) the same way, where its smoke test passed: whether the output chain still
+  # sets the chunk period (cuda/gret/NOTES-gret_chunk.md, v7). Its files come back prefixed v7-.
+  if [ "$V7_OK" = 1 ]; then
+    run_step profile.ncu_gret_v7 300 env YOCO_GRET_CHUNK=v7 scripts/profile-point.sh --bin "$BIN" --model yoco-3b \
+      --length 32K --tool ncu --kernel gret_chunk_v7 --count 1 --out /tmp/yoco-profile-v7
+    if [ -z "$DRY" ]; then
+      for f in /tmp/yoco-profile-v7/*.csv /tmp/yoco-profile-v7/*.txt; do
+        [ -f "$f" ] && cp "$f" "$LOGS/v7-$(basename "$f")"
+      done
+    fi
+  fi
 fi
 if has_step noise && [ -x "$BIN/yoco" ]; then
   # Its own folder in the logs (packed with them); the baseline and the report also beside the summary.

@@ -14,7 +14,8 @@
 # each kernel many times, so keep N small. Outputs in --out (default
 # build/cuda/profile): <model>-<length>.nsys-rep with its summaries
 # (*_nvtx_sum.csv, *_cuda_gpu_kern_sum.csv), <model>-<length>.ncu-rep with a
-# text summary (*.ncu.txt) and every section of each kernel (*.ncu-details.txt).
+# text summary (*.ncu.txt), every section of each kernel (*.ncu-details.txt), every
+# collected metric (*.ncu-raw.csv) and the SASS with its samples per instruction (*.ncu-sass.csv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=yoco-3b LENGTH=128K TOOL=both KERNEL="" COUNT=5 OUTDIR=build/cuda/profile BIN=build/cuda/bin
@@ -59,5 +60,15 @@ if [ "$TOOL" != nsys ]; then
   # Every section of every profiled kernel (throughputs, warp stall reasons, occupancy, pipes): what a
   # kernel's limiter is, readable without ncu-ui.
   ncu --import "$name.ncu-rep" --page details >"$name.ncu-details.txt"
-  echo "profile-point: $name.ncu-rep (open in ncu-ui), summary $name.ncu.txt, sections $name.ncu-details.txt"
+  # What the details page leaves out (the H200's run-04 profile of gRet chunk v6 had no stall reasons,
+  # pipe utilisations or per-line samples in it): every collected metric as CSV (the stall reasons
+  # smsp__pcsamp_warps_issue_stalled_* and smsp__average_warps_issue_stalled_*, the pipes
+  # sm__pipe_*_cycles_active), and the SASS with its samples per instruction, so that a stall splits by
+  # the warp role whose code it is in. An ncu without one of these pages says so; the rest stands.
+  ncu --import "$name.ncu-rep" --page raw --csv >"$name.ncu-raw.csv" ||
+    echo "profile-point: this ncu cannot print --page raw --csv" >&2
+  ncu --import "$name.ncu-rep" --page source --print-source sass --csv >"$name.ncu-sass.csv" ||
+    echo "profile-point: this ncu cannot print --page source --print-source sass --csv" >&2
+  echo "profile-point: $name.ncu-rep (open in ncu-ui), summary $name.ncu.txt, sections $name.ncu-details.txt," \
+    "metrics $name.ncu-raw.csv, SASS samples $name.ncu-sass.csv"
 fi

@@ -28,7 +28,7 @@ for want in test.test_cuda_models memcheck.test_gret_chunk dist.test_np1 dist.be
             peers.torch_sdpa models.small models.3b_long models.3b_long_per_layer models.3b_long_gemv \
             models.3b_long_v7 models.3b_long_candidates models.3b_long_fused_pairs models.3b_long_candidates_pairs \
             models.3b_long_tuned_16384 chunks.16384 models.3b \
-            profile.ncu_gret_v6 sweep noise; do
+            profile.ncu_gret_v6 profile.ncu_gret_v7 sweep noise; do
   grep -q "^$want " "$out/all/summary.txt" || { echo "FAIL: step $want was not checked"; fail=1; }
 done
 
