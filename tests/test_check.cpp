@@ -351,6 +351,32 @@ TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {
   expect_error(ints, write_outputs(p, o, DType::f32, false), {"ints", "'q'", "i32"});
 }
 
+// A .npy header's shape that is not a list of sizes: letters or a number past
+// 64 bits ended in "internal error: stoll" (exit 1); a negative dimension, or
+// a product that wraps around 2^64, passed the size check and failed later
+// allocating a vector of the wrapped count. Each is bad input naming the file.
+TEST_F(Check, NpyShapesThatAreNotSizesAreInputErrorsNamingTheFile) {
+  const std::string dir = path("bad_shapes");
+  std::filesystem::create_directories(dir);
+  int i = 0;
+  for (const std::string shape : {"(abc, 2)", "(99999999999999999999, 4)", "(-1, 2)", "(2, 8.5)", "(2, 8",
+                                  "(1, 4611686018427387905, 1, 4)", "(4611686018427387904, 4)"}) {
+    const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }\n";
+    const std::string h = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size()) + '\0' + dict;
+    const std::string f = dir + "/t" + std::to_string(i++) + ".npy";
+    yoco_test::spit(f, h + std::string(64, '\0'));
+    try {
+      read_npy_header(f);
+      ADD_FAILURE() << "no error for the shape " << shape;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << shape << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("shape"), std::string::npos) << shape << ": " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not an InputError for the shape " << shape << ": " << e.what();
+    }
+  }
+}
+
 TEST_F(Check, CommandLineExitCodesAndFormats) {
   const Problem p = make_problem(1, 96, 2, 16, 9, false);
   const std::string in = write_inputs(p);

@@ -162,12 +162,28 @@ NpyHeader read_npy_header(const std::string& path) {
   if (field("fortran_order").find("False") != 0 && field("fortran_order").find(" False") != 0)
     fail(path, "Fortran-order arrays are not supported (save with numpy.ascontiguousarray)");
   std::string shape = field("shape");
-  shape = shape.substr(shape.find('(') + 1, shape.find(')') - shape.find('(') - 1);
+  const size_t open = shape.find('('), close = shape.find(')');
+  if (open == std::string::npos || close == std::string::npos || close < open)
+    fail(path, ".npy header's shape is not a tuple (...)");
+  shape = shape.substr(open + 1, close - open - 1);
   std::stringstream ss(shape);
   std::string item;
+  // Sizes only, and at most 2^50 elements as the safetensors reader takes: a
+  // product that wrapped around 2^64 passed the size check below and failed
+  // later, allocating for the wrapped count.
+  constexpr uint64_t kMaxElements = uint64_t{1} << 50;
+  uint64_t elements = 1;
   while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(" ") == std::string::npos) continue;
-    out.shape.push_back(std::stoll(item));
+    const size_t b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    if (b == std::string::npos) continue;
+    const std::string digits = item.substr(b, e - b + 1);
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 16)
+      fail(path, ".npy header's shape (" + shape + ") has a dimension that is not a size 0 to 2^50: '" + digits + "'");
+    const auto dim = static_cast<uint64_t>(std::stoll(digits));
+    if (dim > 0 && elements > kMaxElements / dim)
+      fail(path, ".npy header's shape (" + shape + ") has more than 2^50 elements");
+    elements *= dim;
+    out.shape.push_back(static_cast<int64_t>(dim));
   }
   const uint64_t need = out.data_offset + static_cast<uint64_t>(TensorInfo{out.dtype, out.shape}.numel()) *
                                               static_cast<uint64_t>(npy_size(out.dtype));
