@@ -437,9 +437,20 @@ elif [ "${YOCO_FFN_FUSED_VERIFIED:-0}" = 1 ]; then
 elif has_step bench || has_step models-3b || has_step chunks; then
   fused_ffn_off "no test_gemm_swiglu here and no YOCO_FFN_FUSED_VERIFIED=1"
 fi
+# A test binary's timeout: about three times its longest run on the lent cards (the run summaries of
+# reports/results/*/logs), at least 60 s, so that a hang (a kernel waiting on a barrier or an mbarrier
+# that never completes) costs a minute of a call, not 200 s; binaries never timed get 60 s, the longest
+# 240 s (test_gret_chunk: 78 s at run-20, before v7's tests).
+test_timeout() {
+  case "$1" in
+    test_gret_chunk) echo 240 ;;
+    test_cuda_models|test_flash_prefill) echo 150 ;;
+    *) echo 60 ;;
+  esac
+}
 if has_step tests; then
   for t in "${GPU_TESTS[@]}"; do
-    if ! run_step "test.$t" 200 "$BIN/$t" --gtest_color=no; then
+    if ! run_step "test.$t" "$(test_timeout "$t")" "$BIN/$t" --gtest_color=no; then
       if [ "$t" = test_gemm_swiglu ] && [ "$FUSED_FFN_OK" = 1 ]; then fused_ffn_off "test_gemm_swiglu failed"; fi
       # v7's tests are in test_gret_chunk: a failure there keeps its model runs from timing a wrong kernel.
       if [ "$t" = test_gret_chunk ] && [ "$V7_OK" = 1 ]; then
