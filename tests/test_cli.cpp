@@ -690,6 +690,31 @@ TEST_F(Cli, RatiosRefuseAnOutputOverAnInput) {
   EXPECT_EQ(slurp(t), tbytes);
 }
 
+
+// Throughput pairs each model at its own batch, so a model's throughput at one length from two runs
+// at other batches (two --throughput-batch) both paired with the Transformer's one: two ratio rows
+// of one key (batch 0), written with exit 0 to a file that no command could read back.
+TEST_F(Cli, RatiosRefuseTwoThroughputPointsOfOneModelAtOneLength) {
+  auto throughput_only = [&](const std::string& model, int batch) {
+    const std::string all = path(model + std::to_string(batch) + "_all.csv");
+    const std::string f = path(model + std::to_string(batch) + ".csv");
+    EXPECT_EQ(yoco("model --model " + model + " --lengths 1K --gen 64 --throughput-batch " + std::to_string(batch) +
+                   " --out " + all).status, 0);
+    std::istringstream in(slurp(all));
+    std::string line, kept;
+    for (bool header = true; std::getline(in, line); header = false)
+      if (header || line.find(",throughput,throughput_tokens_per_s,") != std::string::npos) kept += line + "\n";
+    spit(f, kept);
+    return f;
+  };
+  const std::string y1 = throughput_only("yoco-tiny", 1), y2 = throughput_only("yoco-tiny", 2);
+  const std::string t = throughput_only("transformer-tiny", 4), out = path("ratios.csv");
+  expect_one_line_error(yoco("ratios " + y1 + " " + y2 + " " + t + " --out " + out),
+                        {"throughput", "yoco-tiny", y1, y2}, "two throughput batches of one model");
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(yoco("ratios " + y1 + " " + t + " --out " + out).status, 0) << "one point a model pairs";
+  EXPECT_EQ(yoco("compare " + out + " " + out).status, 0) << "and reads back";
+}
 // Every line of an options list is an option or the continuation of one's
 // help, indented under it: calibrate's --ceilings, three lines long, ran its
 // second and third lines from the left margin, where they read as new text.

@@ -70,10 +70,24 @@ int cmd_ratios(const Args& args) {
   const std::set<std::string> known(presets.begin(), presets.end());
   std::vector<ResultRow> rows;
   std::map<std::string, std::string> file_of_key;
+  // Throughput pairs each model at its own batch (no batch in the match): a
+  // model's throughput at one point from runs at two batches paired twice,
+  // two ratio rows of one key, a file no command reads back.
+  std::map<std::string, std::pair<int64_t, std::string>> throughput_of_point;
   size_t dropped = 0;
   for (const std::string& path : a.positional()) {
     for (ResultRow& r : read_results_csv(path)) {
       const std::string k = result_key(r);
+      if (known.count(r.model) && r.phase == "throughput" && r.metric == "throughput_tokens_per_s" && r.value) {
+        const std::string point = r.model + "|" + r.prov.device_name + "|" + std::to_string(r.seq_len) + "|" +
+                                  std::to_string(r.gen_tokens);
+        if (const auto [it, fresh] = throughput_of_point.emplace(point, std::pair(r.batch, path));
+            !fresh && it->second.first != r.batch)
+          throw InputError("yoco ratios: " + r.model + "'s throughput at " + length_label(r.seq_len) + " on " +
+                           r.prov.device_name + " is at batch " + std::to_string(it->second.first) + " in " +
+                           it->second.second + " and at batch " + std::to_string(r.batch) + " in " + path +
+                           ": give one throughput point a model and length");
+      }
       if (const auto [it, fresh] = file_of_key.emplace(k, path); !fresh) {
         // Each run measures its own ceilings (model "-"): the first file's are kept. A model's
         // point twice would make its ratio ambiguous.
