@@ -215,6 +215,11 @@ TEST_F(CheckAttention, BadInputIsAnInputErrorNamingFileAndTensor) {
   wo.window = 8;
   wo.causal = false;
   expect_error(in, out, wo, {"--window"});
+  // Without the mask every query sees every key: an offset changed nothing, said nothing.
+  AttentionCheckOptions offset_unmasked;
+  offset_unmasked.q_offset = 3;
+  offset_unmasked.causal = false;
+  expect_error(in, out, offset_unmasked, {"--q-offset", "causal"});
   AttentionCheckOptions named;
   named.k = "keys";
   expect_error(in, out, named, {"in.st", "'keys'"});

@@ -118,6 +118,8 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
     fail(out.path() + ": tensor '" + opt.o + "' is " + oi.dtype + " " + shape_str(oi.shape) + ", q is " +
          shape_str(qi.shape) + " (o must have q's shape)");
   if (opt.window > 0 && !opt.causal) fail("--window needs the causal mask (--mask causal)");
+  // Unmasked, every query sees every key: an offset would be ignored without a word.
+  if (opt.q_offset && !opt.causal) fail("--q-offset needs the causal mask (--mask causal)");
   const int64_t q_offset = opt.q_offset ? *opt.q_offset : d.Sk - d.Sq;
   if (opt.causal && q_offset < 0)
     fail("--q-offset " + std::to_string(q_offset) + ": the first query must sit at a key position >= 0" +
