@@ -452,6 +452,31 @@ TEST(SweepProtocol, ResumeSkipsCompletedPointsAndEndsWithTheRowsOfAFullRun) {
   EXPECT_EQ(dev.log.prefills, 0);
 }
 
+// The ceilings are measured anew by the resumed run, and the analytic rows
+// (roofline times) follow from them: a kept point's analytic rows made under
+// the earlier run's ceilings would disagree with the file's ceiling rows, and
+// an analytic ratio would divide times of two rooflines.
+TEST(SweepProtocol, ResumeGivesEveryAnalyticRowTheCeilingsOfThisRun) {
+  const SweepSettings s = two_by_two();
+  const std::vector<ResultRow> on_disk = interrupted_after(s, 3);  // the default fake roofline
+  FakeBackend faster;
+  faster.spec.peak_flops *= 4;
+  faster.spec.bandwidth *= 2;
+  const auto full = sweep(s, faster);
+  FakeBackend dev;
+  dev.spec = faster.spec;
+  SweepIo io;
+  io.previous = &on_disk;
+  const auto rows = sweep_io(s, dev, io);
+  EXPECT_EQ(dev.log.prefills, 5) << "only the missing point ran";
+  std::vector<ResultRow> analytic_got, analytic_want;
+  for (const auto& r : rows)
+    if (r.method == "analytic") analytic_got.push_back(r);
+  for (const auto& r : full)
+    if (r.method == "analytic") analytic_want.push_back(r);
+  expect_same_rows(analytic_got, analytic_want);
+}
+
 // The automatic throughput batch comes from the free memory, which moves a
 // little from machine to machine: a resumed sweep keeps the file's batch, and
 // a point whose run failed runs again.

@@ -167,7 +167,14 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
     bool complete = true;
     for (const auto& [phase, metrics] : phase_metrics())
       if (s.metrics.count(phase) && (phase != "throughput" || p.do_tp) && !phases.count(phase)) complete = false;
-    if (complete) kept[i] = std::move(rows);
+    if (!complete) continue;
+    // The roofline times of the analytic rows follow from the ceilings, which
+    // this run measured anew: the earlier run's would disagree with the file's
+    // ceiling rows, and a ratio would divide times of two rooflines.
+    std::vector<ResultRow> point = p.analytic;
+    for (auto& r : rows)
+      if (r.prov.device != "analytic") point.push_back(std::move(r));
+    kept[i] = std::move(point);
   }
   return kept;
 }

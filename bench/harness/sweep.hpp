@@ -51,7 +51,8 @@ struct SweepIo {
   // for messages). A point whose rows are there -- its analytic rows and, for
   // each phase of the metrics, the measured (or over_budget / out_of_memory /
   // failed) row -- is not measured again: its rows are kept, in place. The
-  // earlier ceiling and ratio rows are dropped (measured and computed anew).
+  // earlier ceiling and ratio rows are dropped (measured and computed anew),
+  // and so are its analytic rows, made anew from this run's ceilings.
   // InputError, before any point runs, when the file comes from another
   // configuration: another device or device_name, a point outside --model x
   // --lengths, or rows that differ in what the settings decide (batch,
