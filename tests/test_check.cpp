@@ -401,6 +401,23 @@ TEST_F(Check, CommandLineExitCodesAndFormats) {
   EXPECT_NE(opt.err.find("--layout"), std::string::npos) << opt.err;
 }
 
+// An optional tensor named on the command line is one the user means to be
+// read: --final-state finl_state (a typo) passed without judging any state,
+// --initial-state s0 ran from zero states, --g took g_gamma's place.
+TEST_F(Check, AnOptionalTensorNamedButAbsentIsBadInput) {
+  const Problem p = make_problem(1, 64, 2, 16, 11, false);
+  const std::string in = write_inputs(p);
+  const std::string out = write_outputs(p, compute(p, {}), DType::f32, false);
+  ASSERT_EQ(yoco("check gret " + in + " " + out).status, 0);
+  for (const auto& [option, file] : std::vector<std::pair<std::string, std::string>>{
+           {"--final-state", out}, {"--initial-state", in}, {"--cu-seqlens", in}, {"--g-gamma", in}}) {
+    const auto r = yoco("check gret " + in + " " + out + " " + option + " typo");
+    EXPECT_EQ(r.status, 2) << option << ": " << r.all();
+    EXPECT_NE(r.err.find(file + ": no tensor 'typo'"), std::string::npos) << option << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 // A --scale that overflows the fp64 reference (1e308) leaves nothing to judge
 // against, yet the check said ratio 0 and PASS; one that overflows only the
 // fp32 emulation (1e40) made the tolerance non-finite, passing anything. Both

@@ -323,6 +323,11 @@ int cmd_check_gret(const Args& args) {
 
   const auto inputs = check::TensorFile::open(a.positional()[0]);
   const auto outputs = check::TensorFile::open(a.positional()[1]);
+  // The optional tensors are looked for by name: one named here and absent (a
+  // typo) was skipped without a word, --final-state passing unjudged.
+  for (const char* flag : {"--g", "--g-gamma", "--initial-state", "--cu-seqlens"})
+    if (const auto n = a.get(flag)) inputs->info(*n);
+  if (const auto n = a.get("--final-state")) outputs->info(*n);
   return print_report(check::check_gret(*inputs, *outputs, opt), *inputs, *outputs, format);
 }
 
