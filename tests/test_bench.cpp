@@ -131,6 +131,24 @@ TEST_F(Bench, JsonAndCsvGoToStdout) {
   EXPECT_EQ(c.out.rfind("git_sha,timestamp,host,device,device_name,driver,model,", 0), 0u);
 }
 
+TEST_F(Bench, NotesOnATerminalStartALineOfTheirOwn) {
+  // script(1) gives the run a terminal, so that the progress line is drawn.
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "no script(1) for a terminal";
+  const std::string log = path("tty.log");
+  const std::string cmd = yoco_test::shell_quote(YOCO_CLI_PATH) +
+                          " bench --model yoco-tiny --lengths 128 --metrics prefill --repeats 1 --warmup 0 --format csv"
+                          " --out " + yoco_test::shell_quote(path("t.csv")) + " >/dev/null";
+  const auto r = shell("script -qec " + yoco_test::shell_quote(cmd) + " " + yoco_test::shell_quote(log));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string tty = yoco_test::slurp(log);
+  const size_t note = tty.find("yoco bench: 1 points;");
+  ASSERT_NE(note, std::string::npos) << tty;
+  ASSERT_NE(tty.find("[bench "), std::string::npos) << "no progress line drawn: " << tty;
+  // After the progress line's text, a note that does not clear it runs on from it.
+  EXPECT_TRUE(note == 0 || tty[note - 1] == '\n' || tty.compare(note - 4, 4, "\r\033[K") == 0)
+      << tty.substr(note > 80 ? note - 80 : 0, 120);
+}
+
 // Issue 12: --out is rewritten after each point, so that a run stopped by a
 // signal keeps its completed points, and --resume finishes it with the rows an
 // uninterrupted run writes (timings aside).

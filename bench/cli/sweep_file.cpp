@@ -121,7 +121,12 @@ SweepIo SweepFile::io() const {
     save_results_csv(out, rows);  // atomic: the file is always a whole, valid CSV
     g_points_kept = points_done;
   };
-  io.note = [](const std::string& line) { std::cerr << "yoco bench: " << line << "\n"; };
+  io.note = [](const std::string& line) {
+    // On a terminal the progress line is drawn without a line break: the note
+    // would run on from its text. Cleared, it is drawn again at the next step.
+    if (isatty(STDERR_FILENO) == 1) std::cerr << "\r\033[K";
+    std::cerr << "yoco bench: " << line << "\n";
+  };
   return io;
 }
 
