@@ -789,6 +789,9 @@ TEST_F(Cli, BadOptionsAreInputErrors) {
                      {"--paradigm applies to YOCO gRet models only"}, "transformer paradigm");
   expect_input_error(yoco("forward --model transformer-tiny --tokens 1,2 --chunk 4" + o), {"--chunk", "gRet"},
                      "transformer chunk");
+  // The chunk of the chunkwise paradigm: with another paradigm it would be ignored without a word.
+  expect_input_error(yoco(fwd + " --chunk 4" + o), {"--chunk", "--paradigm chunkwise"}, "chunk, parallel");
+  expect_input_error(yoco(fwd + " --paradigm recurrent --chunk 4" + o), {"--chunk", "recurrent"}, "chunk, recurrent");
   expect_input_error(yoco(gen + " --gen abc"), {"--gen", "abc"}, "gen abc");
   expect_input_error(yoco(gen + " --gen -1"), {"--gen", "-1"}, "gen -1");
   expect_input_error(yoco(gen), {"--gen"}, "missing --gen");

@@ -63,6 +63,10 @@ int cmd_forward(const Args& args) {
   if (a.has("--chunk")) m.cfg.gret_chunk_size = chunk;
   // Under mpirun each rank runs its shard chunkwise, the states scanned across the ranks.
   const bool sharded = mpi_job() != nullptr;
+  // Any other paradigm has no chunk: the option would be ignored without a word.
+  if (a.has("--chunk") && !sharded && paradigm != GretParadigm::chunkwise)
+    throw InputError("--chunk is the chunk of the chunkwise paradigm; this run is --paradigm " +
+                     std::string(paradigm_name(paradigm)) + " (add --paradigm chunkwise)");
   if (sharded && a.has("--paradigm") && paradigm != GretParadigm::chunkwise)
     throw InputError("--paradigm " + std::string(paradigm_name(paradigm)) +
                      " under mpirun: the sharded forward runs gRet chunkwise within each rank's shard (give "
