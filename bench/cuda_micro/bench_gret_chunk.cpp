@@ -126,10 +126,11 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
   } else if (cuda::gret_v6_supported(D)) {
     for (const auto& [segs_in, split_in] : v6_runs) runs.emplace_back(6, split_in, segs_in);
   }
-  // v7 (two output warpgroups) at two waves too, where v6 has a row at P 11: the planner's question.
+  // v7 (two output warpgroups) at two waves too, where v6 has a row at P 11, and at a batch of 2 at v6's
+  // other P (5 / 6): the P 11 rule (RUNS.md) asks both of whichever kernel the planner takes.
   if (cuda::gret_v6_supported(D) && !v7_skipped())
     for (const auto& [segs_in, split_in] : v6_runs)
-      if (segs_in == 11) runs.emplace_back(7, split_in, segs_in);
+      if (segs_in == 11 || (B == 2 && segs_in > 0)) runs.emplace_back(7, split_in, segs_in);
   std::set<std::tuple<int, int, int>> done;  // a variant equal to the plan runs once (one row per key)
   for (const auto& [kernel, cols_in, segs_in] : runs) {
     const cuda::GretChunkPlan base = kernel == 7   ? cuda::plan_gret_chunk_v7(s, sm_count)

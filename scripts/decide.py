@@ -1,0 +1,504 @@
+#!/usr/bin/python3
+"""Issue 34's and 14's pending defaults, decided from a GPU session's files by the rules written before any of
+them ran (reports/results/nvidia-h100/logs/RUNS.md, "Next calls"; each switch's notes). One block per rule: the
+rows it reads, and FLIP (the default changes), KEEP (it stays), or UNDECIDED with what is missing. It decides
+nothing else and changes no file: flipping a constant stays a commit of its own, with its numbers.
+
+    scripts/decide.py [--kernels KERNELS.csv ...] [--models MODELS.csv ...] [--summary summary.txt ...]
+
+--kernels: bench_cuda_kernels' rows (a call's kernels.csv); --models: `yoco bench --device cuda` rows (a call's
+models.csv or chunks.csv: the runs of step models-3b, told apart by the configuration their prefill rows name);
+--summary: gpu-suite's summary.txt of the calls whose tests the rules ask for (a test binary counts as passed
+when a line of it says pass and none says FAIL or TIMEOUT). Pairs of rows are taken from one file, never across
+calls, as the rules ask ("in the same call").
+
+Exit status: 0 done (whatever the verdicts); 2 a file that cannot be read (named, one line).
+"""
+import os
+import re
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from result_rows import load, num  # noqa: E402
+from yocoreport.chunks import DEFAULT_CHUNK, config_of, label  # noqa: E402
+
+LONG = (524288, 1048576)
+BENCH_LENGTHS = (32768, 131072, 524288, 1048576)
+MUST_512K_S = 2.9
+PAPER_1M_BYTES = 12.4e9
+GEMV_NOTE = "GEMMs of 4 rows or fewer as a GEMV"  # cuda/runner/launch_count.hpp, kGemvNote
+CHUNK_VARIANT = re.compile(r"^C64 v(?P<k>\d) P(?P<p>\d+)(?: x\d+)?(?P<plan> \(v\d plan\))?$")
+
+
+def usage(msg):
+    print("decide: %s; usage: scripts/decide.py [--kernels F ...] [--models F ...] [--summary F ...]" % msg,
+          file=sys.stderr)
+    return 2
+
+
+def parse_args(argv):
+    files = {"--kernels": [], "--models": [], "--summary": []}
+    key = None
+    for a in argv:
+        if a in files:
+            key = a
+        elif a.startswith("-"):
+            return None, "unknown option %s" % a
+        elif key is None:
+            return None, "a file before --kernels, --models or --summary: %s" % a
+        else:
+            files[key].append(a)
+    if not any(files.values()):
+        return None, "no file given"
+    return files, None
+
+
+def tests_of(summaries):
+    """{step name: passed?} over the summaries (test.X, memcheck.X, smoke.X, ...): False if any line failed."""
+    out = {}
+    for path in summaries:
+        try:
+            lines = open(path, encoding="utf-8").read().splitlines()
+        except OSError as e:
+            print("decide: %s: %s" % (path, e.strerror), file=sys.stderr)
+            sys.exit(2)
+        for line in lines:
+            m = re.match(r"^(\S+)\s+(pass|FAIL\S*|TIMEOUT\S*)\s", line)
+            if m:
+                ok = m.group(2) == "pass"
+                out[m.group(1)] = out.get(m.group(1), True) and ok
+    return out
+
+
+def need_tests(tests, names):
+    """(all passed, words): each name a step of the summaries (test.test_gemv ...); one never run is missing."""
+    missing = [n for n in names if n not in tests]
+    failed = [n for n in names if n in tests and not tests[n]]
+    if failed:
+        return False, "failed: " + ", ".join(failed)
+    if missing:
+        return None, "not in the summaries: " + ", ".join(missing)
+    return True, "passed: " + ", ".join(names)
+
+
+class Bench:
+    """Kernel times of one kernels.csv: (model, seq_len, batch, phase) -> seconds."""
+
+    def __init__(self, path):
+        self.path = path
+        self.t = {}
+        for r in load([path], "decide"):
+            if r["metric"] == "kernel_time_s" and num(r.get("value")) is not None:
+                self.t[(r["model"], int(r["seq_len"]), int(r["batch"]), r["phase"])] = num(r["value"])
+
+    def get(self, model, n, b, phase):
+        return self.t.get((model, n, b, phase))
+
+    def phases(self, fam):
+        return [k for k in self.t if k[3].startswith(fam + ":")]
+
+
+class Runs:
+    """The model runs of one file: (timestamp, configuration) -> {(seq_len, phase, metric): (value, min, max)}."""
+
+    def __init__(self, path):
+        self.path = path
+        by_ts = defaultdict(dict)
+        notes = defaultdict(list)
+        for r in load([path], "decide"):
+            if r.get("device") == "analytic" or r["model"] != "yoco-3b" or int(r["batch"]) != 1:
+                continue
+            ts = r.get("timestamp", "")
+            notes[ts].append(r.get("notes", ""))
+            by_ts[ts][(int(r["seq_len"]), r["phase"], r["metric"])] = (num(r["value"]), num(r.get("min")),
+                                                                       num(r.get("max")))
+        self.runs = {}
+        for ts, m in by_ts.items():
+            pre = [v for (n, ph, me), v in m.items() if ph == "prefill" and me == "prefill_latency_s"]
+            if not pre:
+                continue
+            pre_notes = next((x for x in notes[ts] if "warm-up" in x and "prefill chunk" in x), "")
+            cfg = config_of(pre_notes) + (any(GEMV_NOTE in x for x in notes[ts]),)
+            self.runs[(ts, cfg)] = m
+
+    def find(self, want):
+        """The run whose configuration matches want (a function of the config tuple), the last if several."""
+        hits = [m for (ts, cfg), m in sorted(self.runs.items()) if want(cfg)]
+        return hits[-1] if hits else None
+
+
+def plain(cfg):
+    chunk, rows, fused, apart, tuned, residual, per_layer, named, gemv = cfg
+    return chunk == DEFAULT_CHUNK and not (rows or fused or apart or tuned or residual or per_layer or named or gemv)
+
+
+def only(**kw):
+    names = ("chunk", "rows", "fused", "apart", "tuned", "residual", "per_layer", "named", "gemv")
+    base = dict(zip(names, (DEFAULT_CHUNK, 0, False, False, False, False, False, "", False)))
+    base.update(kw)
+    want = tuple(base[n] for n in names)
+    return lambda cfg: cfg == want
+
+
+def length(n):
+    return "1M" if n == 1048576 else "%dK" % (n // 1024)
+
+
+def described(cfg):
+    return label(cfg[:8]) + (", decode GEMMs as a GEMV" if cfg[8] else "")
+
+
+def prefill(m, n):
+    return m.get((n, "prefill", "prefill_latency_s")) if m else None
+
+
+def ranges_apart(files, cand, what):
+    """The ranges rule: at 512K and 1M the candidate's slowest prefill run faster than the plain run's fastest, in
+    one file. (verdict, lines)."""
+    lines, verdict = [], None
+    for f in files:
+        base, c = f.find(plain), f.find(cand)
+        if not base or not c:
+            continue
+        ok = True
+        for n in LONG:
+            b, x = prefill(base, n), prefill(c, n)
+            if not b or not x or None in (b[1], x[2]):
+                lines.append("  %s: no %s prefill at %s in both runs" % (f.path, what, length(n)))
+                ok = None
+                break
+            won = x[2] < b[1]
+            ok = ok and won
+            lines.append("  %s %4s: %s %.4f s [%.4f-%.4f] vs plain %.4f s [%.4f-%.4f]: %s" % (
+                os.path.basename(f.path), length(n), what, x[0], x[1], x[2], b[0], b[1], b[2],
+                "slowest faster than plain's fastest" if won else "ranges not apart"))
+        verdict = ok
+        break
+    if verdict is None and not lines:
+        lines.append("  no file holds both a plain and a %s run of yoco-3b" % what)
+    return verdict, lines
+
+
+def print_rule(title, rule, verdict, lines, flip="FLIP", keep="KEEP"):
+    word = flip if verdict is True else keep if verdict is False else "UNDECIDED"
+    print("%s: %s" % (title, word))
+    print("  rule: " + rule)
+    for line in lines:
+        print(line)
+    print()
+
+
+def bench_pair(benches, model, n, b, cand, base):
+    for bench in benches:
+        x, y = bench.get(model, n, b, cand), bench.get(model, n, b, base)
+        if x is not None and y is not None:
+            return x, y, bench.path
+    return None
+
+
+def combine(*vs):
+    """True if all are True, False if any is False, else None (something missing)."""
+    if any(v is False for v in vs):
+        return False
+    return True if all(v is True for v in vs) else None
+
+
+def rule_per_layer(benches, runs, tests):
+    v1, lines = ranges_apart(runs, only(per_layer=True), "per-layer")
+    pair = bench_pair(benches, "yoco-3b", 32768, 1, "add_rms_norm:rows 32768 d 3072, a layer's two norms, the residual "
+                      "stored once", "add_rms_norm:rows 32768 d 3072, a layer's two norms, an add + RMSNorm each")
+    v2 = None if pair is None else pair[0] < pair[1]
+    lines.append("  bench: " + ("no pair of rows" if pair is None else
+                                "stored once %.3f ms vs an add + RMSNorm each %.3f ms (%s)" % (
+                                    1e3 * pair[0], 1e3 * pair[1], os.path.basename(pair[2]))))
+    v3, words = need_tests(tests, ["test.test_kernels_vs_reference", "test.test_cuda_models"])
+    lines.append("  tests " + words)
+    v = combine(v1, v2, v3)
+    print_rule("kResidualPerLayerByDefault (cuda/runner/launch_count.hpp)",
+               "at 512K and 1M the per-layer prefill's slowest run faster than the plain run's fastest, the bench pair "
+               "agrees, its tests pass", v, lines)
+    return v
+
+
+def rule_pairs(benches, runs, tests):
+    v1, lines = ranges_apart(runs, only(fused=2), "FFN up in CTA pairs")
+    shape = "rows 32768"
+    pr = None
+    for bench in benches:
+        for (model, n, b, ph) in bench.phases("ffn_up"):
+            if ph.startswith("ffn_up:fused gemm_swiglu, CTA pairs, " + shape + " "):
+                rest = ph[len("ffn_up:fused gemm_swiglu, CTA pairs, "):]
+                u = bench.get(model, n, b, "ffn_up:cublas W1|W3 + swiglu, " + rest)
+                if u is not None:
+                    pr = (bench.get(model, n, b, ph), u, bench.path)
+    v2 = None if pr is None else pr[0] < pr[1]
+    lines.append("  bench: " + ("no 32768-row pair of rows" if pr is None else
+                                "CTA pairs %.3f ms vs cuBLAS + SwiGLU %.3f ms (%s)" % (1e3 * pr[0], 1e3 * pr[1],
+                                                                                     os.path.basename(pr[2]))))
+    v3, words = need_tests(tests, ["test.test_gemm_swiglu", "test.test_cuda_models"])
+    lines.append("  tests " + words)
+    v = combine(v1, v2, v3)
+    print_rule("kFfnUpFusedByDefault + kFfnUpPairsByDefault (cuda/runner/launch_count.hpp)",
+               "its tests pass and at 512K and 1M the fused-pairs prefill's slowest run is faster than the plain "
+               "run's fastest (the bench's 32768-row pairs row ahead of cuBLAS + SwiGLU gated the run)", v, lines)
+    return v
+
+
+def rule_half_warp(benches, tests):
+    base = "gret_norm_gate:rows 32768 H24 D128, g in q|k|v|g rows"
+    pair = bench_pair(benches, "yoco-3b", 32768, 1, base + ", half-warp kernel", base)
+    lines = ["  bench: " + ("no pair of q|k|v|g rows" if pair is None else
+                            "half-warp %.3f ms vs per-warp %.3f ms (%s)" % (1e3 * pair[0], 1e3 * pair[1],
+                                                                         os.path.basename(pair[2])))]
+    v2, words = need_tests(tests, ["test.test_gret_decode"])
+    lines.append("  tests " + words)
+    v = combine(None if pair is None else pair[0] < pair[1], v2)
+    print_rule("kNormGateHalfWarpByDefault (cuda/gret/gret_gate.hpp)",
+               "the half-warp q|k|v|g row beats the per-warp q|k|v|g row (and its bit tests pass)", v, lines)
+    return v
+
+
+def chunk_rows(bench, k):
+    """{(seq_len, batch): {"plan": (P, seconds), P: seconds}} of gret_chunk kernel k on yoco-3b in one file."""
+    out = defaultdict(dict)
+    for (model, n, b, ph) in bench.phases("gret_chunk"):
+        m = CHUNK_VARIANT.match(ph.split(":", 1)[1])
+        if model != "yoco-3b" or not m or int(m.group("k")) != k:
+            continue
+        t = bench.get(model, n, b, ph)
+        if m.group("plan"):
+            out[(n, b)]["plan"] = (int(m.group("p")), t)
+        elif "x" not in ph.split(":", 1)[1]:
+            out[(n, b)][int(m.group("p"))] = t
+    return out
+
+
+def rule_v7(benches, tests):
+    lines, verdict = [], None
+    for bench in benches:
+        v6, v7 = chunk_rows(bench, 6), chunk_rows(bench, 7)
+        if not v7:
+            continue
+        verdict = True
+        for key in [(n, 1) for n in BENCH_LENGTHS] + [(16384, 2)]:
+            a, b = v7.get(key, {}).get("plan"), v6.get(key, {}).get("plan")
+            if not a or not b:
+                lines.append("  N %d B %d: no plan row of %s" % (key[0], key[1], "v7" if not a else "v6"))
+                verdict = None if verdict is not False else False
+                continue
+            won = a[1] < b[1]
+            verdict = verdict and won if verdict is not None else (None if won else False)
+            lines.append("  N %7d B %d: v7 P%d %.3f ms vs v6 P%d %.3f ms (%.3fx): %s" % (
+                key[0], key[1], a[0], 1e3 * a[1], b[0], 1e3 * b[1], a[1] / b[1], "wins" if won else "loses"))
+        lines.insert(0, "  " + bench.path)
+        break
+    if not lines:
+        lines.append("  no v7 rows in the kernel files")
+    v2, words = need_tests(tests, ["test.test_gret_chunk"])
+    lines.append("  tests " + words)
+    v = combine(verdict, v2)
+    print_rule("v7 as the library's plan (cuda/gret/gret_select.cpp)",
+               "v7's plan row beats v6's at every bench length (32K-1M) and at batch 2, in the same call", v, lines)
+    return v
+
+
+def rule_p11(benches, v7_won):
+    k = 7 if v7_won else 6
+    lines, verdict = ["  kernel: v%d (%s)" % (k, "v7 won its rule" if v7_won else "v7 did not win its rule")], None
+    for bench in benches:
+        rows = chunk_rows(bench, k)
+        if not rows:
+            continue
+        verdict = True
+        for n in BENCH_LENGTHS:
+            plan, p11 = rows.get((n, 1), {}).get("plan"), rows.get((n, 1), {}).get(11)
+            if plan and plan[0] == 11:
+                lines.append("  N %7d B 1: the plan is P 11 already" % n)
+                continue
+            if not plan or p11 is None:
+                lines.append("  N %7d B 1: no %s row" % (n, "plan" if not plan else "P 11"))
+                verdict = None if verdict is not False else False
+                continue
+            won = p11 < plan[1]
+            verdict = (verdict and won) if verdict is not None else (None if won else False)
+            lines.append("  N %7d B 1: P11 %.3f ms vs plan P%d %.3f ms (%.3fx): %s" % (
+                n, 1e3 * p11, plan[0], 1e3 * plan[1], p11 / plan[1], "wins" if won else "loses"))
+        two = rows.get((16384, 2), {})
+        plan = two.get("plan")
+        if not plan:
+            lines.append("  N   16384 B 2: no plan row")
+            verdict = None if verdict is not False else False
+        for p in (5, 6) if plan else ():
+            if plan and plan[0] == p:
+                lines.append("  N   16384 B 2: the plan is P %d" % p)
+                continue
+            t = two.get(p)
+            if t is None:
+                lines.append("  N   16384 B 2: no P %d row" % p)
+                verdict = None if verdict is not False else False
+                continue
+            ok = t <= plan[1]
+            verdict = (verdict and ok) if verdict is not None else (None if ok else False)
+            lines.append("  N   16384 B 2: P%d %.3f ms vs plan P%d %.3f ms (%.3fx): %s" % (
+                p, 1e3 * t, plan[0], 1e3 * plan[1], t / plan[1], "does not lose" if ok else "loses"))
+        lines.insert(1, "  " + bench.path)
+        break
+    print_rule("P 11 (two waves) in the v%d planner (cuda/gret/gret_plan.hpp)" % k,
+               "the P 11 row beats the plan's row of the same kernel at 32K, 128K, 512K and 1M, and the batch-2 rows "
+               "at P 5 / 6 do not lose to the plan's", verdict, lines)
+
+
+def rule_gemv(benches, runs, tests):
+    lines, v1 = [], None
+    for bench in benches:
+        shapes = [k for k in bench.phases("gemm_shapes") if ", gemv (ours" in k[3]]
+        if not shapes:
+            continue
+        v1 = True
+        for (model, n, b, ph) in sorted(shapes):
+            shape = ph.split(":", 1)[1].split(", gemv (ours", 1)[0]
+            g = bench.get(model, n, b, ph)
+            c = bench.get(model, n, b, "gemm_shapes:" + shape + ", cublasGemmEx (the runners' call)")
+            if c is None:
+                lines.append("  %s m %d: no cublasGemmEx row" % (shape, n))
+                v1 = None if v1 is not False else False
+                continue
+            v1 = v1 and g < c if v1 is not None else (None if g < c else False)
+            lines.append("  %s m %d: gemv %.2f us vs cublasGemmEx %.2f us (%.2fx)" % (shape, n, 1e6 * g, 1e6 * c, g / c))
+        break
+    if v1 is None and not lines:
+        lines.append("  no gemv rows in the kernel files")
+    v2 = None
+    for f in runs:
+        base, c = f.find(plain), f.find(only(gemv=True))
+        if not base or not c:
+            continue
+        v2 = True
+        for n in LONG:
+            x, y = c.get((n, "decode", "decode_step_latency_s")), base.get((n, "decode", "decode_step_latency_s"))
+            if not x or not y:
+                v2 = None
+                lines.append("  %s: no decode step in both runs" % length(n))
+                continue
+            v2 = v2 and x[0] < y[0] if v2 is not None else v2
+            lines.append("  %s decode step (graph): gemv %.3f ms vs plain %.3f ms (%.3fx)" % (
+                length(n), 1e3 * x[0], 1e3 * y[0], x[0] / y[0]))
+        break
+    v3, words = need_tests(tests, ["test.test_gemv", "test.test_cuda_models"])
+    lines.append("  tests " + words)
+    print_rule("kGemvByDefault (cuda/runner/launch_count.hpp)",
+               "every decode shape's GEMV row beats cublasGemmEx's, models.3b_long_gemv's decode steps beat "
+               "models.3b_long's, the GEMV's tests pass", combine(v1, v2, v3), lines)
+
+
+def rule_memory(runs):
+    lines, v = [], None
+    for f in runs:
+        base, c = f.find(plain), f.find(only(chunk=16384, tuned=True))
+        if not base or not c:
+            continue
+        v = True
+        for n in LONG:
+            x, y = prefill(c, n), prefill(base, n)
+            if not x or not y:
+                v = None
+                continue
+            within = x[0] <= 1.02 * y[0]
+            v = v and within if v is not None else v
+            lines.append("  %4s: chunk 16384 tuned %.4f s vs chunk 32768 %.4f s (%+.2f%%)" % (
+                length(n), x[0], y[0], 100 * (x[0] / y[0] - 1)))
+        mem = c.get((1048576, "memory", "mem_total_bytes"))
+        if mem and mem[0]:
+            fits = mem[0] <= PAPER_1M_BYTES
+            lines.append("  1M memory: %.2f GB (the paper's 12.4): %s" % (mem[0] / 1e9, "within" if fits else "over"))
+            v = v and fits if v is not None else v
+        break
+    if not lines:
+        lines.append("  no file holds both a plain and a chunk-16384 tuned run")
+    print_rule("Chunk 16384 with tuned GEMMs as issue 34's memory configuration",
+               "within 2% of the chunk-32768 prefill at both lengths in the same call (and <= 12.4 GB at 1M)",
+               v, lines, flip="MET", keep="NOT MET")
+
+
+def rule_beside(benches):
+    lines, verdicts = [], []
+    for bench in benches:
+        names = sorted({(m, n, b, ph.rsplit(", GEMM alone", 1)[0]) for (m, n, b, ph) in bench.phases("beside_gemm")
+                        if ph.endswith(", GEMM alone")})
+        for (m, n, b, name) in names:
+            one, alone = bench.get(m, n, b, name + ", one stream"), bench.get(m, n, b, name + ", pass alone")
+            twos = [t for t in (bench.get(m, n, b, name + ", two streams"),
+                                bench.get(m, n, b, name + ", two streams, the pass at the greatest priority"))
+                    if t is not None]
+            if one is None or alone is None or not twos:
+                lines.append("  %s: rows missing" % name.split(":", 1)[1])
+                verdicts.append(None)
+                continue
+            hid = (one - min(twos)) / alone
+            verdicts.append(hid)
+            lines.append("  %s: the better two-stream row hid %.0f%% of the pass alone" % (name.split(":", 1)[1],
+                                                                                       100 * hid))
+        if names:
+            break
+    known = [h for h in verdicts if h is not None]
+    if len(known) >= 2 and len(known) == len(verdicts) and all(h >= 0.5 for h in known):
+        word = "WRITE the two-step prefill"
+    elif len(known) >= 2 and len(known) == len(verdicts) and all(h < 0.2 for h in known):
+        word = "GOAL OUT OF REACH by scheduling with these kernels"
+    elif len(known) >= 2 and len(known) == len(verdicts):
+        word = "between the thresholds: no rule decides"
+    else:
+        word = "UNDECIDED"
+    print("Passes under the GEMMs (issue 34's goal): %s" % word)
+    print("  rule: at least 50% hidden in both pairs: write the two-step prefill; under 20% in both: the goal is "
+          "out of reach by scheduling")
+    for line in lines or ["  no beside_gemm rows in the kernel files"]:
+        print(line)
+    print()
+
+
+def best_512k(runs):
+    best = None
+    for f in runs:
+        for (ts, cfg), m in f.runs.items():
+            p = prefill(m, 524288)
+            if p and p[0] and (best is None or p[0] < best[0]):
+                best = (p[0], cfg, f.path)
+    if best:
+        print("Issue 34's must (<= %.1f s at 512K): the fastest run is %.4f s (%s, %s): %s" % (
+            MUST_512K_S, best[0], described(best[1]),
+            os.path.basename(best[2]), "met" if best[0] <= MUST_512K_S else "NOT met"))
+
+
+def main(argv):
+    if "-h" in argv[1:] or "--help" in argv[1:]:
+        print(__doc__.strip())
+        return 0
+    files, err = parse_args(argv[1:])
+    if err:
+        return usage(err)
+    for p in files["--kernels"] + files["--models"] + files["--summary"]:
+        if not os.path.isfile(p):
+            print("decide: %s: no such file" % p, file=sys.stderr)
+            return 2
+    benches = [Bench(p) for p in files["--kernels"]]
+    runs = [Runs(p) for p in files["--models"]]
+    tests = tests_of(files["--summary"])
+    per_layer = rule_per_layer(benches, runs, tests)
+    pairs = rule_pairs(benches, runs, tests)
+    if per_layer is True and pairs is True:
+        print("Both the residual stored once a layer and the FFN in CTA pairs flip: the one with the faster 512K "
+              "prefill becomes the default (they exclude each other).\n")
+    rule_half_warp(benches, tests)
+    v7 = rule_v7(benches, tests)
+    rule_p11(benches, v7 is True)
+    rule_gemv(benches, runs, tests)
+    rule_memory(runs)
+    rule_beside(benches)
+    best_512k(runs)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
