@@ -102,10 +102,8 @@ def cmd_ingest(a):
                 sys.stderr.write("yoco history: %s (file not ingested)\n" % exc)
                 bad.append(f)
                 continue
-            if n:
-                added += n
-            else:
-                skipped += 1
+            added += n
+            skipped += store.last_was_in  # not n == 0: a new file of a header alone adds no rows either
         if a.git:
             shas = store.distinct_shas()
             store.set_commit_order(git_order(a.git, shas, log))
@@ -205,7 +203,12 @@ def cmd_changes(a):
         store.close()
     if a.format == "json":
         import json
-        print(json.dumps(found, indent=2))
+        # A change from a level of 0 is infinitely large: null, since JSON has no Infinity (strict readers refuse it).
+        for f in found:
+            for k in ("before", "after", "relative_change", "noise"):
+                if not math.isfinite(f[k]):
+                    f[k] = None
+        print(json.dumps(found, indent=2, allow_nan=False))
     elif a.format == "csv":
         w = csv.writer(sys.stdout, lineterminator="\n")
         keys = ["series", "index", "commit", "before", "after", "relative_change", "confidence", "kind", "noise"]
@@ -327,4 +330,13 @@ if __name__ == "__main__":
     # A reader that stops early (`export | head`) ends the command quietly, as it ends the C++ yoco (exit 141 in a
     # shell), not with a BrokenPipeError traceback; ingest's transactions keep the store whole either way.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        # Ctrl-C: one line, not a traceback; the open transaction was rolled back on the way out. Then the end by
+        # the signal itself, as yoco bench ends, so that a shell loop around the command stops too.
+        sys.stderr.write("\nyoco history: interrupted (SIGINT); the file being ingested, if any, is not in the "
+                         "history\n")
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)

@@ -131,6 +131,51 @@ class HistoryTest(unittest.TestCase):
         else:  # it finished first: then all of it is in
             self.assertEqual((nf, nr), (2, 400001))
 
+    def test_an_interrupted_ingest_is_one_line_and_leaves_the_store_as_it_was(self):
+        # Ctrl-C (SIGINT) mid-ingest printed a KeyboardInterrupt traceback. Now one line, then the end by the
+        # signal (as the C++ yoco ends), so that a shell loop around it stops too.
+        small = os.path.join(self.dir, "small.csv")
+        write_csv(small, [row()])
+        self.assertEqual(run("ingest", "--db", self.db, small)[0], 0)
+        big = os.path.join(self.dir, "big.csv")
+        write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
+        p = subprocess.Popen([PY, HISTORY, "ingest", "--db", self.db, big], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # past the start-up, inside the read or the transaction
+        interrupted = p.poll() is None
+        if interrupted:
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate()
+        store = Store(self.db, create=False)
+        nf, nr = store.counts()
+        store.close()
+        if interrupted:
+            self.assertEqual(p.returncode, -signal.SIGINT, out + err)
+            self.assertNotIn("Traceback", err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("interrupted", err)
+            self.assertEqual((nf, nr), (1, 1))
+        else:
+            self.assertEqual((nf, nr), (2, 400001))
+
+    def test_a_header_only_csv_is_not_already_in(self):
+        # A new file with no rows was counted as "1 file(s) already in".
+        hdr = os.path.join(self.dir, "hdr.csv")
+        write_csv(hdr, [])
+        code, out, err = run("ingest", "--db", self.db, hdr)
+        self.assertEqual(code, 0, err)
+        self.assertIn("0 file(s) already in", out)
+        code, out, err = run("ingest", "--db", self.db, hdr)
+        self.assertIn("1 file(s) already in", out)
+
+    def test_a_malformed_postgresql_url_is_one_line_exit_2(self):
+        # urlsplit's ValueError (a port out of range, a bracket left open) was a traceback, exit 1.
+        for url in ("postgresql://yoco@127.0.0.1:99999/x", "postgresql://yoco@[::1/x", "postgresql://yoco@h:port/x"):
+            code, out, err = run("export", "--db", url)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("not a valid postgresql:// URL", err)
+
     def test_two_ingests_at_once_lose_nothing(self):
         files = []
         for k in range(2):
@@ -422,6 +467,30 @@ class DetectionTest(unittest.TestCase):
         res = self.detect.analyse(pts, "mem_total_bytes")
         self.assertEqual(res["newest"], "regression")
         self.assertEqual(res["changes"][0][0], 10)
+
+    def test_changes_as_json_is_strict_json(self):
+        # A change from a level of 0 has an infinite relative size: json.dumps wrote the bare word Infinity,
+        # which JSON (RFC 8259) does not have; strict readers (JSON.parse, serde, Go) refused the output.
+        import json
+        d = tempfile.mkdtemp(prefix="yoco_history_")
+        db = os.path.join(d, "h.db")
+        files = []
+        for i in range(6):
+            f = os.path.join(d, "r%d.csv" % i)
+            v = "0" if i < 3 else "100"
+            write_csv(f, [row(git_sha="c%06d" % i, timestamp="2026-11-2%dT00:00:00Z" % i, metric="bytes", unit="B",
+                              method="exact", value=v, min=v, max=v)])
+            files.append(f)
+        self.assertEqual(run("ingest", "--db", db, *files)[0], 0)
+        code, out, err = run("changes", "--db", db, "--format", "json")
+        self.assertEqual(code, 0, err)
+
+        def refuse(word):
+            raise ValueError("not JSON: " + word)
+        got = json.loads(out, parse_constant=refuse)
+        self.assertEqual(len(got), 1)
+        self.assertIsNone(got[0]["relative_change"])
+        self.assertEqual((got[0]["before"], got[0]["after"]), (0.0, 100.0))
 
     def test_check_exits_1_on_a_regression_and_names_it(self):
         d = tempfile.mkdtemp(prefix="yoco_history_")

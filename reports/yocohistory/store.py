@@ -163,9 +163,12 @@ class _Postgres(object):
 
     def __init__(self, url, create):
         from urllib.parse import urlsplit
-        parts = urlsplit(url)
-        shown = "%s://%s%s%s" % (parts.scheme, (parts.username + "@") if parts.username else "",
-                                 parts.hostname or "", (":%d" % parts.port) if parts.port else "") + parts.path
+        try:
+            parts = urlsplit(url)
+            shown = "%s://%s%s%s" % (parts.scheme, (parts.username + "@") if parts.username else "",
+                                     parts.hostname or "", (":%d" % parts.port) if parts.port else "") + parts.path
+        except ValueError as exc:  # a port out of range or not a number, a bracket left open: not echoed (a password)
+            raise HistoryError("--db: not a valid postgresql:// URL (%s)" % exc)
         self.where = shown
         if parts.password is not None:
             raise HistoryError("%s: a password in the URL is refused (it would show in process lists and logs); "
@@ -214,6 +217,7 @@ class Store(object):
 
     def __init__(self, path, create=True):
         self.path = path
+        self.last_was_in = False  # whether the last ingest found its file already in
         self.be = _Postgres(path, create) if path.startswith(("postgresql://", "postgres://")) else _Sqlite(path, create)
         tables = self.be.tables
         if not tables:
@@ -261,10 +265,12 @@ class Store(object):
         if commit or date:
             digest = hashlib.sha256((digest + "|" + (commit or "") + "|" + (date or "")).encode()).hexdigest()
         rows = read_rows(path, data)
+        self.last_was_in = False
         self._tx()
         try:
             if self.be.execute("SELECT 1 FROM files WHERE sha256 = ?", (digest,)).fetchone():
                 self.be.execute("ROLLBACK")
+                self.last_was_in = True
                 return 0
             fid = self.be.insert_id("INSERT INTO files (sha256, path, rows, commit_override, date_override) "
                                     "VALUES (?, ?, ?, ?, ?)", (digest, path, len(rows), commit, date))
@@ -280,6 +286,7 @@ class Store(object):
         except BaseException as exc:
             self.be.execute("ROLLBACK")
             if type(exc).__name__ == "UniqueViolation":  # the same file, ingested by another process meanwhile
+                self.last_was_in = True
                 return 0
             raise
         return len(rows)
