@@ -537,6 +537,35 @@ TEST(ComparePolicy, MethodAndUnitChangesAreNoted) {
   EXPECT_NE(r.note.find("method measured -> sampled"), std::string::npos) << r.note;
 }
 
+// 1 s against 1 ms is not a 0% change: values in two units are not compared, and the row fails.
+TEST(ComparePolicy, AUnitChangeIsChangedAndFails) {
+  const auto base = base_rows();
+  const auto head = edited(base, "prefill", "prefill_latency_s", [](ResultRow& r) { r.unit = "ms"; });
+  const RowComparison& r = find(compare_results(base, head, {}), "prefill", "prefill_latency_s");
+  EXPECT_EQ(r.verdict, Verdict::Changed);
+  EXPECT_TRUE(r.fails);
+  EXPECT_NE(r.note.find("unit s -> ms"), std::string::npos) << r.note;
+  EXPECT_NE(r.note.find("not compared"), std::string::npos) << r.note;
+}
+
+// yoco check --format csv: within_tolerance going from 1 to 0 is a regression, not an improvement.
+TEST(ComparePolicy, WithinToleranceIsHigherIsBetter) {
+  EXPECT_EQ(metric_direction("within_tolerance"), Direction::Higher);
+  auto base = base_rows();
+  for (auto& r : base)
+    if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
+      r.phase = "check_gret:o";
+      r.metric = "within_tolerance";
+      r.unit = "bool";
+      r.value = 1.0;
+      r.min = r.max = std::nullopt;
+    }
+  const auto head = edited(base, "check_gret:o", "within_tolerance", [](ResultRow& r) { r.value = 0.0; });
+  const RowComparison& r = find(compare_results(base, head, {}), "check_gret:o", "within_tolerance");
+  EXPECT_EQ(r.verdict, Verdict::Worse);
+  EXPECT_TRUE(r.fails);
+}
+
 // ---------------------------------------------------------- the CLI, end to end --
 
 TEST_F(CompareTest, CliPlantedLatencyRegressionExits1) {

@@ -45,6 +45,7 @@ constexpr DirectionRule kDirectionRules[] = {
     {"gemm_peak_tflops", Direction::Higher},
     {"copy_bw_gbs", Direction::Higher},
     {"gpu_busy_fraction", Direction::Higher},
+    {"within_tolerance", Direction::Higher},  // yoco check --format csv: 1 within, 0 not
 };
 
 bool glob_match(const std::string& glob, const std::string& s) { return fnmatch(glob.c_str(), s.c_str(), 0) == 0; }
@@ -135,7 +136,13 @@ RowComparison judge(const ResultRow& b, const ResultRow& h, const CompareOptions
   c.base = b;
   c.head = h;
   c.direction = metric_direction(b.metric);
-  if (b.value && h.value) {
+  if (b.unit != h.unit && b.value && h.value) {
+    // 1 s and 1 ms are not a 0% change: values in two units are not compared, and the gate fails until
+    // the baseline is rewritten in the new unit.
+    c.verdict = Verdict::Changed;
+    c.fails = true;
+    c.note = "values in different units are not compared";
+  } else if (b.value && h.value) {
     judge_values(c, *b.value, *h.value, opt);
   } else {
     c.verdict = Verdict::NotRun;
