@@ -566,6 +566,14 @@ TEST(SweepProtocol, ResumeRefusesRowsOfAnotherConfiguration) {
   SweepSettings metrics = s;
   metrics.metrics = {"prefill"};
   refused(metrics, on_disk, {"other settings", "--metrics"});
+  // Another --max-batch (--batch auto): the file's points and this run's would
+  // run the throughput at batches that no full run mixes.
+  for (int64_t cap : {2, 8}) {
+    SCOPED_TRACE("--max-batch " + std::to_string(cap));
+    SweepSettings max_batch = s;
+    max_batch.max_batch = cap;
+    refused(max_batch, on_disk, {"other settings", "--max-batch 4", "--max-batch " + std::to_string(cap)});
+  }
   // A point outside --model x --lengths.
   SweepSettings fewer = s;
   fewer.lengths = {1024};

@@ -116,8 +116,9 @@ CommandSpec bench_spec() {
       "SIGTERM or a kill keeps every completed point; Ctrl-C / SIGTERM say how many (exit 130 / 143). The same\n"
       "command with --resume keeps the points already in --out and measures the rest; the file then holds\n"
       "what a full run writes (timings aside). A file from another device, --device-name, --dtype, --batch,\n"
-      "--gen, --metrics or --prefill-chunk, or with points outside --model x --lengths, is refused (exit 2);\n"
-      "a --out that does not exist yet starts the sweep afresh. The default job resumes its bench.csv.";
+      "--max-batch, --gen, --metrics or --prefill-chunk, or with points outside --model x --lengths, is\n"
+      "refused (exit 2); a --out that does not exist yet starts the sweep afresh. The default job resumes its\n"
+      "bench.csv.";
   return s;
 }
 

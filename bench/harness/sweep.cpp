@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <new>
 #include <set>
@@ -162,6 +163,16 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
                               ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
                               : "; this run does not measure " + r.phase) +
                          ")" + again);
+      // --batch auto: the file's batch is kept over this machine's plan (batch_ok), so another --max-batch
+      // would go unseen and the file would mix the throughput batches of two caps, as no full run does.
+      if (tp && s.batch == 0) {
+        const size_t at = r.notes.find("--max-batch ");
+        const int64_t cap = at == std::string::npos ? 0 : std::atoll(r.notes.c_str() + at + 12);
+        if (r.batch > s.max_batch || (cap > 0 && cap != s.max_batch))
+          throw InputError(where + " come from other settings (throughput at batch " + std::to_string(r.batch) +
+                           (cap > 0 ? " under --max-batch " + std::to_string(cap) : std::string()) +
+                           "; this run: --max-batch " + std::to_string(s.max_batch) + ")" + again);
+      }
       if (!failed) phases.insert(r.phase);
     }
     bool complete = true;

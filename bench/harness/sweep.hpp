@@ -57,7 +57,7 @@ struct SweepIo {
   // configuration: another device or device_name, a point outside --model x
   // --lengths, or rows that differ in what the settings decide (batch,
   // gen_tokens, the analytic FLOPs / bytes / memory: --dtype, --metrics,
-  // --prefill-chunk, --gen, --batch).
+  // --prefill-chunk, --gen, --batch; the --max-batch of an automatic batch).
   const std::vector<ResultRow>* previous = nullptr;
   std::string previous_file;
   // After each point (kept or measured): every row so far, ratio rows aside,
