@@ -643,9 +643,23 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
            {"calibration:host", "prefill_points", "0.5"},
            {"calibration:ceilings", "sm_count", "131.5"},
            {"calibration:prefill.gemm.compute", "inverse_efficiency", "1e300"},
-           {"calibration:memory", "other_bytes", "1e300"}}) {
+           {"calibration:memory", "other_bytes", "1e300"},
+           // Positive but so small that a roofline over it is inf: inf rows, exit 0.
+           {"calibration:ceilings", "gemm_peak_tflops", "1e-320"},
+           {"calibration:ceilings", "copy_bw_gbs", "1e-300"},
+           {"calibration:ceilings", "datasheet_tflops", "1e-320"},
+           {"calibration:ceilings", "datasheet_gbs", "1e-320"}}) {
     const auto [f, at] = with_value(phase, metric, v);
     expect_error(f, at);
+  }
+  // A file cut short (or a row deleted) read as the defaults for what was missing: another model, exit 0.
+  for (const size_t keep : {size_t{10}, lines.size() - 1}) {
+    const std::string cut = temp("cut.csv");
+    {
+      std::ofstream out(cut);
+      for (size_t i = 0; i < keep; ++i) out << lines[i] << "\n";
+    }
+    expect_error(cut, cut + ": no row calibration:");
   }
   // The fit never writes what the reader refuses: a fit off by 150% on a point is not written.
   Calibration wide = c;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "calibration_parts.hpp"
@@ -71,19 +72,21 @@ namespace {
 
 // What a calibration row's value can mean: past `max` the model's times
 // overflow when scaled (1e300 TFLOP/s is inf FLOP/s) or its bands go below 0
-// (a worst residual past 1); a count is a whole number.
+// (a worst residual past 1); below `min` a ceiling divides a roofline into inf
+// (1e-320 TFLOP/s); a count is a whole number.
 struct ValueRange {
   double max;
   bool count;
   const char* what;
+  double min = 0;
 };
 
 std::optional<ValueRange> value_range(const std::string& metric) {
   static const std::map<std::string, ValueRange> ranges = {
-      {"gemm_peak_tflops", {1e6, false, "must be at most 1e6 TFLOP/s (a B200's datasheet says 2250)"}},
-      {"datasheet_tflops", {1e6, false, "must be at most 1e6 TFLOP/s (a B200's datasheet says 2250)"}},
-      {"copy_bw_gbs", {1e6, false, "must be at most 1e6 GB/s (a B200's datasheet says 8000)"}},
-      {"datasheet_gbs", {1e6, false, "must be at most 1e6 GB/s (a B200's datasheet says 8000)"}},
+      {"gemm_peak_tflops", {1e6, false, "must be in [0.001, 1e6] TFLOP/s (a B200's datasheet says 2250)", 1e-3}},
+      {"datasheet_tflops", {1e6, false, "must be in [0.001, 1e6] TFLOP/s (a B200's datasheet says 2250)", 1e-3}},
+      {"copy_bw_gbs", {1e6, false, "must be in [0.001, 1e6] GB/s (a B200's datasheet says 8000)", 1e-3}},
+      {"datasheet_gbs", {1e6, false, "must be in [0.001, 1e6] GB/s (a B200's datasheet says 8000)", 1e-3}},
       {"sm_count", {1e6, true, "must be a whole count in [1, 1e6]"}},
       {"points", {1e9, true, "must be a whole count below 1e9"}},
       {"prefill_points", {1e9, true, "must be a whole count below 1e9"}},
@@ -109,7 +112,8 @@ std::string value_text(double v) {
 // Empty when `v` is a value `metric` can have (beyond finite and >= 0, checked apart).
 std::string out_of_range(const std::string& metric, double v) {
   const auto range = value_range(metric);
-  if (!range || (v <= range->max && (!range->count || v == std::floor(v)) && (metric != "sm_count" || v >= 1)))
+  if (!range || (v <= range->max && v >= range->min && (!range->count || v == std::floor(v)) &&
+                 (metric != "sm_count" || v >= 1)))
     return "";
   return metric + " is " + value_text(v) + ": it " + range->what;
 }
@@ -136,8 +140,10 @@ Calibration read_calibration(const std::string& path) {
   Calibration c;
   c.source = path;
   bool ceilings = false;
+  std::set<std::string> seen;  // phase and metric of every row read
   for (size_t i = 0; i < rows.size(); ++i) {
     const ResultRow& r = rows[i];
+    seen.insert(r.phase + " " + r.metric);
     const std::string at = path + ":" + std::to_string(i < line_of.size() ? line_of[i] : static_cast<int>(i) + 2);
     auto bad = [&](const std::string& why) -> InputError { return InputError(at + ": " + why); };
     if (r.phase.rfind("calibration:", 0) != 0) throw bad("phase '" + r.phase + "' is not a calibration row");
@@ -223,6 +229,13 @@ Calibration read_calibration(const std::string& path) {
   if (!ceilings || c.peak_flops <= 0 || c.bandwidth <= 0 || c.datasheet_flops <= 0 || c.datasheet_bandwidth <= 0)
     throw InputError(path + ": needs calibration:ceilings rows gemm_peak_tflops, copy_bw_gbs, datasheet_tflops and "
                             "datasheet_gbs, all > 0");
+  // A missing row read as its default (a fitted family at the roofline), so a
+  // file cut short gave another model, exit 0: calibration_rows writes every
+  // row, and every one is needed.
+  for (const auto& r : calibration_rows(Calibration{}, Provenance{}))
+    if (!seen.count(r.phase + " " + r.metric))
+      throw InputError(path + ": no row " + r.phase + " " + r.metric +
+                       " (yoco calibrate --out writes every one; a file cut short?)");
   return c;
 }
 
