@@ -212,12 +212,13 @@ def rule_per_layer(benches, runs, tests):
     lines.append("  bench: " + ("no pair of rows" if pair is None else
                                 "stored once %.3f ms vs an add + RMSNorm each %.3f ms (%s)" % (
                                     1e3 * pair[0], 1e3 * pair[1], os.path.basename(pair[2]))))
-    v3, words = need_tests(tests, ["test.test_kernels_vs_reference", "test.test_cuda_models"])
+    v3, words = need_tests(tests, ["test.test_kernels_vs_reference", "test.test_cuda_models",
+                                   "memcheck.test_kernels_vs_reference", "memcheck.test_cuda_models"])
     lines.append("  tests " + words)
     v = combine(v1, v2, v3)
     print_rule("kResidualPerLayerByDefault (cuda/runner/launch_count.hpp)",
                "at 512K and 1M the per-layer prefill's slowest run faster than the plain run's fastest, the bench pair "
-               "agrees, its tests pass", v, lines)
+               "agrees, its tests pass (memcheck too: issue 34 asks for compute-sanitizer clean)", v, lines)
     return v
 
 
@@ -236,12 +237,14 @@ def rule_pairs(benches, runs, tests):
     lines.append("  bench: " + ("no 32768-row pair of rows" if pr is None else
                                 "CTA pairs %.3f ms vs cuBLAS + SwiGLU %.3f ms (%s)" % (1e3 * pr[0], 1e3 * pr[1],
                                                                                      os.path.basename(pr[2]))))
-    v3, words = need_tests(tests, ["test.test_gemm_swiglu", "test.test_cuda_models"])
+    v3, words = need_tests(tests, ["test.test_gemm_swiglu", "test.test_cuda_models", "memcheck.test_gemm_swiglu",
+                                   "racecheck.test_gemm_swiglu", "synccheck.test_gemm_swiglu"])
     lines.append("  tests " + words)
     v = combine(v1, v2, v3)
     print_rule("kFfnUpFusedByDefault + kFfnUpPairsByDefault (cuda/runner/launch_count.hpp)",
-               "its tests pass and at 512K and 1M the fused-pairs prefill's slowest run is faster than the plain "
-               "run's fastest (the bench's 32768-row pairs row ahead of cuBLAS + SwiGLU gated the run)", v, lines)
+               "its tests pass (and the sanitizers on its small cases) and at 512K and 1M the fused-pairs prefill's "
+               "slowest run is faster than the plain run's fastest (the bench's 32768-row pairs row ahead of cuBLAS + "
+               "SwiGLU gated the run)", v, lines)
     return v
 
 

@@ -80,6 +80,11 @@ test.test_gemm_swiglu                            pass                 9s
 test.test_gret_decode                            pass                12s
 test.test_gret_chunk                             pass                90s
 test.test_gemv                                   pass                 3s
+memcheck.test_kernels_vs_reference               pass                 2s
+memcheck.test_cuda_models                        pass                20s
+memcheck.test_gemm_swiglu                        pass                 3s
+racecheck.test_gemm_swiglu                       pass                 3s
+synccheck.test_gemm_swiglu                       pass                 2s
 """
 
 
@@ -158,6 +163,12 @@ class Decide(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "KEEP")
         self.assertIn("failed: test.test_gemm_swiglu", out)
+        # A sanitizer's failure keeps it too (issue 34: compute-sanitizer clean).
+        summary = SUMMARY_PASS.replace("racecheck.test_gemm_swiglu                       pass",
+                                       "racecheck.test_gemm_swiglu                       FAIL(rc=9)")
+        rc, out, _ = self.decide(*self.files(win=True, summary=summary))
+        self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "KEEP")
+        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
 
     def test_missing_rows_or_tests_leave_rules_undecided(self):
         k = write(os.path.join(self.d, "k.csv"), [kernel("swiglu:rows 32768", 1.0)])
