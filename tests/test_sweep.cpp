@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -339,6 +340,25 @@ TEST(SweepProtocol, PointOverTheBudgetEvenCutIsAnOverBudgetRow) {
   EXPECT_FALSE(p.value.has_value());
   EXPECT_EQ(dev.log.creates, 0);
   EXPECT_GT(analytic_rows_of(rows, 1024), 0);
+  // The notes' numbers say why: rounded to whole seconds, "predicted 1 s > --budget-s 1" would not.
+  auto says_over = [](const std::string& notes, const std::string& what) {
+    const size_t at = notes.find(what);
+    ASSERT_NE(at, std::string::npos) << what << " in: " << notes;
+    const size_t over = notes.find(" s > --budget-s ", at);
+    ASSERT_NE(over, std::string::npos) << notes;
+    const double predicted = std::stod(notes.substr(at + what.size()));
+    const double budget = std::stod(notes.substr(over + std::strlen(" s > --budget-s ")));
+    EXPECT_GT(predicted, budget) << notes;
+  };
+  says_over(p.notes, "predicted ");
+  s.models = {"transformer-3b"};  // enough layer units for the probes, and they too over the budget
+  s.budget_s = 1e-9;
+  FakeBackend deep;
+  const auto deep_rows = sweep(s, deep);
+  const ResultRow& d = row(deep_rows, "prefill", "prefill_latency_s");
+  EXPECT_EQ(d.method, "over_budget");
+  says_over(d.notes, "predicted ");
+  says_over(d.notes, "the probes are predicted to take ");
 }
 
 // Incremental output and --resume (issue 12): the sweep hands every row so far

@@ -45,7 +45,7 @@ ProbeResult run_layer_probes(const SweepSettings& s, DeviceBackend& dev, Progres
     while (repeats > 1 && probes_time(warmup, repeats) > s.budget_s) --repeats;
   }
   if (probes_time(warmup, repeats) > s.budget_s) {
-    out.why_not = "not extrapolated: the probes are predicted to take " + strf("%.0f", probes_time(warmup, repeats)) +
+    out.why_not = "not extrapolated: the probes are predicted to take " + predicted_seconds(probes_time(warmup, repeats), s.budget_s) +
                   " s > --budget-s " + strf("%g", s.budget_s);
     return out;
   }

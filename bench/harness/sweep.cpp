@@ -360,13 +360,13 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         while (repeats > 1 && point_time(warmup, repeats, tp_in_sum) > s.budget_s) --repeats;
         budget_note = "repeats cut to " + std::to_string(repeats) + ", no warm-up, to fit --budget-s " +
                       strf("%g", s.budget_s) + " (predicted " +
-                      strf("%.0f", point_time(s.warmup, s.repeats, tp_in_sum)) + " s with all)";
+                      predicted_seconds(point_time(s.warmup, s.repeats, tp_in_sum), s.budget_s) + " s with all)";
         if (tp_in_sum && point_time(warmup, repeats, true) > s.budget_s) tp = false;
       }
       std::string tp_apart_note;
       if (tp_apart)
-        tp_apart_note = "timed under a --budget-s of its own: predicted " + strf("%.0f", tp_time) +
-                        " s, with the point's latency runs " + strf("%.0f", point_time(warmup, repeats, true)) +
+        tp_apart_note = "timed under a --budget-s of its own: predicted " + predicted_seconds(tp_time, s.budget_s) +
+                        " s, with the point's latency runs " + predicted_seconds(point_time(warmup, repeats, true), s.budget_s) +
                         " s";
       const double predicted = point_time(warmup, repeats, tp_in_sum);
       std::string skip_method, skip_note;
@@ -375,7 +375,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         skip_note = "needs about " + human_bytes(need) + ", " + dev.usable_memory_name() + " is " + human_bytes(usable);
       } else if (predicted > s.budget_s) {
         skip_method = "over_budget";
-        skip_note = "predicted " + strf("%.0f", predicted) + " s > --budget-s " + strf("%g", s.budget_s);
+        skip_note = "predicted " + predicted_seconds(predicted, s.budget_s) + " s > --budget-s " + strf("%g", s.budget_s);
       }
       PointResult res;
       std::string lost;  // set when the device cannot run anything more

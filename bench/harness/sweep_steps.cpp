@@ -1,6 +1,7 @@
 // The sweep's steps that every point uses (sweep_steps.hpp): prompts, timed
 // and warm-up decode steps, out-of-memory notes, the --cupti breakdown.
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "format.hpp"
@@ -30,6 +31,16 @@ void warm_up_decode(DeviceBackend& dev, ModelRunner& r, int64_t batch) {
 std::string oom_note(const std::bad_alloc& e) {
   const std::string what = e.what();
   return what.empty() || what == "std::bad_alloc" ? "std::bad_alloc during the run" : what;
+}
+
+std::string predicted_seconds(double s, double budget_s) {
+  if (s >= 100 && s - budget_s >= 1) return strf("%.0f", s);
+  std::string t;
+  for (int digits = 3; digits <= 9; ++digits) {
+    t = strf("%.*g", digits, s);
+    if ((std::strtod(t.c_str(), nullptr) > budget_s) == (s > budget_s)) break;
+  }
+  return t;
 }
 
 void profile_kernels(const SweepSettings& s, DeviceBackend& dev, Progress& progress, ModelRunner& runner,

@@ -97,6 +97,10 @@ void warm_up_decode(DeviceBackend& dev, ModelRunner& r, int64_t batch);
 // a plain std::bad_alloc says nothing more.
 std::string oom_note(const std::bad_alloc& e);
 
+// A predicted time beside the --budget-s it is compared with, with the digits
+// that tell them apart: whole seconds made "predicted 1 s > --budget-s 1" of 1.4 s.
+std::string predicted_seconds(double s, double budget_s);
+
 // The latency of a point whose full run did not happen (over the budget, or
 // too large for the device), from the model cut to 1 and 2 layer units at
 // the same length and batch (extrapolation.hpp). The probes have the budget
