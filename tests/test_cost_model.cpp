@@ -1,6 +1,7 @@
 // The analytic cost model (bench/analytic/cost_model.hpp) against the paper's numbers,
 // derived from first principles, and against the CPU reference's own memory
 // accounting and brute-force counts. Each test states its tolerance and why.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -331,6 +332,26 @@ TEST_F(ModelCli, AbsurdLinksAreRefusedNamingTheOption) {
     yoco_test::expect_input_error(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link " + link),
                                   {"--link", link}, "--link " + link);
   EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link 900").status, 0);
+}
+
+// A custom device of 1e-320 TFLOP/s, or a what-if efficiency of 1e-320,
+// passed "> 0" and divided a roofline into inf: rows of inf, exit 0.
+TEST_F(ModelCli, RatesTooSmallToDivideByAreRefused) {
+  for (const std::string tiny : {"1e-320", "1e-30", "0.0001"}) {
+    yoco_test::expect_input_error(yoco("model --model yoco-3b --lengths 1M --peak-tflops " + tiny + " --peak-gbs 100"),
+                                  {"--peak-tflops", tiny}, "--peak-tflops " + tiny);
+    yoco_test::expect_input_error(yoco("model --model yoco-3b --lengths 1M --peak-tflops 100 --peak-gbs " + tiny),
+                                  {"--peak-gbs", tiny}, "--peak-gbs " + tiny);
+  }
+  EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --peak-tflops 0.001 --peak-gbs 0.001").status, 0);
+  const std::string cal =
+      (std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/model/calibration-nvidia-h100.csv")
+          .string();
+  for (const std::string tiny : {"1e-320", "1e-10"})
+    yoco_test::expect_input_error(
+        yoco("model --model yoco-3b --lengths 1M --calibration " + cal + " --what-if gemm=" + tiny), {"--what-if", tiny},
+        "--what-if gemm=" + tiny);
+  EXPECT_EQ(yoco("model --model yoco-3b --lengths 1M --calibration " + cal + " --what-if gemm=1e-9").status, 0);
 }
 
 }  // namespace

@@ -140,12 +140,14 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
   const bool any_bound = bound.empty();
   if (f < 0 || (!any_bound && bound != "compute" && bound != "memory") || rhs.empty())
     throw InputError("--what-if: expected FAMILY[.BOUND]=ceiling|X (families gemm, attention, gret, norms; bounds "
-                     "compute, memory; X an efficiency in (0, 1]), got '" + spec + "'");
+                     "compute, memory; X an efficiency in [1e-9, 1]), got '" + spec + "'");
   double inv = 1.0;
   if (rhs != "ceiling") {
+    // Not below 1e-9, the smallest a calibration file may hold (inverse_efficiency at most 1e9): 1e-320 made
+    // the inverse inf and every row of the family inf, exit 0.
     const double x = cli::parse_decimal(rhs).value_or(0);
-    if (!(x > 0) || x > 1)
-      throw InputError("--what-if: the efficiency must be 'ceiling' or a number in (0, 1], got '" + rhs + "'");
+    if (!(x >= 1e-9) || x > 1)
+      throw InputError("--what-if: the efficiency must be 'ceiling' or a number in [1e-9, 1], got '" + rhs + "'");
     inv = 1.0 / x;
   }
   for (auto* phase : {&c.prefill, &c.decode})

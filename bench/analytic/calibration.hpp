@@ -107,7 +107,7 @@ DeviceSpec calibrated_ceilings(const Calibration& c, const DeviceSpec& dev);
 
 // What-if: one family's fits (both phases; one bound or both) replaced: by
 // the roofline ("ceiling": inverse efficiency 1, no fixed cost) or by an
-// efficiency X in (0, 1] (e.g. a peer's measured fraction of the ceiling).
+// efficiency X in [1e-9, 1] (e.g. a peer's measured fraction of the ceiling).
 // `spec` is FAMILY[.BOUND]=ceiling|X; InputError naming --what-if otherwise.
 // Returns a description for the rows' notes.
 std::string apply_what_if(Calibration& c, const std::string& spec);

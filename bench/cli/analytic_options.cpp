@@ -22,9 +22,11 @@ std::vector<OptionSpec> analytic_option_specs() {
 
 namespace {
 
+// Not below 0.001: a rate of 1e-320 passed "> 0" and divided the rooflines into inf (rows of inf, exit 0).
 double parse_positive(const std::string& option, const std::string& text) {
   const double v = parse_decimal(text).value_or(0);
-  if (!(v > 0) || v > 1e9) throw InputError(option + ": expected a positive number, got '" + text + "'");
+  if (!(v >= 1e-3) || v > 1e9)
+    throw InputError(option + ": expected a positive number from 0.001 to 1e9, got '" + text + "'");
   return v;
 }
 
