@@ -3,8 +3,8 @@
 across commits.
 
   history.py ingest --db DB [--git DIR] [--commit SHA] [--date ISO] FILE|DIR...
-  history.py check --db DB [--series GLOB] [--floor 5%]
-  history.py changes --db DB [--series GLOB] [--floor 5%] [--format table|csv|json]
+  history.py check --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3]
+  history.py changes --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3] [--format table|csv|json]
   history.py export --db DB [--series GLOB] [--format csv]
   history.py series --db DB [--series GLOB]
 

@@ -315,6 +315,29 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(err.strip(), "yoco history: %s: cannot create the history: no folder %s"
                          % (db, os.path.dirname(db)))
 
+    @unittest.skipUnless(hasattr(os, "geteuid") and os.geteuid() == 0 and os.path.exists("/usr/sbin/runuser"),
+                         "needs root and runuser, to read the history as another user")
+    def test_a_db_in_a_folder_the_reader_cannot_write_says_so(self):
+        # WAL mode: a reader writes -wal/-shm beside the database. Was "not a usable SQLite database (attempt to
+        # write a readonly database)", which blamed the database.
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        folder = os.path.join(self.dir, "ro")
+        os.makedirs(folder)
+        db = os.path.join(folder, "h.db")
+        self.assertEqual(run("ingest", "--db", db, ok)[0], 0)
+        for side in ("-wal", "-shm"):
+            if os.path.exists(db + side):
+                os.remove(db + side)
+        for d in (self.dir, folder):
+            os.chmod(d, 0o755)
+        os.chmod(db, 0o644)
+        p = subprocess.run(["/usr/sbin/runuser", "-u", "nobody", "--", PY, HISTORY, "export", "--db", db],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn("the folder %s is not writable by this user" % folder, p.stderr)
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")

@@ -124,6 +124,12 @@ class _Sqlite(object):
             self.db.execute("PRAGMA busy_timeout = 60000")
             self.tables = set(r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
         except sqlite3.DatabaseError as exc:
+            # The history runs in WAL mode, where even a reader writes its -wal and -shm files beside the database:
+            # a readable database in a folder this user cannot write is unusable, and "readonly database" alone
+            # would not say why.
+            if exists and not os.access(folder, os.W_OK):
+                raise HistoryError("%s: cannot be opened: SQLite's WAL mode needs to write beside it, and the folder %s "
+                                   "is not writable by this user (copy the database somewhere writable)" % (path, folder))
             raise HistoryError("%s: not a usable SQLite database (%s); left as it is" % (path, exc))
 
     def q(self, sql):
