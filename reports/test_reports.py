@@ -407,6 +407,13 @@ class ReportsTest(unittest.TestCase):
         self._expect_exit2(header + good + good.replace("0.5,s", "inf,s"), 3, "column value: 'inf' is not a finite")
         self._expect_exit2(header + good.replace(",0.6,", ",-inf,"), 2, "column max: '-inf' is not a finite")
         self._expect_exit2("", 1, "empty file")
+        # A stray quote in notes read every later line into that field: the rows after it vanished, exit 0.
+        self._expect_exit2(header + good.replace(",\n", ',"half a note\n') + good + good, 2,
+                           "a quoted field is not closed on this line")
+        self._expect_exit2(header + good + good.replace(",\n", ',"half a note\n'), 3, "is not closed on this line")
+        # A file cut short (an interrupted run) ends inside a row: its last field read as written, exit 0.
+        noted = good.replace(",\n", ",prefill chunk 32768\n")
+        self._expect_exit2(header + good + noted[:-4], 3, "does not end with a line break")
 
     def test_outputs_are_atomic_and_unwritable_paths_exit_2(self):
         from yocoreport.atomic import replacing

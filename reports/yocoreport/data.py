@@ -152,6 +152,11 @@ def result_records(path, data=None):
         prev = reader.line_num
         for rec in reader:
             line, prev = prev + 1, reader.line_num
+            # csv reads a quote left open on to the next closing one, or to the end of the file: the rows in
+            # between became one row's notes and were gone, exit 0. A record is one line (SCHEMA.md, as the
+            # C++ reader, bench/results/result_csv.hpp, requires).
+            if any("\n" in x or "\r" in x for x in rec):
+                raise CsvError(path, line, "a quoted field is not closed on this line (a record is one line)")
             if not rec or all(not x.strip() for x in rec):
                 continue
             if len(rec) != len(COLUMNS):
@@ -168,6 +173,11 @@ def result_records(path, data=None):
                 if not fields[k]:
                     raise CsvError(path, line, "column %s is empty" % k)
             out.append((line, raw, fields))
+        # Every writer ends each row with a line break: a last row without one is a file cut short (an
+        # interrupted run or copy), and its last field, the notes, would read as whatever was left of it.
+        if out and not text.endswith(("\n", "\r")) and out[-1][0] == prev:
+            raise CsvError(path, prev, "the file does not end with a line break: its last row is cut short "
+                           "(an interrupted run or copy?)")
     except csv.Error as exc:
         raise CsvError(path, reader.line_num, "malformed CSV: %s" % exc)
     return out
