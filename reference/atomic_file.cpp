@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,6 +174,13 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 
 void check_output_path(const std::string& path) {
   AtomicFile probe(path);  // creates (and, uncommitted, removes) a temporary beside the target
+}
+
+std::optional<uint64_t> free_bytes_beside(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  struct statvfs fs {};
+  if (::statvfs(parent.empty() ? "." : parent.c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_frsize);
 }
 
 }  // namespace yoco

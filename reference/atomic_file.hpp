@@ -9,6 +9,8 @@
 // cannot be replaced by a rename. Temporaries of the same target left by a
 // writer that was killed are removed when the next writer opens.
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 
 namespace yoco {
@@ -47,5 +49,8 @@ void write_file_atomically(const std::string& path, const std::string& bytes);
 // is created) and a file can be created in it, or the target is an existing
 // non-regular file open for writing. InputError naming the path otherwise.
 void check_output_path(const std::string& path);
+
+// Bytes free to this user on the file system that holds `path`'s folder; nullopt when unknown.
+std::optional<uint64_t> free_bytes_beside(const std::string& path);
 
 }  // namespace yoco

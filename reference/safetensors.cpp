@@ -1,9 +1,11 @@
 #include "safetensors.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 #include <nlohmann/json.hpp>
 
 #include "atomic_file.hpp"
@@ -43,7 +45,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
   const auto fsize = std::filesystem::file_size(path_, ec);
   if (ec) fail(path_, "cannot open weights file (" + ec.message() + ")");
   std::ifstream in(path_, std::ios::binary);
-  if (!in) fail(path_, "cannot open weights file");
+  if (!in) fail(path_, "cannot open weights file (" + std::generic_category().message(errno) + ")");
   if (fsize < 8) fail(path_, "truncated: shorter than the 8-byte header length");
   unsigned char lenbuf[8];
   in.read(reinterpret_cast<char*>(lenbuf), 8);

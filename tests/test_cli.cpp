@@ -523,6 +523,18 @@ TEST_F(Cli, FailedWritesExit2AndKeepTheEarlierFile) {
     EXPECT_EQ(r.err.find("prefill"), std::string::npos) << "measured before failing: " << r.err;
   }
   EXPECT_EQ(slurp(path("plain")), "x");
+  // A file larger than the disk (70 TB of f32: a 2^31-token vocabulary at dim 4096) is said before the
+  // work, naming --out, what it needs and what is free; nothing is left behind.
+  {
+    std::string big = kTinyYocoJson;
+    big = std::regex_replace(big, std::regex("\"dim\": 64"), "\"dim\": 4096");
+    big = std::regex_replace(big, std::regex("\"vocab_size\": 512"), "\"vocab_size\": 2147483648");
+    spit(path("big.json"), big);
+    const std::string target = path("big.safetensors");
+    const CliRun r = yoco("weights init --seed 0 --model " + path("big.json") + " --out " + target);
+    expect_input_error(r, {"--out " + target, "needs", "free there"}, "a file larger than the disk");
+    EXPECT_FALSE(std::filesystem::exists(target));
+  }
 
   // Good files first, then the same commands under a 512-byte file-size limit.
   const std::string csv = path("r.csv"), st = path("w.safetensors"), npy = path("l.npy");
