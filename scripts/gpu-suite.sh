@@ -12,13 +12,13 @@
 # bench has it ahead of cuBLAS + SwiGLU, the residual stored once a layer, gRet chunk v7, v7 with each,
 # chunk 16384 with tuned GEMMs); step `models-3b-short`, not in the default: yoco-3b vs transformer-3b
 # at 32K and 128K end to end). Every step runs under `timeout`, so a hung kernel
-# costs one step, not the call. The default steps fit one device call: about
-# 9 minutes on the lent H100 by the step times of its 2026-11-23 runs (tests
-# 2.5, sanitizers 2.5, peers 2.7, the rest under 1), plus about 1 for prefill
-# v3's tests and racecheck and about 1 for gRet chunk v6's (both written since,
-# not yet timed): that may pass 10, so until a timed run says otherwise run it
-# as two calls, `--only info,tests,sanitize` then `--only info,bench,peers,sass,models`
-# (the benchmarks and their peers stay in one call: their ratios need it).
+# costs one step, not the call. The default steps no longer fit one device call
+# (10 minutes at most): by the run summaries of 2026-11-26/27 every test binary
+# takes about 4 minutes, the sanitizers on every binary about 6 (racecheck of
+# gRet chunk alone 2.6), the peers about 3, the rest about 1. Run them as the
+# calls of reports/results/nvidia-h100/logs/RUNS.md ("Next calls") choose, with
+# --sanitize-tests naming what changed since the sanitizers last passed (the
+# benchmarks and their peers stay in one call: their ratios need it).
 # Step `dist` (issue 33): the CUDA runners (YOCO, the Transformer) sharded over MPI ranks that
 # share the one GPU (test_dist_cuda under mpirun -np 1, 2, 3; NCCL with one
 # rank), then `yoco generate` and `yoco bench` with --device cuda under mpirun; the lent image
