@@ -63,7 +63,7 @@ from yocoreport.lines import LINE_SPECS, line_figure  # noqa: F401
 from yocoreport.breakdown import breakdown_figure as cupti_figure, cupti_sections  # noqa: F401
 from yocoreport.figures import make_figures  # noqa: F401
 from yocoreport.atomic import check_writable_folder  # noqa: E402
-from yocoreport.cli import ArgumentParser  # noqa: E402
+from yocoreport.cli import ArgumentParser, run_main  # noqa: E402
 
 
 # ----------------------------------------------------------------------------------------------
@@ -117,4 +117,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "plot.py")

@@ -21,7 +21,7 @@ from yocoreport.atomic import check_writable_folder, replacing  # noqa: E402
 from yocoreport.breakdown import cupti_sections, is_cupti_row  # noqa: E402
 from yocoreport.kernels import is_kernel_row, kernel_sections  # noqa: E402
 from yocoreport.calibrated import calibrated_section  # noqa: E402
-from yocoreport.cli import ArgumentParser  # noqa: E402
+from yocoreport.cli import ArgumentParser, run_main  # noqa: E402
 from yocoreport.data import difference_for  # noqa: E402
 from yocoreport.multi_device import multi_device_section  # noqa: E402
 from yocoreport.two_cards import card_dirs_of, two_cards_section  # noqa: E402
@@ -453,4 +453,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "report.py")

@@ -877,6 +877,42 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
         self.assertIn(bad + ":1:", r.stderr)
 
+    def test_a_closed_stdout_or_ctrl_c_is_no_traceback_and_no_torn_output(self):
+        # `report.py | head`: the BrokenPipeError of a progress line was caught as "cannot write a figure", exit 2,
+        # and the README was not written; plot.py printed a traceback. Ctrl-C printed a KeyboardInterrupt traceback.
+        # Now the end by the signal, as the C++ yoco ends, with the outputs whole (the earlier ones or the new).
+        import signal
+        make_synthetic(self.results, with_cuda=False)
+        exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        for tool in ("plot.py", "report.py"):
+            args = [exe, os.path.join(HERE, tool), "--results", self.results, "--out", self.out]
+            if tool == "report.py":
+                args += ["--readme", self.readme]
+            r, w = os.pipe()
+            os.close(r)
+            try:
+                p = subprocess.run(args, stdout=w, stderr=subprocess.PIPE, universal_newlines=True)
+            finally:
+                os.close(w)
+            self.assertEqual(p.returncode, -signal.SIGPIPE, tool + ": " + p.stderr)
+            self.assertNotIn("Traceback", p.stderr, tool)
+            self.assertNotIn("cannot write", p.stderr, tool)
+            with open(self.readme, "w") as f:
+                f.write("earlier")
+            p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            p.stdout.readline()  # the files are read: figures are being drawn
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=120)
+            if p.returncode == 0:
+                continue  # done before the signal came: nothing to check
+            self.assertEqual(p.returncode, -signal.SIGINT, tool + ": " + err)
+            self.assertNotIn("Traceback", err, tool)
+            self.assertEqual(err.strip().splitlines(), ["%s: interrupted (SIGINT)" % tool], tool)
+            with open(self.readme) as f:
+                self.assertEqual(f.read(), "earlier")
+            self.assertFalse([n for d in (self.tmp, self.out) for n in os.listdir(d) if n.endswith(".tmp")])
+
     def test_bad_options_are_one_line_exit_2(self):
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
         for tool in ("plot.py", "report.py"):

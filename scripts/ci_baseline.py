@@ -21,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_rows import load, num  # noqa: E402
+from result_rows import load, num, run as run_main  # noqa: E402
 from yocoreport.data import COLUMNS  # noqa: E402  (result_rows put reports/ on the path)
 
 SAME_KIND = math.log(1.25)  # both ceilings within 25%: a host of the same kind
@@ -120,4 +120,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main(main, "ci_baseline.py")

@@ -20,7 +20,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_rows import load, num  # noqa: E402
+from result_rows import load, num, run as run_main  # noqa: E402
 from yocoreport.chunks import DEFAULT_CHUNK, config_of, label  # noqa: E402
 
 LONG = (524288, 1048576)
@@ -504,4 +504,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main(main, "decide")

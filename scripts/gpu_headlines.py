@@ -18,7 +18,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_rows import load  # noqa: E402
+from result_rows import load, run as run_main  # noqa: E402
 
 RATE = {"attn_prefill": "fraction_of_gemm_peak"}  # the others: fraction_of_copy_bw
 PEER = re.compile(r"^(?P<base>.+?)_(?:torch_(?P<backend>[a-z0-9]+)|(?P<fla>fla))$")
@@ -169,4 +169,4 @@ def report(rows):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main(main, "gpu_headlines")

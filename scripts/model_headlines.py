@@ -21,7 +21,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from result_rows import load as load_rows, num  # noqa: E402
+from result_rows import load as load_rows, num, run as run_main  # noqa: E402
 
 
 def load(paths):
@@ -92,4 +92,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    run_main(main, "model_headlines")

@@ -4,6 +4,7 @@ by the report's own reader (reports/yocoreport/data.py, standard library too).""
 import csv
 import io
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports"))
@@ -23,6 +24,19 @@ def load(paths, tool):
             print(f"{tool}: {e}", file=sys.stderr)
             sys.exit(2)
     return rows
+
+
+def run(main, tool):
+    """sys.exit(main(sys.argv)), the way the C++ yoco ends: a reader that stops early (`TOOL ... | head`) ends the
+    script by SIGPIPE, quietly, and Ctrl-C by SIGINT after one line; never a traceback."""
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        sys.exit(main(sys.argv))
+    except KeyboardInterrupt:
+        sys.stderr.write("\n%s: interrupted (SIGINT)\n" % tool)
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def num(v):
@@ -80,6 +94,6 @@ def _keep_error(where_what):
 
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "keep":
-        sys.exit(filter_stdin(sys.argv[2:]))
+        run(lambda argv: filter_stdin(argv[2:]), "result_rows.py keep")
     print("usage: result_rows.py keep COLUMN=VALUE|COLUMN^=PREFIX [--header]", file=sys.stderr)
     sys.exit(2)

@@ -187,6 +187,25 @@ class BadResultFilesTest(unittest.TestCase):
                 self.assertIn(path + line, p.stderr, what)
                 self.assertIn(fragment, p.stderr, what)
 
+    def test_a_reader_that_stops_early_is_no_traceback(self):
+        # `script FILE | head`: the first print after head left was a BrokenPipeError traceback. Now the end by
+        # SIGPIPE, quietly, as the C++ yoco ends.
+        kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + GOOD)
+        decide_models = ["--models", kernels]
+        for script, args in ((["model_headlines.py"], [kernels]), (["sweep_headlines.py"], [kernels]),
+                             (["gpu_headlines.py"], [kernels]), (["decide.py"], decide_models),
+                             (["ci_baseline.py", "--help"], [])):
+            r, w = os.pipe()
+            os.close(r)  # the reader is gone before the first line
+            try:
+                p = subprocess.run([sys.executable, os.path.join(HERE, script[0])] + script[1:] + args, stdout=w,
+                                   stderr=subprocess.PIPE, text=True)
+            finally:
+                os.close(w)
+            self.assertNotIn("Traceback", p.stderr, script[0])
+            self.assertNotIn("Error", p.stderr, script[0])
+            self.assertEqual(p.returncode, -13, script[0] + ": " + p.stderr)
+
     def test_gpu_headlines_names_a_missing_peers_file_after_the_headlines(self):
         kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + GOOD)
         peers = os.path.join(self.tmp, "peers_*.csv")  # the suite's glob where no peer ran

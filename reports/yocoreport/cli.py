@@ -2,6 +2,9 @@
 one line on stderr, `PROG: error: MESSAGE (PROG --help lists the options)`, exit 2, without the usage block; an
 option that takes a value is refused when given twice (argparse kept the last silently), as the C++ yoco refuses."""
 import argparse
+import os
+import signal
+import sys
 
 _GIVEN = "_yoco_options_given"
 
@@ -34,3 +37,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, "%s: error: %s (%s --help lists the options)\n" % (self.prog, message, self.prog))
+
+
+def run_main(main, prog):
+    """sys.exit(main()), ending the way the C++ yoco ends: a reader that stops early (`report.py | head`) ends the
+    command by SIGPIPE, quietly, and Ctrl-C by SIGINT after one line; never a traceback. The outputs stay whole
+    either way (yocoreport.atomic: the earlier file or the new one)."""
+    # Python turns SIGPIPE into BrokenPipeError, an OSError: report.py took a closed stdout for a figure it could
+    # not write (exit 2, no README).
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.stderr.write("\n%s: interrupted (SIGINT)\n" % prog)
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
