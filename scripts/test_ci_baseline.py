@@ -206,6 +206,25 @@ class BadResultFilesTest(unittest.TestCase):
             self.assertNotIn("Error", p.stderr, script[0])
             self.assertEqual(p.returncode, -13, script[0] + ": " + p.stderr)
 
+    def test_model_headlines_pairs_a_run_across_a_second_and_names_an_extrapolated_prefill(self):
+        # A bench writes a point's measured rows under the second it started and the analytic ones under the next
+        # when it crossed one (the H200's run-07): the GEMM floor was "-". An extrapolated 512K prefill was judged
+        # against the bounds as if measured ("6 s (16): met").
+        row = "abc1234,2026-11-27T23:03:%s,h,%s,gpu,,yoco-3b,%d,1,0,%s,%s,%s,s,%s,1,,,%s\n"
+        text = ",".join(HEADER) + "\n" + "".join(row % r for r in (
+            ("47Z", "cuda", 32768, "prefill", "prefill_latency_s", "0.2", "measured", "after 1 warm-up; prefill chunk 32768"),
+            ("48Z", "analytic", 32768, "prefill.gemm", "roofline_time_s", "0.1", "analytic", ""),
+            ("50Z", "cuda", 524288, "prefill", "prefill_latency_s", "2.5", "extrapolated", "extrapolated from 2 units"),
+            ("50Z", "analytic", 524288, "prefill.gemm", "roofline_time_s", "2.0", "analytic", "")))
+        p = subprocess.run([sys.executable, os.path.join(HERE, "model_headlines.py"), self._file("models.csv", text)],
+                           capture_output=True, text=True)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        lines = p.stdout.splitlines()[1:]
+        self.assertEqual(len(lines), 2, p.stdout)
+        self.assertEqual(lines[0].split()[:7], ["yoco-3b", "32768", "1", "0.2000", "-", "0.1000", "50%"], p.stdout)
+        self.assertIn("extrapolated", lines[1])
+        self.assertNotIn("met", lines[1])
+
     def test_gpu_headlines_names_a_missing_peers_file_after_the_headlines(self):
         kernels = self._file("kernels.csv", ",".join(HEADER) + "\n" + GOOD)
         peers = os.path.join(self.tmp, "peers_*.csv")  # the suite's glob where no peer ran
