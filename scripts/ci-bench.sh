@@ -27,8 +27,20 @@
 #        --update: write this run as the baseline of this kind of host, a new file if there is none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-preset=${1:-cpu}
+# Positional arguments once took --help or a lone --update for the PRESET (a build folder named after it), and
+# ignored a misspelt --update (the gate ran instead of the update).
+preset="" update=""
+for a in "$@"; do
+  case "$a" in
+    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
+    --update) update=1 ;;
+    -*) echo "ci-bench.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
+    *) [ -z "$preset" ] || { echo "ci-bench.sh: one PRESET, got '$a' too (see --help)" >&2; exit 2; }; preset=$a ;;
+  esac
+done
+preset=${preset:-cpu}
 yoco=build/$preset/bin/yoco
+[ -x "$yoco" ] || { echo "ci-bench.sh: no $yoco (build the preset $preset first)" >&2; exit 2; }
 bases=reports/baselines/ci-cpu
 new=build/$preset/ci/ci-cpu.csv
 mkdir -p "$(dirname "$new")"
@@ -39,7 +51,7 @@ run_bench() {
 # What is counted, not timed: the same on every host.
 counted='flops,bytes,mem_weights_bytes,mem_kv_cache_bytes,mem_state_bytes,mem_activations_bytes,mem_total_bytes,max_batch,memory_reduction'
 run_bench "$new"
-if [ "${2:-}" = --update ]; then
+if [ -n "$update" ]; then
   base=$(/usr/bin/python3 scripts/ci_baseline.py name "$new" "$bases")
   cp "$new" "$base"
   echo "[ci-bench] baseline updated: $base; the other kinds of host keep their timings and take its counted rows"

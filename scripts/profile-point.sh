@@ -20,6 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=yoco-3b LENGTH=128K TOOL=both KERNEL="" COUNT=5 OUTDIR=build/cuda/profile BIN=build/cuda/bin
 while [ $# -gt 0 ]; do
+  case "$1" in  # an option that takes a value, given none: one line, not bash's unbound-variable error
+    --model|--length|--tool|--kernel|--count|--out|--bin)
+      [ $# -ge 2 ] || { echo "profile-point: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
   case "$1" in
     --model) MODEL="$2"; shift 2 ;;
     --length) LENGTH="$2"; shift 2 ;;
@@ -33,6 +37,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$TOOL" in nsys|ncu|both) ;; *) echo "profile-point: --tool nsys, ncu or both, got '$TOOL'" >&2; exit 2 ;; esac
+# ncu reads --count only after the nsys profile of --tool both: refused here, before minutes of profiling.
+[[ "$COUNT" =~ ^[1-9][0-9]*$ ]] || { echo "profile-point: --count: a whole number above 0, got '$COUNT'" >&2; exit 2; }
 [ -x "$BIN/yoco" ] || { echo "profile-point: no $BIN/yoco (build the cuda preset, or pass --bin)" >&2; exit 2; }
 export PATH="$PATH:/usr/local/cuda/bin"
 mkdir -p "$OUTDIR"

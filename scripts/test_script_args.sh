@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The user-facing scripts refuse bad arguments before any work, with exit 2 and
+# one line naming the option: profile-point.sh (an option without its value was
+# bash's "$2: unbound variable", exit 1; a --count that is not a number failed
+# in ncu after a whole nsys profile) and ci-bench.sh (--help and a lone --update
+# were taken for a PRESET; a misspelt --update ran the gate instead). Runs
+# anywhere: the checks come before the scripts look for a binary or a GPU.
+set -u
+cd "$(dirname "$0")/.."
+fail=0
+expect_refusal() {  # script, expected words, then the arguments
+  local script="$1" words="$2"; shift 2
+  local err rc
+  err=$(scripts/$script "$@" 2>&1 >/dev/null); rc=$?
+  if [ "$rc" -ne 2 ] || [[ "$err" != *"$words"* ]] || [ "$(printf '%s\n' "$err" | wc -l)" -ne 1 ]; then
+    echo "FAIL: $script $* -> rc $rc, '$err' (want rc 2 and one line with '$words')"
+    fail=1
+  else
+    echo "ok: $script $* -> $err"
+  fi
+}
+for opt in --model --length --tool --kernel --count --out --bin; do
+  expect_refusal profile-point.sh "$opt needs a value" "$opt"
+done
+expect_refusal profile-point.sh "--count: a whole number above 0, got 'x'" --count x --bin /nonexistent
+expect_refusal profile-point.sh "--count: a whole number above 0, got '0'" --count 0 --bin /nonexistent
+expect_refusal ci-bench.sh "unknown argument '--updat'" cpu --updat
+expect_refusal ci-bench.sh "one PRESET, got 'b' too" a b
+expect_refusal ci-bench.sh "no build/no-such-preset/bin/yoco" no-such-preset --update
+out=$(scripts/ci-bench.sh --help 2>&1); rc=$?
+if [ "$rc" -ne 0 ] || [[ "$out" != *"Usage: scripts/ci-bench.sh [PRESET] [--update]"* ]]; then
+  echo "FAIL: ci-bench.sh --help -> rc $rc, '$out'"; fail=1
+else
+  echo "ok: ci-bench.sh --help"
+fi
+[ ! -e "build/--help" ] && [ ! -e "build/no-such-preset" ] || { echo "FAIL: a refused call made a build folder"; fail=1; }
+exit $fail
