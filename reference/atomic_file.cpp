@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -181,6 +182,12 @@ std::optional<uint64_t> free_bytes_beside(const std::string& path) {
   struct statvfs fs {};
   if (::statvfs(parent.empty() ? "." : parent.c_str(), &fs) != 0) return std::nullopt;
   return static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_frsize);
+}
+
+std::optional<uint64_t> file_size_limit() {
+  struct rlimit r {};
+  if (::getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  return static_cast<uint64_t>(r.rlim_cur);
 }
 
 }  // namespace yoco

@@ -53,4 +53,7 @@ void check_output_path(const std::string& path);
 // Bytes free to this user on the file system that holds `path`'s folder; nullopt when unknown.
 std::optional<uint64_t> free_bytes_beside(const std::string& path);
 
+// The largest file this process may write (RLIMIT_FSIZE, `ulimit -f`); nullopt when unlimited.
+std::optional<uint64_t> file_size_limit();
+
 }  // namespace yoco

@@ -81,19 +81,25 @@ int weights_init(const Args& args) {
   refuse_output_over_input("--out", out, a.require("--model"), "the --model file");
   const DType dtype = parse_storage_dtype(a.get_or("--dtype", "f32"));
   const ModelConfig cfg = resolve_model(a.require("--model"));
+  require_host_memory(weights_elements_estimate(cfg) * 4 * 1.5, "the weights of " + cfg.name);
   check_output_path(out);  // an unwritable --out is said before the work
   const auto layout = param_layout(cfg);
   int64_t bytes = 0;
   for (const auto& p : layout) bytes += p.numel() * dtype_size(dtype);
-  // The file is written beside its target and renamed (reference/atomic_file.hpp): a disk that cannot hold
-  // it is said now, not as a write failure minutes and gigabytes later (yoco-3b in f64 is 24 GB).
-  // (Only for a file that will be made anew: /dev/null or a pipe is written in place.)
+  // The file is written beside its target and renamed (reference/atomic_file.hpp): a disk, or a file-size
+  // limit, that cannot hold it is said now, not as a failed write minutes and gigabytes later (yoco-3b in
+  // f64 is 24 GB). (Only for a file made anew: /dev/null or a pipe is written in place.)
   std::error_code ec;
   const bool in_place = std::filesystem::exists(out, ec) && !std::filesystem::is_regular_file(out, ec);
-  if (const auto free = free_bytes_beside(out); !in_place && free && static_cast<uint64_t>(bytes) > *free)
-    throw InputError("--out " + out + ": needs " + bytes_with_human(bytes) + " of tensor data, " +
-                     bytes_with_human(static_cast<int64_t>(*free)) + " free there");
-  require_host_memory(weights_elements_estimate(cfg) * 4 * 1.5, "the weights of " + cfg.name);
+  if (!in_place) {
+    if (const auto free = free_bytes_beside(out); free && static_cast<uint64_t>(bytes) > *free)
+      throw InputError("--out " + out + ": needs " + bytes_with_human(bytes) + " of tensor data, " +
+                       bytes_with_human(static_cast<int64_t>(*free)) + " free there");
+    if (const auto limit = file_size_limit(); limit && static_cast<uint64_t>(bytes) > *limit)
+      throw InputError("--out " + out + ": needs " + bytes_with_human(bytes) +
+                       " of tensor data, the file-size limit (ulimit -f) allows " +
+                       bytes_with_human(static_cast<int64_t>(*limit)));
+  }
   // Two long steps for the large presets (seconds to minutes): said on a terminal, not in logs.
   const bool tty = isatty(STDERR_FILENO) == 1;
   if (tty) std::cerr << "yoco weights: initialising " << param_count(cfg) << " parameters of " << cfg.name << "...\n";
