@@ -9,7 +9,8 @@ and the prefill's own host time (the host set the pace where it is close to
 the prefill's time). A file holding several runs of one point (gpu-suite's
 models.csv: the chunk configurations beside the default) prints a line per
 run, in the run's order, with what its prefill row says it ran (prefill chunk,
-FFN fused or in row blocks, buffers apart).
+FFN fused or in row blocks, buffers apart). "prefill s" is the GPU run's prefill row: a value not timed in full
+(extrapolated) is shown with its method in the note and not judged against the 512K bounds.
 
     scripts/model_headlines.py FILE.csv [FILE.csv ...]
 
