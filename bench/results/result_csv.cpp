@@ -179,6 +179,22 @@ void refuse_binary(const std::string& path) {
                      std::to_string(nul - head.begin()) + "); expected a result CSV (reports/SCHEMA.md)");
 }
 
+// A regular file whose last byte is not a line break was cut short inside its last row (a copy or
+// transfer interrupted): fccp reads what is there, so a cut inside the notes (the last column, whose
+// words are read back: "prefill chunk 16384" cut to "prefill chunk 163") passed as a whole row.
+void refuse_cut_short(const std::string& path, long last_line) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  char last = '\n';
+  if (!in.seekg(static_cast<std::streamoff>(size) - 1) || !in.get(last)) return;
+  if (last != '\n')
+    throw InputError(at_line(path, last_line) +
+                     ": the file does not end with a line break: its last row is cut short (reports/SCHEMA.md)");
+}
+
 }  // namespace
 
 std::vector<ResultRow> read_results_csv(const std::string& path) {
@@ -208,6 +224,7 @@ std::vector<ResultRow> read_results_csv(const std::string& path) {
     } catch (const io::error::base&) {
       throw_input_error(path, reader.get_file_line());
     }
+    refuse_cut_short(path, reader.get_file_line());
   } catch (const io::error::base&) {  // opening the file
     throw_input_error(path, 0);
   }
