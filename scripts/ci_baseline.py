@@ -22,7 +22,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from result_rows import load, num, run as run_main  # noqa: E402
-from yocoreport.data import COLUMNS  # noqa: E402  (result_rows put reports/ on the path)
+from yocoreport.atomic import replacing  # noqa: E402  (result_rows put reports/ on the path)
+from yocoreport.data import COLUMNS  # noqa: E402
 
 SAME_KIND = math.log(1.25)  # both ceilings within 25%: a host of the same kind
 
@@ -75,12 +76,10 @@ def counted(run, folder, metrics):
     header = COLUMNS
     for path, old in zip(others, olds):
         rows = [r for r in old if r.get("metric") not in wanted]
-        tmp = path + ".tmp"
-        with open(tmp, "w", newline="") as f:
+        with replacing(path, "w", newline="") as f:  # fsynced, and no stale temporary left by an interrupt
             w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
             w.writeheader()
             w.writerows(rows + [{k: r.get(k, "") for k in header} for r in fresh])
-        os.replace(tmp, path)
         print("ci_baseline.py: %s: %d counted rows from %s" % (path, len(fresh), run), file=sys.stderr)
     return 0
 
