@@ -104,12 +104,17 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(store.counts()[1], 2)
         store.close()
 
-    def test_a_killed_ingest_leaves_the_store_as_it_was(self):
+    def _one_file_in_and_a_big_one(self):
+        """A store holding one small file, and the path of a 400,000-row CSV whose ingest takes seconds."""
         small = os.path.join(self.dir, "small.csv")
         write_csv(small, [row()])
         self.assertEqual(run("ingest", "--db", self.db, small)[0], 0)
         big = os.path.join(self.dir, "big.csv")
         write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
+        return big
+
+    def test_a_killed_ingest_leaves_the_store_as_it_was(self):
+        big = self._one_file_in_and_a_big_one()
         p = subprocess.Popen([PY, HISTORY, "ingest", "--db", self.db, big], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
         # Kill it once its transaction has begun writing (the WAL grows), or after 20 s at most.
@@ -134,11 +139,7 @@ class HistoryTest(unittest.TestCase):
     def test_an_interrupted_ingest_is_one_line_and_leaves_the_store_as_it_was(self):
         # Ctrl-C (SIGINT) mid-ingest printed a KeyboardInterrupt traceback. Now one line, then the end by the
         # signal (as the C++ yoco ends), so that a shell loop around it stops too.
-        small = os.path.join(self.dir, "small.csv")
-        write_csv(small, [row()])
-        self.assertEqual(run("ingest", "--db", self.db, small)[0], 0)
-        big = os.path.join(self.dir, "big.csv")
-        write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
+        big = self._one_file_in_and_a_big_one()
         p = subprocess.Popen([PY, HISTORY, "ingest", "--db", self.db, big], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)  # past the start-up, inside the read or the transaction

@@ -127,34 +127,32 @@ class Decide(unittest.TestCase):
             f.write(summary)
         return ["--kernels", k, "--models", m, "--summary", s]
 
+    # Each rule's block title and its verdict when every candidate wins / loses.
+    VERDICTS = (("kResidualPerLayerByDefault", "FLIP", "KEEP"), ("kFfnUpFusedByDefault", "FLIP", "KEEP"),
+                ("kNormGateHalfWarpByDefault", "FLIP", "KEEP"), ("v7 as the library's plan", "FLIP", "KEEP"),
+                ("kGemvByDefault", "FLIP", "KEEP"), ("Chunk 16384 with tuned GEMMs", "MET", "NOT MET"),
+                ("Passes under the GEMMs", "WRITE the two-step prefill",
+                 "GOAL OUT OF REACH by scheduling with these kernels"))
+
     def test_every_rule_flips_when_its_candidates_win(self):
         rc, out, err = self.decide(*self.files(win=True))
         self.assertEqual(rc, 0, err)
-        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
-        self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "FLIP")
+        for title, win, _ in self.VERDICTS:
+            self.assertEqual(self.block(out, title), win, title)
         self.assertIn("Both the residual stored once a layer and the FFN in CTA pairs flip", out)
-        self.assertEqual(self.block(out, "kNormGateHalfWarpByDefault"), "FLIP")
-        self.assertEqual(self.block(out, "v7 as the library's plan"), "FLIP")
+        # v7 won its rule, so P 11 is asked of v7.
         self.assertEqual(self.block(out, "P 11 (two waves) in the v7 planner"), "FLIP")
-        self.assertEqual(self.block(out, "kGemvByDefault"), "FLIP")
-        self.assertEqual(self.block(out, "Chunk 16384 with tuned GEMMs"), "MET")
-        self.assertEqual(self.block(out, "Passes under the GEMMs"), "WRITE the two-step prefill")
         self.assertIn("the fastest run is 2.8000 s", out)
         self.assertIn(": met", out)
 
     def test_every_rule_keeps_when_its_candidates_lose(self):
         rc, out, err = self.decide(*self.files(win=False))
         self.assertEqual(rc, 0, err)
+        for title, _, lose in self.VERDICTS:
+            self.assertEqual(self.block(out, title), lose, title)
         # Ranges that overlap keep the default even where the median is faster.
-        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "KEEP")
         self.assertIn("ranges not apart", out)
-        self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "KEEP")
-        self.assertEqual(self.block(out, "kNormGateHalfWarpByDefault"), "KEEP")
-        self.assertEqual(self.block(out, "v7 as the library's plan"), "KEEP")
         self.assertEqual(self.block(out, "P 11 (two waves) in the v6 planner"), "KEEP")
-        self.assertEqual(self.block(out, "kGemvByDefault"), "KEEP")
-        self.assertEqual(self.block(out, "Chunk 16384 with tuned GEMMs"), "NOT MET")
-        self.assertEqual(self.block(out, "Passes under the GEMMs"), "GOAL OUT OF REACH by scheduling with these kernels")
 
     def test_a_failed_test_keeps_a_winning_candidate(self):
         summary = SUMMARY_PASS.replace("test.test_gemm_swiglu                            pass",
