@@ -289,6 +289,14 @@ TEST(CostModelRows, RatioRowsDivideTheRightWayRound) {
   EXPECT_GT(find("prefill_speedup"), 10);   // quadratic attention at 512K
   EXPECT_GT(find("throughput_gain"), 1);
   for (const auto& r : ratios) EXPECT_EQ(r.model, "yoco-3b vs transformer-3b");
+  // A model's throughput at two batches of one point would pair twice: refused, not two rows of one key.
+  for (const auto& r : std::vector<cli::ResultRow>(rows))
+    if (r.model == "yoco-3b" && r.phase == "throughput" && r.metric == "throughput_tokens_per_s") {
+      cli::ResultRow other = r;
+      other.batch = r.batch + 1;
+      rows.push_back(other);
+    }
+  EXPECT_THROW(cli::ratio_rows(rows, {{"yoco-3b", "transformer-3b"}}), std::logic_error);
 }
 
 using ModelCli = yoco_test::CliTest;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <stdexcept>
 
 #include "param_layout.hpp"
 
@@ -155,11 +157,23 @@ std::vector<ResultRow> ratio_rows(const std::vector<ResultRow>& rows,
   for (const auto& [y, t] : pairs) {
     for (const auto& def : defs) {
       const bool with_batch = std::string(def.phase) != "throughput";
+      // Without the batch in the match, a model's throughput at two batches of one point would pair
+      // twice (two ratio rows of one key): the callers give one a model and point (the sweep measures
+      // one; yoco ratios refuses two), and this says so if one does not.
+      auto one_throughput = [&](const std::string& model, std::set<std::string>& seen, const ResultRow& r) {
+        if (!with_batch && !seen.insert(key(r, false)).second)
+          throw std::logic_error("ratio_rows: " + model + " has two throughput rows at " + key(r, false));
+      };
       std::map<std::string, const ResultRow*> trow;
+      std::set<std::string> seen_t, seen_y;
       for (const auto& r : rows)
-        if (r.model == t && r.phase == def.phase && r.metric == def.metric && r.value) trow[key(r, with_batch)] = &r;
+        if (r.model == t && r.phase == def.phase && r.metric == def.metric && r.value) {
+          one_throughput(t, seen_t, r);
+          trow[key(r, with_batch)] = &r;
+        }
       for (const auto& r : rows) {
         if (r.model != y || r.phase != def.phase || r.metric != def.metric || !r.value) continue;
+        one_throughput(y, seen_y, r);
         const auto it = trow.find(key(r, with_batch));
         if (it == trow.end()) continue;
         const ResultRow& tr = *it->second;
