@@ -10,6 +10,7 @@
 #include "cuda_status.hpp"
 #if defined(YOCO_HAVE_DIST)
 #include "dist_backend.hpp"
+#include "shard_plan.hpp"
 #endif
 #include "default_job.hpp"
 #include "errors.hpp"
@@ -187,6 +188,30 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
         throw InputError("--gen " + std::to_string(s.gen) + " leaves no prompt at length " + length_label(n) +
                          " (throughput: prompt = length - gen); give a --gen below every length, or leave throughput "
                          "out of --metrics");
+#if defined(YOCO_HAVE_DIST)
+  // Under mpirun every prompt is split over the ranks: one they cannot split
+  // would be a point of `failed` rows and exit 0, found only once it runs.
+  if (const dist::Communicator* comm = mpi_job()) {
+    const bool latency = s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode");
+    for (const auto& m : s.models) {
+      const ModelConfig cfg = resolve_model(m);
+      const int per_rank = DistRunner::parts_per_rank(cfg);
+      for (int64_t n : s.lengths) {
+        try {
+          if (latency) dist::ShardPlan::for_prompt(n, comm->size(), per_rank);
+        } catch (const InputError& e) {
+          throw InputError("--lengths " + length_label(n) + ", --model " + m + ": " + e.what());
+        }
+        try {
+          if (s.metrics.count("throughput")) dist::ShardPlan::for_prompt(n - s.gen, comm->size(), per_rank);
+        } catch (const InputError& e) {
+          throw InputError("--gen " + std::to_string(s.gen) + " at --lengths " + length_label(n) + ", --model " + m +
+                           " (throughput: prompt = length - gen): " + e.what());
+        }
+      }
+    }
+  }
+#endif
   return s;
 }
 

@@ -75,8 +75,9 @@ class DistCudaRunner final : public DistRunner {
   // The link's plan for a prompt of n tokens: YOCO one contiguous shard a
   // rank, the Transformer two chunks of 2R (as the CPU runners plan them).
   void plan(int64_t n) const {
-    if (runner_->config().is_yoco()) link_.plan(dist::ShardPlan::for_prompt(n, comm_.size(), 1));
-    else link_.plan_ring(dist::ShardPlan::for_prompt(n, comm_.size(), 2));
+    const dist::ShardPlan p = dist::ShardPlan::for_prompt(n, comm_.size(), parts_per_rank(runner_->config()));
+    if (runner_->config().is_yoco()) link_.plan(p);
+    else link_.plan_ring(p);
   }
   // The call's bytes by label. A device out of memory on one rank ends the
   // job: the other ranks would wait for it in their next collective, and the

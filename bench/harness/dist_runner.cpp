@@ -76,7 +76,9 @@ class Runner final : public DistRunner {
   static constexpr bool kYoco = std::is_same_v<Model, YocoModel<T>>;
 
   // Every rank at least one token (two chunks each for the Transformer).
-  dist::ShardPlan plan(int64_t n) const { return dist::ShardPlan::for_prompt(n, comm_.size(), kYoco ? 1 : 2); }
+  dist::ShardPlan plan(int64_t n) const {
+    return dist::ShardPlan::for_prompt(n, comm_.size(), parts_per_rank(model_.config()));
+  }
 
   // The call metered (this rank's activations) and its bytes by label.
   template <class F>

@@ -34,6 +34,14 @@ class DistRunner : public ModelRunner {
   // path: a CudaRunner over a model holding this rank's shard), so that a
   // device backend reads its device's memory and stream; null on the CPU.
   virtual ModelRunner* local_runner() const { return nullptr; }
+
+  int64_t shortest_prompt() const override { return shortest_sharded_prompt(config(), communicator().size()); }
+  // The prompt's parts a rank holds: YOCO one contiguous shard, the
+  // Transformer two chunks of 2R (causal load balance), on the CPU and the GPU.
+  static int parts_per_rank(const ModelConfig& cfg) { return cfg.is_yoco() ? 1 : 2; }
+  static int64_t shortest_sharded_prompt(const ModelConfig& cfg, int ranks) {
+    return static_cast<int64_t>(ranks) * parts_per_rank(cfg);
+  }
 };
 
 }  // namespace yoco

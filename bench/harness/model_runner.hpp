@@ -89,6 +89,10 @@ class ModelRunner {
   virtual MemoryBreakdown memory() const = 0;
   virtual int64_t position() const = 0;  // tokens in the cache per sequence (0 before prefill)
   virtual int64_t capacity() const = 0;  // tokens the cache can hold
+  // The shortest prompt prefill takes: a sharded runner needs a token (or two
+  // chunks) on every rank, so a prompt the harness makes up (the start of a
+  // generation it moves on by skipping) must be at least this long.
+  virtual int64_t shortest_prompt() const { return 1; }
 };
 
 }  // namespace yoco

@@ -11,8 +11,8 @@ namespace yoco::cli {
 namespace {
 
 // A generation of `batch` sequences with caches for `capacity` tokens and a
-// prompt of `prompt` tokens each (1: what a decode on skipped positions starts
-// from).
+// prompt of `prompt` tokens each (the runner's shortest: what a decode on
+// skipped positions starts from).
 void start_generation(ModelRunner& r, int64_t batch, int64_t prompt, int64_t capacity, int64_t chunk) {
   std::vector<std::vector<int64_t>> seqs(static_cast<size_t>(batch), std::vector<int64_t>(static_cast<size_t>(prompt), 1));
   r.run_prefill(TokenBatch::from_sequences(seqs), capacity - prompt, chunk);
@@ -23,7 +23,7 @@ void start_generation(ModelRunner& r, int64_t batch, int64_t prompt, int64_t cap
 // least one, at most the prompt), what a device runner holds at once whatever
 // the prompt's length. Cheap: about one chunk computed.
 bool generation_fits(ModelRunner& r, int64_t batch, int64_t prompt_len, int64_t capacity, int64_t chunk) {
-  const int64_t step = std::min(prompt_len, std::max<int64_t>(1, chunk / batch));
+  const int64_t step = std::min(prompt_len, std::max<int64_t>(r.shortest_prompt(), chunk / batch));
   try {
     start_generation(r, batch, step, capacity, chunk);
     return true;
@@ -81,12 +81,17 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
     const double t = dev.time([&] { runner.run_prefill(one, 0, s.prefill_chunk); });
     res.tp_prefill_s = t * static_cast<double>(batch);
     // The batch's caches, moved to the prompt's length without computing it.
-    start_generation(runner, batch, 1, capacity, s.prefill_chunk);
-    runner.skip_positions(prompt_len - 1);
+    const int64_t start = runner.shortest_prompt();
+    start_generation(runner, batch, start, capacity, s.prefill_chunk);
+    runner.skip_positions(prompt_len - start);
     prefill_how += "; prefill sampled: one sequence of " + std::to_string(prompt_len) + " tokens timed (" +
                   strf("%.4g", t) + " s) x " + std::to_string(batch) +
                   " (the batch's would take over a quarter of --budget-s); decode on the batch's caches moved to "
                   "the prompt's length by skipping positions (a step costs the same whatever the cached values)";
+    // Sharded, a skip cannot spread the prompt's rows over the ranks' shards: the number must say so.
+    if (start > 1)
+      prefill_how += "; sharded: the skipped positions sit on one rank, so the decode is timed with that rank "
+                     "holding the whole prompt (an upper bound of the sharded decode)";
     res.throughput_sampled = true;
   } else {
     progress.step("throughput: prefill " + std::to_string(batch) + " x " + length_label(prompt_len));

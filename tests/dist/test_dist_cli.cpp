@@ -140,14 +140,53 @@ TEST_F(DistCli, BenchOnTwoRanksCountsTheBytesTheRanksMove) {
 }
 
 // Bad input under mpirun: exit 2, the message once (rank 0's), every rank ended.
+void expect_refused(const CliRun& r, const std::string& needle) {
+  EXPECT_EQ(r.status, 2) << r.all();
+  size_t n = 0;
+  for (size_t p = r.err.find("yoco: error: "); p != std::string::npos; p = r.err.find("yoco: error: ", p + 1)) ++n;
+  EXPECT_EQ(n, 1u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+}
+
+// The sampled throughput (the batch's prefill over a quarter of --budget-s)
+// and the batch's allocation (chunk / batch tokens a sequence) start the
+// batch's caches from a short prompt: on the ranks it must still be split
+// (a rank at least one token), or every sharded throughput of that kind is lost.
+TEST_F(DistCli, BenchThroughputOnRanksStartsTheBatchFromAPromptTheRanksCanSplit) {
+  for (const std::string& extra : {std::string("--lengths 4K --budget-s 1"), std::string("--lengths 256 --prefill-chunk 8")}) {
+    const std::string out = path("tp.csv");
+    const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --gen 16 --metrics throughput --repeats 1 "
+                            "--warmup 0 --max-batch 4 --format csv --out " + out + " " + extra);
+    ASSERT_EQ(r.status, 0) << r.all();
+    int measured = 0;
+    for (const auto& row : yoco::cli::read_results_csv(out)) {
+      if (row.metric != "throughput_tokens_per_s" || row.method == "analytic") continue;
+      EXPECT_TRUE(row.value.has_value()) << extra << ": " << row.model << " " << row.method << ": " << row.notes;
+      measured += row.value.has_value();
+    }
+    EXPECT_EQ(measured, 2) << extra;
+    if (extra.find("4K") != std::string::npos)
+      EXPECT_NE(yoco_test::slurp(out).find("prefill sampled"), std::string::npos) << "the sampled path ran";
+  }
+}
+
+// A length the ranks cannot split (YOCO: a token a rank; the Transformer: two
+// chunks a rank; throughput: its prompt, length - gen) is bad input, said
+// before anything runs (--dry-run too), not a point of `failed` rows and exit 0.
+TEST_F(DistCli, BenchRefusesALengthTheRanksCannotSplit) {
+  expect_refused(mpi(3, "bench --model yoco-tiny,transformer-tiny --lengths 64,4 --metrics prefill --repeats 1 "
+                        "--warmup 0"),
+                 "--lengths 4");
+  expect_refused(mpi(3, "bench --model transformer-tiny --lengths 4 --metrics prefill --dry-run"), "--lengths 4");
+  expect_refused(mpi(2, "bench --model yoco-tiny --lengths 64 --gen 63 --metrics throughput --repeats 1 --warmup 0"),
+                 "--gen 63");
+  // What the ranks can split runs: 3 tokens on 3 ranks of YOCO.
+  const CliRun ok = mpi(3, "bench --model yoco-tiny --lengths 3 --metrics prefill --repeats 1 --warmup 0 --format csv");
+  ASSERT_EQ(ok.status, 0) << ok.all();
+  EXPECT_EQ(ok.out.find(",failed,"), std::string::npos) << ok.out;
+}
+
 TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
-  const auto expect_refused = [&](const CliRun& r, const std::string& needle) {
-    EXPECT_EQ(r.status, 2) << r.all();
-    size_t n = 0;
-    for (size_t p = r.err.find("yoco: error: "); p != std::string::npos; p = r.err.find("yoco: error: ", p + 1)) ++n;
-    EXPECT_EQ(n, 1u) << r.err;
-    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-  };
   expect_refused(mpi(2, "generate --model nope --prompt-len 4 --gen 1"), "unknown model preset 'nope'");
   expect_refused(mpi(3, "generate --model transformer-tiny --prompt-len 5 --gen 1"),
                  "a prompt of 5 tokens cannot be split over 3 ranks");
