@@ -562,6 +562,18 @@ TEST_F(Check, PackedOffsetErrorsNameThePackedOption) {
   }
 }
 
+// A --gate-scale past f32 wrote g (or g_gamma) of -inf without a word; the file
+// could then only be refused when judged. Refused before writing.
+TEST_F(Check, AGateScaleF32CannotHoldIsRefusedBeforeWriting) {
+  const std::string f = path("g.st");
+  for (const std::string& o : {std::string(""), std::string(" --constant-decay")}) {
+    const auto r = yoco("check gret --generate " + f + " --shape 1,4,1,4 --gate-scale 1e300" + o);
+    yoco_test::expect_input_error(r, {"--gate-scale"}, o);
+    EXPECT_FALSE(std::filesystem::exists(f)) << o;
+  }
+  EXPECT_EQ(yoco("check gret --generate " + f + " --shape 1,4,1,4 --gate-scale 1e30").status, 0);
+}
+
 // Past 2^31 elements is where int32 offsets wrap (fla #1080 at ~1M tokens x 24
 // x 128); 256K tokens stand in for it in the default suite, with the wrap
 // placed 2^17 tokens back, so the first bad token must be found exactly.

@@ -268,4 +268,20 @@ TEST_F(CheckAttention, CommandLineGeneratesAndJudges) {
   EXPECT_NE(bad_mask.err.find("--mask"), std::string::npos) << bad_mask.err;
 }
 
+// A --q-scale whose q overflows the storage type wrote inf into q without a
+// word; the file could then only be refused when judged. Refused before writing.
+TEST_F(CheckAttention, AQScaleTheDtypeCannotHoldIsRefusedBeforeWriting) {
+  const std::string f = path("q.st");
+  for (const std::string& o : {std::string("--dtype f16 --q-scale 1e5"), std::string("--q-scale 1e300"),
+                               std::string("--dtype f32 --q-scale 1e300")}) {
+    const auto r = yoco("check attention --generate " + f + " --shape 1,2,4,1,1,4 " + o);
+    yoco_test::expect_input_error(r, {"--q-scale"}, o);
+    EXPECT_FALSE(std::filesystem::exists(f)) << o;
+  }
+  ASSERT_EQ(yoco("check attention --generate " + f + " --shape 1,2,4,1,1,4 --dtype f16 --q-scale 1e4").status, 0);
+  std::vector<double> q(8);
+  TensorFile::open(f)->read("q", 0, 8, q.data());
+  for (double x : q) EXPECT_TRUE(std::isfinite(x)) << x;
+}
+
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "counter_rng.hpp"
 #include "errors.hpp"
@@ -48,6 +49,20 @@ void stream_tokens(SafetensorsWriter& w, int64_t B, int64_t S, int64_t H, int64_
   }
 }
 
+// A scale is checked on the largest magnitude it gives, rounded as stored: an
+// inf in the file was otherwise written without a word and only refused later,
+// when judged, as inputs out of range.
+void storable(const char* option, double scale, double largest, DType t) {
+  unsigned char buf[8];
+  encode_value(t, largest, buf);
+  if (!std::isfinite(decode_value(t, buf))) {
+    char text[128];
+    std::snprintf(text, sizeof text, " %.6g: magnitudes up to %.3g overflow %s; give a smaller scale", scale, largest,
+                  t == DType::f16 ? "f16" : t == DType::bf16 ? "bf16" : "f32");
+    throw InputError(option + std::string(text));
+  }
+}
+
 void positive(const char* what, int64_t x) {
   if (x < 1) throw InputError(std::string("--shape: ") + what + " must be >= 1, got " + std::to_string(x));
 }
@@ -59,6 +74,10 @@ uint64_t generate_gret_inputs(const std::string& path, const GretGenerateOptions
   positive("T", o.T);
   positive("H", o.H);
   positive("D", o.D);
+  // |g| peaks at x = -sqrt(3) (log1p(e^sqrt3)); |g_gamma| at head 0 (-log1p(-2^-5)).
+  storable("--gate-scale", o.gate_scale,
+           o.gate_scale * (o.g_gamma ? -std::log1p(-std::ldexp(1.0, -5)) : std::log1p(std::exp(std::sqrt(3.0))) / 16.0),
+           DType::f32);
   const int64_t N = o.cu_seqlens.empty() ? o.B : static_cast<int64_t>(o.cu_seqlens.size()) - 1;
   // The generator's offsets come from --packed (--cu-seqlens names a tensor
   // when judging, an option this mode refuses).
@@ -124,6 +143,7 @@ uint64_t generate_attention_inputs(const std::string& path, const AttentionGener
   positive("Hq", o.Hq);
   positive("Hkv", o.Hkv);
   positive("D", o.D);
+  storable("--q-scale", o.q_scale, o.q_scale * std::sqrt(3.0), o.dtype);
   if (o.Hq % o.Hkv != 0)
     throw InputError("--shape: query heads " + std::to_string(o.Hq) + " must be a multiple of key/value heads " +
                      std::to_string(o.Hkv));
