@@ -3,6 +3,8 @@
 // prompt and equal dist/'s formula, the Transformer's ring bytes do.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "errors.hpp"
 #include "multi_device.hpp"
 
@@ -59,8 +61,14 @@ TEST(MultiDevice, BadInputIsRefusedWithTheOptionsName) {
   // Parsed by stod, yet no link's bandwidth: the times would be 0 or overflow.
   for (const char* absurd : {"inf", "1e300", "1e-300", "nan"}) EXPECT_THROW(interconnect(absurd), InputError) << absurd;
   const ModelConfig cfg = preset_config("yoco-tiny");
-  EXPECT_THROW(multi_device_prefill(cfg, Storage{}, device_spec("h100"), interconnect("pcie"), 8, 1, 4, 32768),
-               InputError);
+  // A length shorter than the device count: the message named neither option.
+  try {
+    multi_device_prefill(cfg, Storage{}, device_spec("h100"), interconnect("pcie"), 8, 1, 4, 32768);
+    ADD_FAILURE() << "4 tokens split over 8 devices";
+  } catch (const InputError& e) {
+    for (const char* n : {"--devices 8", "--lengths", "4 tokens"})
+      EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -28,8 +28,9 @@ MultiDevicePrefill multi_device_prefill(const ModelConfig& cfg, const Storage& s
                                         int64_t prefill_chunk) {
   if (devices < 1) throw InputError("--devices: every count must be >= 1");
   if (prompt < devices)
-    throw InputError("a prompt of " + std::to_string(prompt) + " tokens cannot be split over " +
-                     std::to_string(devices) + " devices");
+    // Named as the user gave them (yoco model --lengths, --devices): "a prompt" named no option.
+    throw InputError("--devices " + std::to_string(devices) + ": a length (--lengths) of " + std::to_string(prompt) +
+                     " tokens cannot be split over " + std::to_string(devices) + " devices");
   MultiDevicePrefill m;
   m.devices = devices;
   const double R = devices, B = static_cast<double>(batch), N = static_cast<double>(prompt);
