@@ -1152,6 +1152,22 @@ TEST_F(Cli, GenerateSyntheticPromptsAndTies) {
   EXPECT_GE(act3, act0) << g3.out;
 }
 
+// A long generation (a 3B model on the CPU: about 0.5 s a step) said nothing
+// between its header and the end. Progress goes to stderr like bench's: on a
+// terminal, or one line per report with YOCO_PROGRESS=lines; never in stdout.
+TEST_F(Cli, GenerateReportsProgressOnStderr) {
+  const std::string g = "generate --model yoco-tiny --prompt-len 8 --gen 3 --check";
+  const CliRun quiet = yoco(g);
+  ASSERT_EQ(quiet.status, 0) << quiet.all();
+  EXPECT_EQ(quiet.err, "") << "stderr is not a terminal: no progress";
+  const CliRun r = shell("YOCO_PROGRESS=lines " + shell_quote(YOCO_CLI_PATH) + " " + g);
+  ASSERT_EQ(r.status, 0) << r.all();
+  for (const std::string n : {"[generate ", "prefill", "decode", "check"})
+    EXPECT_NE(r.err.find(n), std::string::npos) << n << " in: " << r.err;
+  EXPECT_EQ(parse_generated(r.out), parse_generated(quiet.out)) << r.out;
+  EXPECT_EQ(r.out.find("[generate"), std::string::npos) << r.out;
+}
+
 // -------------------------------------------------------------------- demo --
 
 TEST_F(Cli, DemoPasses) {

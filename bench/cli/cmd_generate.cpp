@@ -1,5 +1,6 @@
 // yoco generate: prefill + greedy decoding with timings and the memory
 // breakdown; --check compares every cached logit with the full forward.
+#include <functional>
 #include <iostream>
 
 #include "args.hpp"
@@ -13,6 +14,8 @@
 #include "greedy.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
+#include "mpi_job.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 #include "tokens.hpp"
 #if defined(YOCO_HAVE_DIST)
@@ -52,7 +55,9 @@ CommandSpec generate_spec() {
       "--check compares, for every sequence, the prefill's logits and those of each decode step with the\n"
       "full forward (parallel paradigm) at the same positions, and passes when the largest RMS ratio is\n"
       "<= 1e-9 (f64) or <= 1e-4 (f32). A failed check exits with status 1. --check applies to --device cpu\n"
-      "(the GPU's logits are checked against the reference by the GPU tests, tests/cuda).";
+      "(the GPU's logits are checked against the reference by the GPU tests, tests/cuda).\n"
+      "Progress (prefill, decode step i of M, the check) goes to stderr when it is a terminal, or one line\n"
+      "a report with YOCO_PROGRESS=lines.";
   return s;
 }
 
@@ -115,8 +120,31 @@ int cmd_generate(const Args& args) {
             << gen << ", prefill chunk " << chunk << "\n";
   std::cout.flush();
 
-  const GreedyRun run =
-      device_memory_errors_as_input(m, [&] { return run_greedy(*runner, prompt, gen, chunk, check); });
+  // A 3B model on the CPU takes about 0.5 s a step: a long generation said
+  // nothing until its end. On stderr, when a terminal or YOCO_PROGRESS=lines
+  // (progress.hpp), from rank 0 under mpirun; redrawn at most once a second,
+  // so that fast steps stay fast.
+  Progress progress(gen, !primary_process(), "generate");
+  progress.step("prefill of " + std::to_string(n) + " tokens" + (batch > 1 ? " x " + std::to_string(batch) : ""));
+  double last_draw = progress.elapsed_s();
+  std::function<void(int64_t, const GreedyRun&)> report;
+  if (progress.enabled())
+    report = [&](int64_t j, const GreedyRun& r) {
+      const double now = progress.elapsed_s();
+      if (j + 1 < gen && now - last_draw < 1.0) return;
+      last_draw = now;
+      progress.point(j + 1, "decode", r.decode_s_per_step() * static_cast<double>(gen - j - 1));
+    };
+  const GreedyRun run = device_memory_errors_as_input(m, [&] {
+    try {
+      return run_greedy(*runner, prompt, gen, chunk, check, report);
+    } catch (...) {
+      progress.done();  // the error's line must not land on the progress line of a terminal
+      throw;
+    }
+  });
+  if (check) progress.point(gen, "check: the full forward over " + std::to_string(n + gen) + " tokens", -1);
+  else progress.done();
   for (int64_t b = 0; b < batch; ++b) {
     std::cout << "seq " << b << ":";
     for (auto t : run.generated[b]) std::cout << " " << t;
@@ -145,6 +173,7 @@ int cmd_generate(const Args& args) {
 
   if (!check) return 0;
   const DecodeCheck c = check_decode_against_forward(*runner, prompt, run);
+  progress.done();
   std::cout << "check: cached logits vs full forward (parallel) at " << c.positions
             << (c.positions == 1 ? " position x " : " positions x ") << c.sequences
             << (c.sequences == 1 ? " sequence: " : " sequences: ") << check_summary(c) << "\n";

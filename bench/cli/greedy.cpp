@@ -27,7 +27,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }  // namespace
 
 GreedyRun run_greedy(ModelRunner& runner, const TokenBatch& prompt, int64_t gen, int64_t prefill_chunk,
-                     bool keep_logits) {
+                     bool keep_logits, const std::function<void(int64_t, const GreedyRun&)>& after_step) {
   GreedyRun r;
   r.prompt_len = prompt.length;
   r.gen = gen;
@@ -52,6 +52,7 @@ GreedyRun run_greedy(ModelRunner& runner, const TokenBatch& prompt, int64_t gen,
     logits = runner.decode_step(next);
     r.step_s.push_back(seconds_since(t0));
     decode_activations = std::max(decode_activations, runner.memory().activations);
+    if (after_step) after_step(j, r);
   }
   if (keep_logits) r.logits.push_back(std::move(logits));
   r.memory = runner.memory();

@@ -2,6 +2,7 @@
 // Greedy generation through a ModelRunner, timed: the inference protocol of
 // DESIGN.md §4 (prefill = time to first token, then one decode step per token).
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "memory.hpp"
@@ -30,8 +31,10 @@ struct GreedyRun {
 
 // Prefill (cache sized for prompt + gen, the given chunk), then `gen` decode
 // steps that feed each generated token back, so that the cache ends exactly
-// full. gen = 0: prefill only.
+// full. gen = 0: prefill only. `after_step(j, run)`, when given, follows decode
+// step j (0-based), untimed.
 GreedyRun run_greedy(ModelRunner& runner, const TokenBatch& prompt, int64_t gen, int64_t prefill_chunk,
-                     bool keep_logits);
+                     bool keep_logits,
+                     const std::function<void(int64_t, const GreedyRun&)>& after_step = {});
 
 }  // namespace yoco::cli

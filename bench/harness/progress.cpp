@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "format.hpp"
 
@@ -24,17 +25,18 @@ bool lines_wanted() {
 }
 }  // namespace
 
-Progress::Progress(int total_points, bool silent)
+Progress::Progress(int64_t total_points, bool silent, std::string label)
     : enabled_(!silent && (isatty(STDERR_FILENO) == 1 || lines_wanted())),
       lines_(isatty(STDERR_FILENO) != 1 && lines_wanted()),
       total_(total_points),
+      label_(std::move(label)),
       start_(std::chrono::steady_clock::now()) {}
 
 double Progress::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-void Progress::point(int i, const std::string& what, double predicted_left_s) {
+void Progress::point(int64_t i, const std::string& what, double predicted_left_s) {
   current_ = i;
   point_ = what;
   step_.clear();
@@ -49,7 +51,7 @@ void Progress::step(const std::string& what) {
 
 void Progress::draw() {
   if (!enabled_) return;
-  std::string line = "[bench " + std::to_string(current_) + "/" + std::to_string(total_) + ", " +
+  std::string line = "[" + label_ + " " + std::to_string(current_) + "/" + std::to_string(total_) + ", " +
                      clock_string(elapsed_s()) + " elapsed" +
                      (left_s_ >= 0 ? ", ~" + clock_string(left_s_) + " left" : std::string()) + "] " + point_;
   if (!step_.empty()) line += (point_.empty() ? "" : ": ") + step_;

@@ -4,17 +4,19 @@
 // With YOCO_PROGRESS=lines and stderr not a terminal: the same, one line per
 // point and step, for the logs of long runs.
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace yoco::cli {
 
 class Progress {
  public:
-  // `silent`: never draws (the ranks of an MPI job but rank 0).
-  explicit Progress(int total_points, bool silent = false);
+  // `silent`: never draws (the ranks of an MPI job but rank 0). `label` opens
+  // the line ("[generate 3/8, ...]" for yoco generate's decode steps).
+  explicit Progress(int64_t total_points, bool silent = false, std::string label = "bench");
   bool enabled() const { return enabled_; }
   // Starts point i (1-based); `predicted_left_s` < 0 when unknown.
-  void point(int i, const std::string& what, double predicted_left_s);
+  void point(int64_t i, const std::string& what, double predicted_left_s);
   // What the current point is doing now.
   void step(const std::string& what);
   void done();  // clears the line
@@ -23,7 +25,8 @@ class Progress {
  private:
   void draw();
   bool enabled_, lines_;
-  int total_, current_ = 0;
+  int64_t total_, current_ = 0;
+  std::string label_;
   double left_s_ = -1;
   std::string point_, step_;
   std::chrono::steady_clock::time_point start_;
