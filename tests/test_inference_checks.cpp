@@ -2,11 +2,14 @@
 // call, whichever model refuses it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "decode_check.hpp"
 #include "errors.hpp"
+#include "greedy.hpp"
 #include "inference_checks.hpp"
 
 namespace yoco {
@@ -35,6 +38,24 @@ TEST(InferenceChecks, DecodeNeedsOneTokenASequenceAndRoom) {
             "decode step needs one token per sequence: got 2 for batch 3");
   EXPECT_NE(message_of([] { check_decode_args({1, 2, 3}, 3, 8, 8); }).find("cache is full"), std::string::npos);
   EXPECT_EQ(check_decode_args({1, 2, 3}, 3, 7, 8).length, 1);
+}
+
+// generate --check and the demo pass on every run of a correct model, so their
+// FAIL was never seen: a cached logit off by 1e-3 of its row's RMS, or a NaN,
+// must fail the comparison with the full forward.
+TEST(InferenceChecks, ACachedLogitThatDisagreesWithTheForwardFails) {
+  auto runner = ModelRunner::create(preset_config("yoco-tiny"), Precision::f64, WeightSource::from_seed(0));
+  const TokenBatch prompt = TokenBatch::from_sequences({{1, 2, 3, 4, 5}, {6, 7, 8, 9, 10}});
+  const cli::GreedyRun run = cli::run_greedy(*runner, prompt, 3, 2, true);
+  EXPECT_TRUE(cli::check_decode_against_forward(*runner, prompt, run).pass);
+  for (const double bad : {1e-3, static_cast<double>(NAN)}) {
+    cli::GreedyRun tampered = run;
+    auto row = tampered.logits[2].row(1);  // decode step 1, sequence 1
+    row(7) = std::isnan(bad) ? bad : row(7) + bad * std::sqrt(row.squaredNorm() / static_cast<double>(row.size()));
+    const cli::DecodeCheck c = cli::check_decode_against_forward(*runner, prompt, tampered);
+    EXPECT_FALSE(c.pass) << bad;
+    if (!std::isnan(bad)) EXPECT_GT(c.max_rms_ratio, c.tolerance);
+  }
 }
 
 }  // namespace
