@@ -70,8 +70,8 @@ int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
             << "  device " << d.device << "; models " << joined(s.models) << "; lengths " << joined(lengths) << " ("
             << points << (points == 1 ? " point" : " points") << ")\n"
             << "  metrics " << joined(metrics) << "; " << s.repeats << (s.repeats == 1 ? " repeat" : " repeats")
-            << " after " << s.warmup << " warm-up; " << s.decode_sample << " decode steps timed; prefill chunk "
-            << s.prefill_chunk << "; batch " << (s.batch > 0 ? std::to_string(s.batch) : "auto (max " +
+            << " after " << s.warmup << " warm-up; " << s.decode_sample << " decode steps timed; "
+            << prefill_note(s.prefill_chunk, s.sharded_ranks) << "; batch " << (s.batch > 0 ? std::to_string(s.batch) : "auto (max " +
                                                                                      std::to_string(s.max_batch) + ")")
             << (s.metrics.count("throughput") ? "; throughput generates " + std::to_string(s.gen) : std::string())
             << "\n"

@@ -10,12 +10,12 @@
 #include "cuda_status.hpp"
 #if defined(YOCO_HAVE_DIST)
 #include "dist_backend.hpp"
-#include "shard_plan.hpp"
 #endif
 #include "default_job.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "lists.hpp"
+#include "mpi_inputs.hpp"
 #include "mpi_job.hpp"
 #if defined(YOCO_HAVE_DIST_CUDA)
 #include "dist_cuda_backend.hpp"
@@ -157,6 +157,8 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   s.repeats = static_cast<int>(a.get_int("--repeats", s.repeats, 1, 1000));
   s.warmup = static_cast<int>(a.get_int("--warmup", s.warmup, 0, 1000));
   s.decode_sample = a.get_int("--decode-sample", s.decode_sample, 2, 1 << 20);
+  const bool cuda = a.get_or("--device", "cpu") == "cuda";
+  refuse_prefill_chunk_under_mpirun(a, cuda);
   s.prefill_chunk = a.get_int("--prefill-chunk", s.prefill_chunk, 1, int64_t{1} << 40);
   s.budget_s = static_cast<double>(a.get_int("--budget-s", static_cast<int64_t>(s.budget_s), 1, 1 << 30));
   s.precision = parse_precision("--dtype", a.get_or("--dtype", precision_name(s.precision)));
@@ -188,30 +190,21 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
         throw InputError("--gen " + std::to_string(s.gen) + " leaves no prompt at length " + length_label(n) +
                          " (throughput: prompt = length - gen); give a --gen below every length, or leave throughput "
                          "out of --metrics");
-#if defined(YOCO_HAVE_DIST)
   // Under mpirun every prompt is split over the ranks: one they cannot split
   // would be a point of `failed` rows and exit 0, found only once it runs.
-  if (const dist::Communicator* comm = mpi_job()) {
+  if (mpi_job()) {
     const bool latency = s.metrics.count("memory") || s.metrics.count("prefill") || s.metrics.count("decode");
     for (const auto& m : s.models) {
       const ModelConfig cfg = resolve_model(m);
-      const int per_rank = DistRunner::parts_per_rank(cfg);
       for (int64_t n : s.lengths) {
-        try {
-          if (latency) dist::ShardPlan::for_prompt(n, comm->size(), per_rank);
-        } catch (const InputError& e) {
-          throw InputError("--lengths " + length_label(n) + ", --model " + m + ": " + e.what());
-        }
-        try {
-          if (s.metrics.count("throughput")) dist::ShardPlan::for_prompt(n - s.gen, comm->size(), per_rank);
-        } catch (const InputError& e) {
-          throw InputError("--gen " + std::to_string(s.gen) + " at --lengths " + length_label(n) + ", --model " + m +
-                           " (throughput: prompt = length - gen): " + e.what());
-        }
+        if (latency) check_prompt_splits(cfg, n, "--lengths " + length_label(n) + ", --model " + m);
+        if (s.metrics.count("throughput"))
+          check_prompt_splits(cfg, n - s.gen, "--gen " + std::to_string(s.gen) + " at --lengths " + length_label(n) +
+                                                  ", --model " + m + " (throughput: prompt = length - gen)");
       }
     }
+    s.sharded_ranks = sharded_ranks(cuda);
   }
-#endif
   return s;
 }
 

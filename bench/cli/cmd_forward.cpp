@@ -5,6 +5,7 @@
 #include "atomic_file.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
+#include "mpi_inputs.hpp"
 #include "mpi_job.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
@@ -72,8 +73,10 @@ int cmd_forward(const Args& args) {
                      " under mpirun: the sharded forward runs gRet chunkwise within each rank's shard (give "
                      "--paradigm chunkwise, or run without mpirun)");
 
+  refuse_unshared_tokens_file(a);
   const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
   const int64_t n = static_cast<int64_t>(ids.size());
+  check_prompt_splits(m.cfg, n, a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file"));
   const double logits_host = static_cast<double>(n) * static_cast<double>(m.cfg.vocab_size) * (4 + 8);
   require_host_memory(m.cuda ? logits_host  // the GPU's logits on the host, as float and as double
                              : forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),

@@ -14,7 +14,9 @@
 #include "greedy.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
+#include "mpi_inputs.hpp"
 #include "mpi_job.hpp"
+#include "sweep.hpp"
 #include "progress.hpp"
 #include "report.hpp"
 #include "tokens.hpp"
@@ -79,9 +81,14 @@ int cmd_generate(const Args& args) {
   const bool dry = a.has("--dry-run");
   const ModelChoice m = model_choice(a, !dry);
 
+  refuse_prefill_chunk_under_mpirun(a, m.cuda);
+  refuse_unshared_tokens_file(a);
   std::vector<int64_t> given;
   if (!a.has("--prompt-len")) given = tokens_from_args(a, m.cfg);
   const int64_t n = a.has("--prompt-len") ? prompt_len : static_cast<int64_t>(given.size());
+  check_prompt_splits(m.cfg, n,
+                      a.has("--prompt-len") ? "--prompt-len " + std::to_string(n)
+                                            : (a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file")));
   // On the GPU the host holds the tokens and one step's logits (as float and as double).
   const double host_cuda = static_cast<double>(batch) * (static_cast<double>(n + gen) * 8 * 3 +
                                                          static_cast<double>(m.cfg.vocab_size) * (4 + 8) * 2);
@@ -102,7 +109,8 @@ int cmd_generate(const Args& args) {
     for (const auto& sw : switches) set += (set.empty() ? "" : ", ") + sw;
     std::cout << "yoco generate --dry-run: checked; nothing runs and no device is touched\n"
               << "  model " << m.cfg.name << " on " << (m.cuda ? "cuda" : "cpu") << ", weights " << m.weights.describe()
-              << "; batch " << batch << ", prompt " << n << " tokens, generate " << gen << ", prefill chunk " << chunk
+              << "; batch " << batch << ", prompt " << n << " tokens, generate " << gen << ", "
+              << prefill_note(chunk, sharded_ranks(m.cuda))
               << (check ? ", --check" : "") << "\n";
     if (m.cuda) std::cout << "  runner switches: " << (set.empty() ? "none set (the defaults)" : set) << "\n";
     return 0;
@@ -117,7 +125,7 @@ int cmd_generate(const Args& args) {
             << " parameters, weights " << m.weights.describe() << "), " << numerics_text(m) << "\n"
             << "batch " << batch << ", prompt " << n << " tokens"
             << (a.has("--prompt-len") ? " (synthetic, seed " + std::to_string(m.seed) + ")" : "") << ", generate "
-            << gen << ", prefill chunk " << chunk << "\n";
+            << gen << ", " << prefill_note(chunk, sharded_ranks(m.cuda)) << "\n";
   std::cout.flush();
 
   // A 3B model on the CPU takes about 0.5 s a step: a long generation said

@@ -192,6 +192,11 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
 
 }  // namespace
 
+std::string prefill_note(int64_t chunk, int sharded_ranks) {
+  return sharded_ranks > 0 ? "each rank's shard prefilled in one step (" + std::to_string(sharded_ranks) + " ranks)"
+                           : "prefill chunk " + std::to_string(chunk);
+}
+
 std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len) {
   return file + ": has rows of " + model + " at " + length_label(seq_len) +
          ", not a point of this sweep (--model, --lengths)" + kResumeAgain;
@@ -493,7 +498,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         if (res.memory && s.metrics.count("memory")) {
           // The working set is a prefill step's: the rows say whose (the calibrated check reads it).
           for (Reading r : *res.memory) {
-            r.notes += (r.notes.empty() ? "" : "; ") + std::string("prefill chunk ") + std::to_string(s.prefill_chunk);
+            r.notes += (r.notes.empty() ? "" : "; ") + prefill_note(s.prefill_chunk, s.sharded_ranks);
             sink.reading(model, n, B, 0, "memory", r);
           }
           if (res.kv_per_token) sink.reading(model, n, B, 0, "kv_cache", *res.kv_per_token);
@@ -502,7 +507,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         if (res.prefill && s.metrics.count("prefill"))
           sink.timing(model, n, B, 0, "prefill", "prefill_latency_s", *res.prefill, "measured",
                       "median of " + std::to_string(res.prefill->count) + " after " + std::to_string(warmup) +
-                          " warm-up; prefill chunk " + std::to_string(s.prefill_chunk) +
+                          " warm-up; " + prefill_note(s.prefill_chunk, s.sharded_ranks) +
                           (runner_note.empty() ? "" : "; " + runner_note) + common);
         if (res.prefill && res.prefill_host && s.metrics.count("prefill")) {
           // The runners upload each step's tokens through one pinned buffer, and the upload waits for the

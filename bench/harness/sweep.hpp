@@ -28,6 +28,10 @@ struct SweepSettings {
   int repeats = 3, warmup = 1;
   int64_t decode_sample = 64;  // decode steps timed per point
   int64_t prefill_chunk = kDefaultPrefillChunk;
+  // Under mpirun on the CPU (the runners sharded over this many ranks; else 0) each rank prefills its shard in
+  // one step: prefill_chunk is not used, and the rows must not say it was (prefill_note). The GPU's sharded
+  // runners prefill a rank's shard in chunks, as one process does.
+  int sharded_ranks = 0;
   double budget_s = 120;       // per point
   Precision precision = Precision::f32;
   uint64_t seed = 0;           // weights and synthetic prompts
@@ -44,6 +48,10 @@ struct SweepSettings {
   // baseline join with runs on other machines of the same pool.
   std::string device_name;
 };
+
+// How a prefill ran, in the words the rows and the generate header use: "prefill chunk N" (the calibrated
+// check reads it back), or under mpirun "each rank's shard prefilled in one step (R ranks)".
+std::string prefill_note(int64_t chunk, int sharded_ranks);
 
 // Incremental output and resuming (issue 12).
 struct SweepIo {

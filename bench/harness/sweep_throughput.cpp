@@ -124,7 +124,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
   res.throughput_note =
       "prompt " + std::to_string(prompt_len) + " + " + std::to_string(s.gen) + " generated, batch " +
       std::to_string(batch) + " (" + res.tp_batch_note + "); prefill " + strf("%.3f", *res.tp_prefill_s) +
-      " s, decode " + strf("%.3f", *res.tp_decode_s) + " s; prefill chunk " + std::to_string(s.prefill_chunk) +
+      " s, decode " + strf("%.3f", *res.tp_decode_s) + " s; " + prefill_note(s.prefill_chunk, s.sharded_ranks) +
       prefill_how +
       (decode_sampled ? strf("; decode sampled: %lld steps at the start and %lld at the end of %lld, mean step x %lld",
                              static_cast<long long>(s.decode_sample / 2),

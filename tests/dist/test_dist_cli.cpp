@@ -153,7 +153,9 @@ void expect_refused(const CliRun& r, const std::string& needle) {
 // batch's caches from a short prompt: on the ranks it must still be split
 // (a rank at least one token), or every sharded throughput of that kind is lost.
 TEST_F(DistCli, BenchThroughputOnRanksStartsTheBatchFromAPromptTheRanksCanSplit) {
-  for (const std::string& extra : {std::string("--lengths 4K --budget-s 1"), std::string("--lengths 256 --prefill-chunk 8")}) {
+  // (A --prefill-chunk small enough to start the allocation from a prompt below the ranks is refused under
+  // mpirun since the sharded runners take no chunk: BadInputEndsTheJobWithOneMessage.)
+  for (const std::string& extra : {std::string("--lengths 4K --budget-s 1")}) {
     const std::string out = path("tp.csv");
     const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --gen 16 --metrics throughput --repeats 1 "
                             "--warmup 0 --max-batch 4 --format csv --out " + out + " " + extra);
@@ -202,6 +204,40 @@ TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
   }
   expect_refused(mpi(2, "forward --model yoco-tiny --tokens 1,2,3 --paradigm recurrent --out " + path("x.npy")),
                  "--paradigm recurrent under mpirun");
+  // A prompt the ranks cannot split, said by --dry-run too and naming the option that gave it.
+  expect_refused(mpi(2, "generate --model yoco-tiny --prompt-len 1 --gen 1 --dry-run"),
+                 "--prompt-len 1: a prompt of 1 tokens cannot be split over 2 ranks");
+  expect_refused(mpi(3, "forward --model transformer-tiny --tokens 1,2,3,4,5 --out " + path("x.npy")),
+                 "--tokens: a prompt of 5 tokens cannot be split over 3 ranks");
+  // --prefill-chunk: the sharded runners prefill each rank's shard in one step; it would be ignored.
+  expect_refused(mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 1 --prefill-chunk 4"),
+                 "--prefill-chunk under mpirun");
+  expect_refused(mpi(2, "bench --model yoco-tiny --lengths 256 --metrics prefill --prefill-chunk 8 --dry-run"),
+                 "--prefill-chunk under mpirun");
+  // stdin (or a pipe) reaches rank 0 only: the ranks would read different prompts.
+  expect_refused(shell("echo 1 2 3 4 | env " YOCO_MPI_ENV_LINE " timeout -k 5 300 " + shell_quote(YOCO_MPIEXEC) +
+                       " -np 2 --oversubscribe " + shell_quote(YOCO_CLI_PATH) +
+                       " forward --model yoco-tiny --tokens-file /dev/stdin --out " + path("x.npy")),
+                 "--tokens-file /dev/stdin under mpirun: not a regular file");
+}
+
+// What the rows and the header say of the prefill under mpirun: each rank's shard in one step, not a
+// prefill chunk the sharded runners never used.
+TEST_F(DistCli, RowsUnderMpirunSayHowThePrefillRan) {
+  const std::string out = path("rows.csv");
+  const CliRun r = mpi(2, "bench --model yoco-tiny --lengths 256 --metrics memory,prefill --repeats 1 --warmup 0 "
+                          "--format csv --out " + out);
+  ASSERT_EQ(r.status, 0) << r.all();
+  int said = 0;
+  for (const auto& row : yoco::cli::read_results_csv(out)) {
+    if (row.prov.device != "cpu-x2") continue;
+    EXPECT_EQ(row.notes.find("prefill chunk"), std::string::npos) << row.phase << " " << row.metric << ": " << row.notes;
+    said += row.notes.find("each rank's shard prefilled in one step (2 ranks)") != std::string::npos;
+  }
+  EXPECT_GE(said, 2) << "the prefill row and the memory rows";
+  const CliRun g = mpi(2, "generate --model yoco-tiny --prompt-len 8 --gen 2");
+  ASSERT_EQ(g.status, 0) << g.all();
+  EXPECT_NE(g.out.find("each rank's shard prefilled in one step (2 ranks)"), std::string::npos) << g.out;
 }
 
 }  // namespace
