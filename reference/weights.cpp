@@ -1,5 +1,6 @@
 #include "weights.hpp"
 
+#include <cmath>
 #include <set>
 
 #include "errors.hpp"
@@ -50,6 +51,16 @@ void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg) {
 }
 
 template <class T>
+void read_weight_tensor(const SafetensorsReader& file, const std::string& name, T* dst) {
+  file.read<T>(name, dst);
+  const int64_t n = file.entries().at(name).numel();
+  for (int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(dst[i]))
+      throw InputError(file.path() + ": tensor '" + name + "' element " + std::to_string(i) + " is " +
+                       (std::isnan(dst[i]) ? "NaN" : "infinite") + ": weights must be finite");
+}
+
+template <class T>
 Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
   SafetensorsReader file(path);
   check_weights_file(file, cfg);
@@ -58,7 +69,7 @@ Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
   for (const auto& p : param_layout(cfg)) {
     const auto [r, c] = matrix_shape(p);
     Mat<T> m(r, c);
-    file.read<T>(p.name, m.data());
+    read_weight_tensor(file, p.name, m.data());
     w.tensors_.emplace(p.name, std::move(m));
   }
   return w;
@@ -99,6 +110,8 @@ int64_t Weights<T>::bytes() const {
   return b;
 }
 
+template void read_weight_tensor<float>(const SafetensorsReader&, const std::string&, float*);
+template void read_weight_tensor<double>(const SafetensorsReader&, const std::string&, double*);
 template class Weights<float>;
 template class Weights<double>;
 template void fill_counter_init<float>(const ParamSpec&, uint64_t, float*);

@@ -49,6 +49,13 @@ class SafetensorsReader;
 // the one definition both Weights<T>::load and the CUDA loader use.
 void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg);
 
+// Tensor `name` of a checked weights file into `dst` (its numel values), for the CPU and the GPU loaders
+// alike: InputError naming the file, tensor and element at a value that is not finite (a NaN weight made
+// every output NaN and the greedy tokens arbitrary, with no word; yoco check reads outputs with another
+// reader, which counts non-finite values instead).
+template <class T>
+void read_weight_tensor(const SafetensorsReader& file, const std::string& name, T* dst);
+
 // Fills `dst` (p.numel() elements) with the counter-based values of tensor p.
 template <class T>
 void fill_counter_init(const ParamSpec& p, uint64_t seed, T* dst);

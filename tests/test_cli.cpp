@@ -404,6 +404,21 @@ TEST_F(Cli, MalformedSafetensorsAreInputErrors) {
       expect_input_error(plain, needles, c.name + " (inspect)");
     }
   }
+
+  // A well-formed file holding a NaN weight: every logit NaN, the greedy tokens arbitrary, and no word of it.
+  // Loading refuses it (inspect --model loads), naming the file, the tensor and the element; inspect alone
+  // (no values read) still lists it.
+  {
+    const uint64_t at = st.header["layer_norm.weight"]["data_offsets"][0].get<uint64_t>() + 4 * 3;  // element 3
+    std::string data = st.data;
+    data.replace(at, 4, std::string("\x00\x00\xc0\x7f", 4));  // a quiet NaN, F32 little-endian
+    const std::string f = path("nan.safetensors");
+    spit(f, join_safetensors(st.header.dump(), data));
+    expect_input_error(yoco("forward --model yoco-tiny --weights " + f + " --tokens 1,2,3 --out " + path("x.npy")),
+                       {f, "tensor 'layer_norm.weight' element 3 is NaN", "weights must be finite"}, "nan (forward)");
+    expect_input_error(yoco("weights inspect " + f + " --model yoco-tiny"), {f, "element 3 is NaN"}, "nan (inspect)");
+    EXPECT_EQ(yoco("weights inspect " + f).status, 0);
+  }
 }
 
 TEST_F(Cli, CorruptedSafetensorsNeverCrash) {

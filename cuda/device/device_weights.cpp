@@ -105,7 +105,7 @@ DeviceWeights DeviceWeights::create(DeviceArena& arena, const ModelConfig& cfg, 
     std::vector<uint16_t> bits(static_cast<size_t>(largest));
     for (const auto& p : specs) {
       const int64_t n = p.numel();
-      file->read<float>(p.name, values.data());
+      read_weight_tensor(*file, p.name, values.data());
       for (int64_t i = 0; i < n; ++i) bits[static_cast<size_t>(i)] = float_to_bf16_bits(values[static_cast<size_t>(i)]);
       const std::string what = "uploading tensor '" + p.name + "' from " + source.path;
       check_cuda(cudaMemcpyAsync(dst_of(p.name), bits.data(), static_cast<size_t>(n) * sizeof(uint16_t),
