@@ -830,6 +830,14 @@ TEST_F(Cli, BadOptionsAreInputErrors) {
   expect_input_error(yoco("generate --model yoco-tiny --prompt-len 0 --gen 2"), {"--prompt-len"}, "empty prompt");
   expect_input_error(yoco(gen + " --gen 99999999999999999999"), {"--gen"}, "huge gen");
   expect_input_error(yoco("generate --model yoco-tiny --prompt-len 1000000000000 --gen 1"), {"memory"}, "too long");
+  // K and M as in --lengths: the same point written the same way in every command.
+  {
+    const CliRun k = yoco("generate --model yoco-tiny --prompt-len 1K --gen 1 --dry-run");
+    EXPECT_EQ(k.status, 0) << k.all();
+    EXPECT_NE(k.out.find("prompt 1024 tokens"), std::string::npos) << k.out;
+  }
+  expect_input_error(yoco("generate --model yoco-tiny --prompt-len 2X --gen 1"), {"--prompt-len"}, "bad suffix");
+  expect_input_error(yoco("demo --prompt-len K"), {"--prompt-len"}, "suffix alone");
   expect_input_error(yoco("demo --gen x"), {"--gen"}, "demo gen");
   expect_input_error(yoco("demo --dtype bf16"), {"--dtype"}, "demo dtype");
   expect_input_error(yoco("weights init --model yoco-tiny --seed 1 --dtype i8 --out " + path("w.safetensors")),

@@ -9,6 +9,7 @@
 #include "format.hpp"
 #include "greedy.hpp"
 #include "host_memory.hpp"
+#include "lists.hpp"
 #include "model_runner.hpp"
 #include "report.hpp"
 #include "tokens.hpp"
@@ -28,7 +29,7 @@ CommandSpec demo_spec() {
       "any check fails.";
   s.options = {
       {"--dtype", "f64|f32", "compute precision (default f64; tolerance 1e-9 in f64, 1e-4 in f32)"},
-      {"--prompt-len", "N", "prompt tokens (default 200)"},
+      {"--prompt-len", "N", "prompt tokens, K and M as in --lengths (default 200)"},
       {"--gen", "M", "tokens to generate (default 32)"},
       {"--prefill-chunk", "N", "prefill chunk (default 64, so that chunking is exercised)"},
   };
@@ -42,7 +43,7 @@ int cmd_demo(const Args& args) {
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   const Precision precision = parse_precision("--dtype", a.get_or("--dtype", "f64"));
-  const int64_t n = a.get_int("--prompt-len", 200, 1, 1 << 20);
+  const int64_t n = a.has("--prompt-len") ? parse_length("--prompt-len", *a.get("--prompt-len"), 1 << 20) : 200;
   const int64_t gen = a.get_int("--gen", 32, 0, 1 << 20);
   const int64_t chunk = a.get_int("--prefill-chunk", 64, 1, INT64_MAX);
   const char* const models[] = {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"};
@@ -74,7 +75,7 @@ int cmd_demo(const Args& args) {
   }
   std::cout << table.str() << "\n"
             << "check: logits of chunked prefill + " << gen << " decode steps vs the full forward (parallel) at "
-            << gen + 1 << " positions, RMS-ratio tolerance " << strf("%.0e", decode_check_tolerance(precision))
+            << gen + 1 << (gen == 0 ? " position" : " positions") << ", RMS-ratio tolerance " << strf("%.0e", decode_check_tolerance(precision))
             << "\n"
             << (all_pass ? "all checks PASS\n" : "some check FAILED\n");
   return all_pass ? 0 : 1;

@@ -14,6 +14,7 @@
 #include "greedy.hpp"
 #include "host_memory.hpp"
 #include "model_options.hpp"
+#include "lists.hpp"
 #include "mpi_inputs.hpp"
 #include "mpi_job.hpp"
 #include "sweep.hpp"
@@ -45,7 +46,8 @@ CommandSpec generate_spec() {
       "copying each step's logits to the host, which greedy decoding needs; memory is the device arena's\n"
       "(activations = its peak) plus `other` (CUDA context and libraries, cudaMemGetInfo).";
   s.options = model_option_specs();
-  s.options.push_back({"--prompt-len", "N", "a deterministic synthetic prompt of N tokens (from --seed; one per sequence)"});
+  s.options.push_back({"--prompt-len", "N", "a deterministic synthetic prompt of N tokens, K and M as in bench's --lengths "
+                                            "(from --seed; one per sequence)"});
   for (auto& o : token_option_specs()) s.options.push_back(o);
   s.options.push_back({"--gen", "M", "tokens to generate (>= 0); required"});
   s.options.push_back({"--batch", "B", "sequences decoded together (default 1; --tokens prompts are replicated)"});
@@ -73,7 +75,8 @@ int cmd_generate(const Args& args) {
   const int64_t gen = a.require_int("--gen", 0, kMaxCount);
   const int64_t batch = a.get_int("--batch", 1, 1, kMaxCount);
   const int64_t chunk = a.get_int("--prefill-chunk", 32768, 1, INT64_MAX);
-  const int64_t prompt_len = a.get_int("--prompt-len", 0, 1, kMaxCount);
+  // K and M as in --lengths ("4K"), so the same point is written the same way in every command.
+  const int64_t prompt_len = a.has("--prompt-len") ? parse_length("--prompt-len", *a.get("--prompt-len"), kMaxCount) : 0;
   const bool check = a.has("--check");
   if (check && a.get_or("--device", "cpu") == "cuda")
     throw InputError("--check applies to --device cpu (its tolerances are the reference's; the GPU's logits are "

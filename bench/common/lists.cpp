@@ -21,24 +21,28 @@ std::vector<std::string> split_list(const std::string& option, const std::string
   return out;
 }
 
+int64_t parse_length(const std::string& option, std::string text, int64_t max) {
+  int64_t scale = 1;
+  const char last = text.empty() ? '\0' : text.back();
+  if (last == 'K' || last == 'k') scale = 1024;
+  else if (last == 'M' || last == 'm') scale = 1024 * 1024;
+  if (scale != 1) text.pop_back();
+  return parse_int(option, text, 1, max / scale) * scale;
+}
+
 std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text) {
   constexpr int64_t kMax = int64_t{1} << 40;
   std::vector<int64_t> out;
-  for (std::string item : split_list(option, text)) {
-    int64_t scale = 1;
-    const char last = item.back();
-    if (last == 'K' || last == 'k') scale = 1024;
-    else if (last == 'M' || last == 'm') scale = 1024 * 1024;
-    if (scale != 1) item.pop_back();
-    const int64_t n = parse_int(option, item, 1, kMax / scale);
+  for (const std::string& item : split_list(option, text)) {
+    const int64_t n = parse_length(option, item, kMax);
     // Rejected rather than merged: a repeated length is most likely a typo for
     // another one, and measuring it twice would write duplicate rows, which
     // `yoco compare` refuses as a malformed file.
     for (int64_t seen : out)
-      if (seen == n * scale)
-        throw InputError(option + ": length " + length_label(n * scale) + " appears twice in '" + text +
+      if (seen == n)
+        throw InputError(option + ": length " + length_label(n) + " appears twice in '" + text +
                          "' (each point is measured once)");
-    out.push_back(n * scale);
+    out.push_back(n);
   }
   return out;
 }
