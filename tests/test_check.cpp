@@ -555,7 +555,10 @@ TEST_F(Check, GeneratedPackedFileWithStatesIsJudgedEndToEnd) {
 TEST_F(Check, PackedOffsetErrorsNameThePackedOption) {
   for (const std::string& args : {std::string(" --shape 2,300,2,32 --packed 0,300"),
                                   std::string(" --shape 1,300,2,32 --packed 0,200,100,300"),
-                                  std::string(" --shape 1,300,2,32 --packed 0,200")}) {
+                                  std::string(" --shape 1,300,2,32 --packed 0,200"),
+                                  // Digits only, as every count: "+2" was read as 2, " 1e2" as 1.
+                                  std::string(" --shape 1,300,2,32 --packed 0,+2,300"),
+                                  std::string(" --shape 1,300,2,32 --packed 0,1e2,300")}) {
     const auto r = yoco("check gret --generate " + path("x.st") + args);
     yoco_test::expect_input_error(r, {"--packed"}, args);
     EXPECT_EQ(r.err.find("--cu-seqlens"), std::string::npos) << r.err;

@@ -279,17 +279,8 @@ int cmd_check_gret(const Args& args) {
     g.g_gamma = a.has("--constant-decay");
     g.initial_state = a.has("--with-state");
     if (const auto p = a.get("--packed"))
-      for (const auto& item : split_list("--packed", *p)) {
-        size_t used = 0;
-        int64_t x = -1;
-        try {
-          x = std::stoll(item, &used);
-        } catch (...) {
-          used = 0;
-        }
-        if (used != item.size() || x < 0) throw InputError("--packed: expected offsets >= 0, got '" + item + "'");
-        g.cu_seqlens.push_back(x);
-      }
+      for (const auto& item : split_list("--packed", *p))  // digits only ("+2" was read as 2), as every count
+        g.cu_seqlens.push_back(parse_int("--packed", item, 0, INT64_MAX));
     // The tensors check_generate.cpp writes (layouts aside: the counts are the same).
     const int64_t N = g.cu_seqlens.empty() ? g.B : static_cast<int64_t>(g.cu_seqlens.size()) - 1;
     const size_t qkv = static_cast<size_t>(dtype_size(g.dtype));
