@@ -288,10 +288,10 @@ def rule_v7(benches, tests):
             a, b = v7.get(key, {}).get("plan"), v6.get(key, {}).get("plan")
             if not a or not b:
                 lines.append("  N %d B %d: no plan row of %s" % (key[0], key[1], "v7" if not a else "v6"))
-                verdict = None if verdict is not False else False
+                verdict = combine(verdict, None)
                 continue
             won = a[1] < b[1]
-            verdict = verdict and won if verdict is not None else (None if won else False)
+            verdict = combine(verdict, won)
             lines.append("  N %7d B %d: v7 P%d %.3f ms vs v6 P%d %.3f ms (%.3fx): %s" % (
                 key[0], key[1], a[0], 1e3 * a[1], b[0], 1e3 * b[1], a[1] / b[1], "wins" if won else "loses"))
         lines.insert(0, "  " + bench.path)
@@ -321,17 +321,17 @@ def rule_p11(benches, v7_won):
                 continue
             if not plan or p11 is None:
                 lines.append("  N %7d B 1: no %s row" % (n, "plan" if not plan else "P 11"))
-                verdict = None if verdict is not False else False
+                verdict = combine(verdict, None)
                 continue
             won = p11 < plan[1]
-            verdict = (verdict and won) if verdict is not None else (None if won else False)
+            verdict = combine(verdict, won)
             lines.append("  N %7d B 1: P11 %.3f ms vs plan P%d %.3f ms (%.3fx): %s" % (
                 n, 1e3 * p11, plan[0], 1e3 * plan[1], p11 / plan[1], "wins" if won else "loses"))
         two = rows.get((16384, 2), {})
         plan = two.get("plan")
         if not plan:
             lines.append("  N   16384 B 2: no plan row")
-            verdict = None if verdict is not False else False
+            verdict = combine(verdict, None)
         for p in (5, 6) if plan else ():
             if plan and plan[0] == p:
                 lines.append("  N   16384 B 2: the plan is P %d" % p)
@@ -339,10 +339,10 @@ def rule_p11(benches, v7_won):
             t = two.get(p)
             if t is None:
                 lines.append("  N   16384 B 2: no P %d row" % p)
-                verdict = None if verdict is not False else False
+                verdict = combine(verdict, None)
                 continue
             ok = t <= plan[1]
-            verdict = (verdict and ok) if verdict is not None else (None if ok else False)
+            verdict = combine(verdict, ok)
             lines.append("  N   16384 B 2: P%d %.3f ms vs plan P%d %.3f ms (%.3fx): %s" % (
                 p, 1e3 * t, plan[0], 1e3 * plan[1], t / plan[1], "does not lose" if ok else "loses"))
         lines.insert(1, "  " + bench.path)
@@ -365,9 +365,9 @@ def rule_gemv(benches, runs, tests):
             c = bench.get(model, n, b, "gemm_shapes:" + shape + ", cublasGemmEx (the runners' call)")
             if c is None:
                 lines.append("  %s m %d: no cublasGemmEx row" % (shape, n))
-                v1 = None if v1 is not False else False
+                v1 = combine(v1, None)
                 continue
-            v1 = v1 and g < c if v1 is not None else (None if g < c else False)
+            v1 = combine(v1, g < c)
             lines.append("  %s m %d: gemv %.2f us vs cublasGemmEx %.2f us (%.2fx)" % (shape, n, 1e6 * g, 1e6 * c, g / c))
         break
     if v1 is None and not lines:
@@ -381,10 +381,10 @@ def rule_gemv(benches, runs, tests):
         for n in LONG:
             x, y = c.get((n, "decode", "decode_step_latency_s")), base.get((n, "decode", "decode_step_latency_s"))
             if not x or not y:
-                v2 = None
+                v2 = combine(v2, None)
                 lines.append("  %s: no decode step in both runs" % length(n))
                 continue
-            v2 = v2 and x[0] < y[0] if v2 is not None else v2
+            v2 = combine(v2, x[0] < y[0])
             lines.append("  %s decode step (graph): gemv %.3f ms vs plain %.3f ms (%.3fx)" % (
                 length(n), 1e3 * x[0], 1e3 * y[0], x[0] / y[0]))
         break
@@ -405,17 +405,18 @@ def rule_memory(runs):
         for n in LONG:
             x, y = prefill(c, n), prefill(base, n)
             if not x or not y:
-                v = None
+                v = combine(v, None)
+                lines.append("  %s: no prefill in both runs" % length(n))
                 continue
             within = x[0] <= 1.02 * y[0]
-            v = v and within if v is not None else v
+            v = combine(v, within)
             lines.append("  %4s: chunk 16384 tuned %.4f s vs chunk 32768 %.4f s (%+.2f%%)" % (
                 length(n), x[0], y[0], 100 * (x[0] / y[0] - 1)))
         mem = c.get((1048576, "memory", "mem_total_bytes"))
         if mem and mem[0]:
             fits = mem[0] <= PAPER_1M_BYTES
             lines.append("  1M memory: %.2f GB (the paper's 12.4): %s" % (mem[0] / 1e9, "within" if fits else "over"))
-            v = v and fits if v is not None else v
+            v = combine(v, fits)
         break
     if not lines:
         lines.append("  no file holds both a plain and a chunk-16384 tuned run")
