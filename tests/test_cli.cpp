@@ -945,6 +945,34 @@ TEST_F(Cli, CheckGenerateRefusesShapesNoFileCanHold) {
   ASSERT_EQ(yoco("check attention --generate " + path("a.safetensors") + " --shape 1,16,32,4,2,16").status, 0);
 }
 
+// A large --generate shows its tensors being written (it takes minutes at
+// gigabytes), as bench's progress: stderr, a terminal or YOCO_PROGRESS=lines;
+// a small one writes without a line. More queries than keys is written, with
+// a note on how to judge it (the default query offset, Sk - Sq, is refused).
+TEST_F(Cli, CheckGenerateShowsProgressAndNotesMoreQueriesThanKeys) {
+  const std::string f = path("big.safetensors");
+  const CliRun big = shell("YOCO_PROGRESS=lines " + shell_quote(YOCO_CLI_PATH) + " check gret --generate " + f +
+                           " --shape 1,8192,8,256 --dtype f32");  // 3 x 64 MiB + g
+  ASSERT_EQ(big.status, 0) << big.all();
+  for (const std::string t : {"1/4", "writing q", "writing k", "writing v", "4/4", "writing g"})
+    EXPECT_NE(big.err.find(t), std::string::npos) << t << "\n" << big.err;
+  const CliRun small = shell("YOCO_PROGRESS=lines " + shell_quote(YOCO_CLI_PATH) + " check gret --generate " +
+                             path("s.st") + " --shape 1,64,2,16");
+  ASSERT_EQ(small.status, 0) << small.all();
+  EXPECT_EQ(small.err, "");
+
+  const std::string a = path("a.st");
+  const CliRun more = yoco("check attention --generate " + a + " --shape 1,8,4,2,1,16");
+  ASSERT_EQ(more.status, 0) << more.all();
+  EXPECT_NE(more.out.find("--q-offset"), std::string::npos) << more.out;
+  // The note's advice works: judged with --q-offset 0 the file is read (its q judged as the output fails
+  // the check, status 1, not refused, status 2).
+  EXPECT_EQ(yoco("check attention " + a + " " + a + " --o q").status, 2);
+  EXPECT_EQ(yoco("check attention " + a + " " + a + " --o q --q-offset 0").status, 1);
+  EXPECT_EQ(yoco("check attention --generate " + path("b.st") + " --shape 1,4,8,2,1,16").out.find("note"),
+            std::string::npos);
+}
+
 // --resume with a file of another sweep is refused before the sweep says what
 // it will run: one line on stderr, not the plan and then the error.
 TEST_F(Cli, BenchResumeOfAnotherSweepIsOneLine) {

@@ -63,6 +63,10 @@ void storable(const char* option, double scale, double largest, DType t) {
   }
 }
 
+void started(const TensorStarted& f, const char* name) {
+  if (f) f(name);
+}
+
 void positive(const char* what, int64_t x) {
   if (x < 1) throw InputError(std::string("--shape: ") + what + " must be >= 1, got " + std::to_string(x));
 }
@@ -103,9 +107,11 @@ uint64_t generate_gret_inputs(const std::string& path, const GretGenerateOptions
     bytes += static_cast<uint64_t>(n) * dtype_size(s.dtype);
   }
   for (const char* name : {"q", "k", "v"}) {
+    started(o.on_tensor, name);
     const uint64_t key = tensor_stream_key(o.seed, name);
     stream_tokens(w, o.B, o.T, o.H, o.D, o.bhtd, [&](int64_t i) { return unit_uniform(key, static_cast<uint64_t>(i)); });
   }
+  started(o.on_tensor, o.g_gamma ? "g_gamma" : "g");
   if (o.g_gamma) {
     std::vector<double> gg(static_cast<size_t>(o.H));
     for (int64_t h = 0; h < o.H; ++h) gg[static_cast<size_t>(h)] = o.gate_scale * std::log1p(-std::ldexp(1.0, -5 - static_cast<int>(std::min<int64_t>(h, 50))));
@@ -119,6 +125,7 @@ uint64_t generate_gret_inputs(const std::string& path, const GretGenerateOptions
     });
   }
   if (o.initial_state) {
+    started(o.on_tensor, "initial_state");
     const uint64_t key = tensor_stream_key(o.seed, "initial_state");
     const int64_t n = N * o.H * o.D * o.D;
     std::vector<double> buf(static_cast<size_t>(std::min(n, kBlock)));
@@ -157,8 +164,11 @@ uint64_t generate_attention_inputs(const std::string& path, const AttentionGener
                        {"q_scale", std::to_string(o.q_scale)}});
   const uint64_t kq = tensor_stream_key(o.seed, "q"), kk = tensor_stream_key(o.seed, "k"),
                  kv = tensor_stream_key(o.seed, "v");
+  started(o.on_tensor, "q");
   stream_tokens(w, o.B, o.Sq, o.Hq, o.D, o.bhsd, [&](int64_t i) { return o.q_scale * unit_uniform(kq, static_cast<uint64_t>(i)); });
+  started(o.on_tensor, "k");
   stream_tokens(w, o.B, o.Sk, o.Hkv, o.D, o.bhsd, [&](int64_t i) { return unit_uniform(kk, static_cast<uint64_t>(i)); });
+  started(o.on_tensor, "v");
   stream_tokens(w, o.B, o.Sk, o.Hkv, o.D, o.bhsd, [&](int64_t i) { return unit_uniform(kv, static_cast<uint64_t>(i)); });
   w.commit();
   return static_cast<uint64_t>((o.B * o.Sq * o.Hq + 2 * o.B * o.Sk * o.Hkv) * o.D) * dtype_size(o.dtype);

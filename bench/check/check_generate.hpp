@@ -5,12 +5,17 @@
 // so files of either layout, any dtype and any block size hold the same
 // problem, and a file larger than memory streams out block by block.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "dtype.hpp"
 
 namespace yoco::check {
+
+// Told the name of each tensor before it is written (a file of gigabytes takes
+// a while): the caller's progress, or nothing.
+using TensorStarted = std::function<void(const std::string& name)>;
 
 enum class TokenLayout;  // gret_check.hpp
 
@@ -29,6 +34,7 @@ struct GretGenerateOptions {
   bool g_gamma = false;
   bool initial_state = false;
   std::vector<int64_t> cu_seqlens;
+  TensorStarted on_tensor;
 };
 // Returns the bytes written. InputError for sizes that cannot be (zero, a
 // cu_seqlens that does not rise from 0 to T, batch > 1 with cu_seqlens).
@@ -43,6 +49,7 @@ struct AttentionGenerateOptions {
   double q_scale = 1.0;
   DType dtype = DType::bf16;
   bool bhsd = false;
+  TensorStarted on_tensor;
 };
 uint64_t generate_attention_inputs(const std::string& path, const AttentionGenerateOptions& opt);
 

@@ -19,6 +19,7 @@
 #include "format.hpp"
 #include "gret_check.hpp"
 #include "param_layout.hpp"
+#include "progress.hpp"
 #include "result_row.hpp"
 #include "tensor_file.hpp"
 
@@ -81,7 +82,8 @@ CommandSpec gret_spec() {
       "chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output says which was used.\n"
       "\n"
       "Generated inputs (--generate): q, k, v uniform with unit variance, element (b, t, h, d) a pure function\n"
-      "of (seed, tensor, its [B, T, H, D] index); g from x uniform with unit variance.\n"
+      "of (seed, tensor, its [B, T, H, D] index); g from x uniform with unit variance. A file over 64 MiB\n"
+      "shows each tensor as it is written, on stderr (a terminal, or YOCO_PROGRESS=lines).\n"
       "\n"
       "Exit status: 0 every tensor within tolerance, 1 one outside, 2 bad input (a missing tensor, shapes\n"
       "that disagree, an unsupported dtype: one line naming the file and the tensor).";
@@ -128,6 +130,10 @@ CommandSpec attention_spec() {
       "fp32 accumulation, output rounded), for f32/f64 outputs fp32 throughout. NaN or Inf never passes.\n"
       "Memory: k and v of one key/value head in fp64 (Sk x D x 16 bytes) and a block of scores.\n"
       "\n"
+      "Generated inputs (--generate): q, k, v uniform with unit variance (q times --q-scale). A file over\n"
+      "64 MiB shows each tensor as it is written, on stderr (a terminal, or YOCO_PROGRESS=lines). With\n"
+      "Sq > Sk, judge it with --q-offset or --mask none (the default offset, Sk - Sq, is negative).\n"
+      "\n"
       "Exit status: 0 within tolerance, 1 outside, 2 bad input (one line naming the file and the tensor).";
   return s;
 }
@@ -169,7 +175,8 @@ struct GeneratedTensor {
 // the safetensors readers take; the products cannot overflow then), and the
 // whole within the free space of the target's folder. Otherwise an absurd
 // shape overflowed the element count, or wrote until the disk was full.
-void check_generated_size(const std::string& path, const std::vector<GeneratedTensor>& tensors) {
+// Returns the bytes of tensor data.
+uint64_t check_generated_size(const std::string& path, const std::vector<GeneratedTensor>& tensors) {
   constexpr uint64_t kMaxElements = uint64_t{1} << 50;
   uint64_t bytes = 0;
   for (const auto& t : tensors) {
@@ -183,17 +190,49 @@ void check_generated_size(const std::string& path, const std::vector<GeneratedTe
     bytes += n * t.element_bytes;  // <= 2^53 each: the sum of a few cannot overflow
   }
   std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return;  // /dev/null
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) return bytes;  // /dev/null
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   const auto space = std::filesystem::space(folder.empty() ? "." : folder, ec);
   if (!ec && bytes > space.available)
     throw InputError("--shape: its tensors need " + human_bytes(static_cast<double>(bytes)) + ", " +
                      (folder.empty() ? std::string("the current folder") : folder.string()) + " has " +
                      human_bytes(static_cast<double>(space.available)) + " free");
+  return bytes;
 }
+
+// A file of gigabytes takes minutes to write: its tensors are the points of a
+// progress line as yoco bench's (stderr: a terminal, or YOCO_PROGRESS=lines);
+// a small file writes without one.
+class GenerateProgress {
+ public:
+  GenerateProgress(size_t tensors, uint64_t bytes)
+      : progress_(static_cast<int64_t>(tensors), bytes < (uint64_t{64} << 20), "check --generate") {}
+  check::TensorStarted callback() {
+    return [this](const std::string& name) { progress_.point(++written_, "writing " + name, -1); };
+  }
+  ~GenerateProgress() { progress_.done(); }
+
+ private:
+  Progress progress_;
+  int64_t written_ = 0;
+};
 
 void say_generated(const std::string& path, uint64_t bytes) {
   std::cout << "wrote " << path << " (" << human_bytes(static_cast<double>(bytes)) << " of tensors)\n";
+}
+
+// Checks the sizes, writes the file (with its progress), says what it wrote.
+template <class Options>
+void generate_file(const std::string& path, const std::vector<GeneratedTensor>& tensors, Options g,
+                   uint64_t (*generate)(const std::string&, const Options&)) {
+  const uint64_t planned = check_generated_size(path, tensors);
+  uint64_t bytes = 0;
+  {
+    GenerateProgress progress(tensors.size(), planned);
+    g.on_tensor = progress.callback();
+    bytes = generate(path, g);
+  }
+  say_generated(path, bytes);
 }
 
 double parse_positive(const std::string& option, const std::string& text) {
@@ -287,8 +326,7 @@ int cmd_check_gret(const Args& args) {
     std::vector<GeneratedTensor> tensors(3, {{g.B, g.T, g.H, g.D}, qkv});
     tensors.push_back({g.g_gamma ? std::vector<int64_t>{g.H} : std::vector<int64_t>{g.B, g.T, g.H}, 4});
     if (g.initial_state) tensors.push_back({{std::max<int64_t>(N, 1), g.H, g.D, g.D}, 4});
-    check_generated_size(*file, tensors);
-    say_generated(*file, check::generate_gret_inputs(*file, g));
+    generate_file(*file, tensors, g, &check::generate_gret_inputs);
     return 0;
   }
   if (a.positional().size() != 2) throw InputError("yoco check gret: expected INPUTS OUTPUTS (see yoco check gret --help)");
@@ -340,8 +378,13 @@ int cmd_check_attention(const Args& args) {
     g.dtype = parse_gen_dtype(a.get_or("--dtype", "bf16"));
     g.bhsd = layout == "bhsd";
     const size_t qkv = static_cast<size_t>(dtype_size(g.dtype));
-    check_generated_size(*file, {{{g.B, g.Sq, g.Hq, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}});
-    say_generated(*file, check::generate_attention_inputs(*file, g));
+    generate_file(*file, {{{g.B, g.Sq, g.Hq, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}, {{g.B, g.Sk, g.Hkv, g.D}, qkv}},
+                  g, &check::generate_attention_inputs);
+    // Judging puts the first query at Sk - Sq by default (the last query sees every key): with more
+    // queries than keys that is negative and refused then; said now, while the shape is fresh.
+    if (g.Sq > g.Sk)
+      std::cout << "note: Sq " << g.Sq << " > Sk " << g.Sk << ": judge it with --q-offset P (P >= 0) or --mask none;"
+                << " the default offset, Sk - Sq, is negative\n";
     return 0;
   }
   if (a.positional().size() != 2)
