@@ -172,9 +172,9 @@ def series_points(store, glob):
     return out
 
 
-def need_detection():
+def need_detection(script=__file__):
     """The detection's libraries; from the checkout's .venv (scripts/install-deps.sh) when Debian's Python lacks
-    ruptures."""
+    ruptures: `script` (the one running, with this process's arguments) is run again under the venv's Python."""
     try:
         import ruptures  # noqa: F401
         return
@@ -183,7 +183,7 @@ def need_detection():
     venv = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "python3")
     # The venv's python is a link to Debian's: tell them apart by sys.prefix, not by the binary.
     if os.path.exists(venv) and os.path.abspath(sys.prefix) != os.path.dirname(os.path.dirname(venv)):
-        os.execv(venv, [venv, os.path.abspath(__file__)] + sys.argv[1:])
+        os.execv(venv, [venv, os.path.abspath(script)] + sys.argv[1:])
     raise HistoryError("ruptures is not installed (scripts/install-deps.sh installs it into .venv)")
 
 

@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """The project's own performance history: walks the repository's git history and ingests every committed
-result CSV (reports/results/**, reports/baselines/*) at the commit that added or changed it (that commit and its
-date stand for the file's rows), orders the commits by git, then lists the change points and draws the trend
-figures. What the report's "Performance history" section shows.
+result CSV (reports/results/**, the GPU runs' logs included, and reports/baselines/*) at the commit that first
+committed each of its rows (that commit and its date stand for the row), orders the commits by git, then lists
+the change points and draws the trend figures. What the report's "Performance history" section shows.
 
-  reports/history_of_repo.py [--repo DIR] [--db FILE] [--out DIR]
+  reports/history_of_repo.py [--repo DIR] [--db FILE] [--out DIR] [--page FILE]
 
-The database is rebuilt each time (default build/history/project.db); figures go to reports/figures/, the page to
-reports/HISTORY.md (beside this script, whatever --out says). Exit status: 0 done, 2 bad input (one line)."""
+A measurement is one row, wherever it was committed: a run's CSV under logs/ and its copy in the card's folder,
+or a file that grew (a sweep resumed, logs/chunks.csv gathering every run's rows), add each row once, at the
+commit that first had it. CSVs that are not result CSVs (a profiler's export) are passed over. The database is
+rebuilt each time (default build/history/project.db); figures go to --out (default reports/figures/), the page
+to --page (default reports/HISTORY.md). Exit status: 0 done, 2 bad input (one line)."""
+import csv
+import io
 import os
 import subprocess
 import sys
@@ -17,7 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import history  # noqa: E402  (history.py beside this file)
-from yocohistory.store import HistoryError, Store  # noqa: E402
+from yocohistory.store import COLUMNS, HistoryError, Store  # noqa: E402
 from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
@@ -33,6 +38,8 @@ def main(argv=None):
                    metavar="FILE", help="the SQLite history, removed and rebuilt (default: build/history/project.db)")
     p.add_argument("--out", default=os.path.join(HERE, "figures"), metavar="DIR",
                    help="folder for the trend figures (default: reports/figures)")
+    p.add_argument("--page", default=os.path.join(HERE, "HISTORY.md"), metavar="FILE",
+                   help="the page that lists the change points and shows the figures (default: reports/HISTORY.md)")
     a = p.parse_args(argv)
     try:
         return run(a)
@@ -59,45 +66,81 @@ def remove_old_history(db):
             os.remove(db + suffix)
 
 
-def run(a):
+def new_rows(data, seen):
+    """The CSV `data` (bytes) with only the rows not in `seen` (which it extends): None when it is not a result
+    CSV (its header is not the schema's), b"" when every row was seen. Rows are compared as parsed records, so a
+    note with a line break in it is one row; a file the reader refuses is returned whole, to be refused by it."""
     try:
-        log = git(a.repo, "log", "--reverse", "--diff-filter=AM", "--format=@%H %cI", "--name-only", "--",
+        records = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+    except (UnicodeDecodeError, csv.Error):
+        return data
+    if not records or [h.strip() for h in records[0]] != COLUMNS:
+        return None
+    fresh = [r for r in records[1:] if r and tuple(r) not in seen]
+    if not fresh:
+        return b""
+    seen.update(tuple(r) for r in fresh)
+    out = io.StringIO(newline="")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(records[0])
+    w.writerows(fresh)
+    return out.getvalue().encode("utf-8")
+
+
+def ingest_repo(repo, db):
+    """Rebuilds `db` from every result row committed in `repo`'s history, each row at the first commit that had it.
+    Returns the counts (files, rows, refused, other, repeated) and the seconds it took."""
+    try:
+        log = git(repo, "log", "--reverse", "--diff-filter=AM", "--format=@%H %cI", "--name-only", "--",
                   "reports/results", "reports/baselines").decode().splitlines()
     except (OSError, subprocess.CalledProcessError) as exc:
         why = (getattr(exc, "stderr", b"") or b"").decode(errors="replace").strip().splitlines()
-        raise HistoryError("%s: not a git repository (%s)" % (a.repo, why[0] if why else exc))
-    remove_old_history(a.db)
+        raise HistoryError("%s: not a git repository (%s)" % (repo, why[0] if why else exc))
+    remove_old_history(db)
     t0 = time.time()
-    store = Store(a.db, create=True)
-    files = rows = refused = 0
+    store = Store(db, create=True)
+    n = dict(files=0, rows=0, refused=0, other=0, repeated=0)
+    seen = set()
     commit = date = None
     with tempfile.TemporaryDirectory() as tmp:
         for line in log:
             if line.startswith("@"):
                 commit, date = line[1:].split(" ", 1)
                 continue
-            if not line.endswith(".csv") or "/logs/" in line:
+            if not line.endswith(".csv"):
                 continue
             try:
-                data = git(a.repo, "show", "%s:%s" % (commit, line))
+                data = git(repo, "show", "%s:%s" % (commit, line))
             except subprocess.CalledProcessError:
+                continue
+            fresh = new_rows(data, seen)
+            if fresh is None:
+                n["other"] += 1
+                continue
+            if not fresh:
+                n["repeated"] += 1
                 continue
             f = os.path.join(tmp, line.replace("/", "__"))
             with open(f, "wb") as fh:
-                fh.write(data)
+                fh.write(fresh)
             try:
-                rows += store.ingest(f, commit=commit[:12], date=date)
-                files += 1
+                n["rows"] += store.ingest(f, commit=commit[:12], date=date)
+                n["files"] += 1
             except HistoryError as exc:
-                refused += 1
+                n["refused"] += 1
                 sys.stderr.write("history_of_repo: %s at %s: %s (not ingested)\n" % (line, commit[:12], exc))
     shas = store.distinct_shas()
-    store.set_commit_order(history.git_order(a.repo, shas))
+    store.set_commit_order(history.git_order(repo, shas))
     store.close()
-    took = time.time() - t0
-    print("ingested %d file version(s), %d row(s) (%d refused) in %.2f s into %s"
-          % (files, rows, refused, took, a.db))
-    history.need_detection()  # re-runs this script under .venv's Python when Debian's lacks ruptures
+    return n, time.time() - t0
+
+
+def run(a):
+    # First: without ruptures this script runs again under .venv's Python, and what it did before would be redone.
+    history.need_detection(__file__)
+    n, took = ingest_repo(a.repo, a.db)
+    print("ingested %d file version(s), %d row(s) (%d refused; %d with no row not ingested before, %d not result "
+          "CSVs) in %.2f s into %s" % (n["files"], n["rows"], n["refused"], n["repeated"], n["other"], took, a.db))
     from yocohistory.detect import analyse
     from yocohistory.trends import collect, draw, page
     store = Store(a.db, create=False)
@@ -109,13 +152,13 @@ def run(a):
         for c in analyse(pts, metric)["changes"]:
             changes.append((name, c))
     made = draw(collect(series), order, a.out)
-    text = page(made, changes, order, "%d file versions, %d rows, %.1f s to ingest" % (files, rows, took), HERE)
-    out = os.path.join(HERE, "HISTORY.md")
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
+    text = page(made, changes, order, "%d file versions, %d rows, %.1f s to ingest" % (n["files"], n["rows"], took),
+                os.path.dirname(os.path.abspath(a.page)))
+    with open(a.page + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
-    os.replace(out + ".tmp", out)
+    os.replace(a.page + ".tmp", a.page)
     print("%d figure(s), %d change point(s) past the floor; wrote %s"
-          % (len(made), sum(1 for _n, c in changes if "below the floor" not in c[6]), out))
+          % (len(made), sum(1 for _n, c in changes if "below the floor" not in c[6]), a.page))
     return 0
 
 

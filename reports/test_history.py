@@ -385,6 +385,61 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(slurp(precious), before)
         os.rmdir(notgit)
 
+    def test_history_of_repo_ingests_each_committed_row_once_at_its_first_commit(self):
+        """A run's CSV under logs/ and its copy in the card's folder, a file that grows (logs/chunks.csv gathers
+        every run's rows), a profiler's CSV beside them: each measurement is one row of the history, at the
+        commit that first had it; the profiler's file is passed over."""
+        sys.path.insert(0, HERE)
+        import history_of_repo
+        repo = os.path.join(self.dir, "repo")
+        card = os.path.join(repo, "reports", "results", "card")
+        os.makedirs(os.path.join(card, "logs", "run-01"))
+        git = lambda *a: subprocess.run(["git", "-C", repo] + list(a), capture_output=True, text=True,  # noqa: E731
+                                        check=True).stdout.strip()
+        git("init", "-q")
+        git("config", "user.email", "t@t")
+        git("config", "user.name", "t")
+        a, b = row(model="a", value="1"), row(model="b", value="2")
+        c, d = row(model="c", value="3"), row(model="d", value="4", notes="two\nlines, \"quoted\"")
+        write_csv(os.path.join(card, "logs", "run-01", "kernels.csv"), [a, b])
+        with open(os.path.join(card, "logs", "run-01", "x.ncu-raw.csv"), "w") as f:
+            f.write("ID,Kernel Name,Metric\n1,k,3\n")
+        git("add", "-A")
+        git("commit", "-q", "-m", "one")
+        first = git("rev-parse", "HEAD")[:12]
+        write_csv(os.path.join(card, "kernels.csv"), [a, b])  # the card's copy of run-01's file
+        write_csv(os.path.join(card, "logs", "chunks.csv"), [c])
+        git("add", "-A")
+        git("commit", "-q", "-m", "two")
+        second = git("rev-parse", "HEAD")[:12]
+        write_csv(os.path.join(card, "logs", "chunks.csv"), [c, d])  # grown by the next run's rows
+        git("add", "-A")
+        git("commit", "-q", "-m", "three")
+        third = git("rev-parse", "HEAD")[:12]
+        n, _took = history_of_repo.ingest_repo(repo, self.db)
+        self.assertEqual((n["files"], n["rows"], n["refused"], n["other"], n["repeated"]), (3, 4, 0, 1, 1))
+        store = Store(self.db, create=False)
+        got = {r["model"]: r for r in store.rows()}
+        store.close()
+        self.assertEqual(sorted(got), ["a", "b", "c", "d"])
+        self.assertEqual([got[m]["git_sha"] for m in "abcd"], [first, first, second, third])
+        self.assertEqual(got["d"]["notes"], d["notes"])
+        self.assertEqual(got["d"]["value"], 4.0)
+        # The whole script, from a Python with or without ruptures (without it, it runs itself again under
+        # .venv's: it ran history.py in its place, which refused these arguments): the page where --page says.
+        venv = os.path.join(os.path.dirname(HERE), ".venv", "bin", "python3")
+        if not os.path.exists(venv):
+            self.skipTest("no .venv (scripts/install-deps.sh makes it): the detection cannot run")
+        page = os.path.join(self.dir, "page", "H.md")
+        os.makedirs(os.path.dirname(page))
+        p = subprocess.run(["/usr/bin/python3", os.path.join(HERE, "history_of_repo.py"), "--repo", repo, "--db",
+                            self.db, "--out", os.path.join(self.dir, "fig"), "--page", page],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count("ingested 3 file version(s), 4 row(s)"), 1, p.stdout)
+        with open(page) as f:
+            self.assertIn("# Performance history", f.read())
+
     def test_export_follows_gits_order_and_filters_series(self):
         repo = os.path.dirname(HERE)
         shas = subprocess.run(["git", "-C", repo, "log", "--format=%h", "-3"], capture_output=True,
