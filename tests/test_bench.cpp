@@ -226,6 +226,35 @@ TEST_F(Bench, InterruptedSweepKeepsItsPointsAndResumeFinishesIt) {
   }
 }
 
+// timeout(1) signals the process and then its group, and a user may press
+// Ctrl-C twice: the handler was installed with SA_RESETHAND, so a second stop
+// signal arriving as the first was delivered killed the process at once,
+// without the "interrupted" message (about one run in four), and a SIGTERM
+// after a SIGINT printed a second message and exited 143. The signals back to
+// back, a few times: each run says it once, by the first signal, exit 130.
+TEST_F(Bench, StopSignalsBackToBackSayWhatWasKeptOnce) {
+  using yoco_test::shell_quote;
+  const std::string sweep = "bench --model transformer-tiny,yoco-tiny --lengths 256,1K,2K,4K --gen 64 "
+                            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv";
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    SCOPED_TRACE("attempt " + std::to_string(attempt));
+    const std::string out = path("burst-" + std::to_string(attempt) + ".csv");
+    const std::string err = path("burst.err"), rc = path("burst.rc");
+    const std::string script = shell_quote(YOCO_CLI_PATH) + " " + sweep + " --out " + shell_quote(out) +
+                               " >/dev/null 2>" + shell_quote(err) + " & p=$!; while [ ! -s " + shell_quote(out) +
+                               " ]; do sleep 0.01; done; kill -INT $p; kill -INT $p; kill -TERM $p; "
+                               "{ wait $p; } 2>/dev/null; echo $? >" + shell_quote(rc);
+    ASSERT_EQ(std::system(("bash -c " + shell_quote(script)).c_str()), 0);
+    const std::string e = yoco_test::slurp(err);
+    EXPECT_EQ(std::stoi(yoco_test::slurp(rc)), 130) << e;
+    const size_t at = e.find("interrupted (SIGINT)");
+    EXPECT_NE(at, std::string::npos) << e;
+    EXPECT_EQ(e.find("interrupted (", at == std::string::npos ? 0 : at + 1), std::string::npos) << e;
+    EXPECT_NE(e.find("of 8 points kept in " + out), std::string::npos) << e;
+    EXPECT_GT(yoco::cli::read_results_csv(out).size(), 2u);
+  }
+}
+
 TEST_F(Bench, ResumeRefusesAnotherConfigurationAndSaysWhatItNeeds) {
   using yoco_test::expect_input_error;
   const std::string out = path("r.csv");

@@ -37,8 +37,17 @@ void put_int(char*& p, const char* end, long v) {
 }
 
 // Async-signal-safe: formats into a stack buffer, write(2), then the default
-// action (SA_RESETHAND) ends the process by the same signal once this returns.
+// action ends the process by the same signal once this returns. Not
+// SA_RESETHAND: that resets the action as the kernel delivers the signal, so a
+// second SIGINT or SIGTERM arriving before the handler runs (timeout(1) signals
+// the process and then its group; a user presses Ctrl-C twice) would kill the
+// process at once, without the message. Here both stay blocked (sa_mask) until
+// the message is written and the default action is back.
+volatile sig_atomic_t g_stopping = 0;
+
 extern "C" void on_stop_signal(int sig) {
+  if (g_stopping) return;  // another thread is saying it; it ends the process
+  g_stopping = 1;
   char buf[4096 + 256];
   char* p = buf;
   const char* end = buf + sizeof(buf);
@@ -53,6 +62,14 @@ extern "C" void on_stop_signal(int sig) {
   put(p, end, "; run the same command with --resume to continue\n");
   ssize_t ignored = ::write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
   (void)ignored;
+  // The other stop signal, if pending too, is dropped: the exit status is that
+  // of the signal the message names (130 / 143).
+  struct sigaction act {};
+  sigemptyset(&act.sa_mask);
+  act.sa_handler = SIG_IGN;
+  ::sigaction(sig == SIGINT ? SIGTERM : SIGINT, &act, nullptr);
+  act.sa_handler = SIG_DFL;
+  ::sigaction(sig, &act, nullptr);
   ::raise(sig);  // blocked until the handler returns, then the default action
 }
 
@@ -89,13 +106,16 @@ SweepFile::SweepFile(std::optional<std::string> out, bool resume, int total_poin
   // Under mpirun rank 0 writes the file and alone says what an interrupt kept.
   if (!out_ || !primary_process()) return;
   g_points_kept = 0;
+  g_stopping = 0;
   g_total_points = total_points;
   std::strncpy(g_file, out_->c_str(), sizeof(g_file) - 1);
   g_file[sizeof(g_file) - 1] = '\0';
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sa.sa_flags = 0;
   sigaction(SIGINT, &sa, &g_old_int);
   sigaction(SIGTERM, &sa, &g_old_term);
   handlers_ = true;
