@@ -245,6 +245,21 @@ TEST(SweepProtocol, MeasuresEveryPhaseThroughTheBackend) {
   EXPECT_EQ(dev.log.decode_steps, 32 + 32);
 }
 
+// Every row of a run carries the time it started (reports/SCHEMA.md), the analytic rows too, although
+// they are made after the ceilings are measured.
+TEST(SweepProtocol, EveryRowCarriesTheRunsStartTime) {
+  struct StartedLongAgo : FakeBackend {
+    Provenance provenance() const override {
+      Provenance p = FakeBackend::provenance();
+      p.timestamp = "2000-01-01T00:00:00Z";
+      return p;
+    }
+  } dev;
+  const auto rows = sweep(settings(), dev);
+  ASSERT_GT(analytic_rows_of(rows, 1024), 0);
+  for (const auto& r : rows) EXPECT_EQ(r.prov.timestamp, "2000-01-01T00:00:00Z") << r.prov.device << " " << r.phase;
+}
+
 TEST(SweepProtocol, GenerationWithinTheSampleIsTimedInFull) {
   FakeBackend dev;
   SweepSettings s = settings();

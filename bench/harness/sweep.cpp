@@ -221,7 +221,10 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
   an.device = ceil.roofline;
   an.prefill_chunk = s.prefill_chunk;
   an.gen = s.gen;
-  const Provenance an_prov = Provenance::here("analytic", an.device.name, "");
+  // The run's own start time, not the time the ceilings were done: every row of a run carries one
+  // timestamp (reports/SCHEMA.md).
+  Provenance an_prov = Provenance::here("analytic", an.device.name, "");
+  an_prov.timestamp = here.timestamp;
 
   const double usable = dev.usable_memory_bytes();
   std::vector<ModelConfig> configs;
