@@ -920,6 +920,42 @@ TEST_F(Cli, CalibrateNeverWritesANonFiniteCalibration) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A measured row of a preset with batch 0 (only a pair's ratio rows carry 0)
+// reached the cost model: exit 2 with "prefill_work: prompt, chunk, batch and
+// tile rows must be >= 1" (or decode_work's), naming neither the file nor the
+// row. Now the sweep and the row are named, by the fit and by the check.
+TEST_F(Cli, CalibrateNamesTheSweepsRowWithBatchZero) {
+  const std::string sweep =
+      (fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results/nvidia-h100/sweep.csv").string();
+  ASSERT_EQ(yoco("calibrate " + sweep + " --out " + path("cal.csv")).status, 0);
+  const std::string text = slurp(sweep);
+  for (const std::string metric : {"prefill_latency_s", "throughput_tokens_per_s"}) {
+    SCOPED_TRACE(metric);
+    // The first GPU row of the metric: git_sha,...,device(3),...,model,seq_len,batch(8),...
+    std::string bad_text;
+    bool done = false;
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+      std::vector<std::string> f;
+      std::istringstream fields(line);
+      for (std::string x; f.size() < 12 && std::getline(fields, x, ',');) f.push_back(x);
+      if (!done && f.size() == 12 && f[3] == "cuda" && f[11] == metric) {
+        size_t at = 0;
+        for (int i = 0; i < 8; ++i) at = line.find(',', at) + 1;
+        line.replace(at, line.find(',', at) - at, "0");
+        done = true;
+      }
+      bad_text += line + "\n";
+    }
+    ASSERT_TRUE(done);
+    const std::string bad = path("batch0.csv");
+    spit(bad, bad_text);
+    expect_one_line_error(yoco("calibrate " + bad), {bad, metric, "batch 0", "'batch'"}, "fit, batch 0");
+    expect_one_line_error(yoco("calibrate " + bad + " --calibration " + path("cal.csv")),
+                          {bad, metric, "batch 0", "'batch'"}, "check, batch 0");
+  }
+}
+
 // --generate with a shape no file can hold: said at once, naming --shape,
 // with nothing written. Before, 1M,1M,1M,1M wrote gigabytes until the disk
 // filled (the element count overflowed int64), and the attention shape below

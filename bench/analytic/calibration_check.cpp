@@ -55,7 +55,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
 }
 
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c,
-                                                const DeviceSpec& ceil) {
+                                                const DeviceSpec& ceil, const std::string& source) {
   std::vector<CalibrationCheck> out;
   const Storage st;
   for (const auto& r : rows) {
@@ -68,6 +68,8 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     // nothing (RunnerLayout, the default chunk).
     const RunnerLayout layout = runner_layout_of_notes(r.notes);
     const int64_t chunk = prefill_chunk_of_notes(r.notes);
+    const bool measured = r.method == "measured" || r.method == "sampled" || r.method == "exact";
+    if (measured) require_point_batch(r, source);
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
       k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout).total_s;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {

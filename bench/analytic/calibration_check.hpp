@@ -39,9 +39,10 @@ CheckCeilings check_ceilings(const std::vector<ResultRow>& rows, const Calibrati
 
 // Every measured point of `rows` (their models' presets, batch and gen as the
 // rows have them) predicted by `c` on `ceil`; without it, on the "auto"
-// ceilings above.
+// ceilings above. InputError naming `source` (the rows' file) for a point
+// with batch 0.
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c,
-                                                const DeviceSpec& ceil);
+                                                const DeviceSpec& ceil, const std::string& source = "the rows");
 std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& rows, const Calibration& c);
 
 

@@ -66,6 +66,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     if (!r.value || r.phase == "ceiling") continue;
     if (r.method != "measured" && r.method != "sampled" && r.method != "exact") continue;
     if (!preset_of(r.model)) continue;
+    require_point_batch(r, source);
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
     if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
       layouts[{r.model, r.seq_len, r.batch}] = runner_layout_of_notes(r.notes);

@@ -119,6 +119,13 @@ std::optional<ModelConfig> preset_of(const std::string& model) {
   }
 }
 
+void require_point_batch(const ResultRow& r, const std::string& source) {
+  if (r.batch >= 1) return;
+  throw InputError(source + ": the " + r.phase + " " + r.metric + " row of " + r.model + " at seq_len " +
+                   std::to_string(r.seq_len) + " has batch " + std::to_string(r.batch) +
+                   " (column 'batch': a measured point has at least 1 sequence)");
+}
+
 RunCeilings run_ceilings(const std::vector<ResultRow>& rows) {
   RunCeilings rc;
   for (const auto& r : rows) {

@@ -39,6 +39,10 @@ cuda::RunnerLaunches launches_of(const ModelConfig& cfg, int64_t batch, int64_t 
                                  int64_t ffn_fused_from_rows = 0);
 // The preset of a row's model; nullopt for pairs ("a vs b"), "-" and files.
 std::optional<ModelConfig> preset_of(const std::string& model);
+// A measured row of a preset model is a point the fit and the check compute at:
+// InputError naming `source` and the row when its batch is 0 (only the
+// ratio rows of a pair carry batch 0; the cost model needs >= 1 sequence).
+void require_point_batch(const ResultRow& r, const std::string& source);
 
 // A run's measured ceilings (phase ceiling: the GEMM rate and the copy bandwidth of the same run)
 // and the card and commit they name; the last of each where a file holds several.

@@ -84,7 +84,7 @@ int cmd_calibrate(const Args& args) {
   // The check before --out is written: a bad --ceilings, or a sweep the check
   // cannot use, exits 2 without leaving a calibration behind.
   const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
-  const auto checks = cost::check_calibration(rows, cal, on.ceil);
+  const auto checks = cost::check_calibration(rows, cal, on.ceil, sweep);
   const Provenance prov = Provenance::here("calibration", "calibrated on " + cal.device_name, "");
   const std::vector<ResultRow> cal_rows = cost::calibration_rows(cal, prov);
   require_finite(cal_rows, cal.source);
