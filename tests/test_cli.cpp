@@ -920,6 +920,24 @@ TEST_F(Cli, CalibrateNeverWritesANonFiniteCalibration) {
   EXPECT_FALSE(fs::exists(out));
 }
 
+// A length's bound was checked on the number before its suffix and said so:
+// "demo --prompt-len 2M" gave "must be <= 1, got 2" (the cap is 1M), and a
+// bad suffix was quoted without it ("1KK" as '1K'). Now the length is quoted
+// as given and the bound as a length.
+TEST_F(Cli, ALengthsBoundIsSaidAsALength) {
+  expect_one_line_error(yoco("demo --prompt-len 2M"), {"--prompt-len", "must be <= 1M (1048576), got 2M"}, "2M");
+  expect_one_line_error(yoco("demo --prompt-len 2000K"), {"--prompt-len", "must be <= 1M (1048576), got 2000K"},
+                        "2000K");
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths 2000000M"),
+                        {"--lengths", "must be <= 1048576M (1099511627776), got 2000000M"}, "2000000M");
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths 99999999999999999999"),
+                        {"--lengths", "must be <= 1048576M", "got 99999999999999999999"}, "past int64");
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths 1KK"), {"--lengths", "'1KK'"}, "1KK");
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths 1.5K"), {"--lengths", "'1.5K'"}, "1.5K");
+  expect_one_line_error(yoco("model --model yoco-tiny --lengths -1K"), {"--lengths", "must be >= 1, got -1K"}, "-1K");
+  EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1048576M --gen 1 --format csv").status, 0);
+}
+
 // A measured row of a preset with batch 0 (only a pair's ratio rows carry 0)
 // reached the cost model: exit 2 with "prefill_work: prompt, chunk, batch and
 // tile rows must be >= 1" (or decode_work's), naming neither the file nor the

@@ -1,5 +1,8 @@
 #include "lists.hpp"
 
+#include <algorithm>
+
+
 #include "args.hpp"
 #include "errors.hpp"
 
@@ -22,12 +25,30 @@ std::vector<std::string> split_list(const std::string& option, const std::string
 }
 
 int64_t parse_length(const std::string& option, std::string text, int64_t max) {
+  // Messages quote the length as given and the bound as a length: the number
+  // without its suffix against max / scale read "--prompt-len 2M: must be <= 1,
+  // got 2" and "--lengths 1KK: expected an integer, got '1K'".
+  const std::string given = text;
   int64_t scale = 1;
   const char last = text.empty() ? '\0' : text.back();
   if (last == 'K' || last == 'k') scale = 1024;
   else if (last == 'M' || last == 'm') scale = 1024 * 1024;
   if (scale != 1) text.pop_back();
-  return parse_int(option, text, 1, max / scale) * scale;
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError(option + ": expected a length (an integer, K = 1024, M = 1048576), got '" + given + "'");
+  // Past 18 significant digits is past every bound (and int64): no parse needed to say so.
+  const size_t lead = std::min(digits.find_first_not_of('0'), digits.size());
+  const bool huge = digits.size() - lead > 18;
+  const int64_t v = huge ? 0 : std::stoll(digits);
+  if (negative || (!huge && v < 1)) throw InputError(option + ": must be >= 1, got " + given);
+  if (huge || v > max / scale) {
+    const std::string bound = length_label(max);
+    throw InputError(option + ": must be <= " + bound + (bound == std::to_string(max) ? "" : " (" + std::to_string(max) + ")") +
+                     ", got " + given);
+  }
+  return v * scale;
 }
 
 std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text) {
