@@ -362,5 +362,17 @@ TEST_F(ModelCli, RatesTooSmallToDivideByAreRefused) {
   EXPECT_EQ(yoco("model --model yoco-3b --lengths 1M --calibration " + cal + " --what-if gemm=1e-9").status, 0);
 }
 
+// "gemm.=0.5" (a bound left out after the dot) was read as "gemm=0.5", both bounds.
+TEST_F(ModelCli, AWhatIfWithAnEmptyBoundIsRefused) {
+  const std::string cal =
+      (std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/model/calibration-nvidia-h100.csv")
+          .string();
+  const std::string m = "model --model yoco-3b --lengths 1M --calibration " + cal + " --what-if ";
+  for (const std::string bad : {"gemm.=0.5", "gemm.=ceiling", ".=0.5", "gemm.compute.=0.5"})
+    yoco_test::expect_input_error(yoco(m + bad), {"--what-if", bad}, bad);
+  for (const std::string good : {"gemm=0.5", "gemm.compute=0.5", "attention.memory=ceiling"})
+    EXPECT_EQ(yoco(m + good).status, 0) << good;
+}
+
 }  // namespace
 }  // namespace yoco

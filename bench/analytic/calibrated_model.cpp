@@ -137,7 +137,7 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
   int f = -1;
   for (int k = 0; k < kFamilies; ++k)
     if (fam == family_name(static_cast<Family>(k))) f = k;
-  const bool any_bound = bound.empty();
+  const bool any_bound = dot == std::string::npos;  // "gemm." names no bound: refused, not read as "gemm"
   if (f < 0 || (!any_bound && bound != "compute" && bound != "memory") || rhs.empty())
     throw InputError("--what-if: expected FAMILY[.BOUND]=ceiling|X (families gemm, attention, gret, norms; bounds "
                      "compute, memory; X an efficiency in [1e-9, 1]), got '" + spec + "'");
