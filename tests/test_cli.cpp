@@ -460,6 +460,30 @@ const char* kTinyYocoJson = R"({"dim": 64, "n_layers": 4, "hidden_dim": 192, "n_
   "n_attn_heads": 4, "n_attn_kv_heads": 2, "vocab_size": 512, "rope_theta": 10000.0, "norm_eps": 1e-5,
   "sliding_window": null, "max_seq_len": 4096})";
 
+// JSON strings are UTF-8; a file name or a --device-name need not be. Such a
+// name in --format json rows made nlohmann throw type_error 316: "internal
+// error", exit 1, after the whole run. Now the bytes are written as U+FFFD.
+TEST_F(Cli, JsonOutputTakesNamesThatAreNotUtf8) {
+  const std::string cfg = path("\xff.json");
+  spit(cfg, kTinyYocoJson);
+  const std::string replaced = "\xef\xbf\xbd";  // U+FFFD
+  for (const std::string& cmd :
+       {"model --model " + shell_quote(cfg) + " --lengths 1K --format json",
+        "bench --model " + shell_quote(cfg) + " --lengths 128 --metrics memory --repeats 1 --warmup 0 --format json",
+        "bench --model yoco-tiny --lengths 128 --metrics memory --repeats 1 --warmup 0 --format json --device-name " +
+            shell_quote("lab\xfe")}) {
+    const CliRun r = yoco(cmd);
+    EXPECT_EQ(r.status, 0) << cmd << "\n" << r.err;
+    EXPECT_NE(r.out.find(replaced), std::string::npos) << cmd;
+  }
+  const std::string in = path("\xfein.safetensors");
+  ASSERT_EQ(yoco("check gret --generate " + shell_quote(in) + " --shape 1,8,2,16").status, 0);
+  const CliRun c = yoco("check gret " + shell_quote(in) + " " + shell_quote(in) + " --o q --format json");
+  EXPECT_EQ(c.err.find("internal error"), std::string::npos) << c.err;
+  EXPECT_NE(c.out.find("\"inputs\""), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find(replaced), std::string::npos) << c.out;
+}
+
 TEST_F(Cli, ConfigFiles) {
   const std::string out = " --tokens 1,2,3 --dtype f64 --all-positions --out " + path("cfg.npy");
   auto write = [&](const std::string& name, const std::string& text) {

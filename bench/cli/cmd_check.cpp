@@ -259,7 +259,8 @@ int print_report(const check::CheckReport& rep, const check::TensorFile& inputs,
                               {"first_bad_at", v.first_bad_where}, {"tolerance", v.tolerance},
                               {"tolerance_from", v.tolerance_from}, {"within_tolerance", v.pass}});
     j["pass"] = rep.pass();
-    std::cout << j.dump(2) << "\n";
+    // INPUTS and OUTPUTS are file names, which need not be UTF-8 (JSON's): such bytes become U+FFFD.
+    std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   } else if (format == "csv") {
     const Provenance prov = Provenance::here("cpu", "yoco check (fp64 reference)", "-");
     std::vector<ResultRow> rows;

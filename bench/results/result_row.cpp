@@ -196,7 +196,10 @@ void write_results_json(std::ostream& os, const std::vector<ResultRow>& rows) {
     o["notes"] = r.notes;
     arr.push_back(std::move(o));
   }
-  os << arr.dump(1) << "\n";
+  // A file name (a --model config, a check's input) or a --device-name need not
+  // be UTF-8, which JSON strings must be: such bytes become U+FFFD rather than
+  // nlohmann's type_error 316 (exit 1 after the whole run).
+  os << arr.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 void save_results_csv(const std::string& path, const std::vector<ResultRow>& rows) {
