@@ -76,7 +76,7 @@ CommandSpec gret_spec() {
       "Verdict, per output tensor: the RMS error ratio RMS(out - ref) / RMS(ref), the largest absolute error\n"
       "and where, the count of non-finite values, and for o the first token whose error (RMS over heads and\n"
       "columns, against the whole output's reference RMS) passes the tolerance: an offset that wraps shows\n"
-      "where it starts. Tolerance (reports/SCHEMA.md's rule for our kernels, DESIGN.md 6): 2x the error of a\n"
+      "where it starts. Tolerance (DESIGN.md 6, the rule for our own kernels): 2x the error of a\n"
       "computation that rounds the same tensors: for bf16/f16 outputs a bf16 tensor-core chunkwise\n"
       "computation (fp32 accumulators and state, bf16 operands and output), for f32/f64 outputs an fp32\n"
       "chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output says which was used.\n"
