@@ -16,6 +16,7 @@
 #include "cuda_backend.hpp"
 #include "errors.hpp"
 #include "format.hpp"
+#include "host_memory.hpp"
 #include "sweep.hpp"
 
 namespace yoco::cli {
@@ -1050,6 +1051,28 @@ TEST(SweepProtocol, ALostDeviceStopsTheSweepKeepingItsRows) {
   }
   EXPECT_EQ(done, std::vector<int>{1}) << "stopped after the first point";
   EXPECT_EQ(row(last, "prefill", "prefill_latency_s").method, "failed");
+}
+
+// The CPU reference's gRet temporaries in the memory guard: the parallel
+// paradigm's n x n, a chunk's chunkwise, none in the recurrence. They were
+// charged n x n whatever the paradigm, so that `forward --paradigm recurrent`
+// over 60K tokens of yoco-tiny was refused as needing 29.6 GB, and every
+// chunkwise prefill of --prefill-chunk 32768 carried 8.6 GB it does not use.
+TEST(HostMemory, GretTemporariesAreThoseOfTheParadigm) {
+  const ModelConfig y = preset_config("yoco-tiny"), t = preset_config("transformer-tiny");
+  const double n = 200000, chunk = static_cast<double>(y.gret_chunk_size);
+  const double parallel = yoco::cli::forward_bytes_estimate(y, 4, 1, n);
+  const double chunkwise = yoco::cli::forward_bytes_estimate(y, 4, 1, n, chunk);
+  const double recurrent = yoco::cli::forward_bytes_estimate(y, 4, 1, n, 0);
+  EXPECT_DOUBLE_EQ(parallel - recurrent, 2 * n * n * 4);
+  EXPECT_DOUBLE_EQ(chunkwise - recurrent, 2 * chunk * chunk * 4);
+  EXPECT_LT(recurrent, 5e9);  // the logits and activations of 200K rows, not 320 GB
+  EXPECT_EQ(yoco::cli::forward_bytes_estimate(y, 4, 1, n, -1), parallel);
+  EXPECT_EQ(yoco::cli::forward_bytes_estimate(y, 4, 1, 100, 1e9), yoco::cli::forward_bytes_estimate(y, 4, 1, 100));
+  // No gRet, nothing to choose.
+  EXPECT_EQ(yoco::cli::forward_bytes_estimate(t, 4, 1, n, 0), yoco::cli::forward_bytes_estimate(t, 4, 1, n));
+  // A generation's prefill runs chunkwise: a 32K prompt in one step of 32768 holds a gRet chunk, not 32K x 32K.
+  EXPECT_LT(yoco::cli::generation_bytes_estimate(y, 4, 1, 32768, 64, 32768, false), 1e9);
 }
 
 }  // namespace

@@ -77,15 +77,20 @@ int cmd_forward(const Args& args) {
   const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
   const int64_t n = static_cast<int64_t>(ids.size());
   check_prompt_splits(m.cfg, n, a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file"));
-  const double logits_host = static_cast<double>(n) * static_cast<double>(m.cfg.vocab_size) * (4 + 8);
-  require_host_memory(m.cuda ? logits_host  // the GPU's logits on the host, as float and as double
-                             : forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n)),
-                      "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
-  if (primary_process()) check_output_path(out);  // an unwritable --out is said before the work
-  const auto runner = create_model_runner(m);
   // The GPU has one gRet form, its chunk kernel: chunkwise (parallel names the same function).
   const GretParadigm run_paradigm =
       m.cuda || sharded ? (gret ? GretParadigm::chunkwise : GretParadigm::parallel) : paradigm;
+  const double logits_host = static_cast<double>(n) * static_cast<double>(m.cfg.vocab_size) * (4 + 8);
+  // gRet's square temporaries as the paradigm has them: n x n in parallel, a chunk's chunkwise, none recurrent.
+  const double gret_block = run_paradigm == GretParadigm::parallel    ? static_cast<double>(n)
+                            : run_paradigm == GretParadigm::chunkwise ? static_cast<double>(m.cfg.gret_chunk_size)
+                                                                      : 0.0;
+  require_host_memory(m.cuda ? logits_host  // the GPU's logits on the host, as float and as double
+                             : forward_bytes_estimate(m.cfg, precision_bytes(m.precision), 1, static_cast<double>(n),
+                                                      gret_block),
+                      "a forward over " + std::to_string(n) + " tokens of " + m.cfg.name);
+  if (primary_process()) check_output_path(out);  // an unwritable --out is said before the work
+  const auto runner = create_model_runner(m);
   const Mat<double> logits =
       device_memory_errors_as_input(m, [&] { return runner->forward(TokenBatch::single(ids), run_paradigm); });
 

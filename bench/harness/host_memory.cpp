@@ -47,14 +47,17 @@ double weights_elements_estimate(const ModelConfig& c) {
   return 2 * v * dm + d(c.n_layers) * layer + dm;
 }
 
-double forward_bytes_estimate(const ModelConfig& c, int elem, double batch, double n) {
+double forward_bytes_estimate(const ModelConfig& c, int elem, double batch, double n, double gret_block) {
   const double rows = batch * n;
   const double widths = 12 * d(c.dim) + 3 * d(c.hidden_dim) + 2 * q_width(c) + 2 * kv_width(c);
   double bytes = rows * (d(c.vocab_size) + widths) * elem;
   bytes += rows * d(c.vocab_size) * 8;  // logits handed back as double
   bytes += rows * 8 * 2;                // token ids
   bytes += 128 * n * elem * 2;          // attention score blocks
-  if (c.is_yoco() && c.self_decoder() == SelfDecoderKind::gret) bytes += 2 * n * n * elem;  // parallel decay matrix
+  // The parallel paradigm's decay and score matrices, n x n; chunkwise's of a chunk; none in the recurrence.
+  // (Charged n x n whatever the paradigm, a recurrent forward over 200K tokens "needed 323 GB".)
+  const double side = gret_block < 0 ? n : std::min(gret_block, n);
+  if (c.is_yoco() && c.self_decoder() == SelfDecoderKind::gret) bytes += 2 * side * side * elem;
   return bytes;
 }
 
@@ -72,7 +75,8 @@ double generation_bytes_estimate(const ModelConfig& c, int elem, double batch, d
     caches *= d(c.n_layers);
   }
   const double chunk = std::min(prefill_chunk, prompt);
-  double bytes = caches + forward_bytes_estimate(c, elem, batch, chunk) + 128 * cap * elem * 2;
+  // The prefill runs gRet chunkwise, in the config's chunks.
+  double bytes = caches + forward_bytes_estimate(c, elem, batch, chunk, d(c.gret_chunk_size)) + 128 * cap * elem * 2;
   bytes += (gen + 1) * batch * d(c.vocab_size) * 8;  // logits kept for the check
   bytes += batch * cap * 8;                          // token ids
   if (check) bytes += forward_bytes_estimate(c, elem, batch, cap);

@@ -22,8 +22,10 @@ void require_host_memory(double bytes, const std::string& what);
 double weights_elements_estimate(const ModelConfig& cfg);
 
 // Temporaries of a full forward over `batch` sequences of `n` tokens (logits
-// of every position included), elements of `elem` bytes.
-double forward_bytes_estimate(const ModelConfig& cfg, int elem, double batch, double n);
+// of every position included), elements of `elem` bytes. `gret_block`: the
+// side of a YOCO gRet mixer's square temporaries, n for the parallel paradigm
+// (the default, < 0), the chunk for chunkwise, 0 for recurrent.
+double forward_bytes_estimate(const ModelConfig& cfg, int elem, double batch, double n, double gret_block = -1);
 
 // Caches sized for prompt + gen, the prefill's temporaries and the kept logits;
 // with `check`, the full forward over prompt + gen as well.
