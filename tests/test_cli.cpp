@@ -727,6 +727,43 @@ TEST_F(Cli, RatiosPairPointsFromTwoFiles) {
   expect_one_line_error(yoco("ratios"), {"missing argument FILE.csv"}, "no file");
 }
 
+// A roofline on a run's measured ceilings is that run's: two runs' rooflines on ceilings that differ
+// (the CPU's GEMM rate 0.068 in one run, 0.106 in the next) made a ratio that is neither's. The later
+// file's analytic rows are kept but not paired, and that is said; its measured rows still pair.
+TEST_F(Cli, RatiosDoNotPairRooflinesOfTwoSetsOfCeilings) {
+  const std::string header =
+      "git_sha,timestamp,host,device,device_name,driver,model,seq_len,batch,gen_tokens,phase,metric,value,unit,"
+      "method,repeats,min,max,notes\n";
+  auto file = [&](const std::string& name, const std::string& model, double gemm, double analytic, double measured) {
+    const std::string f = path(name);
+    const std::string run = "abc,2026-11-28T00:00:00Z,h,cpu,";
+    spit(f, header + run + "X,,-,0,1,0,ceiling,gemm_peak_tflops," + std::to_string(gemm) + ",TFLOP/s,measured,3,,,\n" + run +
+                "X,,-,0,1,0,ceiling,copy_bw_gbs,100,GB/s,measured,3,,,\n" + run + "roofline of X (measured ceilings),," +
+                model + ",1024,1,0,prefill,prefill_latency_s," + std::to_string(analytic) + ",s,analytic,0,,,\n" + run + "X,," +
+                model + ",1024,1,0,prefill,prefill_latency_s," + std::to_string(measured) + ",s,measured,3,,,\n");
+    return f;
+  };
+  const std::string y = file("y.csv", "yoco-tiny", 1.0, 0.5, 0.6);
+  const std::string t_other = file("t_other.csv", "transformer-tiny", 1.5, 1.0, 1.5);
+  const std::string t_same = file("t_same.csv", "transformer-tiny", 1.005, 1.0, 1.5);
+  const CliRun other = yoco("ratios " + y + " " + t_other + " --format csv");
+  ASSERT_EQ(other.status, 0) << other.all();
+  EXPECT_NE(other.err.find(t_other + "'s analytic rows are not paired"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("gemm_peak_tflops"), std::string::npos) << other.err;
+  EXPECT_NE(other.out.find(",X,,yoco-tiny vs transformer-tiny,1024,1,0,prefill,prefill_speedup,2.5,"),
+            std::string::npos) << other.out;
+  EXPECT_EQ(other.out.find("roofline of X (measured ceilings),,yoco-tiny vs"), std::string::npos) << other.out;
+  EXPECT_NE(other.out.find("roofline of X (measured ceilings),,transformer-tiny,"), std::string::npos)
+      << "the unpaired rows are kept";
+  // Ceilings within 1% of each other: one roofline, paired.
+  const CliRun same = yoco("ratios " + y + " " + t_same + " --format csv");
+  ASSERT_EQ(same.status, 0) << same.all();
+  EXPECT_EQ(same.err.find("not paired"), std::string::npos) << same.err;
+  EXPECT_NE(same.out.find("roofline of X (measured ceilings),,yoco-tiny vs transformer-tiny,1024,1,0,prefill,"
+                          "prefill_speedup,2,"),
+            std::string::npos) << same.out;
+}
+
 // ratios Y T --out Y merged T into Y: the measured file replaced by the merge, as the other commands
 // refuse. Either input, by any path, is refused and left as it was.
 TEST_F(Cli, RatiosRefuseAnOutputOverAnInput) {

@@ -3,6 +3,7 @@
 // on its own) is measured in a call of its own, and this pairs it with its YOCO twin by the one
 // rule the sweep uses (bench/analytic/analytic_rows.hpp: ratio_rows).
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <set>
@@ -44,7 +45,10 @@ CommandSpec ratios_spec() {
       "the YOCO row's provenance, and min/max from the two rows' ranges where both have them. Rows whose\n"
       "model is not a preset (a ratio row, a kernel benchmark's phase) are kept and not paired; a ratio\n"
       "already in the input is kept, not computed again. A row of no preset whose key an earlier file\n"
-      "has (each run's own ceilings) is left out, and the count said on stderr.\n"
+      "has (each run's own ceilings) is left out, and the count said on stderr. A roofline on a run's\n"
+      "measured ceilings is that run's: the analytic rows of a file whose ceilings differ from the first\n"
+      "file's by more than 1% are kept but not paired (a ratio of two rooflines on two sets of ceilings\n"
+      "is neither's), and said on stderr.\n"
       "\n"
       "Exit status: 0 rows written; 2 bad input: an unreadable or malformed CSV (the message names the file\n"
       "and line), one model's point in two files (both named), --out naming an input file, or no point where a\n"
@@ -75,8 +79,30 @@ int cmd_ratios(const Args& args) {
   // two ratio rows of one key, a file no command reads back.
   std::map<std::string, std::pair<int64_t, std::string>> throughput_of_point;
   size_t dropped = 0;
+  // Each device's measured ceilings as the first file that has them gives them: a later file's roofline
+  // rows on other ceilings are not paired (`unpaired`, indices into rows).
+  std::map<std::string, std::pair<std::map<std::string, double>, std::string>> first_ceilings;
+  std::set<size_t> unpaired;
   for (const std::string& path : a.positional()) {
-    for (ResultRow& r : read_results_csv(path)) {
+    std::vector<ResultRow> file_rows = read_results_csv(path);
+    std::set<std::string> other_rooflines;  // device names of this file's rooflines on ceilings of their own
+    std::map<std::string, std::map<std::string, double>> ceilings;
+    for (const ResultRow& r : file_rows)
+      if (r.phase == "ceiling" && r.value) ceilings[r.prov.device_name][r.metric] = *r.value;
+    for (const auto& [device, c] : ceilings) {
+      const auto [it, fresh] = first_ceilings.emplace(device, std::pair(c, path));
+      if (fresh) continue;
+      for (const auto& [metric, v] : c)
+        if (const auto m = it->second.first.find(metric);
+            m != it->second.first.end() && std::abs(v - m->second) > 0.01 * std::abs(m->second)) {
+          other_rooflines.insert("roofline of " + device + " (measured ceilings)");
+          std::cerr << "yoco ratios: " << path << "'s analytic rows are not paired: its " << metric << " on "
+                    << device << " is " << strf("%.4g", v) << ", " << it->second.second << "'s "
+                    << strf("%.4g", m->second) << " (a roofline ratio needs one set of ceilings)\n";
+          break;
+        }
+    }
+    for (ResultRow& r : file_rows) {
       const std::string k = result_key(r);
       if (known.count(r.model) && r.phase == "throughput" && r.metric == "throughput_tokens_per_s" && r.value) {
         const std::string point = r.model + "|" + r.prov.device_name + "|" + std::to_string(r.seq_len) + "|" +
@@ -98,6 +124,7 @@ int cmd_ratios(const Args& args) {
         throw InputError("yoco ratios: " + path + ": the key " + k + " is in " + it->second +
                          " too: give each point once");
       }
+      if (r.method == "analytic" && other_rooflines.count(r.prov.device_name)) unpaired.insert(rows.size());
       rows.push_back(std::move(r));
     }
   }
@@ -111,8 +138,10 @@ int cmd_ratios(const Args& args) {
       models.push_back(r.model);
       configs.push_back(preset_config(r.model));
     }
-  std::vector<ResultRow> fresh;
-  const std::vector<ResultRow> ratios = ratio_rows(rows, pair_models(models, configs));
+  std::vector<ResultRow> fresh, pairable;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!unpaired.count(i)) pairable.push_back(rows[i]);
+  const std::vector<ResultRow> ratios = ratio_rows(pairable, pair_models(models, configs));
   for (const ResultRow& q : ratios)
     if (!file_of_key.count(result_key(q))) fresh.push_back(q);
   if (fresh.empty() && !ratios.empty())
