@@ -53,7 +53,7 @@ CommandSpec bench_spec() {
       {"--device", "cpu|cuda", "cpu runs the reference; cuda the CUDA runners: bf16 weights and caches, fp32 accumulation (default cpu)"},
       {"--dtype", "f32|f64", "CPU reference precision (default f32; --device cpu only)"},
       // The defaults from the sweeps themselves, so that the help cannot drift from them.
-      {"--budget-s", "S", "time budget per point in seconds; repeats are cut first; a throughput run that fits only on its own gets one of its own (default " +
+      {"--budget-s", "S", "time budget per point in whole seconds (>= 1); repeats are cut first; a throughput run that fits only on its own gets one of its own (default " +
                               strf("%g", default_cpu_sweep().budget_s) + "; the GPU default job " +
                               strf("%g", default_gpu_sweep(false).budget_s) + ")"},
       {"--seed", "S", "weights and synthetic prompts (default 0)"},
