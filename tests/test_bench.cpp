@@ -330,6 +330,15 @@ TEST_F(Bench, BadOptionsExit2) {
   EXPECT_FALSE(std::filesystem::exists(dup_out));
   // Without throughput, --gen does not matter.
   EXPECT_EQ(yoco("bench --model yoco-tiny --lengths 128 --gen 1000 --metrics memory --format csv").status, 0);
+  // The analytic throughput row costs a decode step per generated token: --gen
+  // up to 2^40 looped for hours before the first row (yoco model caps it at 2^22).
+  {
+    const std::string big = "bench --model yoco-tiny --lengths 1048576M --metrics throughput --repeats 1 --warmup 0 ";
+    expect_input_error(shell("timeout 30 " + yoco_test::shell_quote(YOCO_CLI_PATH) + " " + big + "--gen 4194305"),
+                       {"--gen", "4194304"}, "gen past 2^22");
+    expect_input_error(yoco(big + "--gen 1099511627775 --dry-run"), {"--gen", "4194304"}, "gen past 2^22, dry run");
+    EXPECT_NE(yoco("bench --help").out.find("at most 4194304 = 2^22"), std::string::npos);
+  }
   // --device-name is a column of every row: a line break in it cut the CSV
   // record (a file compare then refused); an empty one silently meant the CPU's name.
   for (const std::string& name : {std::string("'lab\nrunner'"), std::string("''"), std::string("' '")})

@@ -115,6 +115,12 @@ struct ThroughputCost {
 // Usable device memory for the batch search: this fraction of the capacity
 // (the rest is left for the CUDA context and library workspaces).
 inline constexpr double kUsableMemoryFraction = 0.95;
+// A throughput point costs one decode step per generated token (the step's
+// work grows with the context, and the calibrated model's efficiencies are not
+// linear in it, so the steps are not summed in closed form): the commands cap
+// --gen here. 2^22 tokens, far more than any generation, take a fraction of a
+// second a point; bench's 2^40 looped for hours before its first row.
+inline constexpr int64_t kMaxThroughputGen = int64_t{1} << 22;
 // batch 0 = the largest that fits in the device's usable memory (capped at
 // `max_batch`); InputError when gen >= seq_len.
 ThroughputCost throughput_cost(const ModelConfig& cfg, const Storage& st, const DeviceSpec& dev, int64_t seq_len,

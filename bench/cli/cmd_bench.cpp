@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "bench_dry_run.hpp"
 #include "cuda_backend.hpp"
+#include "cost_model.hpp"
 #include "cuda_status.hpp"
 #if defined(YOCO_HAVE_DIST)
 #include "dist_backend.hpp"
@@ -42,7 +43,7 @@ CommandSpec bench_spec() {
   s.options = {
       {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU, yoco-small,transformer-small on CUDA)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
-      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024)"},
+      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024, at most 4194304 = 2^22)"},
       {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
       {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU, 1024 on CUDA)"},
       {"--metrics", "LIST", "any of memory,prefill,decode,throughput (default all)"},
@@ -149,7 +150,8 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   SweepSettings s = defaults;
   if (auto m = a.get("--model")) s.models = split_unique_list("--model", *m);
   if (auto l = a.get("--lengths")) s.lengths = parse_length_list("--lengths", *l);
-  s.gen = a.get_int("--gen", s.gen, 1, int64_t{1} << 40);
+  // The analytic throughput row costs a decode step per generated token, as yoco model's does.
+  s.gen = a.get_int("--gen", s.gen, 1, cost::kMaxThroughputGen);
   const std::string batch = a.get_or("--batch", s.batch > 0 ? std::to_string(s.batch) : "auto");
   s.batch = batch == "auto" ? 0 : parse_int("--batch", batch, 1, 1 << 20);
   s.max_batch = a.get_int("--max-batch", s.max_batch, 1, 1 << 20);

@@ -19,11 +19,7 @@ namespace yoco::cli {
 
 namespace {
 
-// A throughput point costs one decode step per generated token (the step's
-// work grows with the context, and the calibrated model's efficiencies are not
-// linear in it, so the steps are not summed in closed form): 2^22 tokens, far
-// more than any generation, take a fraction of a second a point.
-constexpr int64_t kMaxGen = int64_t{1} << 22;
+constexpr int64_t kMaxGen = cost::kMaxThroughputGen;  // see there
 
 CommandSpec model_spec() {
   CommandSpec s;
