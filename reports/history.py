@@ -10,7 +10,9 @@ across commits.
 
 DB is a file path (SQLite, created on first ingest) or a postgresql://user@host:port/database URL (the same
 schema; the password from PGPASSWORD or a pgpass file, never in the URL). A folder given to ingest is searched for *.csv
-(recursively; one with none is bad input). Ingest is idempotent (a file whose content is already in adds nothing) and atomic per file.
+(recursively; one with none is bad input). Ingest is idempotent (a file whose content is already in adds nothing, and
+a row already in from another file, every field equal, is not added again: a sweep file that grew under --resume
+adds its new points only) and atomic per file.
 --git DIR orders commits by that repository's history (else rows follow their timestamps). --commit/--date
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
 gen_tokens|phase|metric; GLOB matches it (fnmatch), e.g. 'yoco-3b|*|prefill|prefill_latency_s'.
@@ -93,7 +95,7 @@ def cmd_ingest(a):
     files = csv_files(a.files)  # so is a missing file or an empty folder: no database made for them
     store = Store(a.db, create=True)
     try:
-        added = skipped = 0
+        added = skipped = repeated = 0
         bad = []
         for f in files:
             try:
@@ -103,13 +105,16 @@ def cmd_ingest(a):
                 bad.append(f)
                 continue
             added += n
+            repeated += store.last_repeated
             skipped += store.last_was_in  # not n == 0: a new file of a header alone adds no rows either
         if a.git:
             shas = store.distinct_shas()
             store.set_commit_order(git_order(a.git, shas, log))
         nf, nr = store.counts()
-        print("ingested %d file(s): %d row(s) added, %d file(s) already in, %d refused; the history holds %d "
-              "file(s), %d row(s)" % (len(files) - len(bad), added, skipped, len(bad), nf, nr))
+        print("ingested %d file(s): %d row(s) added%s, %d file(s) already in, %d refused; the history holds %d "
+              "file(s), %d row(s)" % (len(files) - len(bad), added,
+                                      " (%d already in from another file)" % repeated if repeated else "", skipped,
+                                      len(bad), nf, nr))
     finally:
         store.close()
     return 2 if bad else 0

@@ -224,6 +224,7 @@ class Store(object):
     def __init__(self, path, create=True):
         self.path = path
         self.last_was_in = False  # whether the last ingest found its file already in
+        self.last_repeated = 0  # the rows of the last ingest's file already in from another file
         self.be = _Postgres(path, create) if path.startswith(("postgresql://", "postgres://")) else _Sqlite(path, create)
         tables = self.be.tables
         if not tables:
@@ -260,8 +261,10 @@ class Store(object):
         self.be.db.close()
 
     def ingest(self, path, commit=None, date=None):
-        """Adds one result CSV; returns the rows added (0 when this content is already in). One transaction:
-        a process killed mid-ingest leaves the store as it was."""
+        """Adds one result CSV; returns the rows added (0 when this content is already in). A row already in,
+        every field equal (from another file: a sweep's file that grew under --resume, a run's CSV and its copy),
+        is not added again (counted in last_repeated). One transaction: a process killed mid-ingest leaves the
+        store as it was."""
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -272,12 +275,22 @@ class Store(object):
             digest = hashlib.sha256((digest + "|" + (commit or "") + "|" + (date or "")).encode()).hexdigest()
         rows = read_rows(path, data)
         self.last_was_in = False
+        self.last_repeated = 0
         self._tx()
         try:
             if self.be.execute("SELECT 1 FROM files WHERE sha256 = ?", (digest,)).fetchone():
                 self.be.execute("ROLLBACK")
                 self.last_was_in = True
                 return 0
+            # A run's rows share its git_sha and timestamp: the rows already in are found by those.
+            stored = lambda r: (commit or r["git_sha"], date or r["timestamp"]) + tuple(r[k] for k in COLUMNS[2:])  # noqa: E731
+            there = set()
+            for run in {stored(r)[:2] for r in rows}:
+                there.update(tuple(e) for e in self.be.execute(
+                    "SELECT " + ", ".join(COLUMNS) + " FROM results WHERE git_sha = ? AND timestamp = ?", run).fetchall())
+            fresh = [r for r in rows if stored(r) not in there]
+            self.last_repeated = len(rows) - len(fresh)
+            rows = fresh
             fid = self.be.insert_id("INSERT INTO files (sha256, path, rows, commit_override, date_override) "
                                     "VALUES (?, ?, ?, ?, ?)", (digest, path, len(rows), commit, date))
             self.be.executemany(
