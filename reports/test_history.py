@@ -14,7 +14,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from yocohistory.store import COLUMNS, Store, read_rows  # noqa: E402
+from yocohistory.store import COLUMNS, HistoryError, Store, read_rows  # noqa: E402
 
 HISTORY = os.path.join(HERE, "history.py")
 PY = sys.executable
@@ -46,15 +46,26 @@ def slurp(path):
         return f.read()
 
 
-def committed_csvs():
+# The committed CSVs the reader refuses, each with the reason it gives. Only a file of an early format belongs
+# here: run-02's kernels.csv (2026-11-23) predates the rule that every row names its model (its ceiling rows
+# leave the column empty). Any other refusal is a reader bug or a broken file, and the round-trip test fails.
+KNOWN_REFUSED = {
+    "results/nvidia-h100/logs/run-02-kernels-v1/kernels.csv": "column model is empty",
+}
+
+
+def committed_csvs(refused=None):
+    """The committed result CSVs the reader accepts; those it refuses go into `refused` (path relative to reports/
+    -> the HistoryError's message). Only HistoryError is a refusal: any other exception is a bug and propagates."""
     out = []
     for f in sorted(glob.glob(os.path.join(HERE, "results", "**", "*.csv"), recursive=True)
                     + glob.glob(os.path.join(HERE, "baselines", "*.csv"))):
         try:
             read_rows(f, slurp(f))
             out.append(f)
-        except Exception:  # an early file of another format: refused, tested below
-            pass
+        except HistoryError as exc:  # checked against KNOWN_REFUSED by the round-trip test
+            if refused is not None:
+                refused[os.path.relpath(f, HERE)] = str(exc)
     return out
 
 
@@ -64,8 +75,14 @@ class HistoryTest(unittest.TestCase):
         self.db = os.path.join(self.dir, "h.db")
 
     def test_every_committed_row_round_trips_exactly_and_twice_adds_nothing(self):
-        files = committed_csvs()
+        refused = {}
+        files = committed_csvs(refused)
         self.assertGreater(len(files), 10)
+        # Exactly the known early-format files are refused, each for its known reason: a reader that starts
+        # refusing a good file (or stops refusing the old one) fails here instead of shrinking the test's input.
+        self.assertEqual(sorted(refused), sorted(KNOWN_REFUSED), refused)
+        for path, why in KNOWN_REFUSED.items():
+            self.assertIn(why, refused[path])
         t0 = time.time()
         code, out, err = run("ingest", "--db", self.db, *files)
         self.assertEqual(code, 0, err)
