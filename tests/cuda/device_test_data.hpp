@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -76,6 +78,14 @@ double rms_error(const std::vector<A>& got, const std::vector<B>& want) {
     den += w * w;
   }
   return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// A bound not yet derived from a rule (DESIGN.md 6), checked, and its margin printed: each GPU run's
+// log then holds the measured error beside it, which is what a derived bound is checked against
+// before it replaces the number (reports/results/nvidia-h100/logs/RUNS.md lists them).
+inline void expect_within_interim_bound(double err, double bound, const std::string& what) {
+  std::printf("[interim bound] %s: error %.3g, bound %.3g (%.2f of it)\n", what.c_str(), err, bound, err / bound);
+  EXPECT_LE(err, bound) << what << " (an interim bound, not yet derived)";
 }
 
 // The bound for a bf16 output: 2x the error of rounding the exact result to bf16.
