@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/.."
 fail=0
-t=$(mktemp -d)
+t=$(readlink -f "$(mktemp -d)")  # file-gpu-run.sh names paths resolved (readlink -m)
 trap 'rm -rf "$t"' EXIT
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fail=1; }
@@ -35,22 +35,35 @@ scripts/file-gpu-run.sh "$t/call2" models-3b --results "$t/results" >/dev/null 2
   [ -f "$t/results/nvidia-h200/logs/run-01-models-3b/summary.txt" ] && [ ! -e "$t/results/nvidia-h200/logs/chunks.csv" ] &&
   ok "the H200 from the summary, run-01 there, no chunks.csv made from nothing" || bad "H200 filing"
 
-refused() {  # what, then the arguments; must exit 2 with one line naming it
-  local what="$1"; shift
+refused() {  # what, the words its one line must hold, then the arguments; must exit 2 with that one line
+  local what="$1" words="$2"; shift 2
   local err; err=$(scripts/file-gpu-run.sh "$@" 2>&1 >/dev/null); local rc=$?
-  if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ]; then ok "$what -> $err"; else bad "$what: rc $rc: $err"; fi
+  if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && [[ "$err" == "file-gpu-run.sh: "*"$words"* ]]; then
+    ok "$what -> $err"
+  else
+    bad "$what: rc $rc, '$err' (want rc 2 and one line with '$words')"
+  fi
 }
-refused "no summary.txt" "$t/results" x --results "$t/results"
-refused "a missing FROM" "$t/nowhere" x --results "$t/results"
-refused "a SLUG with a space" "$t/call" "a b" --results "$t/results"
-refused "an unknown option" "$t/call" x --results "$t/results" --force
+refused "no SLUG" "usage: scripts/file-gpu-run.sh FROM SLUG" "$t/call"
+refused "a third argument" "one FROM and one SLUG, got 'y' too" "$t/call" x y
+refused "an option with no value" "--results needs a value" "$t/call" x --results
+refused "no summary.txt" "FROM '$t/results' has no summary.txt" "$t/results" x --results "$t/results"
+refused "a missing FROM" "FROM '$t/nowhere' is not a folder" "$t/nowhere" x --results "$t/results"
+refused "a SLUG with a space" "SLUG 'a b': lower-case letters" "$t/call" "a b" --results "$t/results"
+refused "an unknown option" "unknown option '--force'" "$t/call" x --results "$t/results" --force
 mkdir -p "$t/call3" && printf 'device: NVIDIA B200\n' >"$t/call3/summary.txt"
-refused "an unknown card in the summary" "$t/call3" x --results "$t/results"
-refused "a --device with no folder" "$t/call" x --results "$t/results" --device nvidia-b200
-refused "--commit that is no commit id" "$t/call" x --results "$t/results" --commit 'HEAD~1'
+refused "an unknown card in the summary" "device 'NVIDIA B200' is no card this script knows" "$t/call3" x --results "$t/results"
+refused "a --device with no folder" "no folder '$t/results/nvidia-b200/logs'" "$t/call" x --results "$t/results" --device nvidia-b200
+refused "--commit that is no commit id" "--commit 'HEAD~1' is not a commit id" "$t/call" x --results "$t/results" --commit 'HEAD~1'
+# A plain file where the next run's folder would go (the runs are counted among folders only).
+touch "$t/results/nvidia-h100/logs/run-23-taken"
+refused "a next run that exists" "'$t/results/nvidia-h100/logs/run-23-taken' exists: nothing filed is replaced" \
+  "$t/call" taken --results "$t/results"
+rm "$t/results/nvidia-h100/logs/run-23-taken"
 before=$(cat "$t/results/nvidia-h100/logs/chunks.csv")
 printf 'other,header\nr\n' >"$t/call/chunks.csv"
-refused "a chunks.csv of another header" "$t/call" x --results "$t/results"
+refused "a chunks.csv of another header" "$t/call/chunks.csv: its header is not $t/results/nvidia-h100/logs/chunks.csv's" \
+  "$t/call" x --results "$t/results"
 [ "$(cat "$t/results/nvidia-h100/logs/chunks.csv")" = "$before" ] && [ ! -e "$t/results/nvidia-h100/logs/run-23-x" ] &&
   ok "the refused call filed nothing and left chunks.csv as it was" || bad "a refused call changed the tree"
 # Relative paths are the caller's, not the checkout's.
