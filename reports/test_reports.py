@@ -911,15 +911,53 @@ class ReportsTest(unittest.TestCase):
             self.assertEqual(p.returncode, -signal.SIGPIPE, tool + ": " + p.stderr)
             self.assertNotIn("Traceback", p.stderr, tool)
             self.assertNotIn("cannot write", p.stderr, tool)
-            with open(self.readme, "w") as f:
-                f.write("earlier")
-            p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                                 env=dict(os.environ, PYTHONUNBUFFERED="1"))
-            p.stdout.readline()  # the files are read: figures are being drawn
-            p.send_signal(signal.SIGINT)
-            out, err = p.communicate(timeout=120)
-            if p.returncode == 0:
-                continue  # done before the signal came: nothing to check
+            # The SIGINT must come while the tool provably still has work to do, or nothing is checked: after its
+            # first line (the files are read, figures are being drawn) it is stopped (SIGSTOP; waitpid says it
+            # is stopped, not gone) and what it printed so far is read; if its last line ("... written to" /
+            # "wrote README") is not out and the README is still the earlier one, it has not finished, so SIGINT
+            # then SIGCONT must end it by SIGINT. Otherwise (it finished within a moment: a machine too slow to
+            # stop it in time) it is run again; never interrupted in 3 runs is a failure, not a pass.
+            last = "figure(s) written to" if tool == "plot.py" else "wrote " + self.readme
+            for attempt in range(3):
+                with open(self.readme, "w") as f:
+                    f.write("earlier")
+                p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                                     env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                fd = p.stdout.fileno()
+                said = b""
+                while b"\n" not in said:
+                    chunk = os.read(fd, 4096)
+                    if not chunk:
+                        break
+                    said += chunk
+                p.send_signal(signal.SIGSTOP)  # (not sent if it has already ended and been reaped by send_signal)
+                if p.returncode is None:
+                    _pid, status = os.waitpid(p.pid, os.WUNTRACED)
+                    if not os.WIFSTOPPED(status):  # it ended (and is reaped here): Popen is told how
+                        p.returncode = os.waitstatus_to_exitcode(status)
+                if p.returncode is not None:
+                    p.communicate(timeout=120)
+                    continue
+                os.set_blocking(fd, False)
+                try:
+                    while True:
+                        chunk = os.read(fd, 65536)
+                        if not chunk:
+                            break
+                        said += chunk
+                except BlockingIOError:
+                    pass
+                os.set_blocking(fd, True)
+                with open(self.readme) as f:
+                    running = last not in said.decode() and f.read() == "earlier"
+                p.send_signal(signal.SIGINT)
+                p.send_signal(signal.SIGCONT)
+                out, err = p.communicate(timeout=120)
+                err = err.decode()
+                if running:
+                    break
+            else:
+                self.fail("%s: finished before the SIGINT in all 3 runs: the interruption was never checked" % tool)
             self.assertEqual(p.returncode, -signal.SIGINT, tool + ": " + err)
             self.assertNotIn("Traceback", err, tool)
             self.assertEqual(err.strip().splitlines(), ["%s: interrupted (SIGINT)" % tool], tool)
