@@ -3,7 +3,9 @@
 // starts it under mpirun): the communicator the tests share, progress printed
 // by rank 0 only (the other ranks print their failed assertions, each line
 // prefixed with the rank, to stderr), and the worst result of any rank as
-// every rank's exit status.
+// every rank's exit status: 1 when any rank failed, kAllSkippedExitCode when
+// every rank ran tests and skipped every one of them (nothing failed), else 0.
+// ctest's SKIP_RETURN_CODE reads that code, so a failure is never a skip.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -44,6 +46,11 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
   std::string prefix_, test_;
 };
 
+// The exit status of a run where every test to run skipped and none failed, on every rank (automake's
+// "skipped"); mpirun passes a rank's non-zero status on. A binary whose tests never skip (test_dist_yoco)
+// fails under ctest if it comes back.
+inline constexpr int kAllSkippedExitCode = 77;
+
 // `timeout_s`: the communicator's collective timeout; `shared` is set to the
 // communicator for the tests' use while they run.
 inline int run_tests_on_ranks(int argc, char** argv, double timeout_s, MpiCommunicator*& shared) {
@@ -56,11 +63,15 @@ inline int run_tests_on_ranks(int argc, char** argv, double timeout_s, MpiCommun
     listeners.Append(new RankFailurePrinter(comm->rank()));  // gtest owns it
   }
   const int rc = RUN_ALL_TESTS();
-  int any = rc, worst = 0;
-  MPI_Allreduce(&any, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const ::testing::UnitTest& u = *::testing::UnitTest::GetInstance();
+  const int failed = rc != 0 || u.failed_test_count() > 0 || u.ad_hoc_test_result().Failed();
+  const int all_skipped = !failed && u.test_to_run_count() > 0 && u.skipped_test_count() == u.test_to_run_count();
+  int any_failed = 0, every_rank_skipped = 0;
+  MPI_Allreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&all_skipped, &every_rank_skipped, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   shared = nullptr;
   comm.reset();
-  return worst;
+  return any_failed ? 1 : every_rank_skipped ? kAllSkippedExitCode : 0;
 }
 
 }  // namespace yoco::dist
