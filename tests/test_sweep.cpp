@@ -932,6 +932,35 @@ TEST(SweepProtocol, LongThroughputPrefillIsSampledOnOneSequence) {
   EXPECT_EQ(dev.log.step_positions.front(), 768) << "the first step at the prompt's length";
 }
 
+// A fixed --batch N: the decode step predicted for the throughput is the batch's once. The latency
+// batch's step (already N sequences) was multiplied by N again, so transformer-tiny at 4K with --batch
+// 128 was predicted 6.2 s and left over_budget at --budget-s 5 for a decode of 0.14 s.
+TEST(SweepProtocol, AFixedBatchsThroughputDecodeIsCountedOnce) {
+  FakeBackend dev;
+  SweepSettings s = settings();
+  s.metrics = {"throughput"};
+  s.batch = 8;
+  AnalyticSettings a;
+  a.storage = dev.analytic_storage(s.precision);
+  a.device = dev.spec;
+  a.prefill_chunk = s.prefill_chunk;
+  a.gen = s.gen;
+  a.batch = 8;
+  a.tp_batch = 8;
+  const AnalyticPoint ap = analytic_point(resolve_model(s.models[0]), s.lengths[0], a);
+  const double full = ap.prefill_s * (1024.0 - 256) / 1024, step = ap.decode_s;  // the batch's prefill, one step
+  ASSERT_GT(step, 0);
+  s.budget_s = full + 64 * step;
+  const double prefill_part = full > s.budget_s / 4 ? full / 8 : full;  // one sequence timed when long
+  ASSERT_LE(prefill_part + 32 * step, s.budget_s) << "the batch's 32 sampled steps fit";
+  ASSERT_GT(prefill_part + 32 * step * 8, s.budget_s) << "the batch counted twice would not";
+  const auto rows = sweep(s, dev);
+  const ResultRow& t = row(rows, "throughput", "throughput_tokens_per_s");
+  EXPECT_EQ(t.method, "sampled") << t.notes;
+  EXPECT_EQ(t.batch, 8);
+  EXPECT_TRUE(t.value.has_value());
+}
+
 // The latency runs and the throughput each fit the budget, not together: the
 // throughput runs under a budget of its own (the Transformer's 512K point on an
 // H100 lost its throughput to the sum), and the latency repeats are not cut.

@@ -350,8 +350,11 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
       // multiplied when the batch's would take over a quarter of the budget.
       const double tp_prefill_full = Bt * pre1 * static_cast<double>(n - s.gen) / n;
       const bool tp_one = Bt > 1 && tp_prefill_full > s.budget_s / 4;
-      const double tp_time =
-          (tp_one ? tp_prefill_full / Bt : tp_prefill_full) + std::min(s.gen, s.decode_sample) * step1 * Bt;
+      // step1 is a step of the latency batch B: Bt's is taken as B's per sequence, times Bt (a step's
+      // weights are read once for the batch, so this is an upper bound); step1 * Bt counted a fixed
+      // --batch N's batch twice (N^2 sequences' steps).
+      const double tp_time = (tp_one ? tp_prefill_full / Bt : tp_prefill_full) +
+                             std::min(s.gen, s.decode_sample) * step1 / static_cast<double>(B) * Bt;
       auto point_time = [&](int w, int r, bool tp) {
         double t = latency ? (w + r) * pre1 * B + (s.metrics.count("decode") ? s.decode_sample * step1 : 0) : 0;
         return tp ? t + tp_time : t;
