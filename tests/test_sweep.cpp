@@ -319,15 +319,19 @@ TEST(SweepProtocol, BadAllocDuringTheRunIsOutOfMemory) {
 
 // The first point of a model is predicted by the roofline on the backend's
 // device: the same analytic projection the sweep writes beside the point.
-double predicted_prefill_s(const SweepSettings& s, const FakeBackend& dev) {
+AnalyticPoint predicted_point(const SweepSettings& s, const FakeBackend& dev, int64_t batch, int64_t tp_batch) {
   AnalyticSettings a;
   a.storage = dev.analytic_storage(s.precision);
   a.device = dev.spec;
   a.prefill_chunk = s.prefill_chunk;
   a.gen = s.gen;
-  a.batch = 1;
-  a.tp_batch = 0;
-  return analytic_point(resolve_model(s.models[0]), s.lengths[0], a).prefill_s;
+  a.batch = batch;
+  a.tp_batch = tp_batch;
+  return analytic_point(resolve_model(s.models[0]), s.lengths[0], a);
+}
+
+double predicted_prefill_s(const SweepSettings& s, const FakeBackend& dev) {
+  return predicted_point(s, dev, 1, 0).prefill_s;
 }
 
 TEST(SweepProtocol, BudgetDropsTheWarmupAndCutsRepeats) {
@@ -940,14 +944,7 @@ TEST(SweepProtocol, AFixedBatchsThroughputDecodeIsCountedOnce) {
   SweepSettings s = settings();
   s.metrics = {"throughput"};
   s.batch = 8;
-  AnalyticSettings a;
-  a.storage = dev.analytic_storage(s.precision);
-  a.device = dev.spec;
-  a.prefill_chunk = s.prefill_chunk;
-  a.gen = s.gen;
-  a.batch = 8;
-  a.tp_batch = 8;
-  const AnalyticPoint ap = analytic_point(resolve_model(s.models[0]), s.lengths[0], a);
+  const AnalyticPoint ap = predicted_point(s, dev, 8, 8);
   const double full = ap.prefill_s * (1024.0 - 256) / 1024, step = ap.decode_s;  // the batch's prefill, one step
   ASSERT_GT(step, 0);
   s.budget_s = full + 64 * step;
