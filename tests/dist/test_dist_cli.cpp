@@ -161,8 +161,7 @@ TEST_F(DistCli, BenchThroughputOnRanksStartsTheBatchFromAPromptTheRanksCanSplit)
   // it. --max-batch 128 and --gen 2 put a wide window between the two on any machine: at 4K, one sequence's
   // roofline prefill is about 0.014 s (yoco-tiny) and 0.1 s (transformer-tiny) on a 2-core EPYC (0.1
   // TFLOP/s), so yoco-tiny's batch is sampled on a machine up to 7x faster and transformer-tiny's sampled run
-  // (about 0.15 s predicted) fits --budget-s 1 on one up to 6x slower. (--batch 128 would not do: its
-  // predicted decode counts the batch twice, over the budget.) The run takes a few seconds here.
+  // (about 0.15 s predicted) fits --budget-s 1 on one up to 6x slower. The run takes a few seconds here.
   const std::string out = path("tp.csv");
   const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 4K --budget-s 1 --gen 2 "
                           "--metrics throughput --repeats 1 --warmup 0 --max-batch 128 --format csv --out " + out);
