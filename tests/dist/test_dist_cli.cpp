@@ -158,13 +158,34 @@ TEST_F(DistCli, BenchThroughputOnRanksStartsTheBatchFromAPromptTheRanksCanSplit)
   // The sweep samples the batch's prefill when batch x one sequence's predicted prefill (the roofline of the
   // ceilings it measures: metrics throughput alone learns nothing else) is over a quarter of --budget-s, and
   // runs it when the predicted sampled run (one sequence's prefill + gen decode steps of the batch) is within
-  // it. --max-batch 128 and --gen 2 put a wide window between the two on any machine: at 4K, one sequence's
-  // roofline prefill is about 0.014 s (yoco-tiny) and 0.1 s (transformer-tiny) on a 2-core EPYC (0.1
-  // TFLOP/s), so yoco-tiny's batch is sampled on a machine up to 7x faster and transformer-tiny's sampled run
-  // (about 0.15 s predicted) fits --budget-s 1 on one up to 6x slower. The run takes a few seconds here.
+  // it. Those rooflines differ a hundredfold between machines and builds (the sanitized build's measured
+  // ceilings are far lower), so a first run on the ranks reads them (its analytic prefill and decode rows)
+  // and the budget is set from them: 8x the slower model's predicted sampled run, with the batch's whole
+  // prefill asserted to stay over twice a quarter of it (room for the next run's ceilings to differ). The
+  // first run's own timed runs are not needed: --budget-s 1 --no-extrapolate leaves a slow build's out.
+  const std::string probe = path("probe.csv");
+  const CliRun pr = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 4K --metrics prefill,decode "
+                           "--repeats 1 --warmup 0 --decode-sample 2 --budget-s 1 --no-extrapolate --format csv "
+                           "--out " + probe);
+  ASSERT_EQ(pr.status, 0) << pr.all();
+  std::map<std::string, double> pre, step;
+  for (const auto& row : yoco::cli::read_results_csv(probe)) {
+    if (row.method != "analytic" || row.prov.device_name.rfind("roofline of", 0) != 0 || !row.value) continue;
+    if (row.phase == "prefill" && row.metric == "prefill_latency_s") pre[row.model] = *row.value;
+    if (row.phase == "decode" && row.metric == "decode_step_latency_s") step[row.model] = *row.value;
+  }
+  ASSERT_EQ(pre.size(), 2u) << yoco_test::slurp(probe);
+  ASSERT_EQ(step.size(), 2u) << yoco_test::slurp(probe);
+  const int64_t batch = 128, gen = 2, prompt = 4096 - gen;
+  double sampled_run = 0;
+  for (const auto& [m, p] : pre) sampled_run = std::max(sampled_run, p * prompt / 4096 + gen * step[m] * batch);
+  const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(8 * sampled_run)));
+  for (const auto& [m, p] : pre)
+    ASSERT_GT(batch * p * prompt / 4096, 2.0 * budget / 4) << m << ": no window between sampling and the budget";
   const std::string out = path("tp.csv");
-  const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 4K --budget-s 1 --gen 2 "
-                          "--metrics throughput --repeats 1 --warmup 0 --max-batch 128 --format csv --out " + out);
+  const CliRun r = mpi(2, "bench --model yoco-tiny,transformer-tiny --lengths 4K --budget-s " + std::to_string(budget) +
+                          " --gen 2 --metrics throughput --repeats 1 --warmup 0 --max-batch 128 --format csv --out " +
+                          out);
   ASSERT_EQ(r.status, 0) << r.all();
   int rows = 0;
   for (const auto& row : yoco::cli::read_results_csv(out)) {
