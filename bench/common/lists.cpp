@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 #include "args.hpp"
 #include "errors.hpp"
 
