@@ -399,6 +399,15 @@ cudaError_t gret_detail::launch_gret_chunk_v6_pass(const GretPass& a, int64_t ba
 cudaError_t gret_detail::launch_gret_chunk_v7_pass(const GretPass& a, int64_t batch, cudaStream_t stream) {
   // As v6's, without the fused norm and gate (an output warpgroup holds half a row).
   if (a.gamma != nullptr || a.o == nullptr || a.g != nullptr) return cudaErrorInvalidValue;
+  // setmaxnreg moves registers between the roles inside the 128 a thread the kernel launches with.
+  // Compiled to any other count (another toolchain), the state warpgroups' increase could wait for
+  // registers no warp gives back: a hang. Refused instead.
+  static_assert(2 * kV7OutputRegs + 2 * kV7StateRegs == 4 * 128, "the roles share 128 a thread");
+  static const int regs = [] {
+    cudaFuncAttributes f{};
+    return cudaFuncGetAttributes(&f, gret_chunk_v7_kernel) == cudaSuccess ? f.numRegs : -1;
+  }();
+  if (regs != 128) return cudaErrorNotSupported;
   return launch_wgmma_chunk(gret_chunk_v7_kernel, kThreadsV7, a, batch, stream);
 }
 
