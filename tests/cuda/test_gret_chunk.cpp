@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "device_test_data.hpp"
 #include "gpu_test_support.hpp"
+#include "parallel_for.hpp"
 #include "gret.hpp"
 #include "gret/gret_chunk.hpp"
 #include "gret/gret_gate.hpp"
@@ -222,6 +224,72 @@ Expected expected(const Problem& p, int chunk = 64) {
       }
     }
   return e;
+}
+
+// The last tokens of a long test's inputs, on the host: what its final state is made of.
+struct StateTail {
+  int64_t H = 0, D = 0, n = 0;
+  std::vector<float> q, k, v;  // [n, H * D], bf16 values
+  std::vector<float> g;        // [n, H]
+};
+constexpr int64_t kStateTail = 4096;
+
+// Rows [N - kStateTail, N) of q, k, v ([N, row_stride] bf16 on the device, head h at columns h D) and
+// of g ([N, H] on the host).
+StateTail state_tail(const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v, int64_t row_stride,
+                     const std::vector<float>& g, int64_t N, int64_t H, int64_t D) {
+  StateTail t{H, D, kStateTail, {}, {}, {}, {}};
+  const int64_t W = H * D, t0 = N - kStateTail;
+  std::vector<uint16_t> bits(static_cast<size_t>(kStateTail * row_stride));
+  for (auto [src, dst] : {std::pair{q, &t.q}, std::pair{k, &t.k}, std::pair{v, &t.v}}) {
+    EXPECT_EQ(cudaMemcpy(bits.data(), src + t0 * row_stride, bits.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+    dst->resize(static_cast<size_t>(kStateTail * W));
+    for (int64_t r = 0; r < kStateTail; ++r)
+      for (int64_t c = 0; c < W; ++c)
+        (*dst)[static_cast<size_t>(r * W + c)] = bf16_bits_to_float(bits[static_cast<size_t>(r * row_stride + c)]);
+  }
+  t.g.assign(g.begin() + t0 * H, g.begin() + N * H);
+  return t;
+}
+
+// DESIGN.md 6's bound on a long test's final state against the fp32 recurrent oracle (128K-4M tokens:
+// no fp64 reference runs there), on the test's own inputs: the short tests' bound, 2x the host
+// emulation's error (what the kernels round) against the fp64 recurrence, RMS over every head as the
+// test measures, plus the 1e-5 an fp32 recurrence may be off by (GretOracle.MatchesTheReferenceAt2K).
+// The final state is the one the last kStateTail tokens make from a zero state, to within
+// exp(their summed log gammas) of the state entering them: both run over that tail alone, and the
+// sum must forget (below e^-40, 4e-18 of the state) for the bound to stand.
+double derived_state_bound(const StateTail& t, int chunk) {
+  std::vector<double> emulated(static_cast<size_t>(t.H * t.D * t.D)), exact(emulated.size());
+  std::vector<double> forgets(static_cast<size_t>(t.H));
+  parallel_for(t.H, [&](int64_t h) {
+    Mat<double> q(t.n, t.D), k(t.n, t.D), v(t.n, t.D);
+    Vec<double> g(t.n);
+    double sum = 0;
+    for (int64_t r = 0; r < t.n; ++r) {
+      for (int64_t d = 0; d < t.D; ++d) {
+        const size_t i = static_cast<size_t>(r * t.H * t.D + h * t.D + d);
+        q(r, d) = t.q[i];
+        k(r, d) = t.k[i];
+        v(r, d) = t.v[i];
+      }
+      g(r) = t.g[static_cast<size_t>(r * t.H + h)];
+      sum += g(r);
+    }
+    forgets[static_cast<size_t>(h)] = sum;
+    const GretResult<double> rec = gret_recurrent<double>(q, k, v, g, nullptr);
+    const GretEmulation em = gret_chunk_emulate(q, k, v, g, nullptr, chunk);
+    for (int64_t i = 0; i < t.D * t.D; ++i) {
+      exact[static_cast<size_t>(h * t.D * t.D + i)] = rec.state.data()[i];
+      emulated[static_cast<size_t>(h * t.D * t.D + i)] = em.state.data()[i];
+    }
+  });
+  const double weakest = *std::max_element(forgets.begin(), forgets.end());
+  if (weakest >= -40.0)  // said, not failed, as long as the bound is only reported (report_derived_bound)
+    std::printf("[derived bound] not derived: the last %lld tokens of a head sum their log gammas to %.1f, "
+                "which does not forget the state before them\n",
+                static_cast<long long>(t.n), weakest);
+  return 2.0 * rms_error(emulated, exact) + 1e-5;
 }
 
 std::vector<int> slice_options(int64_t D) {
@@ -707,6 +775,8 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
     const std::vector<float> want_f = download(o_ref);
     const std::vector<double> want(want_f.begin(), want_f.end());
     const std::vector<float> want_s = download(st_o);
+    const StateTail tail = state_tail(qkv.ptr, qkv.ptr + W, qkv.ptr + 2 * W, stride, g, N, H, D);
+    std::map<int, double> state_bound;  // by chunk
     // The emulation's output error is consistently ~1.4x the output rounding
     // (test_gret_plan); 2x that is 2.8x: use 3x the output rounding.
     const double bound_o = 1.5 * bf16_output_bound(want);
@@ -727,8 +797,11 @@ TEST(GretChunk, MatchesTheOracleAt128K) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const std::vector<float> got = download_bf16(o);
       EXPECT_LE(rms_error(got, want), bound_o) << variant.name << " tau " << tau;
-      expect_within_interim_bound(rms_error(download(st_c), want_s), 5e-3,
-                                  std::string(variant.name) + ": state vs the oracle, tau " + std::to_string(tau));
+      const double err_s = rms_error(download(st_c), want_s);
+      const std::string what = std::string(variant.name) + ": state vs the oracle, tau " + std::to_string(tau);
+      expect_within_interim_bound(err_s, 5e-3, what);
+      if (!state_bound.count(plan.chunk)) state_bound[plan.chunk] = derived_state_bound(tail, plan.chunk);
+      report_derived_bound(err_s, state_bound[plan.chunk], what);
     }
   }
 }
@@ -780,6 +853,8 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     for (int64_t i = 0; i < W; ++i) want.push_back(rf[static_cast<size_t>(i)]);
   }
   const std::vector<float> want_s = download(st_o);
+  const StateTail tail = state_tail(q.ptr, k.ptr, v.ptr, W, g, N, H, D);
+  std::map<int, double> state_bound;  // by chunk
   for (const GretChunkVariantRow& variant : test_variants()) {  // the same inputs and oracle for every variant
     const GretChunkPlan plan = variant_plan(s, variant);
     EXPECT_EQ(plan.kernel, variant.plan_kernel);
@@ -806,8 +881,11 @@ TEST(GretChunk, MatchesTheOracleAt1M) {
     std::vector<double> want_hi(want.begin() + static_cast<std::ptrdiff_t>(wrap_from), want.begin() + 21 * W);
     std::vector<float> got_hi(got.begin() + static_cast<std::ptrdiff_t>(wrap_from), got.begin() + 21 * W);
     EXPECT_LE(rms_error(got_hi, want_hi), 1.5 * bf16_output_bound(want_hi)) << variant.name;
-    expect_within_interim_bound(rms_error(download(st_c), want_s), 5e-3,
-                                std::string(variant.name) + ": state vs the oracle at 1M");
+    const double err_s = rms_error(download(st_c), want_s);
+    const std::string what = std::string(variant.name) + ": state vs the oracle at 1M";
+    expect_within_interim_bound(err_s, 5e-3, what);
+    if (!state_bound.count(plan.chunk)) state_bound[plan.chunk] = derived_state_bound(tail, plan.chunk);
+    report_derived_bound(err_s, state_bound[plan.chunk], what);
   }
 }
 
@@ -875,8 +953,10 @@ TEST(GretChunk, MatchesTheOracleAt4MInFourLaunchesOf1M) {
       }
     }
     EXPECT_LE(rms_error(got, want), 1.5 * bf16_output_bound(want)) << tag;
-    expect_within_interim_bound(rms_error(download(st_c), download(st_o)), 5e-3,
-                                tag.GetString() + ": the state handed on");
+    const double err_s = rms_error(download(st_c), download(st_o));
+    expect_within_interim_bound(err_s, 5e-3, tag.GetString() + ": the state handed on");
+    report_derived_bound(err_s, derived_state_bound(state_tail(q.ptr, k.ptr, v.ptr, W, g, L, H, D), plan.chunk),
+                         tag.GetString() + ": the state handed on");
   }
 }
 
