@@ -3,7 +3,6 @@
 // the kernel's points, the kernel's fp32 scan) against the fp64 reference
 // paradigms: the algorithm is right before a GPU sees it, and its error is the
 // "bf16-rounded CPU computation" of DESIGN §6 that the GPU test's bound uses.
-#define YOCO_GRET_EMULATION 1
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +15,7 @@
 
 #include "dtype.hpp"
 #include "gret.hpp"
+#include "gret/gret_chunk_emulation.hpp"
 #include "gret/gret_plan.hpp"
 #include "ops.hpp"
 

@@ -12,9 +12,8 @@
 #include "dtype.hpp"
 #include "errors.hpp"
 // gret_chunk_emulate: a bf16 tensor-core chunkwise computation on the host (the
-// kernels' own mirror), compiled in where YOCO_GRET_EMULATION is defined.
-#define YOCO_GRET_EMULATION 1
-#include "gret/gret_plan.hpp"
+// kernels' own mirror).
+#include "gret/gret_chunk_emulation.hpp"
 #include "tensor.hpp"
 
 namespace yoco::check {

@@ -2,9 +2,8 @@
 // reference (gret_recurrent<double>, head by head) at short lengths, and
 // against the GPU recurrent oracle (cuda/gret/gret_oracle.cu) at 128K tokens.
 // Bound (DESIGN §6): 2x the error of the host emulation of the same
-// algorithm with the same bf16 roundings (gret_plan.hpp, YOCO_GRET_EMULATION),
+// algorithm with the same bf16 roundings (gret/gret_chunk_emulation.hpp),
 // never below bf16_output_bound; NaN never passes (outputs are poisoned).
-#define YOCO_GRET_EMULATION 1
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "gret/gret_gate.hpp"
 #include "gret/gret_oracle.hpp"
 #include "device/device_fill.hpp"
+#include "gret/gret_chunk_emulation.hpp"
 #include "gret/gret_plan.hpp"
 #include "gret/gret_select.hpp"
 #include "gret/gret_recurrent.hpp"
