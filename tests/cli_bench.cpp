@@ -1,0 +1,130 @@
+// test_cli: `yoco bench` (its help, --resume), the dry runs of bench and
+// generate, and the default job's.
+#include <filesystem>
+#include <string>
+
+#include "cli_fixture.hpp"
+#include "cuda_status.hpp"
+
+namespace yoco_test {
+namespace {
+
+// --resume with a file of another sweep is refused before the sweep says what
+// it will run: one line on stderr, not the plan and then the error.
+TEST_F(Cli, BenchResumeOfAnotherSweepIsOneLine) {
+  const std::string out = path("r.csv");
+  const std::string bench = "bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0 --out " + out;
+  ASSERT_EQ(yoco(bench + " --lengths 128").status, 0);
+  const std::string before = slurp(out);
+  const CliRun r = yoco(bench + " --lengths 256 --resume");
+  expect_one_line_error(r, {out, "128", "not a point of this sweep"}, "resume of another sweep");
+  EXPECT_EQ(slurp(out), before);
+}
+
+// The defaults bench --help states are the ones the sweeps use.
+TEST_F(Cli, BenchHelpStatesTheBudgetDefaults) {
+  const std::string help = yoco("bench --help").out;
+  const size_t at = help.find("  --budget-s S");
+  ASSERT_NE(at, std::string::npos) << help;
+  const std::string line = help.substr(at, help.find('\n', at) - at);
+  // bench/cli/default_job.cpp: 60 s for a sweep on the CPU or CUDA, 120 s in the GPU default job.
+  EXPECT_NE(line.find("default 60;"), std::string::npos) << line;
+  EXPECT_NE(line.find("GPU default job 120"), std::string::npos) << line;
+}
+
+// --dry-run: every check that needs no device, then what would run; nothing measured, no file
+// written, on any machine (scripts/gpu-suite.sh --dry-run checks a device call's commands so).
+TEST_F(Cli, BenchAndGenerateDryRunsCheckAndRunNothing) {
+  const std::string out = path("never.csv");
+  CliRun r = yoco("bench --model yoco-tiny,transformer-tiny --lengths 2K,4K --repeats 2 --out " + out + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  for (const std::string& want : {std::string("nothing runs"), std::string("yoco-tiny, transformer-tiny"),
+                                  std::string("2K, 4K (4 points)"), std::string("2 repeats"), "results " + out + " (new)"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  EXPECT_FALSE(fs::exists(out)) << "a dry run wrote its --out";
+  EXPECT_EQ(r.out.find("prefill_latency_s"), std::string::npos) << "a dry run measured: " << r.out;
+  // The same refusals as a real run, one line, exit 2.
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 12Q --dry-run"), {"--lengths"}, "bad length");
+  expect_input_error(yoco("bench --model nosuch --lengths 2K --dry-run"), {"nosuch"}, "bad model");
+  expect_input_error(yoco("bench --model yoco-tiny --lengths 2K --metrics memory,prefil --dry-run"), {"prefil"},
+                     "bad metric");
+  r = yoco("generate --model yoco-tiny --prompt-len 12 --gen 3 --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("prompt 12 tokens, generate 3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("seq 0:"), std::string::npos) << "a dry run generated: " << r.out;
+  // --weights: the file's header checked against the model, as the loaders do first.
+  const std::string w = path("tiny.safetensors"), junk = path("junk.safetensors");
+  ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 5 --out " + w).status, 0);
+  spit(junk, "not a safetensors file at all");
+  EXPECT_EQ(yoco("generate --model yoco-tiny --weights " + w + " --prompt-len 12 --gen 3 --dry-run").status, 0);
+  expect_input_error(yoco("generate --model yoco-tiny --weights " + junk + " --prompt-len 12 --gen 3 --dry-run"),
+                     {junk}, "a weights file that is no safetensors");
+  expect_input_error(yoco("generate --model transformer-tiny --weights " + w + " --prompt-len 12 --gen 3 --dry-run"),
+                     {w, "transformer-tiny"}, "another model's weights");
+  expect_input_error(yoco("generate --model yoco-tiny --weights " + path("none.safetensors") +
+                          " --prompt-len 12 --gen 3 --dry-run"),
+                     {"none.safetensors"}, "no weights file");
+#if defined(YOCO_HAVE_CUDA)
+  // The CUDA build without a GPU (or with one): the runners' switches are checked, the device untouched.
+  r = yoco("bench --device cuda --model yoco-3b --lengths 512K --metrics prefill --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("runner switches: none set"), std::string::npos) << r.out;
+  r = shell("YOCO_GEMV=1 " + shell_quote(YOCO_CLI_PATH) + " bench --device cuda --model yoco-3b --lengths 512K --dry-run");
+  EXPECT_NE(r.out.find("runner switches: YOCO_GEMV=1"), std::string::npos) << r.all();
+  r = shell("YOCO_GRET_CHUNK=v9 " + shell_quote(YOCO_CLI_PATH) + " bench --device cuda --model yoco-3b --lengths 512K --dry-run");
+  expect_input_error(r, {"YOCO_GRET_CHUNK"}, "a bad runner switch");
+  r = yoco("bench --default-job --device cuda --no-report --results-dir " + path("results") + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_FALSE(fs::exists(path("results"))) << "the default job's dry run made its results folder";
+#endif
+}
+
+// What a real bench refuses of its files before measuring, a dry run refuses too, one line, exit 2,
+// and without writing: --resume without --out, a file to resume that is no results CSV or holds
+// other points, an --out that is a folder or lies under a file. A new folder is not made.
+TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
+  const std::string bench = "bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0";
+  expect_one_line_error(yoco(bench + " --lengths 128 --resume --dry-run"), {"--resume", "--out"}, "--resume alone");
+  const std::string junk = path("junk.csv");
+  spit(junk, "not,a,results,file\n");
+  expect_one_line_error(yoco(bench + " --lengths 128 --resume --out " + junk + " --dry-run"), {junk},
+                        "--resume of a file that is no results CSV");
+  const std::string out = path("r.csv");
+  ASSERT_EQ(yoco(bench + " --lengths 128 --out " + out).status, 0);
+  const std::string before = slurp(out);
+  expect_one_line_error(yoco(bench + " --lengths 256 --resume --out " + out + " --dry-run"),
+                        {out, "128", "not a point of this sweep"}, "--resume of another sweep");
+  EXPECT_EQ(slurp(out), before);
+  CliRun r = yoco(bench + " --lengths 128 --resume --out " + out + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  expect_one_line_error(yoco(bench + " --lengths 128 --out " + path("") + " --dry-run"), {"is a folder"},
+                        "--out a folder");
+  expect_one_line_error(yoco(bench + " --lengths 128 --out " + junk + "/sub/x.csv --dry-run"),
+                        {junk, "not a folder"}, "--out under a file");
+  r = yoco(bench + " --lengths 128 --out " + path("new/sub/x.csv") + " --dry-run");
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_FALSE(fs::exists(path("new"))) << "a dry run made its --out's folder";
+}
+
+#if defined(YOCO_HAVE_CUDA)
+// The default job's dry run on --device cuda with no GPU here cannot know the card's folder: with
+// --resume, every card's file of that name is checked (gpu-suite's step sweep, narrowed onto a
+// file of other points, fails here rather than at the start of a device call).
+TEST_F(Cli, DefaultJobDryRunWithoutAGpuChecksEachCardsFileToResume) {
+  // Whether a GPU is here is asked as the other tests ask it, not read off the output under test.
+  if (yoco::cli::cuda_status().device) GTEST_SKIP() << "a GPU here: its own folder is known";
+  const std::string results = path("results"), card = results + "/nvidia-x1/sweep.csv";
+  fs::create_directories(results + "/nvidia-x1");
+  ASSERT_EQ(yoco("bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0 --lengths 128 --out " + card).status, 0);
+  const std::string job = "bench --default-job --device cuda --no-report --resume --results-dir " + results;
+  CliRun r = yoco(job + " --dry-run");
+  EXPECT_NE(r.out.find("GPU none here (--dry-run)"), std::string::npos) << r.out;
+  expect_input_error(r, {card, "not a point of this sweep"}, "a card's sweep.csv of other points");
+  r = yoco(job + " --sweep-file other.csv --dry-run");  // no card has it yet: from the start
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("none there yet"), std::string::npos) << r.out;
+}
+#endif
+
+}  // namespace
+}  // namespace yoco_test

@@ -1,0 +1,89 @@
+// test_cli: `yoco check gret` and `check attention`, generating inputs
+// (--generate) and the options of each mode.
+#include <filesystem>
+#include <string>
+
+#include "cli_fixture.hpp"
+
+namespace yoco_test {
+namespace {
+
+// --generate with a shape no file can hold: said at once, naming --shape,
+// with nothing written. Before, 1M,1M,1M,1M wrote gigabytes until the disk
+// filled (the element count overflowed int64), and the attention shape below
+// wrote a 0-byte-data file that no reader opens, and exited 0.
+TEST_F(Cli, CheckGenerateRefusesShapesNoFileCanHold) {
+  const std::string f = path("gen.safetensors");
+  const std::string bin = "timeout 20 " + shell_quote(YOCO_CLI_PATH);
+  for (const std::string& cmd : {"check gret --generate " + f + " --shape 1M,1M,1M,1M",
+                                 "check gret --generate " + f + " --shape 1,1,1,64M --with-state",
+                                 "check attention --generate " + f + " --shape 1M,1M,1M,1M,1M,1M",
+                                 "check attention --generate " + f + " --shape 1,1,32M,1M,1M,64"}) {
+    expect_one_line_error(shell(bin + " " + cmd), {"--shape", "2^50"}, cmd);
+    EXPECT_FALSE(fs::exists(f)) << cmd;
+  }
+  // Within the readers' limit but beyond the folder's free space: said before writing.
+  const std::string big = "check gret --generate " + f + " --shape 1,1M,1M,64";
+  expect_one_line_error(shell(bin + " " + big), {"--shape", "free", dir_.string()}, big);
+  EXPECT_FALSE(fs::exists(f));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  // A shape that fits is written as before.
+  ASSERT_EQ(yoco("check gret --generate " + f + " --shape 1,64,2,16 --with-state").status, 0);
+  ASSERT_EQ(yoco("check attention --generate " + path("a.safetensors") + " --shape 1,16,32,4,2,16").status, 0);
+}
+
+// A large --generate shows its tensors being written (it takes minutes at
+// gigabytes), as bench's progress: stderr, a terminal or YOCO_PROGRESS=lines;
+// a small one writes without a line. More queries than keys is written, with
+// a note on how to judge it (the default query offset, Sk - Sq, is refused).
+TEST_F(Cli, CheckGenerateShowsProgressAndNotesMoreQueriesThanKeys) {
+  const std::string f = path("big.safetensors");
+  const CliRun big = shell("YOCO_PROGRESS=lines " + shell_quote(YOCO_CLI_PATH) + " check gret --generate " + f +
+                           " --shape 1,8192,8,256 --dtype f32");  // 3 x 64 MiB + g
+  ASSERT_EQ(big.status, 0) << big.all();
+  for (const std::string t : {"1/4", "writing q", "writing k", "writing v", "4/4", "writing g"})
+    EXPECT_NE(big.err.find(t), std::string::npos) << t << "\n" << big.err;
+  const CliRun small = shell("YOCO_PROGRESS=lines " + shell_quote(YOCO_CLI_PATH) + " check gret --generate " +
+                             path("s.st") + " --shape 1,64,2,16");
+  ASSERT_EQ(small.status, 0) << small.all();
+  EXPECT_EQ(small.err, "");
+
+  const std::string a = path("a.st");
+  const CliRun more = yoco("check attention --generate " + a + " --shape 1,8,4,2,1,16");
+  ASSERT_EQ(more.status, 0) << more.all();
+  EXPECT_NE(more.out.find("--q-offset"), std::string::npos) << more.out;
+  // The note's advice works: judged with --q-offset 0 the file is read (its q judged as the output fails
+  // the check, status 1, not refused, status 2).
+  EXPECT_EQ(yoco("check attention " + a + " " + a + " --o q").status, 2);
+  EXPECT_EQ(yoco("check attention " + a + " " + a + " --o q --q-offset 0").status, 1);
+  EXPECT_EQ(yoco("check attention --generate " + path("b.st") + " --shape 1,4,8,2,1,16").out.find("note"),
+            std::string::npos);
+}
+
+// An option of the other mode of check (judging INPUTS OUTPUTS, or --generate)
+// would be ignored: refused, naming it, as every unknown option is.
+TEST_F(Cli, CheckRefusesTheOptionsOfItsOtherMode) {
+  const std::string in = path("in.safetensors"), gin = path("g.safetensors");
+  ASSERT_EQ(yoco("check attention --generate " + in + " --shape 1,16,16,2,2,16").status, 0);
+  ASSERT_EQ(yoco("check gret --generate " + gin + " --shape 1,64,2,16").status, 0);
+  for (const std::string o : {"--seed 3", "--dtype f32", "--q-scale 2", "--shape 1,16,16,2,2,16"})
+    expect_one_line_error(yoco("check attention " + in + " " + in + " --o q " + o), {o.substr(0, o.find(' ')), "--generate"},
+                          "attention check with " + o);
+  for (const std::string o : {"--tolerance 1", "--mask none", "--window 4", "--q-offset 0", "--scale 2", "--format csv",
+                              "--o q"})
+    expect_one_line_error(yoco("check attention --generate " + path("x.st") + " --shape 1,16,16,2,2,16 " + o),
+                          {o.substr(0, o.find(' ')), "--generate"}, "attention --generate with " + o);
+  for (const std::string o : {"--seed 3", "--dtype f32", "--gate-scale 2", "--constant-decay", "--with-state",
+                              "--packed 0,64", "--shape 1,64,2,16"})
+    expect_one_line_error(yoco("check gret " + gin + " " + gin + " --o q " + o), {o.substr(0, o.find(' ')), "--generate"},
+                          "gret check with " + o);
+  for (const std::string o : {"--tolerance 1", "--state-layout vk", "--scale none", "--paradigm parallel", "--format json",
+                              "--block-tokens 64", "--o q", "--final-state s"})
+    expect_one_line_error(yoco("check gret --generate " + path("x.st") + " --shape 1,64,2,16 " + o),
+                          {o.substr(0, o.find(' ')), "--generate"}, "gret --generate with " + o);
+  EXPECT_FALSE(fs::exists(path("x.st")));
+}
+
+}  // namespace
+}  // namespace yoco_test
