@@ -6,14 +6,14 @@
 # finding that still reproduces fails the run like a new one.
 # Prints executions and findings per target; exits 1 on any finding.
 #   scripts/fuzz.sh [SECONDS]        FUZZ_TARGETS="fuzz_config ..." to choose
-# Not part of scripts/test.sh or CI (3 targets x 60 s); clang is installed
+# Not part of scripts/test.sh or CI (4 targets x 60 s); clang is installed
 # here, when missing, and is not needed by the normal build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 secs=${1:-60}
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]  (a positive integer, default 60)" >&2; exit 2; }
-targets=(${FUZZ_TARGETS:-fuzz_safetensors fuzz_config fuzz_results_csv})
+targets=(${FUZZ_TARGETS:-fuzz_safetensors fuzz_config fuzz_results_csv fuzz_npy})
 
 # The suite's packages plus the optional fuzz list (clang), only those missing.
 scripts/install-deps.sh --fuzz
@@ -30,7 +30,9 @@ build=build/fuzz
 echo "[fuzz] building ${targets[*]} in $build (clang++ -fsanitize=fuzzer,address,undefined)"
 make -s -f tests/fuzz/Makefile BUILD="$build" -j "${YOCO_JOBS:-$(nproc)}" "${targets[@]/#/$build/}"
 
-dict_for() { case "$1" in fuzz_results_csv) echo tests/fuzz/csv.dict ;; *) echo tests/fuzz/json.dict ;; esac; }
+dict_for() {
+  case "$1" in fuzz_results_csv) echo tests/fuzz/csv.dict ;; fuzz_npy) echo tests/fuzz/npy.dict ;; *) echo tests/fuzz/json.dict ;; esac
+}
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

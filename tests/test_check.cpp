@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -374,6 +375,23 @@ TEST_F(Check, NpyShapesThatAreNotSizesAreInputErrorsNamingTheFile) {
     } catch (const std::exception& e) {
       ADD_FAILURE() << "not an InputError for the shape " << shape << ": " << e.what();
     }
+  }
+}
+
+// A version 2 or 3 header gives its length in 4 bytes. A corrupt one (here 4 GiB in a 20-byte file)
+// made the reader take a buffer of that length before it found the file short: 4.3 GB resident for
+// one bad file, or an allocation failure on a smaller machine. The length is checked first.
+TEST_F(Check, ANpyHeaderLongerThanItsFileIsRefusedBeforeItIsRead) {
+  const std::string length = "\xf0\xff\xff\xff";  // 4,294,967,280 bytes of header
+  std::istringstream in(std::string("\x93NUMPY\x02\x00", 8) + length + "{'descr': ", std::ios::binary);
+  try {
+    parse_npy_header(in, 22, "corrupt.npy");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt.npy: truncated .npy header (4294967280 bytes of header in a file "
+                                         "of 22)"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -1,5 +1,6 @@
 #include "tensor_file.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +124,10 @@ std::vector<std::string> TensorFile::names() const {
 NpyHeader read_npy_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open");
+  return parse_npy_header(in, std::filesystem::file_size(path), path);
+}
+
+NpyHeader parse_npy_header(std::istream& in, uint64_t file_size, const std::string& path) {
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (no \\x93NUMPY magic)");
@@ -139,6 +144,12 @@ NpyHeader read_npy_header(const std::string& path) {
   } else {
     fail(path, ".npy format version " + std::to_string(major) + " is not supported (1, 2 or 3)");
   }
+  // The length is the file's word: checked against the file before a buffer of it is made (a
+  // corrupt 4-byte length would otherwise take 4 GiB first).
+  const uint64_t preamble = major == 1 ? 10 : 12;
+  if (!in || hlen > file_size - std::min(file_size, preamble))
+    fail(path, "truncated .npy header (" + std::to_string(hlen) + " bytes of header in a file of " +
+                   std::to_string(file_size) + ")");
   std::string h(hlen, '\0');
   in.read(h.data(), hlen);
   if (!in) fail(path, "truncated .npy header");
@@ -187,9 +198,9 @@ NpyHeader read_npy_header(const std::string& path) {
   }
   const uint64_t need = out.data_offset + static_cast<uint64_t>(TensorInfo{out.dtype, out.shape}.numel()) *
                                               static_cast<uint64_t>(npy_size(out.dtype));
-  if (std::filesystem::file_size(path) < need)
+  if (file_size < need)
     fail(path, "truncated: the header's shape needs " + std::to_string(need) + " bytes, the file has " +
-                   std::to_string(std::filesystem::file_size(path)));
+                   std::to_string(file_size));
   return out;
 }
 

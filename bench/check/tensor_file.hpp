@@ -5,6 +5,7 @@
 // a tensor larger than memory streams block by block. Every problem is an
 // InputError naming the file and the tensor.
 #include <cstdint>
+#include <istream>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,5 +52,7 @@ struct NpyHeader {
   uint64_t data_offset = 0;
 };
 NpyHeader read_npy_header(const std::string& path);
+// The same from a stream at the file's start, file_size its bytes in all; path names it in errors.
+NpyHeader parse_npy_header(std::istream& in, uint64_t file_size, const std::string& path);
 
 }  // namespace yoco::check

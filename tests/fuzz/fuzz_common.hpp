@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
+
+#include "errors.hpp"
 
 namespace yoco::fuzz {
 
@@ -36,6 +39,22 @@ inline void write_file(const std::string& path, const uint8_t* data, size_t size
 [[noreturn]] inline void finding(const std::string& what) {
   std::fprintf(stderr, "FINDING: %s\n", what.c_str());
   std::abort();
+}
+
+// Runs parse(): true when it returned, false when it threw an InputError (the expected answer to bad
+// input). Any other exception is a finding naming `what`.
+template <class F>
+bool accepts(const char* what, F&& parse) {
+  try {
+    parse();
+    return true;
+  } catch (const yoco::InputError&) {
+    return false;
+  } catch (const std::exception& e) {
+    finding(std::string("non-InputError exception from ") + what + ": " + e.what());
+  } catch (...) {
+    finding(std::string("non-std exception from ") + what);
+  }
 }
 
 }  // namespace yoco::fuzz
