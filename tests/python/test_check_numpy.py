@@ -69,6 +69,7 @@ class CheckAgainstNumpy(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
         self.rng = np.random.default_rng(7)
+        self.said = ""
 
     def tearDown(self):
         self.dir.cleanup()
@@ -77,7 +78,8 @@ class CheckAgainstNumpy(unittest.TestCase):
         return os.path.join(self.dir.name, name)
 
     def judge(self, kind, tensors, outputs, *options):
-        """Exit status of the check of each output set: {name: status}."""
+        """Exit status of the check of each output set: {name: status}. What the check printed is kept
+        for the failure message (self.said)."""
         save_folder(self.path("in"), tensors)
         status = {}
         for name, out in outputs.items():
@@ -85,7 +87,11 @@ class CheckAgainstNumpy(unittest.TestCase):
             code, text = check(kind, self.path("in"), self.path(name), *options)
             self.assertIn(code, (0, 1), name + ": " + text)
             status[name] = code
+            self.said += "\n--- " + name + " (exit %d)\n" % code + text
         return status
+
+    def assertStatus(self, status, expected):
+        self.assertEqual(status, expected, self.said)
 
     def test_attention_right_passes_and_each_mistake_fails(self):
         f32 = np.float32
@@ -102,11 +108,11 @@ class CheckAgainstNumpy(unittest.TestCase):
             "GQA heads interleaved": one(group_of=lambda h: h % 2),
             "scale 1% off": one(scale=1.01 * 32 ** -0.5),
         })
-        self.assertEqual(status, {"right": 0, "no causal mask": 1, "causal offset off by one": 1,
+        self.assertStatus(status, {"right": 0, "no causal mask": 1, "causal offset off by one": 1,
                                   "GQA heads interleaved": 1, "scale 1% off": 1})
         status = self.judge("attention", x, {"window 16": one(window=16), "window 17": one(window=17)},
                             "--window", "16")
-        self.assertEqual(status, {"window 16": 0, "window 17": 1})
+        self.assertStatus(status, {"window 16": 0, "window 17": 1})
 
     def test_attention_in_sdpa_layout_without_a_mask(self):
         f32 = np.float32
@@ -118,7 +124,7 @@ class CheckAgainstNumpy(unittest.TestCase):
         status = self.judge("attention", {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v)},
                             {"right": {"o": to_bhsd(o)}, "left in bshd": {"o": o.reshape(1, 4, 20, 16)}},
                             "--layout", "bhsd", "--mask", "none")
-        self.assertEqual(status, {"right": 0, "left in bshd": 1})
+        self.assertStatus(status, {"right": 0, "left in bshd": 1})
 
     def test_gret_right_passes_and_each_mistake_fails(self):
         f32 = np.float32
@@ -139,7 +145,7 @@ class CheckAgainstNumpy(unittest.TestCase):
             "q not scaled": one(scale=1.0),
             "state read as [V, K]": one(transposed=True),
         })
-        self.assertEqual(status, {"right": 0, "decay after the update": 1, "q not scaled": 1,
+        self.assertStatus(status, {"right": 0, "decay after the update": 1, "q not scaled": 1,
                                   "state read as [V, K]": 1})
 
 
