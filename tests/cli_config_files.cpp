@@ -1,11 +1,13 @@
 // test_cli: model config files (JSON) in every command that reads one: valid,
 // malformed, of the wrong types, past the config's limits or this machine's.
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "cli_safetensors_bytes.hpp"
 
 namespace yoco_test {
 namespace {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "config.hpp"
 #include "cuda_status.hpp"
 
 namespace yoco_test {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "cli_safetensors_bytes.hpp"
+#include "config.hpp"
 #include "counter_rng.hpp"
 #include "param_layout.hpp"
 

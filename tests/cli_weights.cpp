@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "cli_fixture.hpp"
+#include "cli_safetensors_bytes.hpp"
+#include "config.hpp"
 #include "param_layout.hpp"
 
 namespace yoco_test {
