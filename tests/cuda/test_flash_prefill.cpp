@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -157,25 +156,25 @@ Mat<double> dense(const std::vector<float>& buf, int64_t row0, int64_t rows, int
   return m;
 }
 
-// Query row i of sequence b, head h: its LSE exact and as the kernels round it (lse_emulation.hpp),
-// with tiles of bc keys.
-LseOfRow lse_row(const Inputs& in, const Case& c, int64_t b, int64_t i, int64_t h, int bc) {
+// The kernels' key tiles: 64 keys (v1 at head dims 128 and 256) and 128 (v1 at 64, v2, v3). A
+// derived LSE bound covers both.
+const std::vector<int> kKeyTiles = {64, 128};
+
+// Query row i of sequence b, head h: its LSE exact and as the kernels round it at both key tiles
+// (lse_emulation.hpp).
+LseOfRow lse_row(const Inputs& in, const Case& c, int64_t b, int64_t i, int64_t h) {
   const int64_t p = c.q_start[b] + i, kvh = h / (c.H / c.Hkv);
   const int64_t lo = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1) : 0;
   const float* qr = in.q.data() + (b * in.q_rows + i) * in.q_stride + h * c.D;
   const float* kb = in.k.data() + b * in.capacity * in.kv_stride + kvh * c.D;
   return lse_of_row(
-      c.D, lo, p, 1.0f / std::sqrt(static_cast<float>(c.D)), bc, [&](int64_t d) { return qr[d]; },
+      c.D, lo, p, 1.0f / std::sqrt(static_cast<float>(c.D)), kKeyTiles, [&](int64_t d) { return qr[d]; },
       [&](int64_t j, int64_t d) { return kb[j * in.kv_stride + d]; });
 }
 
-// The kernels' key tiles: 64 keys (v1 at head dims 128 and 256) and 128 (v1 at 64, v2, v3). A
-// derived LSE bound covers both.
-constexpr int kKeyTiles[] = {64, 128};
-
 // fp64 log-sum-exp of row i's scaled visible scores, head h (written here, independently).
 double lse_reference(const Inputs& in, const Case& c, int64_t b, int64_t i, int64_t h) {
-  return lse_row(in, c, b, i, h, 128).exact;
+  return lse_row(in, c, b, i, h).exact;
 }
 
 // Checks a case against the CPU reference, for every version that runs its head dim (or only
@@ -190,7 +189,7 @@ KernelOut check_against_reference(const Case& c, uint64_t seed, const std::vecto
     int64_t b, i;
   };
   std::vector<LseRow> lse_rows;
-  std::vector<LseOfRow> lse_emulated;  // the same rows at both key tiles: the derived bound's
+  std::vector<LseOfRow> lse_emulated;  // the same rows: the derived bound's
   for (int64_t b = 0; b < in.B; ++b) {
     const int64_t q0 = c.q_start[b], n = c.q_len[b];
     const Mat<double> q = dense(in.q, b * in.q_rows, n, in.q_stride, W);
@@ -203,8 +202,8 @@ KernelOut check_against_reference(const Case& c, uint64_t seed, const std::vecto
     for (int64_t i : {int64_t{0}, n / 2, n - 1}) {
       lse_rows.push_back({b, i});
       for (int64_t h = 0; h < c.H; ++h) {
-        lse_want.push_back(lse_reference(in, c, b, i, h));
-        for (int bc : kKeyTiles) lse_emulated.push_back(lse_row(in, c, b, i, h, bc));
+        lse_emulated.push_back(lse_row(in, c, b, i, h));
+        lse_want.push_back(lse_emulated.back().exact);
       }
     }
   }
@@ -476,15 +475,14 @@ void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_sta
   for (size_t r = 0; r < rows.size(); ++r)
     ASSERT_EQ(cudaMemcpy(q_bits.data() + r * W, dq.ptr + rows[r].row * q_stride, W * 2, cudaMemcpyDeviceToHost),
               cudaSuccess);
-  const int64_t n_tiles = static_cast<int64_t>(std::size(kKeyTiles)), pairs = static_cast<int64_t>(rows.size()) * H;
-  std::vector<LseOfRow> emulated(static_cast<size_t>(pairs * n_tiles));
-  parallel_for(pairs * n_tiles, [&](int64_t t) {
-    const int64_t r = t / n_tiles / H, h = t / n_tiles % H, kvh = h / (H / Hkv), p = q_start + rows[r].row;
+  std::vector<LseOfRow> emulated(rows.size() * static_cast<size_t>(H));  // (row, head)
+  parallel_for(static_cast<int64_t>(emulated.size()), [&](int64_t t) {
+    const int64_t r = t / H, h = t % H, kvh = h / (H / Hkv), p = q_start + rows[r].row;
     const int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
     const uint16_t* qr = q_bits.data() + r * W + h * D;
     const uint16_t* kb = k_bits.data() + kvh * D;
     emulated[static_cast<size_t>(t)] = lse_of_row(
-        D, lo, p, scale, kKeyTiles[t % n_tiles], [&](int64_t d) { return bf16_bits_to_float(qr[d]); },
+        D, lo, p, scale, kKeyTiles, [&](int64_t d) { return bf16_bits_to_float(qr[d]); },
         [&](int64_t j, int64_t d) { return bf16_bits_to_float(kb[j * kv_stride + d]); });
   });
   const double lse_derived = derived_lse_bound(emulated);
@@ -504,7 +502,7 @@ void check_long(int64_t H, int64_t Hkv, int64_t D, int64_t window, int64_t q_sta
       for (int64_t x = 0; x < W; ++x) have[r * W + x] = bf16_bits_to_float(bits[x]);
       for (int64_t h = 0; h < H; ++h) {
         const double g = lse_all[static_cast<size_t>(h * q_len + rows[r].row)];
-        const double exact = emulated[static_cast<size_t>((static_cast<int64_t>(r) * H + h) * n_tiles)].exact;
+        const double exact = emulated[r * static_cast<size_t>(H) + static_cast<size_t>(h)].exact;
         lse_err = std::max(lse_err, std::isnan(g) ? INFINITY : std::abs(g - want_lse[r * H + h]));
         lse_err_exact = std::max(lse_err_exact, std::isnan(g) ? INFINITY : std::abs(g - exact));
       }
