@@ -6,8 +6,8 @@
 # finding that still reproduces fails the run like a new one.
 # Prints executions and findings per target; exits 1 on any finding.
 #   scripts/fuzz.sh [SECONDS]        FUZZ_TARGETS="fuzz_config ..." to choose
-# Not part of scripts/test.sh or CI (4 targets x 60 s); clang is installed
-# here, when missing, and is not needed by the normal build.
+# CI runs it at 20 s a target (scripts/test.sh ci); clang is installed here,
+# when missing, and is not needed by the plain build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,16 +15,8 @@ secs=${1:-60}
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]  (a positive integer, default 60)" >&2; exit 2; }
 targets=(${FUZZ_TARGETS:-fuzz_safetensors fuzz_config fuzz_results_csv fuzz_npy})
 
-# The suite's packages plus the optional fuzz list (clang), only those missing.
-scripts/install-deps.sh --fuzz
-# libFuzzer and the sanitizer runtimes are in libclang-rt-N-dev, only a
-# Recommends of Debian's clang (installs here use --no-install-recommends).
-if [ ! -f "$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then
-  rt="libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev"
-  echo "[fuzz] installing $rt (libFuzzer runtime)"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$rt"
-fi
+# The suite's packages plus clang and its runtimes, only those missing.
+scripts/install-deps.sh --clang
 
 build=build/fuzz
 echo "[fuzz] building ${targets[*]} in $build (clang++ -fsanitize=fuzzer,address,undefined)"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the suite needs, only those missing.
 # Needs root or sudo when something is missing; does nothing otherwise.
-# `--fuzz` adds the optional list FUZZ_PACKAGES (clang, for scripts/fuzz.sh
-# only: the normal build and tests never need it). Then the Python packages
+# `--clang` (or its old name `--fuzz`) adds clang and its sanitizer and
+# libFuzzer runtimes, for the sanitize preset (scripts/test.sh sanitize) and
+# scripts/fuzz.sh: the plain build and tests never need them. Then the Python packages
 # Debian lacks, pinned, into .venv (made with --system-site-packages, so that
 # it sees Debian's numpy, scipy and matplotlib): ruptures, the change-point
 # detection of the performance history (reports/history.py). PostgreSQL is
@@ -16,10 +17,13 @@ PACKAGES=(build-essential cmake libeigen3-dev libgtest-dev libgmock-dev libbench
           nlohmann-json3-dev python3 python3-matplotlib python3-numpy python3-scipy python3-venv
           postgresql python3-psycopg2 openmpi-bin libopenmpi-dev xz-utils)
 PYPI_PINS=(ruptures==1.1.9)
-FUZZ_PACKAGES=(clang)
-if [ "${1:-}" = --fuzz ]; then
-  PACKAGES+=("${FUZZ_PACKAGES[@]}")
-fi
+CLANG_PACKAGES=(clang)
+clang=0
+case "${1:-}" in
+  "") ;;
+  --clang|--fuzz) clang=1; PACKAGES+=("${CLANG_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/install-deps.sh [--clang]  (unknown option '$1')" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -37,6 +41,14 @@ else
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# ASan, UBSan and libFuzzer's runtimes are in libclang-rt-N-dev, only a
+# Recommends of Debian's clang (installs here use --no-install-recommends).
+if [ "$clang" = 1 ] && [ ! -f "$(clang++ -print-file-name=libclang_rt.asan-x86_64.a)" ]; then
+  rt="libclang-rt-$(clang++ -dumpversion | cut -d. -f1)-dev"
+  echo "[deps] installing $rt (clang's sanitizer and libFuzzer runtimes)"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$rt"
 fi
 
 # The PyPI pins, into the checkout's .venv (git-ignored), only when missing.

@@ -5,8 +5,9 @@
 # baseline (scripts/ci-bench.sh).
 #   scripts/test.sh [auto|cpu|cuda]   the suite and the gate (default auto)
 #   scripts/test.sh sanitize          the suite under AddressSanitizer +
-#                                     UndefinedBehaviorSanitizer (halt on the
-#                                     first error, leaks detected)
+#                                     UndefinedBehaviorSanitizer, built with
+#                                     clang (halt on the first error, leaks
+#                                     detected)
 #   scripts/test.sh ci                what CI runs (.ci/run): the suite and the
 #                                     gate, then the sanitized suite, then a
 #                                     20 s smoke of each libFuzzer target
@@ -31,7 +32,8 @@ fi
 case "$mode" in auto|cpu|cuda|sanitize) ;; *)
   echo "usage: scripts/test.sh [auto|cpu|cuda|sanitize|ci]  (unknown mode '$mode')" >&2; exit 2 ;;
 esac
-scripts/install-deps.sh
+# The sanitize preset builds with clang (tests/sanitize/ubsan_ignore.txt says why).
+if [ "$mode" = sanitize ]; then scripts/install-deps.sh --clang; else scripts/install-deps.sh; fi
 preset=$(scripts/build.sh "$mode" | tail -1)
 echo "[test] preset $preset"
 if [ "$preset" = cuda ]; then

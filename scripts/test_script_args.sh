@@ -24,6 +24,7 @@ for opt in --model --length --tool --kernel --count --out --bin; do
 done
 expect_refusal profile-point.sh "--count: a whole number above 0, got 'x'" --count x --bin /nonexistent
 expect_refusal profile-point.sh "--count: a whole number above 0, got '0'" --count 0 --bin /nonexistent
+expect_refusal install-deps.sh "unknown option '--clnag'" --clnag
 expect_refusal ci-bench.sh "unknown argument '--updat'" cpu --updat
 expect_refusal ci-bench.sh "one PRESET, got 'b' too" a b
 expect_refusal ci-bench.sh "no build/no-such-preset/bin/yoco" no-such-preset --update

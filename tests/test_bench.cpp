@@ -12,6 +12,7 @@
 #include "cli_runner.hpp"
 #include "config.hpp"
 #include "result_csv.hpp"
+#include "sanitizer_build.hpp"
 
 namespace {
 
@@ -190,13 +191,12 @@ TEST_F(Bench, InterruptedSweepKeepsItsPointsAndResumeFinishesIt) {
   // Enough points that the run is still going when the first one is on disk.
   // Under AddressSanitizer the reference runs about ten times slower and the
   // test makes seven runs: the same eight points, shorter, keep it in minutes.
-#if defined(__SANITIZE_ADDRESS__)
-  const std::string sweep = "bench --model transformer-tiny,yoco-tiny --lengths 128,256,512,1K --gen 16 "
-                            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv";
-#else
-  const std::string sweep = "bench --model transformer-tiny,yoco-tiny --lengths 256,1K,2K,4K --gen 64 "
-                            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv";
-#endif
+  const std::string sweep =
+      yoco_test::kAddressSanitizer
+          ? "bench --model transformer-tiny,yoco-tiny --lengths 128,256,512,1K --gen 16 "
+            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv"
+          : "bench --model transformer-tiny,yoco-tiny --lengths 256,1K,2K,4K --gen 64 "
+            "--decode-sample 4 --repeats 1 --warmup 0 --max-batch 2 --format csv";
   const std::string full = path("full.csv");
   ASSERT_EQ(yoco(sweep + " --out " + full).status, 0);
   const auto want = untimed(yoco::cli::read_results_csv(full));

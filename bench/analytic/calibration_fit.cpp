@@ -92,7 +92,10 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
   std::vector<double> gap_pre, gap_dec, host_call, prefill_host_call;
-  for (const auto& [key, m] : measured) {
+  for (const auto& point : measured) {
+    // Named, not bound: clang before 16 cannot capture a structured binding in a lambda.
+    const auto& key = point.first;
+    const auto& m = point.second;
     const auto& [model, len, batch] = key;
     const ModelConfig cfg = *preset_of(model);
     const int64_t chunk = chunks.count(key) ? chunks.at(key) : kDefaultPrefillChunk;  // as its prefill row says

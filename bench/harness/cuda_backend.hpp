@@ -85,13 +85,14 @@ class CudaBackend : public DeviceBackend {
  private:
   struct Events;  // the timer's CUDA events (cuda_backend.cpp)
   Provenance prov_;
-  double usable_ = 0;       // 90% of the free device memory at construction
-  double device_total_ = 0; // capacity, for the roofline's DeviceSpec
+  // The CUDA members are unused where the build has no CUDA (cuda_backend.cpp's stub).
+  [[maybe_unused]] double usable_ = 0;        // 90% of the free device memory at construction
+  [[maybe_unused]] double device_total_ = 0;  // capacity, for the roofline's DeviceSpec
   // The model of the runner created last: time() records its events on that
   // model's (non-blocking) stream, reset_peak_memory / memory_peaks read its
   // arena. The sweep uses a runner only between its create_runner and the
   // next one; cleared before each creation.
-  cuda::CudaModel* model_ = nullptr;
+  [[maybe_unused]] cuda::CudaModel* model_ = nullptr;
   std::unique_ptr<Events> events_;
   std::optional<double> last_host_s_;  // steady_clock around time()'s region
   std::unique_ptr<CuptiCollector> cupti_;  // created by the first kernel_breakdown
