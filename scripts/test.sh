@@ -34,8 +34,9 @@ case "$mode" in auto|cpu|cuda|sanitize) ;; *)
 esac
 # The sanitize preset builds with clang (tests/sanitize/ubsan_ignore.txt says why).
 if [ "$mode" = sanitize ]; then scripts/install-deps.sh --clang; else scripts/install-deps.sh; fi
+t_build=$SECONDS
 preset=$(scripts/build.sh "$mode" | tail -1)
-echo "[test] preset $preset"
+echo "[test] preset $preset, built in $((SECONDS - t_build)) s"
 if [ "$preset" = cuda ]; then
   # Say up front whether the GPU tests will run, and if not, why.
   reason=$(build/cuda/bin/test_cuda_counter_init --gtest_filter='*BitIdentical*' 2>&1 | grep -o 'no CUDA device:.*' | head -1 || true)
@@ -46,9 +47,13 @@ if [ "$preset" = sanitize ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:abort_on_error=0}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 fi
+t_tests=$SECONDS
 ctest --preset "$preset" -j "${YOCO_JOBS:-$(nproc)}" --timeout 900
+echo "[test] the suite ran in $((SECONDS - t_tests)) s"
 # The performance-regression gate against reports/baselines/ci-cpu.csv (not
 # under the sanitizers, whose slowdown would distort the timing ratios).
 if [ "$preset" != sanitize ]; then
+  t_gate=$SECONDS
   scripts/ci-bench.sh "$preset"
+  echo "[test] the performance gate ran in $((SECONDS - t_gate)) s"
 fi
