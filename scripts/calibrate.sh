@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates reports/model/ from committed data: the calibrated cost model
-# fitted on the committed H100 sweep (--cupti), its check on that sweep
+# fitted on the committed H100 sweep (--cupti) with the same card's kernel benchmark (the flash prefill
+# versions' times), its check on that sweep
 # (in-sample), its check on the small presets' run (run-17: 4K and 16K, kept buffers, CUPTI; out of sample: not
 # in the fit), its check on every other card's committed sweep (reports/results/<card>/sweep.csv: on the
 # projection and on the card's own ceilings), projections to the H100/H200/B200 datasheets, and what-ifs.
@@ -24,6 +25,7 @@ done
 . scripts/find-yoco.sh
 find_yoco "$YOCO"
 SWEEP=reports/results/nvidia-h100/sweep.csv
+KERNELS=reports/results/nvidia-h100/kernels.csv
 SMALL=${SMALL:-reports/results/nvidia-h100/logs/run-17-bench-models-split-rope/models_small.csv}
 [ -f "$SMALL" ] || { echo "calibrate.sh: --small: no file '$SMALL'" >&2; exit 2; }
 OUT=reports/model
@@ -39,7 +41,10 @@ trap 'rm -rf "$tmp"' EXIT
 # live in reports/results/analytic-*).
 only_calibrated() { /usr/bin/python3 scripts/result_rows.py keep method=calibrated "$@"; }
 
-"$YOCO" calibrate "$SWEEP" --out "$tmp/cal.csv" --format csv >"$tmp/check.csv"
+# The sweep ran flash prefill v2 (its CUPTI rows name it); the runners run v3 now, and other cards'
+# runs ran v3: the same card's kernel benchmark times each version beside v2, so that every point is
+# priced at the version it ran (bench/analytic/prefill_versions.hpp).
+"$YOCO" calibrate "$SWEEP" --kernels "$KERNELS" --out "$tmp/cal.csv" --format csv >"$tmp/check.csv"
 "$YOCO" calibrate "$SMALL" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-small.csv"
 # Out of sample on another card (issue 35): each other device's sweep, predicted on the projection the
 # model made for that card (its datasheet scaled by the H100's measured / datasheet ratios) and on the

@@ -27,6 +27,32 @@ TEST_F(Cli, CalibrateRefusesBadOptionsBeforeWritingOut) {
   EXPECT_TRUE(fs::exists(out));
 }
 
+// --kernels: the same card's kernel benchmark prices the flash prefill versions (the table says how);
+// refused with --calibration, from another card, over --out, or missing, each before --out is written.
+TEST_F(Cli, CalibrateKernelsPricesThePrefillVersionsAndRefusesWhatItCannotUse) {
+  const fs::path results = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results";
+  const std::string sweep = (results / "nvidia-h100/sweep.csv").string(),
+                    kernels = (results / "nvidia-h100/kernels.csv").string(),
+                    h200 = (results / "nvidia-h200/kernels.csv").string();
+  const std::string cal = path("cal.csv"), out = path("out.csv");
+  const auto fit = yoco("calibrate " + sweep + " --kernels " + kernels + " --out " + cal);
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  EXPECT_NE(fit.out.find("prefill attention: fitted on flash prefill v2; v1 at 1.4"), std::string::npos) << fit.out;
+  EXPECT_NE(slurp(cal).find("calibration:attention_prefill,v3_time_ratio,0.7"), std::string::npos);
+  expect_one_line_error(yoco("calibrate " + sweep + " --calibration " + cal + " --kernels " + kernels + " --out " + out),
+                        {"--kernels", "--calibration"}, "--kernels with --calibration");
+  expect_one_line_error(yoco("calibrate " + sweep + " --kernels " + h200 + " --out " + out),
+                        {h200, "NVIDIA H200", "calibration's card"}, "another card's kernel benchmark");
+  expect_one_line_error(yoco("calibrate " + sweep + " --kernels " + path("none.csv") + " --out " + out),
+                        {path("none.csv")}, "a missing kernel benchmark");
+  EXPECT_FALSE(fs::exists(out)) << "written before the option was refused";
+  const std::string copy = path("k.csv");
+  fs::copy_file(kernels, copy);
+  expect_one_line_error(yoco("calibrate " + sweep + " --kernels " + copy + " --out " + copy), {"--out", copy},
+                        "--out over the kernel benchmark");
+  EXPECT_EQ(slurp(copy), slurp(kernels));
+}
+
 // Checking a calibration and writing it again (--calibration C --out C) does
 // not refit it: its notes still name the sweep it was fitted on, not C.
 TEST_F(Cli, CalibrateRewritingACalibrationKeepsTheSweepItWasFittedOn) {

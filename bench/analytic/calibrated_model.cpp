@@ -7,6 +7,7 @@
 #include <string>
 
 #include "calibration_parts.hpp"
+#include "prefill_versions.hpp"
 #include "args.hpp"
 #include "errors.hpp"
 #include "runner/generation_bytes.hpp"
@@ -16,9 +17,14 @@ namespace yoco::cost {
 using namespace calibration_detail;
 
 CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
-                                 const Calibration& c, const DeviceSpec& ceil) {
+                                 const Calibration& c, const DeviceSpec& ceil, double attention_compute_scale) {
   CalibratedPhase out;
   double kernels = 0;
+  // The fitted rate, with the prefill attention's compute-bound one at the version the point ran.
+  const FamilyFit* flash = &c.fit(true, Family::attention, Bound::compute);
+  auto inverse_efficiency = [&](const FamilyFit& fit) {
+    return fit.inverse_efficiency * (prefill_phase && &fit == flash ? attention_compute_scale : 1.0);
+  };
   for (int f = 0; f < kFamilies; ++f) {
     const Family fam = static_cast<Family>(f);
     const double roof = family_roofline(w, fam, ceil);
@@ -32,13 +38,13 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
                       (alt.points ? std::string(": the ") + bound_name(other) + "-bound fit" : ": the roofline");
       if (alt.points) fit = &alt;
     }
-    out.family_s[f] = roof * fit->inverse_efficiency + layers_of(cfg, fam) * fit->per_layer_s;
+    out.family_s[f] = roof * inverse_efficiency(*fit) + layers_of(cfg, fam) * fit->per_layer_s;
     // Nor faster than the other resource at its sustained rate, where a fit
     // has one: work near the balance point (short query tiles over a long
     // cache) is bound by whichever of the two runs out first once the
     // kernels' efficiencies are counted, not by the raw rooflines.
     if (const FamilyFit& alt = c.fit(prefill_phase, fam, other); alt.points && fit != &alt)
-      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * alt.inverse_efficiency);
+      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * inverse_efficiency(alt));
     out.band = std::max(out.band, fit->worst_residual);
     kernels += out.family_s[f];
   }
@@ -55,8 +61,14 @@ CalibratedPhase calibrated_prefill(const ModelConfig& cfg, const Storage& st, co
   // The work as the runners' kernels do it: the attention in tiles of query
   // rows (a batch prefilled together a few rows of each sequence a step pads
   // them), the FFN's up half fused where the layout says so.
-  CalibratedPhase p =
-      calibrated_phase(cfg, prefill_work(cfg, st, batch, prompt, rows, runner_kernels(cfg, layout)), true, c, ceil);
+  std::string version_note;
+  const double flash = prefill_version_scale(c, cfg, layout.attention_prefill_version, &version_note);
+  const PhaseWork w = prefill_work(cfg, st, batch, prompt, rows, runner_kernels(cfg, layout));
+  CalibratedPhase p = calibrated_phase(cfg, w, true, c, ceil, flash);
+  // Said where the flash kernel's compute-bound time counts (not YOCO's gRet prefill: its one-row
+  // cross attention is memory-bound).
+  if (w[Part::attention].flops > 0 && family_bound(w, Family::attention, ceil) == Bound::compute)
+    p.kernels = version_note;
   const cuda::RunnerLaunches n = launches_of(cfg, batch, rows, sms_for(c, ceil), layout.batched_global_kv,
                                              runner_kernels(cfg, layout).ffn_up_fused_from_rows);
   const double steps = std::ceil(static_cast<double>(prompt) / static_cast<double>(rows));
@@ -150,6 +162,8 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
       throw InputError("--what-if: the efficiency must be 'ceiling' or a number in [1e-9, 1], got '" + rhs + "'");
     inv = 1.0 / x;
   }
+  // The what-if's efficiency is the attention's whatever kernel runs it: no version to price apart.
+  if (f == static_cast<int>(Family::attention) && (any_bound || bound == "compute")) c.attention_prefill_fit_version = 0;
   for (auto* phase : {&c.prefill, &c.decode})
     for (int b = 0; b < 2; ++b)
       if (any_bound || b == (bound == "compute" ? 0 : 1)) {

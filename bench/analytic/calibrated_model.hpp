@@ -19,11 +19,14 @@ struct CalibratedPhase {
   double total_s = 0;   // max(kernels + gap, host)
   double band = 0;       // the largest worst residual of the fits it used (its uncertainty, relative)
   std::string fallback;  // families that kept the roofline or borrowed the other bound's fit, "" if none
+  std::string kernels;   // the kernel versions it priced apart from the fit's ("attention prefill v3 at ..."), or ""
 };
 // One prefill or decode step of `cfg` (the cost model's work) on `ceil`
-// (calibrated_ceilings).
+// (calibrated_ceilings). attention_compute_scale: the factor on the prefill
+// attention's compute-bound time at the fitted rate (the version it ran
+// against the fit's: prefill_versions.hpp).
 CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, bool prefill_phase,
-                                 const Calibration& c, const DeviceSpec& ceil);
+                                 const Calibration& c, const DeviceSpec& ceil, double attention_compute_scale = 1.0);
 
 // One decode step at `context` as the runners run it (the layout's kernels).
 CalibratedPhase calibrated_decode(const ModelConfig& cfg, const Storage& st, const Calibration& c,

@@ -39,6 +39,10 @@ namespace yoco::cost {
 using cli::Provenance;
 using cli::ResultRow;
 
+// Flash prefill versions a calibration can hold a time ratio for (cuda/attention/prefill_version.hpp:
+// kFlashPrefillVersions; calibration_file.cpp checks that they agree).
+inline constexpr int kPrefillVersionSlots = 3;
+
 enum class Family { gemm, attention, gret, norms };
 inline constexpr int kFamilies = 4;
 const char* family_name(Family f);  // "gemm", "attention", "gret", "norms"
@@ -78,6 +82,18 @@ struct Calibration {
   double prefill_host_call_s = 0;
   int prefill_host_points = 0;
   int sm_count = 0;        // the measured card's (its datasheet's), for the gRet plan where a target has none
+  // The prefill attention kernel the fit's compute-bound prefill attention
+  // ran (flash prefill v1..v3, by the sweep's CUPTI kernel names or its
+  // rows' notes); 0 where they name none: then no point's attention is
+  // priced by version.
+  int attention_prefill_fit_version = 0;
+  // Version v's time over the fit version's on the calibration's card, at
+  // [v - 1]: the median over the shapes its kernel benchmark ran both at
+  // (add_kernel_bench; shapes at [v - 1]); 0 where not measured. A point that
+  // ran another version (a later runner, another head dim's kernel) has its
+  // compute-bound prefill attention scaled by it.
+  std::array<double, kPrefillVersionSlots> attention_prefill_time_ratio{};
+  std::array<int, kPrefillVersionSlots> attention_prefill_ratio_shapes{};
   const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
     return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
   }
@@ -88,6 +104,14 @@ struct Calibration {
 // points (roofline_time_s of prefill.<part>), measured latencies and memory.
 // InputError when no point has both.
 Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::string& source);
+
+// Adds the prefill attention versions' time ratios (Calibration::
+// attention_prefill_time_ratio) from a kernel benchmark's rows of the
+// calibration's card (attn_prefill:D<d> v<N>[ shape], kernel_time_s): each
+// version against the fit's at the same model, length, head dim and shape.
+// InputError naming `source` where the rows are another card's, the fit names
+// no version, or no shape has the fit's version beside another.
+void add_kernel_bench(Calibration& c, const std::vector<ResultRow>& kernel_rows, const std::string& source);
 
 // As result rows (reports/SCHEMA.md; device "calibration", phase
 // "calibration:<phase>.<family>", metrics inverse_efficiency, per_layer_s,

@@ -6,6 +6,7 @@
 
 #include "calibration_parts.hpp"
 #include "device_spec.hpp"
+#include "prefill_versions.hpp"
 #include "errors.hpp"
 
 namespace yoco::cost {
@@ -58,6 +59,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
                                                 const DeviceSpec& ceil, const std::string& source) {
   std::vector<CalibrationCheck> out;
   const Storage st;
+  const PrefillVersions versions(rows);
   for (const auto& r : rows) {
     if (!r.value || *r.value <= 0) continue;
     const auto cfg = preset_of(r.model);
@@ -66,7 +68,9 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     // As the point's runner was laid out and chunked: its rows say so since
     // each choice became the default or an option; rows from before say
     // nothing (RunnerLayout, the default chunk).
-    const RunnerLayout layout = runner_layout_of_notes(r.notes);
+    RunnerLayout layout = runner_layout_of_notes(r.notes);
+    // The prefill attention kernel it ran: its notes or its point's CUPTI rows say (0: the runners' now).
+    layout.attention_prefill_version = versions.of(r);
     const int64_t chunk = prefill_chunk_of_notes(r.notes);
     const bool measured = r.method == "measured" || r.method == "sampled" || r.method == "exact";
     if (measured) require_point_batch(r, source);

@@ -2,6 +2,7 @@
 // calibration_rows, read_calibration).
 #include "calibration.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -20,6 +21,13 @@ using namespace calibration_detail;
 
 using cli::make_row;
 using cli::read_results_csv;
+
+// "v1".."v3", the flash prefill versions' metric prefix. (Not "v" + std::to_string(v): gcc 12 warns
+// -Wrestrict on that concatenation, a false positive, its bug 105329.)
+static std::string version_name(int v) {
+  static_assert(kPrefillVersionSlots < 10, "one digit a version");
+  return {'v', static_cast<char>('0' + v)};
+}
 
 std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& prov) {
   std::vector<ResultRow> rows;
@@ -49,6 +57,23 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
         add(ph, "points", fit.points, "count", note);
         add(ph, "worst_residual", fit.worst_residual, "fraction", note);
       }
+  // Before the last rows: a calibration from before them lacks these rows alone, and a file cut short
+  // anywhere still lacks rows every calibration has.
+  const int fit_version = c.attention_prefill_fit_version;
+  add("attention_prefill", "fit_version", fit_version, "count",
+      fit_version ? "the flash prefill version the fit's compute-bound prefill attention ran (its CUPTI kernel names); " + from
+          : "no flash prefill version named in the sweep: every version priced as the fit");
+  for (int v = 1; v <= kPrefillVersionSlots; ++v) {
+    const std::string n = version_name(v);
+    const int shapes = c.attention_prefill_ratio_shapes[v - 1];
+    const std::string note =
+        v == fit_version ? "the fit's own version"
+        : shapes ? "median over " + std::to_string(shapes) + " shapes of the kernel benchmark's " + n + " time / v" +
+                       std::to_string(fit_version) + "'s (yoco calibrate --kernels)"
+                 : "not measured: " + n + " priced as the fit's version";
+    add("attention_prefill", n + "_time_ratio", c.attention_prefill_time_ratio[v - 1], "x", note);
+    add("attention_prefill", n + "_shapes", shapes, "count", note);
+  }
   add("prefill", "gap_fraction", c.prefill_gap, "fraction", "median latency / kernel time - 1; " + from);
   add("decode", "gap_fraction", c.decode_gap, "fraction", "median latency / kernel time - 1; " + from);
   add("memory", "other_bytes", c.other_bytes, "B", "median mem_other_bytes (CUDA context, libraries)");
@@ -97,6 +122,13 @@ std::optional<ValueRange> value_range(const std::string& metric) {
       {"prefill_call_s", {1, false, "must be below 1 s"}},
       {"gap_fraction", {1e6, false, "must be at most 1e6"}},
       {"other_bytes", {1e15, false, "must be at most 1e15 B"}},
+      {"fit_version", {kPrefillVersionSlots, true, "must be a flash prefill version, 1 to 3, or 0 (none named)"}},
+      {"v1_time_ratio", {100, false, "must be at most 100"}},
+      {"v2_time_ratio", {100, false, "must be at most 100"}},
+      {"v3_time_ratio", {100, false, "must be at most 100"}},
+      {"v1_shapes", {1e9, true, "must be a whole count below 1e9"}},
+      {"v2_shapes", {1e9, true, "must be a whole count below 1e9"}},
+      {"v3_shapes", {1e9, true, "must be a whole count below 1e9"}},
   };
   const auto it = ranges.find(metric);
   if (it == ranges.end()) return std::nullopt;
@@ -201,6 +233,20 @@ Calibration read_calibration(const std::string& path) {
       }
       continue;
     }
+    if (ph == "attention_prefill") {
+      if (r.metric == "fit_version") {
+        c.attention_prefill_fit_version = static_cast<int>(v);
+        continue;
+      }
+      int slot = -1;
+      for (int k = 1; k <= kPrefillVersionSlots; ++k) {
+        const std::string n = version_name(k);
+        if (r.metric == n + "_time_ratio") c.attention_prefill_time_ratio[k - 1] = v, slot = k;
+        if (r.metric == n + "_shapes") c.attention_prefill_ratio_shapes[k - 1] = static_cast<int>(v), slot = k;
+      }
+      if (slot < 0) throw bad("unknown metric '" + r.metric + "' for calibration:attention_prefill");
+      continue;
+    }
     // <phase>.<family>.<bound>
     const size_t d1 = ph.find('.'), d2 = d1 == std::string::npos ? d1 : ph.find('.', d1 + 1);
     const std::string phase = ph.substr(0, d1);
@@ -212,7 +258,8 @@ Calibration read_calibration(const std::string& path) {
     const int b = bound == "compute" ? 0 : bound == "memory" ? 1 : -1;
     if ((phase != "prefill" && phase != "decode") || f < 0 || b < 0)
       throw bad("unknown phase '" + r.phase + "' (calibration:<prefill|decode>.<gemm|attention|gret|norms>." +
-                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory, calibration:host)");
+                "<compute|memory>, calibration:<prefill|decode>, calibration:ceilings, calibration:memory, calibration:host, "
+                "calibration:attention_prefill)");
     FamilyFit& fit = (phase == "prefill" ? c.prefill : c.decode)[f][b];
     if (r.metric == "inverse_efficiency") {
       fit.inverse_efficiency = v;  // 0: a family whose time is its fixed cost alone
@@ -232,8 +279,13 @@ Calibration read_calibration(const std::string& path) {
   // A missing row read as its default (a fitted family at the roofline), so a
   // file cut short gave another model, exit 0: calibration_rows writes every
   // row, and every one is needed.
+  // The prefill attention's versions all or none: a calibration from before them has none, and reads
+  // as fitted then (every version priced as the fit's).
+  const bool versions = std::any_of(seen.begin(), seen.end(), [](const std::string& k) {
+    return k.rfind("calibration:attention_prefill ", 0) == 0;
+  });
   for (const auto& r : calibration_rows(Calibration{}, Provenance{}))
-    if (!seen.count(r.phase + " " + r.metric))
+    if (!seen.count(r.phase + " " + r.metric) && (versions || r.phase != "calibration:attention_prefill"))
       throw InputError(path + ": no row " + r.phase + " " + r.metric +
                        " (yoco calibrate --out writes every one; a file cut short?)");
   return c;

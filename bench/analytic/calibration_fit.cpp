@@ -10,6 +10,7 @@
 
 #include "calibration_parts.hpp"
 #include "calibrated_model.hpp"
+#include "prefill_versions.hpp"
 #include "errors.hpp"
 
 namespace yoco::cost {
@@ -61,6 +62,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   std::map<Key, std::map<std::pair<std::string, std::string>, double>> measured;
   std::map<Key, RunnerLayout> layouts;  // as each point's prefill row says its runner ran
   std::map<Key, int64_t> chunks;        // and in prefill steps of how many tokens
+  std::map<Key, std::string> commits;   // and at which commit
   std::vector<double> others;
   for (const auto& r : rows) {
     if (!r.value || r.phase == "ceiling") continue;
@@ -68,6 +70,7 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     if (!preset_of(r.model)) continue;
     require_point_batch(r, source);
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
+    commits[{r.model, r.seq_len, r.batch}] = r.prov.git_sha;
     if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
       layouts[{r.model, r.seq_len, r.batch}] = runner_layout_of_notes(r.notes);
       chunks[{r.model, r.seq_len, r.batch}] = prefill_chunk_of_notes(r.notes);
@@ -92,6 +95,9 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
   };
   std::array<std::array<std::vector<Sample>, 2>, kFamilies> pre, dec;
   std::vector<double> gap_pre, gap_dec, host_call, prefill_host_call;
+  // The flash prefill version of each point whose prefill attention is compute-bound: one for the fit.
+  const PrefillVersions versions(rows);
+  std::map<Key, int> attention_version;
   for (const auto& point : measured) {
     // Named, not bound: clang before 16 cannot capture a structured binding in a lambda.
     const auto& key = point.first;
@@ -139,6 +145,12 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
         if (!any || t <= 0 || layers == 0) continue;
         const int b = static_cast<int>(family_bound(w, static_cast<Family>(f), ceil));
         (is_pre ? pre : dec)[f][b].push_back({family_roofline(w, static_cast<Family>(f), ceil), layers, t});
+        if (is_pre && f == static_cast<int>(Family::attention) && b == static_cast<int>(Bound::compute)) {
+          ResultRow at;
+          at.prov.git_sha = commits.at(key);
+          at.model = model, at.seq_len = len, at.batch = batch;
+          attention_version[key] = versions.of(at);
+        }
       }
       const auto lat = get(ph, is_pre ? "prefill_latency_s" : "decode_step_latency_s");
       if (lat) (is_pre ? gap_pre : gap_dec).push_back(std::max(0.0, *lat / *kernels - 1.0));
@@ -161,6 +173,15 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
                        std::abs((fit.inverse_efficiency * x.roofline + fit.per_layer_s * x.layers) / x.time - 1));
         any_fit = true;
       }
+  for (const auto& [key, v] : attention_version) {
+    if (v == 0) continue;  // a point nothing names the kernel of
+    if (c.attention_prefill_fit_version != 0 && c.attention_prefill_fit_version != v)
+      throw InputError(source + ": its points' prefill attention ran flash prefill v" +
+                       std::to_string(c.attention_prefill_fit_version) + " and v" + std::to_string(v) + " (" +
+                       std::get<0>(key) + " at seq_len " + std::to_string(std::get<1>(key)) +
+                       "): fit one version's points at a time");
+    c.attention_prefill_fit_version = v;
+  }
   if (!any_fit)
     throw InputError(source + ": no point has a CUPTI breakdown (gpu_time_s of prefill.<family> or decode.<family>; "
                               "run the sweep with --cupti)");

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attention/attention_tiles.hpp"
+#include "attention/prefill_version.hpp"
 #include "ops/gemm_swiglu_plan.hpp"
 #include "runner/launch_count.hpp"
 
@@ -41,6 +42,9 @@ RunnerLayout runner_layout_of_notes(const std::string& notes) {
   l.shared_sublayers = notes.find(cuda::kSharedSublayerNote) != std::string::npos;
   // The runners write it only where they take it (bench/harness/cuda_backend.cpp, residual_note).
   l.residual_per_layer = notes.find(cuda::kResidualPerLayerNote) != std::string::npos;
+  // The CUDA runners write it since the calibration prices versions (bench/harness/cuda_backend.cpp).
+  const int64_t v = number_after(notes, cuda::kAttentionPrefillNote, 0);
+  l.attention_prefill_version = v >= 1 && v <= cuda::kFlashPrefillVersions ? static_cast<int>(v) : 0;
   return l;
 }
 

@@ -17,6 +17,9 @@ struct RunnerLayout {
   int64_t ffn_rows = 0;           // YOCO's prefill FFN in row blocks of this many (YOCO_FFN_ROWS); 0: whole steps
   bool shared_sublayers = true;   // YOCO's prefill sublayers in one buffer (kSharedSublayerBuffers)
   bool residual_per_layer = false;  // a layer's residual stored once (YOCO_RESIDUAL_PER_LAYER)
+  // The flash prefill version the point's prefill attention ran ("attention prefill vN" in its notes,
+  // or its CUPTI kernel names: calibration_parts.hpp); 0: the version the runners run now.
+  int attention_prefill_version = 0;
 };
 // The words a row's notes carry when its runner fused the FFN's up half.
 const char* ffn_up_fused_note();
@@ -28,8 +31,8 @@ KernelView runner_kernels(const ModelConfig& cfg, const RunnerLayout& layout);
 RunnerLayout current_runner_layout();
 // The layout a measured row was made with, from its notes ("global K/V
 // batched"; "delta in the normed rows"; "FFN up half fused"; "one buffer for
-// the prefill's sublayers"; "residual stored once a layer"); rows from before a
-// choice lack its words.
+// the prefill's sublayers"; "residual stored once a layer"; "attention prefill
+// vN"); rows from before a choice lack its words.
 RunnerLayout runner_layout_of_notes(const std::string& notes);
 // The words a row's notes carry for `layout`'s departures from the runners'
 // defaults that a prediction must follow (the FFN fused, its row blocks, the

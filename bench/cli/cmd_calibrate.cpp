@@ -25,8 +25,8 @@ CommandSpec calibrate_spec() {
   CommandSpec s;
   s.path = "yoco calibrate";
   s.usage =
-      "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--calibration FILE [--ceilings auto|run|h100|h200|b200]]\n"
-      "                         [--format table|csv]";
+      "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--kernels KERNELS.csv]\n"
+      "                         [--calibration FILE [--ceilings auto|run|h100|h200|b200]] [--format table|csv]";
   s.summary =
       "Fits the calibrated cost model to a sweep run with --cupti: per phase and kernel family (gemm with the\n"
       "LM head, attention, gret, norms and other element-wise kernels) the inverse efficiency against the\n"
@@ -35,6 +35,10 @@ CommandSpec calibrate_spec() {
       "predicted / measured with the worst error per metric.";
   s.options = {
       {"--out", "FILE.csv", "write the calibration (result rows, reports/SCHEMA.md; yoco model --calibration reads it)"},
+      {"--kernels", "FILE.csv",
+       "the same card's kernel benchmark (bench_cuda_kernels' rows, kernels.csv): each flash prefill version's time over the\n"
+       "version the sweep ran (attn_prefill rows of the same shapes), so that a point that ran another version\n"
+       "(the runners now, another card's run) is priced at it; without it every version is priced as the sweep's"},
       {"--calibration", "FILE", "check this calibration against SWEEP instead of fitting one (out-of-sample)"},
       {"--ceilings", "MODE",
        "the rates the check divides by: auto (default: the calibration's own on its kind of card; on another card\n"
@@ -73,14 +77,18 @@ int cmd_calibrate(const Args& args) {
   const std::string sweep = a.positional()[0];
   if (a.has("--ceilings") && !a.has("--calibration"))
     throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
+  if (a.has("--kernels") && a.has("--calibration"))
+    throw InputError("--kernels: only when fitting (a calibration read with --calibration keeps its own ratios)");
   if (const auto out = a.get("--out")) {
     // --calibration FILE --out FILE rewrites a calibration in place, on purpose; the sweep is measurements.
     refuse_output_over_input("--out", *out, sweep, "the sweep");
+    if (const auto kernels = a.get("--kernels")) refuse_output_over_input("--out", *out, *kernels, "the kernel benchmark");
     check_output_path(*out);
   }
   const std::vector<ResultRow> rows = read_results_csv(sweep);
-  const cost::Calibration cal =
+  cost::Calibration cal =
       a.has("--calibration") ? cost::read_calibration(*a.get("--calibration")) : cost::fit_calibration(rows, sweep);
+  if (const auto kernels = a.get("--kernels")) cost::add_kernel_bench(cal, read_results_csv(*kernels), *kernels);
   // The check before --out is written: a bad --ceilings, or a sweep the check
   // cannot use, exits 2 without leaving a calibration behind.
   const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
@@ -125,7 +133,18 @@ int cmd_calibrate(const Args& args) {
                       strf("%.1f%%", 100 * fit.worst_residual)});
       }
   std::cout << fits.str() << "host gaps: prefill " << strf("%.1f%%", 100 * cal.prefill_gap) << ", decode "
-            << strf("%.1f%%", 100 * cal.decode_gap) << "; memory: the runners' own formula\n\n";
+            << strf("%.1f%%", 100 * cal.decode_gap) << "; memory: the runners' own formula\n";
+  if (const int fit = cal.attention_prefill_fit_version) {
+    std::cout << "prefill attention: fitted on flash prefill v" << fit;
+    for (int v = 1; v <= cost::kPrefillVersionSlots; ++v)
+      if (v != fit)
+        std::cout << (cal.attention_prefill_ratio_shapes[v - 1]
+                          ? strf("; v%d at %.3f of its time (%d shapes)", v, cal.attention_prefill_time_ratio[v - 1],
+                                 cal.attention_prefill_ratio_shapes[v - 1])
+                          : strf("; v%d priced as v%d (no --kernels ratio)", v, fit));
+    std::cout << "\n";
+  }
+  std::cout << "\n";
   TextTable t({"model", "N", "batch", "metric", "measured", "predicted", "pred / meas"});
   std::map<std::string, double> worst;
   for (const auto& k : checks) {

@@ -205,7 +205,7 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
       const std::string chunk_note =
           "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens" + cost::runner_layout_note(said);
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
-          chunk_note + (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
+          chunk_note + (p.kernels.empty() ? "" : "; " + p.kernels) + (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
               (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""));
       for (int f = 0; f < cost::kFamilies; ++f)
         if (p.family_s[f] > 0)

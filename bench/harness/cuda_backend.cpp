@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cmath>
 
+#include "attention/prefill_version.hpp"
 #include "runner/cuda_model.hpp"
 #include "runner/runner_support.hpp"
 #include "gret/gret_select.hpp"
@@ -266,6 +267,18 @@ static std::string gret_kernel_note(const ModelConfig& cfg) {
                     : std::string("gRet decode step ") + cuda::gret_decode_variant_name(decode) + " named");
 }
 
+// The flash prefill version the model's prefill attention runs (the Transformer's, YOCO's SWA
+// self-decoder's; YOCO's gRet prefill has none: its cross-decoder's last position is a decode kernel),
+// on every row, so that the calibrated model prices the kernel each point ran (prefill_version.hpp).
+static std::string attention_prefill_note(const ModelConfig& cfg) {
+  if (cfg.is_yoco() && cfg.self_decoder() != SelfDecoderKind::swa) return "";
+  const cuda::CurrentDevice dev = cuda::current_device();
+  if (dev.error != cudaSuccess) return "";
+  return cuda::kAttentionPrefillNote +
+         std::to_string(cuda::flash_prefill_version(cfg.is_yoco() ? cfg.self_head_dim() : cfg.attn_head_dim(),
+                                                    dev.is_sm90()));
+}
+
 static std::string layout_note(const ModelRunner& runner) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
@@ -274,6 +287,7 @@ static std::string layout_note(const ModelRunner& runner) {
                       ffn_note()),
                 ffn_rows_note(runner.config()));
   note = joined(joined(joined(note, gemm_note()), residual_note(runner.config())), gret_kernel_note(runner.config()));
+  note = joined(note, attention_prefill_note(runner.config()));
   return note.empty() ? note : "; " + note;
 }
 
@@ -284,7 +298,8 @@ std::vector<std::string> CudaBackend::runner_log(const ModelRunner& runner) cons
 std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) const {
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
-                joined(joined(gemm_note(), residual_note(cfg)), gret_kernel_note(cfg)));
+                joined(joined(joined(gemm_note(), residual_note(cfg)), gret_kernel_note(cfg)),
+                       attention_prefill_note(cfg)));
 }
 
 void CudaBackend::reset_peak_memory() {

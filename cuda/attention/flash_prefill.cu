@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "attention/flash_prefill.hpp"
+#include "attention/prefill_version.hpp"
 #include "device/device_query.hpp"
 
 namespace yoco::cuda {
@@ -33,12 +34,7 @@ bool prefill_args_valid(const bf16* q, const bf16* k, const bf16* v, const int64
 
 bool flash_prefill_supported(int64_t head_dim) { return head_dim == 64 || head_dim == 128 || head_dim == 256; }
 
-// The wgmma version launch_flash_prefill runs on compute capability 9.0: 3. On the H100
-// (reports/results/nvidia-h100/logs/run-11, -12) v3 passed every test and the sanitizers and
-// ran causal hd 128, 24/8 heads at 588 / 634 / 586 / 612 TFLOP/s at 4K / 16K / 64K / 128K
-// against v2's 459 / 473 / 489 / 475 and cuDNN's 497 / 620 / 609 / 567 in the same call
-// (cuda/attention/NOTES-flash_prefill.md). 2 selects v2 again.
-constexpr int kHopperPrefillVersion = 3;
+// kHopperPrefillVersion (attention/prefill_version.hpp) picks v3 or v2 on compute capability 9.0.
 
 cudaError_t launch_flash_prefill(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
                                  const int64_t* q_len, const PrefillAttentionShape& s, bf16* o, float* lse,

@@ -44,8 +44,8 @@ cudaError_t launch_flash_prefill(const __nv_bfloat16* q, const __nv_bfloat16* k,
                                  __nv_bfloat16* o, float* lse, cudaStream_t stream);
 
 // Variant dispatch: launch_flash_prefill runs v3 where flash_prefill_v2_supported(head_dim) (128)
-// and the current device is compute capability 9.0, else v1 (kHopperPrefillVersion in
-// flash_prefill.cu; cuda/README.md's variant table has the evidence).
+// and the current device is compute capability 9.0, else v1 (kHopperPrefillVersion and
+// flash_prefill_version in attention/prefill_version.hpp; cuda/README.md's variant table has the evidence).
 // The entry points below run one variant explicitly (same contract, same errors; v2 and v3 also
 // return cudaErrorInvalidValue for a head dim they do not serve).
 //

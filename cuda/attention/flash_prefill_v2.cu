@@ -32,6 +32,7 @@
 #include "attention/flash_prefill.hpp"
 #include "attention/flash_prefill_params.hpp"
 #include "attention/flash_prefill_wgmma_rows.cuh"
+#include "attention/prefill_version.hpp"
 #include "arch/wgmma_sm90.cuh"
 
 namespace yoco::cuda {
@@ -150,6 +151,8 @@ __global__ void __launch_bounds__(kThreads, 1) flash_prefill_v2_kernel(const Par
 
 }  // namespace
 
+// The cost model reads the head dim from prefill_version.hpp: the two must agree.
+static_assert(kD == kWgmmaPrefillHeadDim, "prefill_version.hpp: kWgmmaPrefillHeadDim is the wgmma versions' head dim");
 bool flash_prefill_v2_supported(int64_t head_dim) { return head_dim == kD; }
 
 cudaError_t launch_flash_prefill_v2(const bf16* q, const bf16* k, const bf16* v, const int64_t* q_start,
