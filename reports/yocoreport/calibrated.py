@@ -104,6 +104,23 @@ def second_card_section(path, table, rel):
             table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
 
 
+def _prefill_versions(by):
+    """What the calibration says of the flash prefill versions (bench/analytic/prefill_versions.hpp)."""
+    m = by.get("calibration:attention_prefill", {})
+    fit = int(m.get("fit_version", 0))
+    if not fit:
+        return []
+    others = ["v%d at %.3f (median over %d shapes)" % (v, m["v%d_time_ratio" % v], m["v%d_shapes" % v])
+              for v in (1, 2, 3) if v != fit and m.get("v%d_shapes" % v, 0) > 0]
+    return ["The prefill attention's compute-bound points ran flash prefill v%d (the sweep's CUPTI kernel names). "
+            "The same card's kernel benchmark (`yoco calibrate --kernels`, its attn_prefill rows of the same "
+            "shapes) times %s of v%d's time, so a point is priced at the version it ran (its notes' \"attention "
+            "prefill vN\", else its CUPTI kernel rows, else the runners' choice now: v3 on Hopper at head dim 128, "
+            "v1 at other head dims, whose ratio is measured at 128), and the projections at the runners' choice. "
+            "The fixed cost a layer is not scaled." % (fit, ", ".join(others) if others else "no other version",
+                                                       fit), ""]
+
+
 def calibrated_section(data, table, readme_dir, out_dir):
     files = sorted(glob.glob(os.path.join(MODEL_DIR, "calibration-*.csv")))
     if not files:
@@ -137,6 +154,7 @@ def calibrated_section(data, table, readme_dir, out_dir):
                              "%.1f%%" % (100 * m["worst_residual"])])
         lines += [table(["phase.family.bound", "efficiency (of the run's ceilings)", "fixed µs / layer", "points",
                          "worst residual"], body), ""]
+        lines += _prefill_versions(by)
         # The check: predictions joined with the measured rows of the same sweep.
         check_path = os.path.join(MODEL_DIR, "check-%s.csv" % dev)
         if os.path.isfile(check_path):
@@ -232,9 +250,9 @@ def calibrated_section(data, table, readme_dir, out_dir):
                       "in a 128-row query tile of the flash kernel: the model counts the attention as those tiles "
                       "(the padding rows cost as much as the valid ones, four times the useful work) and prices "
                       "it at the slower of the two resources at its fitted rate (here the tensor cores, where the "
-                      "raw rooflines call it memory-bound). What is left is the kernel: head dim 64 runs v1 "
-                      "(mma.sync)%s, where the fit carries v3's rate at head dim 128 from the 3B points "
-                      "([%s](%s))." % (
+                      "raw rooflines call it memory-bound), and at the kernel that runs it: head dim 64 runs "
+                      "flash prefill v1 (mma.sync)%s, priced at the kernel benchmark's v1 / v2 time over the fit's "
+                      "v2 ([%s](%s))." % (
                           host, host,
                           "%.2f" % ratios[("transformer-small", "16384", "throughput_tokens_per_s")]
                           if ("transformer-small", "16384", "throughput_tokens_per_s") in ratios else "—",
