@@ -432,6 +432,14 @@ def rule_beside(benches):
                         if ph.endswith(", GEMM alone")})
         for (m, n, b, name) in names:
             one, alone = bench.get(m, n, b, name + ", one stream"), bench.get(m, n, b, name + ", pass alone")
+            if "gRet chunk" in name:
+                # Not one of the rule's two pairs (written before the runs): whether the GEMM before it slows
+                # the chunk, the runner's order in a step (cuda/gret/NOTES-gret_chunk.md, "In the runner").
+                gemm = bench.get(m, n, b, name + ", GEMM alone")
+                if one is not None and alone is not None and gemm is not None:
+                    lines.append("  %s (not in the rule): one stream %.3fx the GEMM alone + the chunk alone"
+                                 % (name.split(":", 1)[1], one / (gemm + alone)))
+                continue
             twos = [t for t in (bench.get(m, n, b, name + ", two streams"),
                                 bench.get(m, n, b, name + ", two streams, the pass at the greatest priority"))
                     if t is not None]
