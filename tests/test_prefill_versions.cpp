@@ -95,6 +95,35 @@ TEST(PrefillVersions, APointsNotesOrCuptiRowsSayWhichVersionItRan) {
   EXPECT_EQ(v.of(prefill(a, "transformer-small", 65536, "")), 1) << "its other points at the commit agree";
   EXPECT_EQ(v.of(prefill(b, "transformer-small", 4096, "")), 0) << "another commit: nothing says";
   EXPECT_EQ(v.of(prefill(a, "yoco-3b", 32768, "")), 0);
+  // A row's own words first: a throughput row's point (its batch) has no prefill row of its own.
+  ResultRow tp = make_row(a, "transformer-small", 4096, 1024, 1024, "throughput", "throughput_tokens_per_s", 1e5,
+                          "tokens/s", "sampled", 1, "prefill sampled; attention prefill v3");
+  EXPECT_EQ(v.of(tp), 3);
+  tp.notes = "prefill sampled";
+  EXPECT_EQ(v.of(tp), 1) << "else what the model's points at the commit agree on";
+}
+
+// Models whose prefill runs no flash prefill (YOCO with gRet) are priced at no version at all; YOCO with
+// SWA at its self-decoder's head dim.
+TEST(PrefillVersions, OnlyModelsWithAFlashPrefillArePricedByVersion) {
+  using yoco::cost::calibration_detail::prefill_version_scale;
+  using yoco::cost::calibration_detail::runner_prefill_version;
+  EXPECT_EQ(runner_prefill_version(yoco::preset_config("yoco-3b")), 0);
+  EXPECT_EQ(runner_prefill_version(yoco::preset_config("transformer-3b")), yoco::cuda::kHopperPrefillVersion);
+  EXPECT_EQ(runner_prefill_version(yoco::preset_config("transformer-small")), 1) << "head dim 64";
+  const Calibration c = committed_calibration();
+  std::string note = "stale";
+  EXPECT_DOUBLE_EQ(prefill_version_scale(c, yoco::preset_config("yoco-3b"), 0, &note), 1.0);
+  EXPECT_EQ(note, "");
+  EXPECT_DOUBLE_EQ(prefill_version_scale(c, yoco::preset_config("transformer-3b"), 2, &note), 1.0);
+  EXPECT_DOUBLE_EQ(prefill_version_scale(c, yoco::preset_config("transformer-3b"), 0, &note),
+                   c.attention_prefill_time_ratio[2]);
+  EXPECT_DOUBLE_EQ(prefill_version_scale(c, yoco::preset_config("transformer-small"), 0, &note),
+                   c.attention_prefill_time_ratio[0]);
+  Calibration unmeasured = c;
+  unmeasured.attention_prefill_time_ratio[2] = 0;
+  EXPECT_DOUBLE_EQ(prefill_version_scale(unmeasured, yoco::preset_config("transformer-3b"), 3, &note), 1.0);
+  EXPECT_NE(note.find("priced as the fit's v2"), std::string::npos) << note;
 }
 
 // The committed sweep (ef61249) ran v2: its CUPTI rows name flash_prefill_sm90_kernel. Its card's
@@ -167,7 +196,9 @@ TEST(PrefillVersions, TheFitAndTheKernelBenchmarkRefuseWhatTheyCannotPair) {
   // Another card's kernel benchmark.
   auto h200 = rows_of("reports/results/nvidia-h200/kernels.csv");
   expect_input_error([&] { add_kernel_bench(c, h200, "h200-kernels.csv"); },
-                     "h200-kernels.csv: its kernel benchmark ran on 'NVIDIA H200'");
+                     "--kernels h200-kernels.csv: a row of ceiling ran on 'NVIDIA H200'");
+  // A file with no attn_prefill rows: said so, not "another card".
+  expect_input_error([&] { add_kernel_bench(c, {}, "empty.csv"); }, "--kernels empty.csv: no measured attn_prefill rows");
   // A benchmark without v2 beside another version.
   std::vector<ResultRow> v3_only;
   for (const auto& r : kernels)
@@ -176,7 +207,7 @@ TEST(PrefillVersions, TheFitAndTheKernelBenchmarkRefuseWhatTheyCannotPair) {
   // A fit that names no version (no flash kernel rows).
   Calibration none = c;
   none.attention_prefill_fit_version = 0;
-  expect_input_error([&] { add_kernel_bench(none, kernels, "k.csv"); }, "names no prefill attention kernel");
+  expect_input_error([&] { add_kernel_bench(none, kernels, "k.csv"); }, "--kernels k.csv: the sweep sweep.csv names no");
   // Points of two versions in one fit.
   std::vector<ResultRow> mixed = sweep;
   for (auto& r : mixed)
@@ -229,6 +260,41 @@ TEST(PrefillVersions, TheFileHoldsTheVersionsAndAnOlderFileReadsWithout) {
   EXPECT_EQ(read_calibration(f).attention_prefill_fit_version, 0);
   write(bad);
   expect_input_error([&] { read_calibration(f); }, f + ":" + std::to_string(bad_line) + ": fit_version is 7");
+  // Values each row allows but the group does not: a ratio that would price v3 at nothing, the fit's own
+  // version off 1, and a group cut short.
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = csv.str();
+    const size_t p = text.find(from);
+    EXPECT_NE(p, std::string::npos) << from;
+    if (p != std::string::npos) text.replace(p, from.size(), to);
+    write(text);
+  };
+  auto line_of = [&](const std::string& metric) {
+    std::istringstream lines(csv.str());
+    int k = 0;
+    for (std::string l; std::getline(lines, l);)
+      if (++k > 1 && l.find("calibration:attention_prefill," + metric + ",") != std::string::npos) return k;
+    return 0;
+  };
+  std::ostringstream v3_text;
+  v3_text.precision(17);
+  v3_text << c.attention_prefill_time_ratio[2];
+  const std::string was = ",v3_time_ratio," + v3_text.str() + ",x,calibrated,0," + v3_text.str() + "," +
+                          v3_text.str() + ",";
+  with(was, ",v3_time_ratio,1e-300,x,calibrated,0,1e-300,1e-300,");
+  expect_input_error([&] { read_calibration(f); },
+                     f + ":" + std::to_string(line_of("v3_time_ratio")) +
+                         ": calibration:attention_prefill v3_time_ratio is 1e-300 with 8 shapes");
+  with(",v2_time_ratio,1,x,calibrated,0,1,1,", ",v2_time_ratio,0.5,x,calibrated,0,0.5,0.5,");
+  expect_input_error([&] { read_calibration(f); }, "v2_time_ratio is 0.5 with 0 shapes: it must be 1");
+  std::string cut;
+  {
+    std::istringstream lines(csv.str());
+    for (std::string l; std::getline(lines, l);)
+      if (l.find("calibration:attention_prefill,v1_shapes,") == std::string::npos) cut += l + "\n";
+  }
+  write(cut);
+  expect_input_error([&] { read_calibration(f); }, "no row calibration:attention_prefill v1_shapes");
   std::filesystem::remove(f);
 }
 

@@ -20,10 +20,12 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
                                  const Calibration& c, const DeviceSpec& ceil, double attention_compute_scale) {
   CalibratedPhase out;
   double kernels = 0;
-  // The fitted rate, with the prefill attention's compute-bound one at the version the point ran.
+  // The fitted rate, with the prefill attention's compute-bound time at the version the point ran: the
+  // compute fit pricing compute-bound work (not memory-bound work that borrows it for want of its own).
   const FamilyFit* flash = &c.fit(true, Family::attention, Bound::compute);
-  auto inverse_efficiency = [&](const FamilyFit& fit) {
-    return fit.inverse_efficiency * (prefill_phase && &fit == flash ? attention_compute_scale : 1.0);
+  auto inverse_efficiency = [&](const FamilyFit& fit, Bound priced) {
+    return fit.inverse_efficiency *
+           (prefill_phase && &fit == flash && priced == Bound::compute ? attention_compute_scale : 1.0);
   };
   for (int f = 0; f < kFamilies; ++f) {
     const Family fam = static_cast<Family>(f);
@@ -38,13 +40,13 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
                       (alt.points ? std::string(": the ") + bound_name(other) + "-bound fit" : ": the roofline");
       if (alt.points) fit = &alt;
     }
-    out.family_s[f] = roof * inverse_efficiency(*fit) + layers_of(cfg, fam) * fit->per_layer_s;
+    out.family_s[f] = roof * inverse_efficiency(*fit, bound) + layers_of(cfg, fam) * fit->per_layer_s;
     // Nor faster than the other resource at its sustained rate, where a fit
     // has one: work near the balance point (short query tiles over a long
     // cache) is bound by whichever of the two runs out first once the
     // kernels' efficiencies are counted, not by the raw rooflines.
     if (const FamilyFit& alt = c.fit(prefill_phase, fam, other); alt.points && fit != &alt)
-      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * inverse_efficiency(alt));
+      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * inverse_efficiency(alt, other));
     out.band = std::max(out.band, fit->worst_residual);
     kernels += out.family_s[f];
   }

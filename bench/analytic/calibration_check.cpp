@@ -69,7 +69,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     // each choice became the default or an option; rows from before say
     // nothing (RunnerLayout, the default chunk).
     RunnerLayout layout = runner_layout_of_notes(r.notes);
-    // The prefill attention kernel it ran: its notes or its point's CUPTI rows say (0: the runners' now).
+    // The prefill attention kernel it ran: its notes, else its point's CUPTI rows say (0: the runners' now).
     layout.attention_prefill_version = versions.of(r);
     const int64_t chunk = prefill_chunk_of_notes(r.notes);
     const bool measured = r.method == "measured" || r.method == "sampled" || r.method == "exact";

@@ -150,6 +150,30 @@ std::string out_of_range(const std::string& metric, double v) {
   return metric + " is " + value_text(v) + ": it " + range->what;
 }
 
+// The versions' rows as add_kernel_bench and the fit write them: the fit's own version at 1 (no
+// shapes), another at 0 with no shapes (unmeasured) or in [0.01, 100] over at least one shape, all 0
+// without a fit version. A ratio of 1e-300 priced a 315 s prefill at 10 s, exit 0.
+void require_consistent_versions(const Calibration& c, const std::map<std::string, std::string>& at) {
+  const int fit = c.attention_prefill_fit_version;
+  for (int v = 1; v <= kPrefillVersionSlots; ++v) {
+    const std::string n = version_name(v);
+    const double r = c.attention_prefill_time_ratio[v - 1];
+    const int shapes = c.attention_prefill_ratio_shapes[v - 1];
+    std::string why;
+    if (fit == 0 && (r != 0 || shapes != 0))
+      why = "must be 0 with 0 shapes: fit_version is 0 (no version to price against)";
+    else if (fit == v && (r != 1 || shapes != 0))
+      why = "must be 1 with 0 shapes: v" + std::to_string(v) + " is the fit's own version";
+    else if (fit != 0 && fit != v && !((r == 0 && shapes == 0) || (r >= 0.01 && r <= 100 && shapes >= 1)))
+      why = "must be 0 with 0 shapes (not measured) or in [0.01, 100] over at least 1 shape";
+    if (why.empty()) continue;
+    const auto line = at.find(n + "_time_ratio");
+    throw InputError((line == at.end() ? std::string("calibration") : line->second) +
+                     ": calibration:attention_prefill " + n + "_time_ratio is " + value_text(r) + " with " +
+                     std::to_string(shapes) + " shapes: it " + why);
+  }
+}
+
 }  // namespace
 
 void require_readable(const std::vector<ResultRow>& calibration, const std::string& source) {
@@ -173,6 +197,7 @@ Calibration read_calibration(const std::string& path) {
   c.source = path;
   bool ceilings = false;
   std::set<std::string> seen;  // phase and metric of every row read
+  std::map<std::string, std::string> version_row_at;  // calibration:attention_prefill metric -> file:line
   for (size_t i = 0; i < rows.size(); ++i) {
     const ResultRow& r = rows[i];
     seen.insert(r.phase + " " + r.metric);
@@ -234,6 +259,7 @@ Calibration read_calibration(const std::string& path) {
       continue;
     }
     if (ph == "attention_prefill") {
+      version_row_at[r.metric] = at;
       if (r.metric == "fit_version") {
         c.attention_prefill_fit_version = static_cast<int>(v);
         continue;
@@ -288,6 +314,7 @@ Calibration read_calibration(const std::string& path) {
     if (!seen.count(r.phase + " " + r.metric) && (versions || r.phase != "calibration:attention_prefill"))
       throw InputError(path + ": no row " + r.phase + " " + r.metric +
                        " (yoco calibrate --out writes every one; a file cut short?)");
+  if (versions) require_consistent_versions(c, version_row_at);
   return c;
 }
 

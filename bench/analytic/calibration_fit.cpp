@@ -70,8 +70,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
     if (!preset_of(r.model)) continue;
     require_point_batch(r, source);
     measured[{r.model, r.seq_len, r.batch}][{r.phase, r.metric}] = *r.value;
-    commits[{r.model, r.seq_len, r.batch}] = r.prov.git_sha;
     if (r.phase == "prefill" && r.metric == "prefill_latency_s") {
+      commits[{r.model, r.seq_len, r.batch}] = r.prov.git_sha;
       layouts[{r.model, r.seq_len, r.batch}] = runner_layout_of_notes(r.notes);
       chunks[{r.model, r.seq_len, r.batch}] = prefill_chunk_of_notes(r.notes);
     }
@@ -146,8 +146,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
         const int b = static_cast<int>(family_bound(w, static_cast<Family>(f), ceil));
         (is_pre ? pre : dec)[f][b].push_back({family_roofline(w, static_cast<Family>(f), ceil), layers, t});
         if (is_pre && f == static_cast<int>(Family::attention) && b == static_cast<int>(Bound::compute)) {
-          ResultRow at;
-          at.prov.git_sha = commits.at(key);
+          ResultRow at;  // the point as its prefill row names it (its commit: the version's evidence)
+          at.prov.git_sha = commits.count(key) ? commits.at(key) : "";
           at.model = model, at.seq_len = len, at.batch = batch;
           attention_version[key] = versions.of(at);
         }
@@ -182,6 +182,8 @@ Calibration fit_calibration(const std::vector<ResultRow>& rows, const std::strin
                        "): fit one version's points at a time");
     c.attention_prefill_fit_version = v;
   }
+  // The fit's own version at 1 of its time; the others unmeasured until add_kernel_bench.
+  if (c.attention_prefill_fit_version) c.attention_prefill_time_ratio[c.attention_prefill_fit_version - 1] = 1.0;
   if (!any_fit)
     throw InputError(source + ": no point has a CUPTI breakdown (gpu_time_s of prefill.<family> or decode.<family>; "
                               "run the sweep with --cupti)");

@@ -52,19 +52,22 @@ int PrefillVersions::of_point(const Point& p) const {
 }
 
 int PrefillVersions::of(const ResultRow& r) const {
+  // The row's own words first (a throughput row's point is its batch's, which has no prefill row).
+  if (const int v = runner_layout_of_notes(r.notes).attention_prefill_version) return v;
   if (const int v = of_point({r.prov.git_sha, r.model, r.seq_len, r.batch})) return v;
   const auto it = by_model_.find({r.prov.git_sha, r.model});
   return it == by_model_.end() || it->second < 0 ? 0 : it->second;
 }
 
 int runner_prefill_version(const ModelConfig& cfg) {
+  if (cfg.is_yoco() && cfg.self_decoder() != SelfDecoderKind::swa) return 0;  // no flash prefill in its prefill
   return cuda::flash_prefill_version(cfg.is_yoco() ? cfg.self_head_dim() : cfg.attn_head_dim(), true);
 }
 
 double prefill_version_scale(const Calibration& c, const ModelConfig& cfg, int version, std::string* note) {
   const int v = version > 0 ? version : runner_prefill_version(cfg), fit = c.attention_prefill_fit_version;
   if (note) note->clear();
-  if (fit == 0 || v == fit || v < 1 || v > kPrefillVersionSlots) return 1.0;
+  if (fit == 0 || v == fit || v < 1 || v > kPrefillVersionSlots) return 1.0;  // v 0: a model without flash prefill
   const double r = c.attention_prefill_time_ratio[v - 1];
   char buf[160];
   if (r > 0)
@@ -104,25 +107,28 @@ std::pair<int, std::string> version_and_shape(const std::string& label) {
 void add_kernel_bench(Calibration& c, const std::vector<ResultRow>& kernel_rows, const std::string& source) {
   const int fit = c.attention_prefill_fit_version;
   if (fit == 0)
-    throw InputError(source + ": the calibration's sweep names no prefill attention kernel (no flash prefill "
-                              "kernel rows from --cupti, no 'attention prefill vN' notes): nothing to price by version");
+    throw InputError("--kernels " + source + ": the sweep " + c.fitted_on + " names no prefill attention kernel (no "
+                     "flash prefill kernel rows from --cupti, no 'attention prefill vN' notes): nothing to price by "
+                     "version");
   const std::string prefix = "attn_prefill:";
-  std::string card;
-  // (model, seq_len, head dim and shape) -> version -> kernel time
-  std::map<std::tuple<std::string, int64_t, std::string>, std::map<int, double>> times;
+  // (model, seq_len, batch, head dim and shape) -> version -> kernel time
+  std::map<std::tuple<std::string, int64_t, int64_t, std::string>, std::map<int, double>> times;
   for (const auto& r : kernel_rows) {
-    if (r.phase == "ceiling" && r.method == "measured") card = r.prov.device_name;
+    // Every measured row is the calibration's card's: a file of two cards' runs would mix their ratios.
+    if ((r.method == "measured" && r.prov.device != "analytic") && r.prov.device_name != c.device_name)
+      throw InputError("--kernels " + source + ": a row of " + r.phase + " ran on '" + r.prov.device_name +
+                       "', the calibration's sweep on '" + c.device_name +
+                       "': the versions' ratios must come from the calibration's card");
     if (r.phase.rfind(prefix, 0) != 0 || r.metric != "kernel_time_s" || r.method != "measured" || !r.value ||
         !(*r.value > 0))
       continue;
     const auto [v, shape] = version_and_shape(r.phase.substr(prefix.size()));
     if (v == 0) continue;
-    if (card.empty()) card = r.prov.device_name;
-    times[{r.model, r.seq_len, shape}][v] = *r.value;
+    times[{r.model, r.seq_len, r.batch, shape}][v] = *r.value;
   }
-  if (card != c.device_name)
-    throw InputError(source + ": its kernel benchmark ran on '" + card + "', the calibration's sweep on '" +
-                     c.device_name + "': the versions' ratios must come from the calibration's card");
+  if (times.empty())
+    throw InputError("--kernels " + source + ": no measured attn_prefill rows (kernel_time_s of 'attn_prefill:D<d> "
+                     "v<N>', bench_cuda_kernels' flash_prefill bench)");
   std::array<std::vector<double>, kPrefillVersionSlots> ratios;
   for (const auto& [shape, by_version] : times) {
     const auto base = by_version.find(fit);
@@ -138,7 +144,7 @@ void add_kernel_bench(Calibration& c, const std::vector<ResultRow>& kernel_rows,
     any = any || !r.empty();
   }
   if (!any)
-    throw InputError(source + ": no attn_prefill shape has v" + std::to_string(fit) +
+    throw InputError("--kernels " + source + ": no attn_prefill shape has v" + std::to_string(fit) +
                      " (the sweep's version) beside another version (kernel_time_s rows 'attn_prefill:D<d> v<N>')");
 }
 

@@ -77,6 +77,7 @@ int cmd_calibrate(const Args& args) {
   const std::string sweep = a.positional()[0];
   if (a.has("--ceilings") && !a.has("--calibration"))
     throw InputError("--ceilings: only with --calibration (a fit is checked on its own ceilings)");
+  if (const auto k = a.get("--kernels"); k && k->empty()) throw InputError("--kernels: needs a file (the kernel benchmark's CSV)");
   if (a.has("--kernels") && a.has("--calibration"))
     throw InputError("--kernels: only when fitting (a calibration read with --calibration keeps its own ratios)");
   if (const auto out = a.get("--out")) {

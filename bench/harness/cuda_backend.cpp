@@ -270,16 +270,18 @@ static std::string gret_kernel_note(const ModelConfig& cfg) {
 // The flash prefill version the model's prefill attention runs (the Transformer's, YOCO's SWA
 // self-decoder's; YOCO's gRet prefill has none: its cross-decoder's last position is a decode kernel),
 // on every row, so that the calibrated model prices the kernel each point ran (prefill_version.hpp).
-static std::string attention_prefill_note(const ModelConfig& cfg) {
+static std::string attention_prefill_note(const ModelConfig& cfg, bool ring) {
   if (cfg.is_yoco() && cfg.self_decoder() != SelfDecoderKind::swa) return "";
   const cuda::CurrentDevice dev = cuda::current_device();
   if (dev.error != cudaSuccess) return "";
-  return cuda::kAttentionPrefillNote +
-         std::to_string(cuda::flash_prefill_version(cfg.is_yoco() ? cfg.self_head_dim() : cfg.attn_head_dim(),
-                                                    dev.is_sm90()));
+  const std::string v = std::to_string(
+      cuda::flash_prefill_version(cfg.is_yoco() ? cfg.self_head_dim() : cfg.attn_head_dim(), dev.is_sm90()));
+  // baselines/transformer_ring.cpp: the blocks before a rank's own run v1 (keys wholly before the queries).
+  if (ring && !cfg.is_yoco()) return "ring attention: flash prefill v" + v + " on the diagonal, v1 off it";
+  return cuda::kAttentionPrefillNote + v;
 }
 
-static std::string layout_note(const ModelRunner& runner) {
+static std::string layout_note(const ModelRunner& runner, bool ring) {
   std::string note;
   if (runner.config().is_yoco() && cuda::kDeltaInNormedRows) note = "YOCO's prefill delta in the normed rows";
   note = joined(note, sublayers_note(runner.config(), true));
@@ -287,7 +289,7 @@ static std::string layout_note(const ModelRunner& runner) {
                       ffn_note()),
                 ffn_rows_note(runner.config()));
   note = joined(joined(joined(note, gemm_note()), residual_note(runner.config())), gret_kernel_note(runner.config()));
-  note = joined(note, attention_prefill_note(runner.config()));
+  note = joined(note, attention_prefill_note(runner.config(), ring));
   return note.empty() ? note : "; " + note;
 }
 
@@ -299,7 +301,7 @@ std::string CudaBackend::runner_note(const ModelConfig& cfg, int64_t batch) cons
   return joined(joined(joined(joined(global_kv_note(cfg, batch), ffn_note()), ffn_rows_note(cfg)),
                        sublayers_note(cfg, false)),
                 joined(joined(joined(gemm_note(), residual_note(cfg)), gret_kernel_note(cfg)),
-                       attention_prefill_note(cfg)));
+                       attention_prefill_note(cfg, ring_attention_)));
 }
 
 void CudaBackend::reset_peak_memory() {
@@ -316,7 +318,7 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
   const std::string note = "the device arena's buffers after prefilling " + std::to_string(n) + " tokens (" +
                            (cap == n ? std::string("caches of exactly that")
                                      : "caches sized for " + std::to_string(cap) + ": the decode steps that follow") +
-                           "); " + kStorageNote + layout_note(runner);
+                           "); " + kStorageNote + layout_note(runner, ring_attention_);
   const double w = static_cast<double>(r.at(cuda::MemCategory::weights));
   const double kv = static_cast<double>(r.at(cuda::MemCategory::kv_cache));
   const double st = static_cast<double>(r.at(cuda::MemCategory::state));
@@ -337,7 +339,7 @@ std::vector<Reading> CudaBackend::memory_breakdown(const ModelRunner& runner, in
       // (device-wide: the context, libraries, any other process) stands beside it
       // and is in mem_device_peak_bytes.
       {"mem_total_bytes", w + kv + st + act, "B", "measured", 1,
-       "weights + kv_cache + state + activations (peak); mem_other_bytes not included" + layout_note(runner), {}, {}},
+       "weights + kv_cache + state + activations (peak); mem_other_bytes not included" + layout_note(runner, ring_attention_), {}, {}},
   };
 }
 

@@ -70,6 +70,10 @@ class CudaBackend : public DeviceBackend {
   double time(const std::function<void()>& region) override;
   std::optional<double> last_region_host_s() const override { return last_host_s_; }
   std::string runner_note(const ModelConfig& cfg, int64_t batch) const override;
+  // The sequence sharded over ranks (DistCudaBackend): the Transformer's attention is then a ring whose
+  // off-diagonal blocks run flash prefill v1, so the rows say both versions, in words the calibrated
+  // model does not read as one ("attention prefill vN" would claim a single kernel).
+  void set_ring_attention(bool ring) { ring_attention_ = ring; }
   std::vector<std::string> runner_log(const ModelRunner& runner) const override;
   void reset_peak_memory() override;
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
@@ -83,6 +87,7 @@ class CudaBackend : public DeviceBackend {
                                              int64_t units, double timed_s) override;
 
  private:
+  bool ring_attention_ = false;
   struct Events;  // the timer's CUDA events (cuda_backend.cpp)
   Provenance prov_;
   // The CUDA members are unused where the build has no CUDA (cuda_backend.cpp's stub).

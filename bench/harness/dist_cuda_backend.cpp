@@ -15,6 +15,7 @@ namespace yoco::cli {
 
 DistCudaBackend::DistCudaBackend(const std::string& device_name, dist::Communicator& comm)
     : comm_(comm), ranks_per_gpu_(use_rank_device(comm)), cuda_(device_name) {
+  cuda_.set_ring_attention(true);
   // The same on every rank (the sweep decides out-of-memory rows and batch
   // sizes from it): the least any rank has, shared by the ranks on its GPU.
   usable_ = -max_over_ranks(comm_, -cuda_.usable_memory_bytes(), "usable memory") / ranks_per_gpu_;
