@@ -165,36 +165,41 @@ YOCO_KERNEL_BENCH(elementwise_beside_gemm) {
     if (!all_finite_bf16(h.p, h.n, size_t{1} << 20)) throw std::runtime_error("SwiGLU out NOT FINITE");
   }
   {
-    // One step's q|k|v|g GEMM beside another step's gRet chunk (the library's plan, on q|k|v|g rows as the
-    // runner reads them). Its one-stream row is also the runner's order within a step (GEMM, then the
-    // chunk): run-22's CUPTI timed the v6 plan's fused pass at 514 us a 32K step in yoco-3b's prefill,
-    // 1.5x the kernel benchmark's 343 us alone (cuda/gret/NOTES-gret_chunk.md, "In the runner"), so
-    // "one stream" over "GEMM alone + pass alone" says whether the GEMM before it slows it.
-    const int64_t H = y.n_self_heads, D = y.self_head_dim(), W = H * D;
+    // One step's q|k|v|g GEMM beside another step's gRet chunk: the library's plan on q|k|v|g rows as the
+    // runner reads them, its fused pass (phase 3) alone after one full launch has filled the workspace, the
+    // pass run-22's CUPTI timed at 514 us a 32K step in yoco-3b's prefill, 1.5x the kernel benchmark's 343 us
+    // alone (cuda/gret/NOTES-gret_chunk.md, "In the runner"). The one-stream row is the runner's order
+    // within a step (the GEMM, then the chunk): over "GEMM alone + pass alone" it says whether the GEMM
+    // before it slows the pass.
+    const int64_t H = y.n_self_heads, D = y.self_head_dim(), W = H * D, stride = 4 * W;
     int dev = 0, sms = 0;
     check(cudaGetDevice(&dev), "device");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
-    const cuda::GretChunkShape shape{1, H, D, kRows, 4 * d};
+    const cuda::GretChunkShape shape{1, H, D, kRows, stride};
     const cuda::GretChunkPlan plan = cuda::select_gret_chunk(shape, sms);
     const size_t ws_bytes = cuda::gret_chunk_workspace_bytes(shape, plan);
     DeviceBuffer<bf16> wqkvg(static_cast<size_t>(4 * d * d)), qkvg(static_cast<size_t>(kRows * 4 * d)),
-        rows(static_cast<size_t>(kRows * 4 * d)), o(static_cast<size_t>(kRows * W));
+        rows(static_cast<size_t>(kRows * stride)), o(static_cast<size_t>(kRows * W));
     DeviceBuffer<float> lg(static_cast<size_t>(kRows * H)), state(static_cast<size_t>(H * D * D));
     DeviceBuffer<unsigned char> ws(std::max<size_t>(ws_bytes, 16));
     fill_normal_bf16(wqkvg.p, wqkvg.n, 88, 0.02f);
     fill_normal_bf16(rows.p, rows.n, 89, 0.3f);
     fill_uniform_f32(lg.p, lg.n, 90, -0.03f, 0.02f);  // log-gammas in [-0.05, -0.01]
     fill_uniform_f32(state.p, state.n, 91, 0.0f, 0.1f);
+    const auto chunk = [&](unsigned phases, cudaStream_t s) {
+      check(cuda::launch_gret_chunk_phases(phases, rows.p, rows.p + W, rows.p + 2 * W, lg.p, state.p, o.p, shape, plan,
+                                           ws.p, ws_bytes, s),
+            "gret_chunk");
+    };
+    chunk(cuda::kGretAllPhases, stream);
+    check(cudaStreamSynchronize(stream), "gret_chunk");
+    const unsigned timed = plan.segments > 1 ? cuda::kGretPhaseFused : cuda::kGretAllPhases;
     pair_rows(report,
-              "q|k|v|g m 32768 k 3072 n 12288 + gRet chunk (library plan: v" + std::to_string(plan.kernel) + " P" +
-                  std::to_string(plan.segments) + ") H" + std::to_string(H) + " D" + std::to_string(D),
-              linear(x.p, d, wqkvg.p, 4 * d, qkvg.p),
-              [&](cudaStream_t s) {
-                check(cuda::launch_gret_chunk(rows.p, rows.p + W, rows.p + 2 * W, lg.p, state.p, o.p, shape, plan,
-                                              ws.p, ws_bytes, s),
-                      "gret_chunk");
-              },
-              stream);
+              "q|k|v|g m 32768 k 3072 n 12288 + gRet chunk " +
+                  std::string(plan.segments > 1 ? "phase 3 (fused)" : "(one pass)") + " of the library plan (v" +
+                  std::to_string(plan.kernel) + " P" + std::to_string(plan.segments) + ") H" + std::to_string(H) +
+                  " D" + std::to_string(D),
+              linear(x.p, d, wqkvg.p, 4 * d, qkvg.p), [&](cudaStream_t s) { chunk(timed, s); }, stream);
     if (!all_finite_bf16(o.p, o.n, size_t{1} << 20)) throw std::runtime_error("gRet chunk out NOT FINITE");
   }
 }
