@@ -116,8 +116,9 @@ def _prefill_versions(by):
             "The same card's kernel benchmark (`yoco calibrate --kernels`, its attn_prefill rows of the same "
             "shapes) times %s of v%d's time, so a point is priced at the version it ran (its notes' \"attention "
             "prefill vN\", else its CUPTI kernel rows, else the runners' choice now: v3 on Hopper at head dim 128, "
-            "v1 at other head dims, whose ratio is measured at 128), and the projections at the runners' choice. "
-            "The fixed cost a layer is not scaled." % (fit, ", ".join(others) if others else "no other version",
+            "v1 at other head dims, whose ratio is measured at 128), and the projections at the runners' choice on Hopper "
+            "(a B200's too: its projection carries the Hopper kernels' efficiencies, where the runners, built for "
+            "sm_90a, would not run and their dispatcher would take v1). The fixed cost a layer is not scaled." % (fit, ", ".join(others) if others else "no other version",
                                                        fit), ""]
 
 
