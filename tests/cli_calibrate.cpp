@@ -39,6 +39,13 @@ TEST_F(Cli, CalibrateKernelsPricesThePrefillVersionsAndRefusesWhatItCannotUse) {
   ASSERT_EQ(fit.status, 0) << fit.err;
   EXPECT_NE(fit.out.find("prefill attention: fitted on flash prefill v2; v1 at 1.4"), std::string::npos) << fit.out;
   EXPECT_NE(slurp(cal).find("calibration:attention_prefill,v3_time_ratio,0.7"), std::string::npos);
+  // yoco model prices the runners' versions and says which (v3 at head dim 128, v1 at 64; none for gRet).
+  const auto model = yoco("model --calibration " + cal + " --model transformer-3b,transformer-small,yoco-3b --lengths 16K");
+  ASSERT_EQ(model.status, 0) << model.err;
+  EXPECT_NE(model.out.find("prefill: attention prefill v3 at 0.7"), std::string::npos) << model.out;
+  EXPECT_NE(model.out.find("of v2's time (the kernel benchmark, 8 shapes) (transformer-3b)"), std::string::npos);
+  EXPECT_NE(model.out.find("prefill: attention prefill v1 at 1.4"), std::string::npos) << model.out;
+  EXPECT_EQ(model.out.find("yoco-3b)"), std::string::npos) << model.out;
   expect_one_line_error(yoco("calibrate " + sweep + " --calibration " + cal + " --kernels " + kernels + " --out " + out),
                         {"--kernels", "--calibration"}, "--kernels with --calibration");
   expect_one_line_error(yoco("calibrate " + sweep + " --kernels " + h200 + " --out " + out),

@@ -2,6 +2,7 @@
 // lengths, as tables and result rows with method=analytic.
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include "analytic_options.hpp"
@@ -290,6 +291,17 @@ void print_calibrated(const std::vector<ResultRow>& rows) {
       t.add_row({r.model, length_label(r.seq_len), std::to_string(r.batch), r.metric, strf("%.4g", *r.value),
                  "[" + strf("%.4g", *r.min) + ", " + strf("%.4g", *r.max) + "]"});
   std::cout << t.str();
+  // The kernel versions priced apart from the fit's (the prefill rows' notes), once each, by model.
+  std::map<std::string, std::set<std::string>> versions;
+  for (const auto& r : rows) {
+    const size_t at = r.metric == "prefill_latency_s" ? r.notes.find("attention prefill v") : std::string::npos;
+    if (at != std::string::npos) versions[r.notes.substr(at, r.notes.find(';', at) - at)].insert(r.model);
+  }
+  for (const auto& [what, models] : versions) {
+    std::string who;
+    for (const auto& m : models) who += (who.empty() ? "" : ", ") + m;
+    std::cout << "prefill: " << what << " (" << who << ")\n";
+  }
 }
 
 }  // namespace
