@@ -221,6 +221,27 @@ TEST(PrefillVersions, TheFitAndTheKernelBenchmarkRefuseWhatTheyCannotPair) {
   Calibration g = committed_calibration();
   apply_what_if(g, "gemm=ceiling");
   EXPECT_EQ(g.attention_prefill_fit_version, 2);
+  // attention_prefill=vN: every point at vN's time, whatever it ran; said without a version note where
+  // that is the fit's own.
+  const yoco::ModelConfig t = yoco::preset_config("transformer-3b");
+  const Calibration base = committed_calibration();
+  const DeviceSpec ceil = calibrated_ceilings(base, DeviceSpec{});
+  RunnerLayout ran_v2 = current_runner_layout(), now = ran_v2;
+  ran_v2.attention_prefill_version = 2;
+  Calibration as_v2 = base;
+  EXPECT_EQ(apply_what_if(as_v2, "attention_prefill=v2"), "attention prefill at v2's time (the fit's own)");
+  const auto p_now = calibrated_prefill(t, Storage{}, as_v2, ceil, 1, 131072, 32768, now);
+  EXPECT_DOUBLE_EQ(p_now.total_s, calibrated_prefill(t, Storage{}, base, ceil, 1, 131072, 32768, ran_v2).total_s);
+  EXPECT_EQ(p_now.kernels, "");
+  Calibration as_v3 = base;
+  apply_what_if(as_v3, "attention_prefill=v3");
+  EXPECT_DOUBLE_EQ(calibrated_prefill(t, Storage{}, as_v3, ceil, 1, 131072, 32768, ran_v2).total_s,
+                   calibrated_prefill(t, Storage{}, base, ceil, 1, 131072, 32768, now).total_s);
+  Calibration bad = base;
+  expect_input_error([&] { apply_what_if(bad, "attention_prefill=v7"); }, "--what-if: attention_prefill takes");
+  bad.attention_prefill_time_ratio[0] = 0;
+  expect_input_error([&] { apply_what_if(bad, "attention_prefill=v1"); },
+                     "--what-if attention_prefill=v1: the calibration has no time for v1 beside its fit's v2");
 }
 
 // The versions in the calibration file: written and read back; a file from before them reads as

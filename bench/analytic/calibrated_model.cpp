@@ -143,9 +143,27 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
                                current_runner_layout());
 }
 
+// attention_prefill=vN: every point's prefill attention at version N's measured time, whatever version
+// it ran (how much of a ratio rests on which of our flash kernels ran).
+static std::string price_every_version_as(Calibration& c, const std::string& rhs) {
+  const int t = rhs.size() == 2 && rhs[0] == 'v' ? rhs[1] - '0' : 0;
+  if (t < 1 || t > kPrefillVersionSlots)
+    throw InputError("--what-if: attention_prefill takes a flash prefill version, v1 to v" +
+                     std::to_string(kPrefillVersionSlots) + ", got '" + rhs + "'");
+  const int fit = c.attention_prefill_fit_version;
+  const double r = c.attention_prefill_time_ratio[t - 1];
+  if (fit == 0 || !(r > 0))
+    throw InputError("--what-if attention_prefill=" + rhs + ": the calibration has no time for " + rhs +
+                     (fit ? " beside its fit's v" + std::to_string(fit) + " (yoco calibrate --kernels)"
+                          : " (its sweep names no flash prefill version)"));
+  c.attention_prefill_priced_as = t;
+  return "attention prefill at " + rhs + "'s time" + (t == fit ? " (the fit's own)" : "");
+}
+
 std::string apply_what_if(Calibration& c, const std::string& spec) {
   const size_t eq = spec.find('=');
   const std::string lhs = spec.substr(0, eq), rhs = eq == std::string::npos ? "" : spec.substr(eq + 1);
+  if (lhs == "attention_prefill") return price_every_version_as(c, rhs);
   const size_t dot = lhs.find('.');
   const std::string fam = lhs.substr(0, dot), bound = dot == std::string::npos ? "" : lhs.substr(dot + 1);
   int f = -1;
@@ -154,7 +172,7 @@ std::string apply_what_if(Calibration& c, const std::string& spec) {
   const bool any_bound = dot == std::string::npos;  // "gemm." names no bound: refused, not read as "gemm"
   if (f < 0 || (!any_bound && bound != "compute" && bound != "memory") || rhs.empty())
     throw InputError("--what-if: expected FAMILY[.BOUND]=ceiling|X (families gemm, attention, gret, norms; bounds "
-                     "compute, memory; X an efficiency in [1e-9, 1]), got '" + spec + "'");
+                     "compute, memory; X an efficiency in [1e-9, 1]) or attention_prefill=vN, got '" + spec + "'");
   double inv = 1.0;
   if (rhs != "ceiling") {
     // Not below 1e-9, the smallest a calibration file may hold (inverse_efficiency at most 1e9): 1e-320 made

@@ -94,6 +94,9 @@ struct Calibration {
   // compute-bound prefill attention scaled by it.
   std::array<double, kPrefillVersionSlots> attention_prefill_time_ratio{};
   std::array<int, kPrefillVersionSlots> attention_prefill_ratio_shapes{};
+  // A what-if's version every flash prefill is priced at, whatever it ran
+  // (apply_what_if "attention_prefill=vN"); 0: each at its own. Not in the file.
+  int attention_prefill_priced_as = 0;
   const FamilyFit& fit(bool prefill_phase, Family f, Bound b) const {
     return (prefill_phase ? prefill : decode)[static_cast<int>(f)][static_cast<int>(b)];
   }
@@ -132,8 +135,10 @@ DeviceSpec calibrated_ceilings(const Calibration& c, const DeviceSpec& dev);
 // What-if: one family's fits (both phases; one bound or both) replaced: by
 // the roofline ("ceiling": inverse efficiency 1, no fixed cost) or by an
 // efficiency X in [1e-9, 1] (e.g. a peer's measured fraction of the ceiling).
-// `spec` is FAMILY[.BOUND]=ceiling|X; InputError naming --what-if otherwise.
-// Returns a description for the rows' notes.
+// `spec` is FAMILY[.BOUND]=ceiling|X; or attention_prefill=vN: every point's
+// prefill attention at flash prefill version N's time (the calibration's
+// kernel-benchmark ratio), whatever version it ran. InputError naming
+// --what-if otherwise. Returns a description for the rows' notes.
 std::string apply_what_if(Calibration& c, const std::string& spec);
 
 }  // namespace yoco::cost

@@ -65,9 +65,12 @@ int runner_prefill_version(const ModelConfig& cfg) {
 }
 
 double prefill_version_scale(const Calibration& c, const ModelConfig& cfg, int version, std::string* note) {
-  const int v = version > 0 ? version : runner_prefill_version(cfg), fit = c.attention_prefill_fit_version;
+  int v = version > 0 ? version : runner_prefill_version(cfg);
+  const int fit = c.attention_prefill_fit_version;
   if (note) note->clear();
-  if (fit == 0 || v == fit || v < 1 || v > kPrefillVersionSlots) return 1.0;  // v 0: a model without flash prefill
+  if (v == 0) return 1.0;  // a model without flash prefill
+  if (c.attention_prefill_priced_as) v = c.attention_prefill_priced_as;  // a what-if's
+  if (fit == 0 || v == fit || v < 1 || v > kPrefillVersionSlots) return 1.0;
   const double r = c.attention_prefill_time_ratio[v - 1];
   char buf[160];
   if (r > 0)

@@ -45,7 +45,8 @@ CommandSpec model_spec() {
       {"--calibration", "FILE", "also the calibrated model (yoco calibrate --out): rows with method calibrated, "
                                 "each with a band from the fit's residuals"},
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
-                                       "compute|memory) at its roofline or at efficiency X"},
+                                       "compute|memory) at its roofline or at efficiency X; or attention_prefill=vN: "
+                                       "every prefill attention at flash prefill vN's measured time"},
       {"--ffn-fused", "", "with --calibration: the runners with the FFN's up half as one kernel (YOCO_FFN_FUSED=1: "
                           "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone; a Hopper kernel, so on "
                           "other cards a what-if)"},

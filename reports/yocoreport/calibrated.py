@@ -298,7 +298,9 @@ def calibrated_section(data, table, readme_dir, out_dir):
                                       for n in lens])
             lines += ["What-if: YOCO's prefill speedup over the Transformer (calibrated, H100) with one kernel family "
                       "replaced by its roofline or by a peer's measured efficiency (cuDNN's attention: 0.781 of the "
-                      "GEMM ceiling, FlashAttention-2's: 0.435, medians at 32K–128K in peers_sdpa.csv). How much of "
+                      "GEMM ceiling, FlashAttention-2's: 0.435, medians at 32K–128K in peers_sdpa.csv), or the "
+                      "Transformer's attention at the flash prefill version the sweep ran (v2) instead of the "
+                      "runners' v3. How much of "
                       "YOCO's advantage depends on each kernel's quality: [%s](%s)." % (rel(whatif), rel(whatif)), "",
                       table(["scenario"] + [_len(n) for n in lens], body), ""]
         steps = os.path.join(MODEL_DIR, "prefill-steps-h100.csv")
