@@ -259,6 +259,8 @@ TEST(PrefillVersions, TheFileHoldsTheVersionsAndAnOlderFileReadsWithout) {
   write(csv.str());
   const Calibration back = read_calibration(f);
   EXPECT_EQ(back.attention_prefill_fit_version, 2);
+  EXPECT_EQ(c.kernel_bench, "kernels.csv (fbb7a501926e 2026-11-26)") << "the benchmark's file and run";
+  EXPECT_EQ(back.kernel_bench, c.kernel_bench) << "read back, so that a rewrite still names it";
   for (int v = 0; v < kPrefillVersionSlots; ++v) {
     EXPECT_DOUBLE_EQ(back.attention_prefill_time_ratio[v], c.attention_prefill_time_ratio[v]);
     EXPECT_EQ(back.attention_prefill_ratio_shapes[v], c.attention_prefill_ratio_shapes[v]);

@@ -94,6 +94,8 @@ struct Calibration {
   // compute-bound prefill attention scaled by it.
   std::array<double, kPrefillVersionSlots> attention_prefill_time_ratio{};
   std::array<int, kPrefillVersionSlots> attention_prefill_ratio_shapes{};
+  // Where the ratios were measured: "FILE (commit date)" of the kernel benchmark; "" where none.
+  std::string kernel_bench;
   // A what-if's version every flash prefill is priced at, whatever it ran
   // (apply_what_if "attention_prefill=vN"); 0: each at its own. Not in the file.
   int attention_prefill_priced_as = 0;

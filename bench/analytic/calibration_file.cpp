@@ -69,7 +69,7 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
     const std::string note =
         v == fit_version ? "the fit's own version"
         : shapes ? "median over " + std::to_string(shapes) + " shapes of the kernel benchmark's " + n + " time / v" +
-                       std::to_string(fit_version) + "'s (yoco calibrate --kernels)"
+                       std::to_string(fit_version) + "'s (yoco calibrate --kernels " + c.kernel_bench + ")"
                  : "not measured: " + n + " priced as the fit's version";
     add("attention_prefill", n + "_time_ratio", c.attention_prefill_time_ratio[v - 1], "x", note);
     add("attention_prefill", n + "_shapes", shapes, "count", note);
@@ -268,6 +268,11 @@ Calibration read_calibration(const std::string& path) {
       for (int k = 1; k <= kPrefillVersionSlots; ++k) {
         const std::string n = version_name(k);
         if (r.metric == n + "_time_ratio") c.attention_prefill_time_ratio[k - 1] = v, slot = k;
+        // "(yoco calibrate --kernels FILE (commit date))": kept, so that a rewrite still names it.
+        const std::string by = "(yoco calibrate --kernels ";
+        if (const size_t from = r.notes.find(by); from != std::string::npos && c.kernel_bench.empty() &&
+                                                  r.notes.size() > from + by.size() + 1)
+          c.kernel_bench = r.notes.substr(from + by.size(), r.notes.size() - 1 - (from + by.size()));
         if (r.metric == n + "_shapes") c.attention_prefill_ratio_shapes[k - 1] = static_cast<int>(v), slot = k;
       }
       if (slot < 0) throw bad("unknown metric '" + r.metric + "' for calibration:attention_prefill");

@@ -132,6 +132,11 @@ void add_kernel_bench(Calibration& c, const std::vector<ResultRow>& kernel_rows,
   if (times.empty())
     throw InputError("--kernels " + source + ": no measured attn_prefill rows (kernel_time_s of 'attn_prefill:D<d> "
                      "v<N>', bench_cuda_kernels' flash_prefill bench)");
+  for (const auto& r : kernel_rows)
+    if (r.phase.rfind(prefix, 0) == 0 && r.metric == "kernel_time_s" && r.method == "measured") {
+      c.kernel_bench = source + " (" + r.prov.git_sha + " " + r.prov.timestamp.substr(0, 10) + ")";
+      break;
+    }
   std::array<std::vector<double>, kPrefillVersionSlots> ratios;
   for (const auto& [shape, by_version] : times) {
     const auto base = by_version.find(fit);

@@ -143,7 +143,7 @@ int cmd_calibrate(const Args& args) {
                           ? strf("; v%d at %.3f of its time (%d shapes)", v, cal.attention_prefill_time_ratio[v - 1],
                                  cal.attention_prefill_ratio_shapes[v - 1])
                           : strf("; v%d priced as v%d (no --kernels ratio)", v, fit));
-    std::cout << "\n";
+    std::cout << (cal.kernel_bench.empty() ? "" : "; kernel benchmark " + cal.kernel_bench) << "\n";
   }
   std::cout << "\n";
   TextTable t({"model", "N", "batch", "metric", "measured", "predicted", "pred / meas"});

@@ -104,22 +104,28 @@ def second_card_section(path, table, rel):
             table(["model", "N", "batch", "metric", "predicted / measured"], body), ""]
 
 
-def _prefill_versions(by):
+def _prefill_versions(by, cal):
     """What the calibration says of the flash prefill versions (bench/analytic/prefill_versions.hpp)."""
     m = by.get("calibration:attention_prefill", {})
     fit = int(m.get("fit_version", 0))
     if not fit:
         return []
+    bench = ""
+    for r in cal:
+        if r["phase"] == "calibration:attention_prefill" and "(yoco calibrate --kernels " in r["notes"]:
+            bench = r["notes"].split("(yoco calibrate --kernels ", 1)[1][:-1]
+            break
     others = ["v%d at %.3f (median over %d shapes)" % (v, m["v%d_time_ratio" % v], m["v%d_shapes" % v])
               for v in (1, 2, 3) if v != fit and m.get("v%d_shapes" % v, 0) > 0]
     return ["The prefill attention's compute-bound points ran flash prefill v%d (the sweep's CUPTI kernel names). "
             "The same card's kernel benchmark (`yoco calibrate --kernels`, its attn_prefill rows of the same "
-            "shapes) times %s of v%d's time, so a point is priced at the version it ran (its notes' \"attention "
+            "shapes%s) times %s of v%d's time, so a point is priced at the version it ran (its notes' \"attention "
             "prefill vN\", else its CUPTI kernel rows, else the runners' choice now: v3 on Hopper at head dim 128, "
-            "v1 at other head dims, whose ratio is measured at 128), and the projections at the runners' choice on Hopper "
-            "(a B200's too: its projection carries the Hopper kernels' efficiencies, where the runners, built for "
-            "sm_90a, would not run and their dispatcher would take v1). The fixed cost a layer is not scaled." % (fit, ", ".join(others) if others else "no other version",
-                                                       fit), ""]
+            "v1 at other head dims, whose ratio is measured at 128), and the projections at the runners' choice "
+            "on Hopper (a B200's too: its projection carries the Hopper kernels' efficiencies, where the runners, "
+            "built for sm_90a, would not run and their dispatcher would take v1). The fixed cost a layer is not "
+            "scaled." % (fit, ("; " + bench) if bench else "", ", ".join(others) if others else "no other version",
+                         fit), ""]
 
 
 def calibrated_section(data, table, readme_dir, out_dir):
@@ -155,7 +161,7 @@ def calibrated_section(data, table, readme_dir, out_dir):
                              "%.1f%%" % (100 * m["worst_residual"])])
         lines += [table(["phase.family.bound", "efficiency (of the run's ceilings)", "fixed µs / layer", "points",
                          "worst residual"], body), ""]
-        lines += _prefill_versions(by)
+        lines += _prefill_versions(by, cal)
         # The check: predictions joined with the measured rows of the same sweep.
         check_path = os.path.join(MODEL_DIR, "check-%s.csv" % dev)
         if os.path.isfile(check_path):
