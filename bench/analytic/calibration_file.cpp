@@ -268,13 +268,13 @@ Calibration read_calibration(const std::string& path) {
       for (int k = 1; k <= kPrefillVersionSlots; ++k) {
         const std::string n = version_name(k);
         if (r.metric == n + "_time_ratio") c.attention_prefill_time_ratio[k - 1] = v, slot = k;
-        // "(yoco calibrate --kernels FILE (commit date))": kept, so that a rewrite still names it.
-        const std::string by = "(yoco calibrate --kernels ";
-        if (const size_t from = r.notes.find(by); from != std::string::npos && c.kernel_bench.empty() &&
-                                                  r.notes.size() > from + by.size() + 1)
-          c.kernel_bench = r.notes.substr(from + by.size(), r.notes.size() - 1 - (from + by.size()));
         if (r.metric == n + "_shapes") c.attention_prefill_ratio_shapes[k - 1] = static_cast<int>(v), slot = k;
       }
+      // "(yoco calibrate --kernels FILE (commit date))": kept, so that a rewrite still names it.
+      const std::string by = "(yoco calibrate --kernels ";
+      if (const size_t from = r.notes.find(by); from != std::string::npos && c.kernel_bench.empty() &&
+                                                r.notes.size() > from + by.size() + 1)
+        c.kernel_bench = r.notes.substr(from + by.size(), r.notes.size() - 1 - (from + by.size()));
       if (slot < 0) throw bad("unknown metric '" + r.metric + "' for calibration:attention_prefill");
       continue;
     }
