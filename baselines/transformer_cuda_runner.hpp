@@ -100,6 +100,7 @@ class TransformerCudaModel final : public CudaModel {
   const ModelConfig& config() const override { return cfg_; }
   void prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                int64_t prefill_chunk) override;
+  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) override;
   void decode_step(const std::vector<int64_t>& tokens) override;
   void skip_positions(int64_t n) override;
   std::vector<float> logits() override;
@@ -116,6 +117,10 @@ class TransformerCudaModel final : public CudaModel {
   // call of the step takes the fused kernel).
   Activations activations(int64_t rows, int64_t w13_rows);
   void allocate_caches(int64_t batch, int64_t rows);
+  // The decode step's buffers and FlashDecoding's splits over the caches allocate_caches made for
+  // `batch` sequences of `rows` rows, so that an out-of-memory shows at the prefill and the first
+  // step allocates nothing.
+  void prepare_decode_buffers(int64_t batch, int64_t rows);
   // FlashDecoding's shape over the current caches.
   DecodeAttentionShape decode_shape(int64_t batch) const;
   void drop_generation();

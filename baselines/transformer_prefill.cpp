@@ -21,6 +21,41 @@ void TransformerCudaModel::take_ring_shard(const char* what, int64_t length) {
   row0_ = length - ring_.rows();
 }
 
+void TransformerCudaModel::prepare_decode_buffers(int64_t B, int64_t rows) {
+  scratch_.i64("positions", B);
+  scratch_.i64("lengths", B);
+  scratch_.bf16("last rows", B * d_);
+  scratch_.f32("logits", B * V_);
+  // Splits: once per generation, for the longest length the caches can hold.
+  const DecodeAttentionShape ds = decode_shape(B);
+  int splits = std::max(1, choose_decode_splits(ds, rows, device_sm_count()));
+  // Sharded, decode's attention always leaves split partials for the combine across ranks.
+  if (link_) splits = std::max(splits, 2);
+  if (splits != decode_splits_) ++cache_generation_;  // a launch shape of the decode graph
+  decode_splits_ = splits;
+  scratch_.bf16("decode q", B * qw_);
+  scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
+  if (link_) scratch_.i64("decode write rows", B);
+}
+
+void TransformerCudaModel::reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
+  // As the YOCO runner's (cuda/runner/yoco_prefill.cpp): sharded, each prefill takes its shard and
+  // drops the generation; a refused shape is the prefill's to refuse.
+  if (link_ || !prefill_shape_valid(batch, length, max_new_tokens, prefill_chunk)) return;
+  try {
+    allocate_caches(batch, length + max_new_tokens);
+    prepare_decode_buffers(batch, length + max_new_tokens);
+    scratch_.i64("prefill q_start|q_len|write start", 3 * batch);
+  } catch (const DeviceOutOfMemory&) {
+    drop_generation();
+    scratch_.clear();  // as prefill's: the next attempt starts from an empty arena
+    throw;
+  } catch (...) {
+    drop_generation();
+    throw;
+  }
+}
+
 void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length,
                                    int64_t max_new_tokens, int64_t prefill_chunk) {
   // Messages and their order as the YOCO runner's (cuda/runner/yoco_prefill.cpp).
@@ -53,22 +88,11 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
                              ffn_fused_, true));
     const Activations a = activations(B * n_max, w13);
     int64_t* range_dev = link_ ? nullptr : scratch_.i64("prefill q_start|q_len|write start", 3 * B);
+    prepare_decode_buffers(B, rows);
     int64_t* positions = scratch_.i64("positions", B);
     int64_t* lengths = scratch_.i64("lengths", B);
     bf16* last = scratch_.bf16("last rows", B * d_);
     float* logits = scratch_.f32("logits", B * V_);
-    // The decode step's own buffers too, so that an out-of-memory shows here and
-    // the first step allocates nothing. Splits: once per generation, for the
-    // longest length the caches can hold.
-    const DecodeAttentionShape ds = decode_shape(B);
-    int splits = std::max(1, choose_decode_splits(ds, rows, device_sm_count()));
-    // Sharded, decode's attention always leaves split partials for the combine across ranks.
-    if (link_) splits = std::max(splits, 2);
-    if (splits != decode_splits_) ++cache_generation_;  // a launch shape of the decode graph
-    decode_splits_ = splits;
-    scratch_.bf16("decode q", B * qw_);
-    scratch_.f32("flash-decode workspace", decode_workspace_floats(ds, decode_splits_));
-    if (link_) scratch_.i64("decode write rows", B);
 
     if (link_) {
       // The last position is on the keeper: its logits go to every rank.

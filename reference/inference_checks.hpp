@@ -17,6 +17,14 @@ inline void check_prefill_args(const TokenBatch& prompt, int64_t max_new_tokens,
   if (prompt.length < 1) throw InputError("prefill needs at least one prompt token");
 }
 
+// Whether a prefill of this shape passes the runners' checks of its shape (check_prefill_args,
+// check_token_count's product, the generation's length within 64 bits): what a runner may allocate
+// for ahead of the prefill, which still checks it and says what is wrong.
+inline bool prefill_shape_valid(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
+  return batch >= 1 && length >= 1 && prefill_chunk >= 1 && max_new_tokens >= 0 && length <= INT64_MAX / batch &&
+         max_new_tokens <= INT64_MAX - length;
+}
+
 // `count` token ids are `batch` sequences of `length` (the CUDA runners' flat prompts; batch >= 1,
 // checked before); `what` names the call ("prefill", "forward"). The product may not overflow.
 inline void check_token_count(const char* what, size_t count, int64_t batch, int64_t length) {

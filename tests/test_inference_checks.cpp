@@ -33,6 +33,34 @@ TEST(InferenceChecks, ATokenCountMustBeBatchTimesLength) {
             "prefill: 0 tokens for batch 4294967296 x length 4294967296");
 }
 
+// A shape is valid ahead of its prefill exactly where the prefill's own checks pass it.
+TEST(InferenceChecks, APrefillShapeIsValidWhereThePrefillsChecksPassIt) {
+  auto checks_pass = [](int64_t batch, int64_t length, int64_t max_new, int64_t chunk) {
+    TokenBatch shape;
+    shape.batch = batch;
+    shape.length = length;
+    return message_of([&] {
+             // The runners' order (cuda/runner/yoco_prefill.cpp): the batch, the count of a prompt of
+             // this shape (the product as it wraps), the arguments, the generation's length.
+             if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");
+             check_token_count("prefill", static_cast<size_t>(batch) * static_cast<size_t>(length), batch, length);
+             check_prefill_args(shape, max_new, chunk);
+             if (max_new > INT64_MAX - length) throw InputError("prompt + tokens to generate overflow");
+           }) == "";
+  };
+  const int64_t big = INT64_MAX;
+  for (int64_t batch : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{3}, int64_t{1} << 32})
+    for (int64_t length : {int64_t{0}, int64_t{1}, int64_t{4096}, int64_t{1} << 32, big})
+      for (int64_t max_new : {int64_t{-1}, int64_t{0}, int64_t{64}, big - 4096, big})
+        for (int64_t chunk : {int64_t{0}, int64_t{1}, int64_t{32768}}) {
+          EXPECT_EQ(prefill_shape_valid(batch, length, max_new, chunk), checks_pass(batch, length, max_new, chunk))
+              << batch << " x " << length << " + " << max_new << ", chunk " << chunk;
+        }
+  EXPECT_TRUE(prefill_shape_valid(1, 4096, 64, 32768));
+  EXPECT_FALSE(prefill_shape_valid(int64_t{1} << 32, int64_t{1} << 32, 0, 1));  // the token count overflows
+  EXPECT_FALSE(prefill_shape_valid(1, 4096, big - 4095, 1));                    // the generation's length overflows
+}
+
 TEST(InferenceChecks, DecodeNeedsOneTokenASequenceAndRoom) {
   EXPECT_EQ(message_of([] { check_decode_args({1, 2}, 3, 0, 8); }),
             "decode step needs one token per sequence: got 2 for batch 3");
@@ -54,7 +82,9 @@ TEST(InferenceChecks, ACachedLogitThatDisagreesWithTheForwardFails) {
     row(7) = std::isnan(bad) ? bad : row(7) + bad * std::sqrt(row.squaredNorm() / static_cast<double>(row.size()));
     const cli::DecodeCheck c = cli::check_decode_against_forward(*runner, prompt, tampered);
     EXPECT_FALSE(c.pass) << bad;
-    if (!std::isnan(bad)) EXPECT_GT(c.max_rms_ratio, c.tolerance);
+    if (!std::isnan(bad)) {
+      EXPECT_GT(c.max_rms_ratio, c.tolerance);
+    }
   }
 }
 

@@ -33,6 +33,10 @@ struct Log {
   std::vector<int64_t> step_positions;  // the cache position each decode step wrote
   std::vector<int64_t> prefill_caps;    // each synthetic prefill's cache capacity (prompt + room)
   int64_t oom_above_batch = 0;          // > 0: a prefill of a larger batch runs out of memory
+  // A device runner's buffers: a prefill whose (batch, capacity) differs from its generation's
+  // allocates, as the CUDA runners do; the timer's region says whether that happened inside it.
+  bool timing = false;
+  int reserves = 0, timed_allocations = 0;
 };
 
 // What a device's allocation failure looks like (cuda::DeviceOutOfMemory).
@@ -61,6 +65,10 @@ class FakeRunner : public ModelRunner {
       log_.allocated_lengths.push_back(prompt.length);
     }
     if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) throw BatchBadAlloc();
+    if (std::pair(prompt.batch, prompt.length + max_new_tokens) != generation_) {
+      generation_ = {prompt.batch, prompt.length + max_new_tokens};
+      log_.timed_allocations += log_.timing;
+    }
     if (!allocation) {
       ++log_.prefills;
       log_.prefill_caps.push_back(prompt.length + max_new_tokens);
@@ -79,6 +87,12 @@ class FakeRunner : public ModelRunner {
     log_.now += kStep * static_cast<double>(batch_) * layer_factor();
     return Mat<double>::Zero(batch_, cfg_.vocab_size);
   }
+  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t) override {
+    EXPECT_FALSE(log_.timing) << "a reservation inside the timer";
+    ++log_.reserves;
+    generation_ = {batch, length + max_new_tokens};
+    pos_ = cap_ = 0;  // the generation in progress is dropped
+  }
   void skip_positions(int64_t n) override {
     log_.skipped += n;
     pos_ += n;
@@ -93,6 +107,7 @@ class FakeRunner : public ModelRunner {
   ModelConfig cfg_;
   Log& log_;
   int64_t batch_ = 0, pos_ = 0, cap_ = 0;
+  std::pair<int64_t, int64_t> generation_{0, 0};  // (batch, capacity) of the buffers held
 };
 
 class FakeBackend : public DeviceBackend {
@@ -135,7 +150,9 @@ class FakeBackend : public DeviceBackend {
   }
   double time(const std::function<void()>& region) override {
     const double t0 = log.now;
+    log.timing = true;
     region();
+    log.timing = false;
     return log.now - t0;
   }
   void reset_peak_memory() override { ++log.resets; }
@@ -978,6 +995,44 @@ TEST(SweepProtocol, ThroughputThatFitsOnlyAloneGetsABudgetOfItsOwn) {
   ASSERT_TRUE(t.value.has_value());
   EXPECT_NE(t.notes.find("timed under a --budget-s of its own"), std::string::npos) << t.notes;
   EXPECT_EQ(dev.log.prefills, 4 + 1) << "the latency's warm-up and repeats, then the throughput's one sequence";
+}
+
+// No timed prefill holds an allocation: the last repeat's decode room, the throughput's batch after
+// the batch search, its one sequence sampled after the batch's caches, and the probes' last repeat
+// are reserved before the timer starts. (Without the reservation the last repeat, the sampled
+// throughput prefill and the probes' last repeat each allocated inside it.)
+TEST(SweepProtocol, NoTimedPrefillAllocates) {
+  for (const bool sampled : {false, true}) {
+    FakeBackend dev;
+    dev.profiler = true;
+    SweepSettings s = settings();
+    s.cupti = true;
+    if (sampled) {
+      s.metrics = {"prefill", "decode", "throughput"};
+      s.budget_s = 2 * 4 * predicted_prefill_s(s, dev) * (1024.0 - 256) / 1024;
+    }
+    const auto rows = sweep(s, dev);
+    EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").repeats, 3) << sampled;
+    if (sampled) {
+      EXPECT_NE(row(rows, "throughput", "throughput_tokens_per_s").notes.find("prefill sampled"), std::string::npos);
+    }
+    EXPECT_EQ(dev.log.timed_allocations, 0) << (sampled ? "sampled throughput" : "whole batch");
+    EXPECT_GE(dev.log.reserves, 4) << "each timed prefill reserves first";
+  }
+  // A point extrapolated from layer probes: the probes' repeats too.
+  // (As PointThatDoesNotFitIsExtrapolatedFromLayerProbes: yoco-3b does not fit, its probes do.)
+  FakeBackend dev;
+  dev.log.per_layer = 0.5;
+  dev.bytes_per_layer = true;
+  SweepSettings s = settings();
+  s.models = {"yoco-3b"};
+  s.metrics = {"prefill", "decode"};
+  dev.usable = 1.0 * (1024 + 32 + 1) * dev.bytes_per_token * 10;
+  const auto rows = sweep(s, dev);
+  EXPECT_EQ(row(rows, "prefill", "prefill_latency_s").method, "extrapolated")
+      << row(rows, "prefill", "prefill_latency_s").notes;
+  EXPECT_EQ(dev.log.creates, 2) << "the two probes";
+  EXPECT_EQ(dev.log.timed_allocations, 0);
 }
 
 TEST(SweepProtocol, CuptiBreakdownComesAfterTheTimedRunsAndResumes) {

@@ -61,6 +61,12 @@ void CudaRunner::run_prefill(const TokenBatch& prompt, int64_t max_new_tokens, i
   prefilled_ = true;
 }
 
+void CudaRunner::reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
+  prefilled_ = false;  // the generation in progress is dropped
+  enqueue_s_.clear();
+  model_->reserve_generation(batch, length, max_new_tokens, prefill_chunk);
+}
+
 Mat<double> CudaRunner::prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) {
   run_prefill(prompt, max_new_tokens, prefill_chunk);
   return logits_as_double(prompt.batch);

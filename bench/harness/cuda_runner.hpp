@@ -48,6 +48,7 @@ class CudaRunner final : public ModelRunner {
   // synchronise on the model's stream, cuda_backend.cpp does).
   void run_prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override;
   void run_decode_step(const std::vector<int64_t>& tokens) override;
+  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) override;
   void skip_positions(int64_t n) override;
 
   // weights, kv_cache and state: the arena's current bytes; activations: the

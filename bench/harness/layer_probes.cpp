@@ -64,7 +64,7 @@ ProbeResult run_layer_probes(const SweepSettings& s, DeviceBackend& dev, Progres
       for (int i = 0; i < warmup + repeats; ++i) {
         progress.step(tag + strf(", prefill %d/%d", i + 1, warmup + repeats));
         const bool last = i + 1 == warmup + repeats;
-        const double t = dev.time([&] { r->run_prefill(prompt, last ? room : 0, s.prefill_chunk); });
+        const double t = time_prefill(dev, *r, prompt, last ? room : 0, s.prefill_chunk);
         if (i >= warmup) times.push_back(t);
       }
       pre[k] = summarize(times);

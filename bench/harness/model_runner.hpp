@@ -78,6 +78,16 @@ class ModelRunner {
   }
   virtual void run_decode_step(const std::vector<int64_t>& tokens) { decode_step(tokens); }
 
+  // Allocates now what a prefill of this shape would allocate for the generation's length (caches
+  // for length + max_new_tokens tokens per sequence, the decode step's buffers), so that the prefill
+  // that follows keeps them and allocates nothing: what the harness calls, outside the timer, before
+  // a timed prefill whose generation differs from the one before (a point's last repeat, which
+  // leaves the decode steps room). Drops the generation in progress. A shape the prefill would
+  // refuse is left for it to refuse. A no-op where a prefill allocates nothing ahead: the CPU
+  // runners, and the sharded ones (each prefill takes its shard and drops the generation).
+  virtual void reserve_generation(int64_t /*batch*/, int64_t /*length*/, int64_t /*max_new_tokens*/,
+                                  int64_t /*prefill_chunk*/) {}
+
   // Timing only: advances the cache by `n` positions without computing them, so
   // that a sampled decode can time steps late in a long generation without
   // running every step before them. A step costs the same whatever the cached

@@ -405,7 +405,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               progress.step(strf("prefill %d/%d", i + 1, warmup + repeats));
               const bool last = i + 1 == warmup + repeats;
               const int64_t room = last && decode ? dec_room : 0;
-              const double t = dev.time([&] { runner->run_prefill(prompt, room, s.prefill_chunk); });
+              const double t = time_prefill(dev, *runner, prompt, room, s.prefill_chunk);
               if (i >= warmup) {
                 times.push_back(t);
                 if (const auto h = dev.last_region_host_s()) host_times.push_back(*h);

@@ -16,6 +16,12 @@ std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t 
   return seqs;
 }
 
+double time_prefill(DeviceBackend& dev, ModelRunner& r, const TokenBatch& prompt, int64_t max_new_tokens,
+                    int64_t prefill_chunk) {
+  r.reserve_generation(prompt.batch, prompt.length, max_new_tokens, prefill_chunk);
+  return dev.time([&] { r.run_prefill(prompt, max_new_tokens, prefill_chunk); });
+}
+
 std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_t batch, int64_t steps) {
   std::vector<double> t;
   const std::vector<int64_t> tokens(static_cast<size_t>(batch), 1);
@@ -82,7 +88,8 @@ void profile_kernels(const SweepSettings& s, DeviceBackend& dev, Progress& progr
     // profiled run carries no allocation that the median it is compared with lacks.
     const int64_t room = profile_decode ? decode_room(s, dev) : 0;
     profile(
-        "prefill", [] {}, [&] { runner.run_prefill(prompt, room, s.prefill_chunk); }, 1, res.prefill->median);
+        "prefill", [&] { runner.reserve_generation(prompt.batch, prompt.length, room, s.prefill_chunk); },
+        [&] { runner.run_prefill(prompt, room, s.prefill_chunk); }, 1, res.prefill->median);
   }
   if (profile_decode) {
     progress.step("CUPTI: decode steps");

@@ -89,6 +89,12 @@ inline std::optional<double> median_of(const std::optional<Summary>& s) {
 
 // Synthetic prompts of `batch` sequences of `n` tokens (tokens.hpp).
 std::vector<std::vector<int64_t>> prompts(uint64_t seed, int64_t batch, int64_t n, int64_t vocab);
+// One timed prefill (DeviceBackend::time). The runner first allocates, untimed, what the prefill's
+// generation needs (ModelRunner::reserve_generation), so that no timed run holds an allocation: a
+// point's last repeat leaves the decode steps room, and a throughput prefill follows the batch
+// search's generations; either would otherwise free and allocate caches inside the timer.
+double time_prefill(DeviceBackend& dev, ModelRunner& r, const TokenBatch& prompt, int64_t max_new_tokens,
+                    int64_t prefill_chunk);
 // `steps` decode steps, each timed; tokens are synthetic (a step costs the same whatever they are).
 std::vector<double> time_decode_steps(DeviceBackend& dev, ModelRunner& r, int64_t batch, int64_t steps);
 // The device's untimed warm-up steps before a run of timed ones (none on the CPU).

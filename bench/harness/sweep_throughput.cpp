@@ -78,7 +78,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
   if (tp_one && batch > 1) {
     progress.step("throughput: prefill 1 x " + length_label(prompt_len) + " (x " + std::to_string(batch) + ")");
     const TokenBatch one = TokenBatch::from_sequences(prompts(s.seed + 1, 1, prompt_len, cfg.vocab_size));
-    const double t = dev.time([&] { runner.run_prefill(one, 0, s.prefill_chunk); });
+    const double t = time_prefill(dev, runner, one, 0, s.prefill_chunk);
     res.tp_prefill_s = t * static_cast<double>(batch);
     // The batch's caches, moved to the prompt's length without computing it.
     const int64_t start = runner.shortest_prompt();
@@ -96,7 +96,7 @@ void measure_throughput(const SweepSettings& s, DeviceBackend& dev, Progress& pr
   } else {
     progress.step("throughput: prefill " + std::to_string(batch) + " x " + length_label(prompt_len));
     const TokenBatch prompt = TokenBatch::from_sequences(prompts(s.seed + 1, batch, prompt_len, cfg.vocab_size));
-    res.tp_prefill_s = dev.time([&] { runner.run_prefill(prompt, s.gen + dec_warm, s.prefill_chunk); });
+    res.tp_prefill_s = time_prefill(dev, runner, prompt, s.gen + dec_warm, s.prefill_chunk);
     if (const std::string how = dev.runner_note(cfg, batch); !how.empty()) prefill_how += "; " + how;
   }
   progress.step("throughput: decode");

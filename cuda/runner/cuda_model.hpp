@@ -53,6 +53,12 @@ class CudaModel {
   // stay on the device (logits()). Asynchronous: returns once enqueued.
   virtual void prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                        int64_t prefill_chunk) = 0;
+  // The buffers a prefill of this shape would allocate for the generation (its caches and states,
+  // the decode step's buffers), allocated now, so that the prefill keeps them (ModelRunner::
+  // reserve_generation). The prefill step's working set depends on batch and chunk only: the first
+  // prefill of a shape allocates it. A no-op sharded (take_shard drops the generation) and for a
+  // shape the prefill refuses. DeviceOutOfMemory as the prefill's, the arena left empty of buffers.
+  virtual void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) = 0;
   // One token per sequence at the next position. Needs a prefill and room in the caches.
   virtual void decode_step(const std::vector<int64_t>& tokens) = 0;
   // Timing only: moves the position forward by n without computing (logits

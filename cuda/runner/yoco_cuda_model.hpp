@@ -115,6 +115,7 @@ class YocoCudaModel final : public CudaModel {
   const ModelConfig& config() const override { return cfg_; }
   void prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                int64_t prefill_chunk) override;
+  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) override;
   void decode_step(const std::vector<int64_t>& tokens) override;
   void skip_positions(int64_t n) override;
   std::vector<float> logits() override;

@@ -13,6 +13,24 @@
 
 namespace yoco::cuda::yoco_runner {
 
+void YocoCudaModel::reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
+  // Sharded, each prefill takes its shard and drops the generation; a refused shape is the prefill's to refuse.
+  if (link_ || !prefill_shape_valid(batch, length, max_new_tokens, prefill_chunk)) return;
+  try {
+    // What prefill allocates before its first step, in its order: a prefill of this shape then keeps it all.
+    allocate_generation(batch, length + max_new_tokens, length + max_new_tokens);
+    prepare_decode_buffers(batch);
+    scratch_.i64("tokens", batch * cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length));
+  } catch (const DeviceOutOfMemory&) {
+    drop_generation();
+    scratch_.clear();  // as prefill's: the next attempt starts from an empty arena
+    throw;
+  } catch (...) {
+    drop_generation();
+    throw;
+  }
+}
+
 void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, int64_t length, int64_t max_new_tokens,
                             int64_t prefill_chunk) {
   if (batch < 1) throw InputError("prefill needs a batch of at least one sequence");

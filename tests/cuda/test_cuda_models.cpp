@@ -478,6 +478,52 @@ TEST_P(CudaModelTest, GraphAndEagerDecodeAreBitIdentical) {
               static_cast<long>(steps));
 }
 
+// A generation reserved ahead (CudaModel::reserve_generation: what the benchmarks do before a timed
+// prefill whose generation differs from the one before, e.g. a point's last repeat with the decode
+// steps' room) is kept by the prefill that follows: it allocates nothing, and its prefill and decode
+// logits are those of a prefill that allocated its own. A shape the prefill would refuse reserves
+// nothing, and the prefill still refuses it.
+TEST_P(CudaModelTest, AReservedGenerationIsKeptByItsPrefill) {
+  YOCO_REQUIRE_GPU();
+  const Case& c = case_named(GetParam());
+  const ModelConfig cfg = config_of(c.name);
+  const int64_t N = c.prompt, steps = 8;
+  const std::vector<int64_t> seq = random_tokens(N + steps, cfg.vocab_size, kTokenSeed + 5);
+  const std::vector<int64_t> prompt(seq.begin(), seq.begin() + N);
+  auto model = make_model(cfg);
+  auto allocations = [&] {
+    return model->arena().allocations(MemCategory::kv_cache) + model->arena().allocations(MemCategory::state) +
+           model->arena().allocations(MemCategory::activations);
+  };
+  auto generate = [&](std::vector<float>& pre, std::vector<float>& dec) {
+    model->prefill(prompt, 1, N, steps, kOneChunk);
+    pre = model->logits();
+    dec.clear();
+    for (int64_t t = 0; t < steps; ++t) {
+      model->decode_step({seq[static_cast<size_t>(N + t)]});
+      const auto l = model->logits();
+      dec.insert(dec.end(), l.begin(), l.end());
+    }
+  };
+  std::vector<float> pre_own, dec_own, pre_kept, dec_kept;
+  model->prefill(prompt, 1, N, 0, kOneChunk);  // a point's warm-up and first repeats: no room
+  const int64_t before_own = allocations();
+  generate(pre_own, dec_own);  // the last repeat as it was: its own caches allocated inside it
+  EXPECT_GT(allocations(), before_own) << c.name << ": room for the steps kept the caches of a prompt alone";
+  model->prefill(prompt, 1, N, 0, kOneChunk);
+  model->reserve_generation(1, N, steps, kOneChunk);
+  const int64_t reserved = allocations();
+  generate(pre_kept, dec_kept);
+  EXPECT_EQ(allocations(), reserved) << c.name << ": the prefill after a reservation allocated";
+  EXPECT_TRUE(bitwise_equal(pre_kept, pre_own)) << c.name << ": a reserved generation's prefill differs";
+  EXPECT_TRUE(bitwise_equal(dec_kept, dec_own)) << c.name << ": a reserved generation's decode steps differ";
+  model->reserve_generation(1, N, -1, kOneChunk);
+  model->reserve_generation(0, N, steps, kOneChunk);
+  model->reserve_generation(1, N, steps, 0);
+  EXPECT_EQ(allocations(), reserved) << c.name << ": a refused shape reserved buffers";
+  EXPECT_THROW(model->prefill(prompt, 1, N, -1, kOneChunk), InputError);
+}
+
 // The yoco runner's gRet decode steps (YOCO_GRET_DECODE, read when a model is
 // made): the deferred step keeps the state one step behind, and the split step
 // updates the state on a side stream joined before the next layer's
