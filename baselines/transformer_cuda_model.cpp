@@ -80,7 +80,7 @@ void TransformerCudaModel::drop_generation() {
   cudaStreamSynchronize(stream_);  // nothing in flight may still use what is freed (errors surface elsewhere)
   graph_.invalidate();
   caches_.clear();  // frees (cudaFree waits for the work that used them)
-  cache_rows_ = 0;
+  cache_batch_ = cache_rows_ = 0;
   batch_ = 0;
   position_ = 0;
   capacity_ = 0;
@@ -99,7 +99,8 @@ void TransformerCudaModel::allocate_caches(int64_t batch, int64_t rows) {
   // (zeroed again): freeing and allocating them anew put a device-wide
   // cudaFree and a cudaMalloc a layer inside every timed prefill of a
   // benchmark's repeats (yoco_cuda_model.cpp's allocate_generation does the same).
-  const bool keep = static_cast<int64_t>(caches_.size()) == cfg_.n_layers && batch == batch_ && rows == cache_rows_;
+  const bool keep =
+      static_cast<int64_t>(caches_.size()) == cfg_.n_layers && batch == cache_batch_ && rows == cache_rows_;
   if (keep) {
     // The decode graph stays (as yoco_cuda_model.cpp's allocate_generation): its launches name these
     // caches, and the prefill sets its splits again (a change bumps cache_generation_ there).
@@ -114,6 +115,7 @@ void TransformerCudaModel::allocate_caches(int64_t batch, int64_t rows) {
   // a masked key's P = 0 times a NaN left in reused memory would still be NaN.
   for (DeviceBuffer& c : caches_)
     check_cuda(cudaMemsetAsync(c.get(), 0, static_cast<size_t>(bytes), stream_), "zero the KV cache");
+  cache_batch_ = batch;
   cache_rows_ = rows;
   if (!keep) ++cache_generation_;
 }

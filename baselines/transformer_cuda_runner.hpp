@@ -121,6 +121,9 @@ class TransformerCudaModel final : public CudaModel {
   // `batch` sequences of `rows` rows, so that an out-of-memory shows at the prefill and the first
   // step allocates nothing.
   void prepare_decode_buffers(int64_t batch, int64_t rows);
+  // A prefill step's buffers for a prompt of B x N tokens in steps of `prefill_chunk` (sharded: this
+  // rank's two chunks as one step): what prefill and reserve_generation take.
+  Activations prefill_activations(int64_t B, int64_t N, int64_t prefill_chunk);
   // FlashDecoding's shape over the current caches.
   DecodeAttentionShape decode_shape(int64_t batch) const;
   void drop_generation();
@@ -187,8 +190,10 @@ class TransformerCudaModel final : public CudaModel {
   std::vector<LayerWeights> layers_;
   std::vector<std::string> layer_names_;  // "layer N" (NVTX)
 
-  std::vector<DeviceBuffer> caches_;  // per layer [batch, cache_rows_, 2 kvw]
-  int64_t cache_rows_ = 0;
+  std::vector<DeviceBuffer> caches_;  // per layer [cache_batch_, cache_rows_, 2 kvw]
+  // The caches' shape, which allocate_caches keeps for a generation of the same one: not batch_,
+  // which says a prefill ran (a reservation leaves it 0).
+  int64_t cache_batch_ = 0, cache_rows_ = 0;
   uint64_t cache_generation_ = 0;  // bumped at every cache allocation (graph key)
   int decode_splits_ = 1;
 

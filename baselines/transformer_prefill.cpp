@@ -38,14 +38,31 @@ void TransformerCudaModel::prepare_decode_buffers(int64_t B, int64_t rows) {
   if (link_) scratch_.i64("decode write rows", B);
 }
 
+Activations TransformerCudaModel::prefill_activations(int64_t B, int64_t N, int64_t prefill_chunk) {
+  const int64_t n_max = link_ ? ring_.rows() : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
+  // The FFN's W1|W3 output for every call of this generation that takes the pair (the
+  // formula's ffn_w13_rows: prefill steps, the ragged last one, the decode steps' B rows).
+  const int64_t w13 = static_cast<int64_t>(
+      link_ ? ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(n_max), static_cast<double>(B * n_max), 0,
+                           ffn_fused_, true)
+            : ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(N), static_cast<double>(prefill_chunk), 0,
+                           ffn_fused_, true));
+  return activations(B * n_max, w13);
+}
+
 void TransformerCudaModel::reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
   // As the YOCO runner's (cuda/runner/yoco_prefill.cpp): sharded, each prefill takes its shard and
   // drops the generation; a refused shape is the prefill's to refuse.
   if (link_ || !prefill_shape_valid(batch, length, max_new_tokens, prefill_chunk)) return;
   try {
+    // In the prefill's order: the caches, the step's buffers, the chunk ranges, the decode step's.
     allocate_caches(batch, length + max_new_tokens);
-    prepare_decode_buffers(batch, length + max_new_tokens);
+    prefill_activations(batch, length, prefill_chunk);
     scratch_.i64("prefill q_start|q_len|write start", 3 * batch);
+    prepare_decode_buffers(batch, length + max_new_tokens);
+    // The host's pinned staging of a step's tokens and ranges.
+    token_upload_.reserve(batch * cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length));
+    range_upload_.reserve(3 * batch);
   } catch (const DeviceOutOfMemory&) {
     drop_generation();
     scratch_.clear();  // as prefill's: the next attempt starts from an empty arena
@@ -79,14 +96,7 @@ void TransformerCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t b
   const int64_t n_max = link_ ? ring_.rows() : cache_plan::prefill_tokens_per_sequence(prefill_chunk, B, N);
   try {
     allocate_caches(B, rows);  // keeps the previous generation's of the same shape, else drops it first
-    // The FFN's W1|W3 output for every call of this generation that takes the pair (the
-    // formula's ffn_w13_rows: prefill steps, the ragged last one, the decode steps' B rows).
-    const int64_t w13 = static_cast<int64_t>(
-        link_ ? ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(n_max), static_cast<double>(B * n_max),
-                             0, ffn_fused_, true)
-              : ffn_w13_rows(cfg_, static_cast<double>(B), static_cast<double>(N), static_cast<double>(prefill_chunk), 0,
-                             ffn_fused_, true));
-    const Activations a = activations(B * n_max, w13);
+    const Activations a = prefill_activations(B, N, prefill_chunk);
     int64_t* range_dev = link_ ? nullptr : scratch_.i64("prefill q_start|q_len|write start", 3 * B);
     prepare_decode_buffers(B, rows);
     int64_t* positions = scratch_.i64("positions", B);

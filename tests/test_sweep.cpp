@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "analytic_rows.hpp"
+#include "attention/cache_plan.hpp"
 #include "cuda_backend.hpp"
 #include "errors.hpp"
 #include "format.hpp"
@@ -55,7 +56,7 @@ class FakeRunner : public ModelRunner {
   const ModelConfig& config() const override { return cfg_; }
   Precision precision() const override { return Precision::f32; }
   Mat<double> forward(const TokenBatch&, GretParadigm) const override { throw std::logic_error("not in a sweep"); }
-  Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t) override {
+  Mat<double> prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) override {
     // The sweep's own prompts of token 1 (the batch search, skipped-prompt
     // caches) are allocations; synthetic prompts are prefills.
     const bool allocation = std::all_of(prompt.ids.begin(), prompt.ids.end(), [](int64_t t) { return t == 1; });
@@ -64,11 +65,12 @@ class FakeRunner : public ModelRunner {
       log_.allocated_batches.push_back(prompt.batch);
       log_.allocated_lengths.push_back(prompt.length);
     }
-    if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) throw BatchBadAlloc();
-    if (std::pair(prompt.batch, prompt.length + max_new_tokens) != generation_) {
-      generation_ = {prompt.batch, prompt.length + max_new_tokens};
-      log_.timed_allocations += log_.timing;
+    if (log_.oom_always || (log_.oom_above_batch > 0 && prompt.batch > log_.oom_above_batch)) {
+      generation_ = {0, 0};  // as the CUDA runners: the generation dropped, the scratch cleared
+      step_rows_ = step_batch_ = 0;
+      throw BatchBadAlloc();
     }
+    if (hold(prompt.batch, prompt.length, max_new_tokens, prefill_chunk)) log_.timed_allocations += log_.timing;
     if (!allocation) {
       ++log_.prefills;
       log_.prefill_caps.push_back(prompt.length + max_new_tokens);
@@ -87,10 +89,10 @@ class FakeRunner : public ModelRunner {
     log_.now += kStep * static_cast<double>(batch_) * layer_factor();
     return Mat<double>::Zero(batch_, cfg_.vocab_size);
   }
-  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t) override {
+  void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) override {
     EXPECT_FALSE(log_.timing) << "a reservation inside the timer";
     ++log_.reserves;
-    generation_ = {batch, length + max_new_tokens};
+    hold(batch, length, max_new_tokens, prefill_chunk);
     pos_ = cap_ = 0;  // the generation in progress is dropped
   }
   void skip_positions(int64_t n) override {
@@ -102,12 +104,30 @@ class FakeRunner : public ModelRunner {
   int64_t capacity() const override { return cap_; }
 
  private:
+  // The buffers a prefill of this shape needs, allocated where not held (true then): the
+  // generation's, kept only for the same (batch, capacity), and a step's working set, kept while
+  // large enough (the runners' Scratch).
+  bool hold(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) {
+    bool allocated = false;
+    if (std::pair(batch, length + max_new_tokens) != generation_) {
+      generation_ = {batch, length + max_new_tokens};
+      allocated = true;
+    }
+    const int64_t rows = batch * cuda::cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
+    if (rows > step_rows_ || batch > step_batch_) {
+      step_rows_ = std::max(step_rows_, rows);
+      step_batch_ = std::max(step_batch_, batch);
+      allocated = true;
+    }
+    return allocated;
+  }
   // 1 unless the test makes time grow with depth: what runs once plus each layer.
   double layer_factor() const { return 1 + log_.per_layer * static_cast<double>(cfg_.n_layers); }
   ModelConfig cfg_;
   Log& log_;
   int64_t batch_ = 0, pos_ = 0, cap_ = 0;
   std::pair<int64_t, int64_t> generation_{0, 0};  // (batch, capacity) of the buffers held
+  int64_t step_rows_ = 0, step_batch_ = 0;         // the step working set's
 };
 
 class FakeBackend : public DeviceBackend {
@@ -998,9 +1018,9 @@ TEST(SweepProtocol, ThroughputThatFitsOnlyAloneGetsABudgetOfItsOwn) {
 }
 
 // No timed prefill holds an allocation: the last repeat's decode room, the throughput's batch after
-// the batch search, its one sequence sampled after the batch's caches, and the probes' last repeat
-// are reserved before the timer starts. (Without the reservation the last repeat, the sampled
-// throughput prefill and the probes' last repeat each allocated inside it.)
+// the batch search, its one sequence sampled after the batch's caches, the probes' last repeat, a
+// first repeat with no warm-up before it: each is reserved before the timer starts. (Without the
+// reservation each of these allocated inside it.)
 TEST(SweepProtocol, NoTimedPrefillAllocates) {
   for (const bool sampled : {false, true}) {
     FakeBackend dev;
@@ -1020,6 +1040,35 @@ TEST(SweepProtocol, NoTimedPrefillAllocates) {
     EXPECT_GE(dev.log.reserves, 4) << "each timed prefill reserves first";
   }
   // A point extrapolated from layer probes: the probes' repeats too.
+  // The throughput's prefill after a batch search that ended on a batch that did not fit (the
+  // runners clear their buffers then); a fixed --batch with no latency prefill before (the warm-up
+  // is one sequence); the warm-up dropped by the budget.
+  {
+    FakeBackend dev;
+    dev.log.oom_above_batch = 2;
+    SweepSettings s = settings();
+    s.max_batch = 9;  // 9 fails, then 4 fails, 2 fits, 3 fails: the search ends on a failure
+    const auto rows = sweep(s, dev);
+    EXPECT_EQ(row(rows, "throughput", "throughput_tokens_per_s").batch, 2);
+    EXPECT_EQ(dev.log.timed_allocations, 0) << "after a batch search ending on a failure";
+  }
+  {
+    FakeBackend dev;
+    SweepSettings s = settings();
+    s.metrics = {"throughput"};
+    s.batch = 3;
+    sweep(s, dev);
+    EXPECT_EQ(dev.log.timed_allocations, 0) << "a fixed batch after a warm-up of one sequence";
+  }
+  {
+    FakeBackend dev;
+    SweepSettings s = settings();
+    s.metrics = {"prefill"};
+    s.budget_s = 2.5 * predicted_prefill_s(s, dev);  // no warm-up, 2 repeats (BudgetDropsTheWarmupAndCutsRepeats)
+    const auto rows = sweep(s, dev);
+    EXPECT_NE(row(rows, "prefill", "prefill_latency_s").notes.find("no warm-up"), std::string::npos);
+    EXPECT_EQ(dev.log.timed_allocations, 0) << "with no warm-up";
+  }
   // (As PointThatDoesNotFitIsExtrapolatedFromLayerProbes: yoco-3b does not fit, its probes do.)
   FakeBackend dev;
   dev.log.per_layer = 0.5;

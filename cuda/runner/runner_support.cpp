@@ -196,7 +196,7 @@ TokenUpload::~TokenUpload() {
   if (pinned_) cudaFreeHost(pinned_);
 }
 
-void TokenUpload::upload(const int64_t* ids, int64_t n, int64_t* device_dst, cudaStream_t stream) {
+void TokenUpload::reserve(int64_t n) {
   if (n <= 0) return;
   if (!done_) check_cuda(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "create the token-upload event");
   check_cuda(cudaEventSynchronize(done_), "wait for the previous token upload");
@@ -207,6 +207,11 @@ void TokenUpload::upload(const int64_t* ids, int64_t n, int64_t* device_dst, cud
     check_cuda(cudaMallocHost(&pinned_, static_cast<size_t>(n) * sizeof(int64_t)), "pinned token staging");
     capacity_ = n;
   }
+}
+
+void TokenUpload::upload(const int64_t* ids, int64_t n, int64_t* device_dst, cudaStream_t stream) {
+  if (n <= 0) return;
+  reserve(n);  // waits for the upload before, whose buffer this one reuses
   std::memcpy(pinned_, ids, static_cast<size_t>(n) * sizeof(int64_t));
   check_cuda(cudaMemcpyAsync(device_dst, pinned_, static_cast<size_t>(n) * sizeof(int64_t), cudaMemcpyHostToDevice,
                              stream),

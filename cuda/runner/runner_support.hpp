@@ -161,6 +161,9 @@ class TokenUpload {
   TokenUpload(const TokenUpload&) = delete;
   TokenUpload& operator=(const TokenUpload&) = delete;
   void upload(const int64_t* ids, int64_t n, int64_t* device_dst, cudaStream_t stream);
+  // Room for uploads of up to n ids now (a reservation ahead of a timed prefill: cudaMallocHost,
+  // and cudaFreeHost of a smaller buffer, kept out of the prefill).
+  void reserve(int64_t n);
 
  private:
   int64_t* pinned_ = nullptr;

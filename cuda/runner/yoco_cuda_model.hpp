@@ -145,6 +145,10 @@ class YocoCudaModel final : public CudaModel {
     float *gate_logits = nullptr, *log_decay = nullptr;
   };
   StepWork step_work(int64_t batch, int64_t n);
+  // Every buffer a prefill step of batch x n rows takes from the scratch (the step's working set,
+  // the chunk kernel's workspace, the batch's positions): what reserve_generation allocates ahead.
+  void reserve_step_buffers(int64_t batch, int64_t n);
+  GretChunkShape gret_step_shape(int64_t batch, int64_t n) const;  // the chunk kernel's, on q|k|v|g rows
   void gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w,
                         const SublayerOut& out);
   void swa_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s, const StepWork& w,

@@ -17,10 +17,16 @@ void YocoCudaModel::reserve_generation(int64_t batch, int64_t length, int64_t ma
   // Sharded, each prefill takes its shard and drops the generation; a refused shape is the prefill's to refuse.
   if (link_ || !prefill_shape_valid(batch, length, max_new_tokens, prefill_chunk)) return;
   try {
-    // What prefill allocates before its first step, in its order: a prefill of this shape then keeps it all.
+    // What prefill allocates, in its order: a prefill of this shape then keeps it all. Its steps: the
+    // full one and the ragged last one (the chunk kernel's plan, and so its workspace, follows the rows).
     allocate_generation(batch, length + max_new_tokens, length + max_new_tokens);
     prepare_decode_buffers(batch);
-    scratch_.i64("tokens", batch * cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length));
+    const int64_t chunk = cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
+    scratch_.i64("tokens", batch * chunk);
+    upload_.reserve(batch * chunk);
+    reserve_step_buffers(batch, chunk);
+    reserve_step_buffers(batch, length - ((length - 1) / chunk) * chunk);
+    capacity_ = 0;  // reserved, not prefilled: no decode step may run on it
   } catch (const DeviceOutOfMemory&) {
     drop_generation();
     scratch_.clear();  // as prefill's: the next attempt starts from an empty arena

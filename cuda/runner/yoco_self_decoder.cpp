@@ -77,6 +77,36 @@ YocoCudaModel::StepWork YocoCudaModel::step_work(int64_t batch, int64_t n) {
   return w;
 }
 
+GretChunkShape YocoCudaModel::gret_step_shape(int64_t batch, int64_t n) const {
+  GretChunkShape shape;
+  shape.batch = batch;
+  shape.heads = Hs_;
+  shape.head_dim = D_;
+  shape.seq_len = n;
+  shape.row_stride = self_width();
+  return shape;
+}
+
+void YocoCudaModel::reserve_step_buffers(int64_t batch, int64_t n) {
+  // self_decoder_chunk's requests and its mixers', in their order (the GPU test
+  // AReservedGenerationIsKeptByItsPrefill fails where one is missing here).
+  const int64_t R = batch * n;
+  scratch_.f32("residual", R * d_);
+  scratch_.bf16("normed", R * d_);
+  step_work(batch, n);
+  if (gret()) {
+    const GretChunkShape shape = gret_step_shape(batch, n);
+    const size_t ws_bytes =
+        gret_chunk_workspace_bytes(shape, select_gret_chunk(shape, device_sm_count(), chunk_variant_));
+    if (ws_bytes) scratch_.get("gret chunk workspace", static_cast<int64_t>(ws_bytes));
+  } else {
+    scratch_.i64("swa window start", batch);
+    scratch_.i64("chunk start", batch);
+    scratch_.i64("chunk length", batch);
+  }
+  if (batch > 1 && global_kv_ == GlobalKvProjection::batched) scratch_.i64("chunk start", batch);
+}
+
 void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, int64_t n, int64_t s,
                                      const StepWork& w, const SublayerOut& out) {
   const std::string p = self_prefix(l) + "mixer.";
@@ -95,12 +125,7 @@ void YocoCudaModel::gret_mixer_chunk(int64_t l, const bf16* h, int64_t batch, in
              p + "RoPE q, k");
   check_cuda(launch_gret_log_decay(z, Hs_, R, Hs_, static_cast<float>(cfg_.gate_logit_normalizer), lg, stream_),
              p + "log decay");
-  GretChunkShape shape;
-  shape.batch = batch;
-  shape.heads = Hs_;
-  shape.head_dim = D_;
-  shape.seq_len = n;
-  shape.row_stride = SW;
+  const GretChunkShape shape = gret_step_shape(batch, n);
   const GretChunkPlan plan = select_gret_chunk(shape, device_sm_count(), chunk_variant_);
   const size_t ws_bytes = gret_chunk_workspace_bytes(shape, plan);
   void* ws = ws_bytes ? scratch_.get("gret chunk workspace", static_cast<int64_t>(ws_bytes)) : nullptr;

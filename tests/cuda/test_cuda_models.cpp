@@ -517,10 +517,24 @@ TEST_P(CudaModelTest, AReservedGenerationIsKeptByItsPrefill) {
   EXPECT_EQ(allocations(), reserved) << c.name << ": the prefill after a reservation allocated";
   EXPECT_TRUE(bitwise_equal(pre_kept, pre_own)) << c.name << ": a reserved generation's prefill differs";
   EXPECT_TRUE(bitwise_equal(dec_kept, dec_own)) << c.name << ": a reserved generation's decode steps differ";
+  // A batch the model has not run (its step working set grows too), and a model whose buffers were all
+  // released (as after an out-of-memory in a batch search, or with no warm-up): the reservation holds
+  // every buffer the prefill takes, the step's as well as the generation's.
+  std::vector<int64_t> two = prompt;
+  two.insert(two.end(), seq.begin() + 1, seq.begin() + 1 + N);
+  for (const bool released : {false, true}) {
+    if (released) model->release_buffers();
+    model->reserve_generation(2, N, steps, kOneChunk);
+    const int64_t held = allocations();
+    model->prefill(two, 2, N, steps, kOneChunk);
+    EXPECT_EQ(allocations(), held) << c.name << ": a batch of 2 allocated after its reservation"
+                                   << (released ? ", from released buffers" : "");
+  }
+  const int64_t reserved_two = allocations();
   model->reserve_generation(1, N, -1, kOneChunk);
   model->reserve_generation(0, N, steps, kOneChunk);
   model->reserve_generation(1, N, steps, 0);
-  EXPECT_EQ(allocations(), reserved) << c.name << ": a refused shape reserved buffers";
+  EXPECT_EQ(allocations(), reserved_two) << c.name << ": a refused shape reserved buffers";
   EXPECT_THROW(model->prefill(prompt, 1, N, -1, kOneChunk), InputError);
 }
 
