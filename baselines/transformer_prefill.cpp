@@ -60,8 +60,11 @@ void TransformerCudaModel::reserve_generation(int64_t batch, int64_t length, int
     prefill_activations(batch, length, prefill_chunk);
     scratch_.i64("prefill q_start|q_len|write start", 3 * batch);
     prepare_decode_buffers(batch, length + max_new_tokens);
-    // The host's pinned staging of a step's tokens and ranges.
-    token_upload_.reserve(batch * cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length));
+    // The host's buffers of a step's tokens and ranges, and their pinned staging.
+    const int64_t n_max = cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
+    host_ids_.resize(static_cast<size_t>(batch * n_max));
+    host_range_.resize(static_cast<size_t>(3 * batch));
+    token_upload_.reserve(batch * n_max);
     range_upload_.reserve(3 * batch);
   } catch (const DeviceOutOfMemory&) {
     drop_generation();

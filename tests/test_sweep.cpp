@@ -92,6 +92,11 @@ class FakeRunner : public ModelRunner {
   void reserve_generation(int64_t batch, int64_t length, int64_t max_new_tokens, int64_t prefill_chunk) override {
     EXPECT_FALSE(log_.timing) << "a reservation inside the timer";
     ++log_.reserves;
+    if (log_.oom_always || (log_.oom_above_batch > 0 && batch > log_.oom_above_batch)) {
+      generation_ = {0, 0};
+      step_rows_ = step_batch_ = 0;
+      throw BatchBadAlloc();  // where the prefill would run out of memory, its reservation does
+    }
     hold(batch, length, max_new_tokens, prefill_chunk);
     pos_ = cap_ = 0;  // the generation in progress is dropped
   }

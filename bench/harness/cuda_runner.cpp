@@ -65,6 +65,10 @@ void CudaRunner::reserve_generation(int64_t batch, int64_t length, int64_t max_n
   prefilled_ = false;  // the generation in progress is dropped
   enqueue_s_.clear();
   model_->reserve_generation(batch, length, max_new_tokens, prefill_chunk);
+  // Its zeroing of the caches done before a timer starts: queued ahead of the timer's start event,
+  // it would give a launch-bound prefill's host a head start (the device idles at every other
+  // timed start, after the sync on the stop event before it).
+  model_->synchronize();
 }
 
 Mat<double> CudaRunner::prefill(const TokenBatch& prompt, int64_t max_new_tokens, int64_t prefill_chunk) {

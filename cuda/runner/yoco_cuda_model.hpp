@@ -251,6 +251,7 @@ class YocoCudaModel final : public CudaModel {
   int64_t logits_rows_ = 0;
   StepGraph graph_;
   TokenUpload upload_;
+  std::vector<int64_t> host_ids_;  // a prefill step's ids, gathered for the upload (sized by a reservation too)
 };
 
 }  // namespace yoco::cuda::yoco_runner

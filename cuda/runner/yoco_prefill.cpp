@@ -23,6 +23,7 @@ void YocoCudaModel::reserve_generation(int64_t batch, int64_t length, int64_t ma
     prepare_decode_buffers(batch);
     const int64_t chunk = cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
     scratch_.i64("tokens", batch * chunk);
+    host_ids_.resize(static_cast<size_t>(batch * chunk));
     upload_.reserve(batch * chunk);
     reserve_step_buffers(batch, chunk);
     reserve_step_buffers(batch, length - ((length - 1) / chunk) * chunk);
@@ -64,13 +65,14 @@ void YocoCudaModel::prefill(const std::vector<int64_t>& tokens, int64_t batch, i
     const StepBuffers step = prepare_decode_buffers(batch);
     const int64_t chunk = link_ ? held : cache_plan::prefill_tokens_per_sequence(prefill_chunk, batch, length);
     int64_t* tok = scratch_.i64("tokens", batch * chunk);
-    std::vector<int64_t> ids(static_cast<size_t>(batch * chunk));
+    host_ids_.resize(static_cast<size_t>(batch * chunk));
+    int64_t* ids = host_ids_.data();
     for (int64_t s = begin; s < end; s += chunk) {
       NvtxRange c("prefill chunk at " + std::to_string(s));
       const int64_t n = std::min(chunk, end - s);
       for (int64_t b = 0; b < batch; ++b)
-        std::copy_n(tokens.begin() + b * length + s, n, ids.begin() + b * n);
-      upload_.upload(ids.data(), batch * n, tok, stream_);
+        std::copy_n(tokens.begin() + b * length + s, n, ids + b * n);
+      upload_.upload(ids, batch * n, tok, stream_);
       self_decoder_chunk(tok, batch, n, s);
     }
     // Early exit: the cross-decoder for the last position of each sequence only.

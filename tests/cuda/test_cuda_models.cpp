@@ -522,13 +522,16 @@ TEST_P(CudaModelTest, AReservedGenerationIsKeptByItsPrefill) {
   // every buffer the prefill takes, the step's as well as the generation's.
   std::vector<int64_t> two = prompt;
   two.insert(two.end(), seq.begin() + 1, seq.begin() + 1 + N);
-  for (const bool released : {false, true}) {
-    if (released) model->release_buffers();
-    model->reserve_generation(2, N, steps, kOneChunk);
-    const int64_t held = allocations();
-    model->prefill(two, 2, N, steps, kOneChunk);
-    EXPECT_EQ(allocations(), held) << c.name << ": a batch of 2 allocated after its reservation"
-                                   << (released ? ", from released buffers" : "");
+  // Then in steps of the case's smallest chunk: a ragged last step of its own shape.
+  for (const int64_t chunk : {kOneChunk, c.chunks.back()}) {
+    for (const bool released : {false, true}) {
+      if (released) model->release_buffers();
+      model->reserve_generation(2, N, steps, chunk);
+      const int64_t held = allocations();
+      model->prefill(two, 2, N, steps, chunk);
+      EXPECT_EQ(allocations(), held) << c.name << ": a batch of 2 in steps of " << chunk
+                                     << " allocated after its reservation" << (released ? ", from released buffers" : "");
+    }
   }
   const int64_t reserved_two = allocations();
   model->reserve_generation(1, N, -1, kOneChunk);
