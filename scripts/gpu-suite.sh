@@ -482,7 +482,9 @@ sanitize_filter() {
     # Whole models: one prefill + graph and eager decode per small architecture.
     # And the sublayers' one buffer against a buffer each: memcheck sees a piece overrun only apart
     # (so too for the residual stored once a layer, whose FFN input and W2 output borrow the FFN's pieces).
-    test_cuda_models) echo 'Small/CudaModelTest.GraphAndEagerDecodeAreBitIdentical/*:CudaModelGretDecode.Every*:CudaModelGretChunk.*:CudaModelSublayers.One*:CudaModelResidualPerLayer.TheSameBits*' ;;
+    # And prefills over buffers a reservation allocated: a kept buffer too small for its prefill would
+    # overrun it where the bits could still agree (3-7 s for the binary's memcheck so far).
+    test_cuda_models) echo 'Small/CudaModelTest.GraphAndEagerDecodeAreBitIdentical/*:Small/CudaModelTest.AReservedGenerationIsKeptByItsPrefill/*:CudaModelGretDecode.Every*:CudaModelGretChunk.*:CudaModelSublayers.One*:CudaModelResidualPerLayer.TheSameBits*' ;;
     *) echo '-*Long*:*128K*:*32K*:*1M*:*Oracle*:*ImpossibleAllocation*' ;;
   esac
 }
