@@ -522,7 +522,7 @@ TEST_P(CudaModelTest, AReservedGenerationIsKeptByItsPrefill) {
   // every buffer the prefill takes, the step's as well as the generation's.
   std::vector<int64_t> two = prompt;
   two.insert(two.end(), seq.begin() + 1, seq.begin() + 1 + N);
-  // Then in steps of the case's smallest chunk: a ragged last step of its own shape.
+  // Then in steps of the case's last listed chunk (333 or 37 tokens): a ragged last step of its own shape.
   for (const int64_t chunk : {kOneChunk, c.chunks.back()}) {
     for (const bool released : {false, true}) {
       if (released) model->release_buffers();
@@ -633,7 +633,9 @@ TEST(CudaModelGretDecode, AnUnknownStepChoiceIsAClearError) {
 // library's plan, v3, v6 and v7 (wgmma) each against the fp64 reference, in one
 // chunk and in prefill chunks of 333 tokens (the state carried across
 // launches), at gRet head dim 128 (1,200 tokens, 2 heads: 2 segments, phase 1
-// split in 2 for v6).
+// split in 2 for v6). v6 or v7 is left out where YOCO_GRET_SKIP_V6 or YOCO_GRET_SKIP_V7 is 1: the
+// GPU suite sets them when a kernel's smoke test fails or hangs, and a hung kernel here would take
+// this binary's timeout and its sanitizer runs' with it.
 TEST(CudaModelGretChunk, EveryChunkKernelMatchesTheReference) {
   YOCO_REQUIRE_GPU();
   const Case& c = case_named("yoco-small-hd128");
@@ -643,6 +645,11 @@ TEST(CudaModelGretChunk, EveryChunkKernelMatchesTheReference) {
   const int64_t N = c.prompt, steps = 16;
   const ScopedEnv env("YOCO_GRET_CHUNK");
   for (const char* choice : {"", "v3", "v6", "v7"}) {
+    const std::string skip_var = choice[0] == 'v' ? std::string("YOCO_GRET_SKIP_V") + (choice + 1) : "";  // v6: ..._V6
+    if (const char* skip = skip_var.empty() ? nullptr : std::getenv(skip_var.c_str()); skip && std::string(skip) == "1") {
+      std::printf("NOTE: %s=1: YOCO_GRET_CHUNK=%s is left out\n", skip_var.c_str(), choice);
+      continue;
+    }
     env.set(choice);
     auto model = make_model(cfg);
     const std::string tag = c.name + " YOCO_GRET_CHUNK='" + choice + "'";
