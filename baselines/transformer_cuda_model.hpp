@@ -13,7 +13,8 @@
 // copy); activations (one chunk's B * n rows, logits, the decode step's
 // buffers, cuBLAS's workspace) are kept between calls and grow to the largest
 // request; forward() and an out-of-memory give them back. The decode graph is
-// re-captured after each prefill (new caches) and whenever a buffer moved.
+// kept across prefills that keep the caches, and re-captured when the caches
+// are allocated anew, FlashDecoding's splits change, or a scratch buffer moved.
 #include <memory>
 
 #include "runner/cuda_model.hpp"

@@ -24,6 +24,9 @@
 // keeper's generated rows] per sequence) and the block it passes around the
 // ring ([B, n0, 2 kvw] then [B, n1, 2 kvw]). Per layer and ring step, each
 // piece's queries attend each key chunk they may see (cuda/attention/
+// ring_plan.hpp: its own on the diagonal with the dispatcher, an earlier one
+// wholly with flash prefill v1), each partial merged into an fp32 running one
+// (attention_merge.cu).
 //
 // The runner's class, shared by its files, each one part of it:
 //   transformer_cuda_model.cpp   weights, the per-layer caches, logits, what the suite sees of it

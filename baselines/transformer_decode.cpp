@@ -65,7 +65,7 @@ void TransformerCudaModel::graph_decode_step(const std::vector<int64_t>& tokens)
 
   // Pointers and launch shapes come from the caches (generation: batch,
   // capacity, splits) and the scratch buffers (version).
-  const uint64_t key = (cache_generation_ << 32) ^ scratch_.version();
+  const StepGraphKey key{cache_generation_, scratch_.version(), B};
   // Before the capture, and outside the enqueue time.
   if (graphs_ && !graph_.holds(key)) choose_decode_gemms(a, B, logits);
   const auto t0 = std::chrono::steady_clock::now();

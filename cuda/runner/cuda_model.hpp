@@ -84,8 +84,9 @@ class CudaModel {
   // generation that keeps the previous one's replays its graph).
   virtual int decode_graph_captures() const = 0;
 
-  // How many norms between a layer's sublayers left the residual unstored (YOCO_RESIDUAL_PER_LAYER,
-  // runner/launch_count.hpp): the proof that the switch took, whose outputs are the same bits.
+  // How many norms between a layer's sublayers were enqueued leaving the residual unstored
+  // (YOCO_RESIDUAL_PER_LAYER, runner/launch_count.hpp): the proof that the switch took, whose outputs
+  // are the same bits. Host calls, not runs: a decode graph counts once, at its capture.
   int64_t residual_sums_peeked() const { return sums_peeked_; }
 
   int64_t batch() const { return batch_; }

@@ -156,7 +156,7 @@ void StepGraph::invalidate() {
   valid_ = false;
 }
 
-void StepGraph::run(cudaStream_t stream, uint64_t key, bool use_graph, const std::function<void()>& enqueue) {
+void StepGraph::run(cudaStream_t stream, const StepGraphKey& key, bool use_graph, const std::function<void()>& enqueue) {
   if (!use_graph) {
     enqueue();
     return;

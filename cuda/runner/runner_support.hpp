@@ -126,9 +126,20 @@ class Scratch {
   uint64_t version_ = 0;
 };
 
+// What a captured decode step depends on: the generation's buffers (bumped when
+// caches or states are allocated anew, or the decode splits change), the
+// scratch's version (bumped when a buffer moves) and the batch. Compared field
+// by field, so no value of one can pass for another's.
+struct StepGraphKey {
+  uint64_t generation = 0;
+  uint64_t scratch_version = 0;
+  int64_t batch = 0;
+  bool operator==(const StepGraphKey&) const = default;
+};
+
 // The decode step as a CUDA graph: captured from `enqueue` the first time a
 // key is seen (the key must change whenever a pointer or a launch shape the
-// step uses changes: batch, buffer versions), instantiated, then replayed.
+// step uses changes), instantiated, then replayed.
 // enqueue must only launch work on `stream` (no allocation, no host sync):
 // prepare buffers before calling run. With use_graph false the work is
 // launched directly (eager mode), the same kernels in the same order.
@@ -138,15 +149,15 @@ class StepGraph {
   ~StepGraph();
   StepGraph(const StepGraph&) = delete;
   StepGraph& operator=(const StepGraph&) = delete;
-  void run(cudaStream_t stream, uint64_t key, bool use_graph, const std::function<void()>& enqueue);
+  void run(cudaStream_t stream, const StepGraphKey& key, bool use_graph, const std::function<void()>& enqueue);
   void invalidate();
   // Whether a replay of `key` needs no capture (the graph holds it).
-  bool holds(uint64_t key) const { return valid_ && key == key_; }
+  bool holds(const StepGraphKey& key) const { return valid_ && key == key_; }
   int captures() const { return captures_; }
 
  private:
   cudaGraphExec_t exec_ = nullptr;
-  uint64_t key_ = 0;
+  StepGraphKey key_;
   bool valid_ = false;
   int captures_ = 0;
 };

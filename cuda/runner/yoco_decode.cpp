@@ -184,7 +184,7 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
       return;
     }
     // The graph stays valid while the batch, the caches and the buffers do.
-    const uint64_t key = (generation_ << 32) ^ (scratch_.version() << 12) ^ static_cast<uint64_t>(batch_);
+    const StepGraphKey key{generation_, scratch_.version(), batch_};
     // Before the capture, and outside the enqueue time.
     if (graphs_ && !graph_.holds(key)) choose_decode_gemms(batch_, b);
     const auto t0 = std::chrono::steady_clock::now();
@@ -192,7 +192,12 @@ void YocoCudaModel::decode_step(const std::vector<int64_t>& tokens) {
       try {
         enqueue_decode_step(batch_, b);
       } catch (...) {
-        update_branches_.forget();  // a fork recorded in an abandoned capture is not there to join
+        // A fork recorded in a capture being abandoned is not there to join. An eager one ran, and what
+        // the stream does next (a prefill zeroing the states it updates) must wait for it.
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusActive;
+        const bool eager = cudaStreamIsCapturing(stream_, &capture) == cudaSuccess &&
+                           capture == cudaStreamCaptureStatusNone;
+        if (!eager || update_branches_.join(stream_) != cudaSuccess) update_branches_.forget();
         throw;
       }
     });
