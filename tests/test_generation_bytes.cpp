@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "config.hpp"
+#include "gret/gret_plan.hpp"
 #include "runner/generation_bytes.hpp"
 #include "runner/sublayer_buffers.hpp"
 
@@ -153,6 +154,30 @@ TEST(GenerationBytes, TheSublayerCarveKeepsItsPiecesApartAndAligned) {
   EXPECT_EQ(fused.bytes, sublayer::aligned(100 * 768 * 2));
   EXPECT_EQ(sublayer::bytes(sublayer::mixer(true, 10, 64, 1, 0), fused, sublayer::kv_rows_bytes(1000, 128)),
             sublayer::kv_rows_bytes(1000, 128));
+}
+
+// The gRet chunk workspace a prefill keeps is its largest step's. At 4 heads of 128 on 132 SMs the
+// plan for a ragged last step of 8,641 rows wants more than the full 32,768-row steps' (a formula
+// pricing the full step only fell short of the runner's scratch by 262,160 bytes).
+TEST(GenerationBytes, APrefillKeepsTheLargestOfItsStepsGretWorkspaces) {
+  GretChunkShape s;
+  s.batch = 1;
+  s.heads = 4;
+  s.head_dim = 128;
+  s.row_stride = 4 * s.heads * s.head_dim;
+  auto workspace_of = [&](double rows) {
+    s.seq_len = static_cast<int64_t>(rows);
+    return gret_chunk_workspace_bytes(s, plan_gret_chunk(s, 132));
+  };
+  const double full = static_cast<double>(workspace_of(32768)), ragged = static_cast<double>(workspace_of(8641));
+  ASSERT_LT(full, ragged) << "the case this test is about";
+  EXPECT_EQ(gret_prefill_workspace_bytes(1, 32768 + 8641, 32768, workspace_of), ragged);
+  EXPECT_EQ(gret_prefill_workspace_bytes(1, 3 * 32768 + 8641, 32768, workspace_of), ragged);
+  EXPECT_EQ(gret_prefill_workspace_bytes(1, 2 * 32768, 32768, workspace_of), full) << "no ragged step";
+  EXPECT_EQ(gret_prefill_workspace_bytes(1, 8641, 32768, workspace_of), ragged) << "one step of the whole prompt";
+  // The other way round, the full step's: a 32,768-row step beside a last one of 64.
+  EXPECT_EQ(gret_prefill_workspace_bytes(1, 32768 + 64, 32768, workspace_of),
+            std::max(full, static_cast<double>(workspace_of(64))));
 }
 
 }  // namespace

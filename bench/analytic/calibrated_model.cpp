@@ -92,9 +92,11 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
   if (!cfg.is_yoco()) return cuda::transformer_generation_bytes(cfg, B, P, G, C, fused).total();
   double workspace = 0;
   if (cfg.self_decoder() == SelfDecoderKind::gret) {
-    const cuda::GretChunkShape shape =
-        gret_step_shape(cfg, batch, static_cast<int64_t>(cuda::prefill_rows_per_sequence(B, P, C)));
-    workspace = static_cast<double>(cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms_for(c, dev))));
+    const int sms = sms_for(c, dev);
+    workspace = cuda::gret_prefill_workspace_bytes(B, P, C, [&](double rows) {
+      const cuda::GretChunkShape shape = gret_step_shape(cfg, batch, static_cast<int64_t>(rows));
+      return cuda::gret_chunk_workspace_bytes(shape, cuda::plan_gret_chunk(shape, sms));
+    });
   }
   // The eager decode step (the runner's default) keeps no records beside the states.
   return cuda::yoco_generation_bytes(cfg, B, P, G, C, workspace, 0.0, layout.batched_global_kv,

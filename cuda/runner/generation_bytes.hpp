@@ -38,6 +38,19 @@ inline double prefill_rows_per_sequence(double batch, double prompt, double chun
   return std::min(prompt, std::max(1.0, std::floor(chunk / batch)));
 }
 
+// The gRet chunk kernel's workspace a prefill keeps: `workspace_of(rows)` for a
+// step of that many rows a sequence, the largest of the full steps' and the
+// shorter last one's. The plan follows the rows, and a ragged last step's
+// plan may want more (yoco-3b's shapes do not; 4 heads of 128 on 132 SMs at a
+// 32,768-row step do); the runner's scratch keeps the largest, and
+// reserve_generation allocates both.
+template <class WorkspaceOf>
+double gret_prefill_workspace_bytes(double batch, double prompt, double chunk, WorkspaceOf&& workspace_of) {
+  const double n = prefill_rows_per_sequence(batch, prompt, chunk), last = std::fmod(prompt, n);
+  const double full = static_cast<double>(workspace_of(n));
+  return last >= 1 ? std::max(full, static_cast<double>(workspace_of(last))) : full;
+}
+
 // Rows of the FFN's W1|W3 output ([rows, 2F] bf16) a generation keeps: the
 // most rows of any FFN call that takes the pair (ops/ffn_up.hpp) -- a
 // prefill step's FFN block (the full steps and the shorter last one), unless

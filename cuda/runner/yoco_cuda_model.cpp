@@ -240,10 +240,13 @@ double yoco_generation_device_bytes(const ModelConfig& c, double batch, double p
     shape.batch = static_cast<int64_t>(std::min(batch, 1e9));
     shape.heads = c.n_self_heads;
     shape.head_dim = c.self_head_dim();
-    shape.seq_len = static_cast<int64_t>(std::min(prefill_rows_per_sequence(batch, prompt, chunk), 1e12));
     shape.row_stride = 4 * c.dim;
-    workspace = static_cast<double>(gret_chunk_workspace_bytes(
-        shape, select_gret_chunk(shape, device_sm_count(), gret_chunk_variant_from_env())));
+    const int sms = device_sm_count();
+    const GretChunkVariant variant = gret_chunk_variant_from_env();
+    workspace = gret_prefill_workspace_bytes(batch, prompt, chunk, [&](double rows) {
+      shape.seq_len = static_cast<int64_t>(std::min(rows, 1e12));
+      return gret_chunk_workspace_bytes(shape, select_gret_chunk(shape, sms, variant));
+    });
     pending = static_cast<double>(yoco_runner::gret_extra_bytes_per_layer(
         select_gret_decode(c.self_head_dim(), gret_decode_variant_from_env()), c,
         static_cast<int64_t>(std::min(batch, 1e9))));
