@@ -44,6 +44,8 @@
 // and K' rounded to bf16 once, S^ = bf16(S), fp32 accumulators, every exponent
 // clamped <= 0; the mask uses exp(G_i - G_j) directly (as the emulation), not
 // v3's factored decays; the sums run in wgmma's order, so v6 is not bit-equal to v3.
+#include <atomic>
+
 #include "gret/gret_chunk_device.cuh"
 #include "gret/gret_norm_gate.cuh"
 #include "gret/gret_plan.hpp"
@@ -403,10 +405,18 @@ cudaError_t gret_detail::launch_gret_chunk_v7_pass(const GretPass& a, int64_t ba
   // Compiled to any other count (another toolchain), the state warpgroups' increase could wait for
   // registers no warp gives back: a hang. Refused instead.
   static_assert(2 * kV7OutputRegs + 2 * kV7StateRegs == 4 * 128, "the roles share 128 a thread");
-  static const int regs = [] {
+  // Asked once it is known: a failed query (no context yet, a device error) is returned, not kept.
+  static std::atomic<int> known_regs{0};
+  int regs = known_regs.load(std::memory_order_acquire);
+  if (regs == 0) {
     cudaFuncAttributes f{};
-    return cudaFuncGetAttributes(&f, gret_chunk_v7_kernel) == cudaSuccess ? f.numRegs : -1;
-  }();
+    if (const cudaError_t err = cudaFuncGetAttributes(&f, gret_chunk_v7_kernel); err != cudaSuccess) {
+      (void)cudaGetLastError();  // this call's error, returned: not left for an unrelated later check
+      return err;
+    }
+    regs = f.numRegs;
+    known_regs.store(regs, std::memory_order_release);
+  }
   if (regs != 128) return cudaErrorNotSupported;
   return launch_wgmma_chunk(gret_chunk_v7_kernel, kThreadsV7, a, batch, stream);
 }

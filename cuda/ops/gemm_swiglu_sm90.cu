@@ -292,7 +292,11 @@ cudaError_t launch_pairs(const Params& p, const CurrentDevice& dev, cudaStream_t
   }
   const int64_t clusters = std::min<int64_t>(gs::pair_tiles(p.tiles_m, p.tiles_n), fit);
   cfg.gridDim = dim3(static_cast<unsigned>(gs::kPairCtas * clusters));
-  return counted(cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<gs::kPairCtas>, p), launches_pair);
+  const cudaError_t launched = cudaLaunchKernelEx(&cfg, gemm_swiglu_kernel<gs::kPairCtas>, p);
+  // A failed launch also stays in the runtime's last-error slot, where a later, unrelated
+  // cudaGetLastError would report it again: it is this call's, returned here, so take it out.
+  if (launched != cudaSuccess) (void)cudaGetLastError();
+  return counted(launched, launches_pair);
 }
 
 }  // namespace

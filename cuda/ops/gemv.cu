@@ -101,7 +101,7 @@ cudaError_t launch_rows(const bf16* x, int64_t m, int64_t k, const bf16* w, int6
 
 cudaError_t launch_gemv(const bf16* x, int64_t m, int64_t k, const bf16* w, int64_t n, void* y, GemvOut out,
                         cudaStream_t stream) {
-  if (y == nullptr ||
+  if (x == nullptr || w == nullptr || y == nullptr ||
       gemv::unsupported(m, k, n, reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(w)) != nullptr)
     return cudaErrorInvalidValue;
   switch (out) {

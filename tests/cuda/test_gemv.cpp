@@ -74,6 +74,8 @@ TEST(Gemv, RefusesWhatItDoesNotServe) {
   EXPECT_EQ(launch_gemv(dx.ptr, 1, 60, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(launch_gemv(dx.ptr + 1, 1, 56, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(launch_gemv(dx.ptr, 1, 64, dw.ptr, 64, nullptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv(nullptr, 1, 64, dw.ptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv(dx.ptr, 1, 64, nullptr, 64, y.ptr, GemvOut::bf16, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "a refusal launches nothing";
 }
 
