@@ -38,6 +38,7 @@
 #include "ops/elementwise.hpp"
 #include "ops/gemm.hpp"
 #include "runner/generation_bytes.hpp"  // kCublasWorkspaceBytes: the runners' workspace
+#include "suite_skips.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
@@ -176,7 +177,12 @@ YOCO_KERNEL_BENCH(elementwise_beside_gemm) {
     check(cudaGetDevice(&dev), "device");
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "sm count");
     const cuda::GretChunkShape shape{1, H, D, kRows, stride};
-    const cuda::GretChunkPlan plan = cuda::select_gret_chunk(shape, sms);
+    cuda::GretChunkPlan plan = cuda::select_gret_chunk(shape, sms);
+    // The library's plan is v6 here; where the suite left v6 (or v7) out after its smoke test, v3's, which
+    // the same call's tests passed, and the row's name says which ran.
+    if ((plan.kernel == 6 && skipped_by_suite("YOCO_GRET_SKIP_V6")) ||
+        (plan.kernel == 7 && skipped_by_suite("YOCO_GRET_SKIP_V7")))
+      plan = cuda::plan_gret_chunk_v3(shape, sms);
     const size_t ws_bytes = cuda::gret_chunk_workspace_bytes(shape, plan);
     DeviceBuffer<bf16> wqkvg(static_cast<size_t>(4 * d * d)), qkvg(static_cast<size_t>(kRows * 4 * d)),
         rows(static_cast<size_t>(kRows * stride)), o(static_cast<size_t>(kRows * W));

@@ -24,6 +24,7 @@
 #include "ops/elementwise.hpp"
 #include "ops/gemm.hpp"
 #include "ops/gemm_swiglu.hpp"
+#include "suite_skips.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
@@ -34,10 +35,6 @@ void check_gemm_str(const std::string& error) {
   if (!error.empty()) throw std::runtime_error("cuBLAS: " + error);
 }
 
-bool skipped_by_suite(const char* name) {
-  const char* e = std::getenv(name);
-  return e != nullptr && std::string(e) == "1";
-}
 bool fused_skipped_by_suite() { return skipped_by_suite("YOCO_FFN_SKIP_FUSED"); }
 
 YOCO_KERNEL_BENCH(ffn_up) {

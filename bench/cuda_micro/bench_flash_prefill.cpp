@@ -22,6 +22,7 @@
 #include "device/device_fill.hpp"
 #include "attention/flash_prefill.hpp"
 #include "kernel_bench.hpp"
+#include "suite_skips.hpp"
 
 namespace {
 
@@ -158,9 +159,7 @@ YOCO_KERNEL_BENCH(flash_prefill) {
   }
   points.push_back({24, 8, 64, 0, 0, 16384, "transformer-3b heads", "D64 v1", v1});
   points.push_back({24, 8, 256, 0, 0, 16384, "transformer-3b heads", "D256 v1", v1});
-  // scripts/gpu-suite.sh sets YOCO_PREFILL_SKIP_V3 when v3 failed or hung in its smoke test.
-  const char* skip = std::getenv("YOCO_PREFILL_SKIP_V3");
-  const bool skip_v3 = skip != nullptr && *skip != '\0' && std::string(skip) != "0";
+  const bool skip_v3 = yoco::cuda_bench::skipped_by_suite("YOCO_PREFILL_SKIP_V3");
   for (const Point& pt : points) {
     if (skip_v3 && (pt.ver == Ver::v3 || pt.ver == Ver::v3_stages3)) {
       yoco::cuda_bench::KernelResult r;

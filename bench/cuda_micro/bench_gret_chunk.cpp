@@ -45,18 +45,14 @@
 #include "gret/gret_oracle.hpp"
 #include "gret/gret_select.hpp"
 #include "kernel_bench.hpp"
+#include "suite_skips.hpp"
 
 namespace yoco::cuda_bench {
 namespace {
 
 
-// scripts/gpu-suite.sh sets YOCO_GRET_SKIP_V6 (V7) when v6 (v7) failed or hung in its smoke test.
-bool skip_set(const char* var) {
-  const char* e = std::getenv(var);
-  return e != nullptr && *e != '\0' && std::string(e) != "0";
-}
-bool v6_skipped() { return skip_set("YOCO_GRET_SKIP_V6"); }
-bool v7_skipped() { return skip_set("YOCO_GRET_SKIP_V7"); }
+bool v6_skipped() { return skipped_by_suite("YOCO_GRET_SKIP_V6"); }
+bool v7_skipped() { return skipped_by_suite("YOCO_GRET_SKIP_V7"); }
 
 struct Shape {
   const char* model;
@@ -125,6 +121,12 @@ void bench_shape(Report& report, const Shape& sh, const std::vector<std::pair<in
     report.add(r);
   } else if (cuda::gret_v6_supported(D)) {
     for (const auto& [segs_in, split_in] : v6_runs) runs.emplace_back(6, split_in, segs_in);
+  }
+  if (cuda::gret_v6_supported(D) && v7_skipped()) {
+    KernelResult r{"gret_chunk", "C64 v7 (v7 plan)", sh.model, N, B, bytes, 0.0, {}, ""};
+    r.skipped = "YOCO_GRET_SKIP_V7 is set: v7 failed its smoke test or test_gret_chunk in this call, or the "
+                "caller left it out, and no v7 kernel was launched";
+    report.add(r);
   }
   // v7 (two output warpgroups) at two waves too, where v6 has a row at P 11, and at a batch of 2 at v6's
   // other P (5 / 6): the P 11 rule (RUNS.md) asks both of whichever kernel the planner takes.
