@@ -96,11 +96,17 @@
 #          peers_sdpa.csv, peers_fla.csv, models.csv (the rows of every models
 #          run; each run's own file is in the logs), chunks.csv (the prefill
 #          configurations' rows of steps chunks and models-3b, the GEMV's run
-#          aside), logs.tar.gz (one log per step).
+#          aside), logs.tar.gz (one log per step, packed again after every step, so
+#          a call killed between steps still brings them back). summary.txt has a
+#          line a step (pass, FAIL, TIMEOUT, DEADLINE-CUT: cut short by --deadline),
+#          the failed tests of a failed test binary by name, and last "verdicts for
+#          a later call: ..." (the variables below that this call's smoke tests and
+#          tests set, to pass on).
 # Caller's switches: YOCO_FFN_FUSED_VERIFIED=1 / YOCO_GRET_V7_VERIFIED=1 (an
 # earlier call's smoke and tests of the fused FFN / gRet chunk v7 passed: their
 # model runs may go ahead where this call runs no test of them);
-# YOCO_FFN_SKIP_FUSED=1 / YOCO_FFN_SKIP_PAIRS=1 / YOCO_GRET_SKIP_V7=1 (leave them out).
+# YOCO_FFN_SKIP_FUSED=1 / YOCO_FFN_SKIP_PAIRS=1 / YOCO_GRET_SKIP_V6=1 / YOCO_GRET_SKIP_V7=1 /
+# YOCO_PREFILL_SKIP_V3=1 (leave them out; v6 left out moves the runners to YOCO_GRET_CHUNK=v3).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -188,7 +194,8 @@ if [ -n "$BUNDLE" ]; then
   # A dry run checks the bundle the same way, but into a folder of its own: it replaces nothing here.
   if [ -n "$DRY" ]; then
     CARRY=$(mktemp -d /tmp/gpu-suite-dry-carry.XXXXXX)
-    trap 'rm -rf "$CARRY"' EXIT
+    DRY_CARRY=$CARRY
+    trap 'rm -rf "$DRY_CARRY"' EXIT  # (widened below, once the logs' folder exists)
   fi
   scripts/carry-unpack.sh "$BUNDLE" "$CARRY" || exit 2
   BIN=$CARRY/bin
@@ -197,8 +204,18 @@ if [ -z "$BIN" ]; then
   for d in build/cuda/bin .carry/bin; do [ -d "$d" ] && { BIN="$d"; break; }; done
 fi
 [ -n "$BIN" ] && [ -d "$BIN" ] || { echo "gpu-suite: no binaries (build the cuda preset, or pass --bin)" >&2; exit 2; }
-mkdir -p "$OUTDIR/logs"
-LOGS="$OUTDIR/logs"
+mkdir -p "$OUTDIR"
+# The per-step logs (and the models runs' own CSVs) are kept outside --out and packed into
+# $OUTDIR/logs.tar.gz after every step: only a few files come back from a lent machine, and a call
+# killed between steps (its timeout, not --deadline) still brings back every log so far.
+LOGS_ROOT=$(mktemp -d /tmp/gpu-suite-logs.XXXXXX)
+LOGS="$LOGS_ROOT/logs"
+mkdir -p "$LOGS"
+trap 'rm -rf "$LOGS_ROOT" ${DRY_CARRY:+"$DRY_CARRY"}' EXIT
+pack_logs() {
+  tar -czf "$OUTDIR/.logs.tar.gz.part" -C "$LOGS_ROOT" logs 2>/dev/null &&
+    mv -f "$OUTDIR/.logs.tar.gz.part" "$OUTDIR/logs.tar.gz"
+}
 SUMMARY="$OUTDIR/summary.txt"
 : >"$SUMMARY"
 export YOCO_EXPECT_GPU=1
@@ -296,7 +313,7 @@ dry_check() {
 }
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
 run_step() {
-  local name="$1" secs="$2"; shift 2
+  local name="$1" secs="$2" cut=""; shift 2
   secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN{printf "%d", s*k}')
   if [ "$DEADLINE" -gt 0 ]; then
     local left=$((DEADLINE - SECONDS))
@@ -304,7 +321,7 @@ run_step() {
       note "$(printf '%-48s %s' "$name" "DEADLINE (not started: ${left}s of --deadline $DEADLINE left)")"
       return 124
     fi
-    [ "$secs" -gt "$left" ] && secs=$left
+    [ "$secs" -gt "$left" ] && secs=$left && cut=1
   fi
   local t0=$SECONDS
   echo "=== $name ($*) ==="
@@ -315,15 +332,25 @@ run_step() {
     grep -q '^not checked' "$LOGS/$name.log" && verdict="dry-not-checked"
     tail -n 5 "$LOGS/$name.log"
     note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+    pack_logs
     return $rc
   fi
   timeout -k 10 "$secs" "$@" >"$LOGS/$name.log" 2>&1
   local rc=$?
   local verdict=pass
   [ $rc -eq 0 ] || verdict="FAIL(rc=$rc)"
-  [ $rc -eq 124 ] || [ $rc -eq 137 ] && verdict="TIMEOUT(${secs}s)"
+  # Cut short by --deadline, not timed out at its own limit: scripts/decide.py reads it as not run.
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+    verdict="TIMEOUT(${secs}s)"
+    [ -n "$cut" ] && verdict="DEADLINE-CUT(${secs}s)"
+  fi
   tail -n 25 "$LOGS/$name.log"
   note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+  # A GoogleTest binary's failed tests by name, for the rules that ask only for their own
+  # (scripts/decide.py): one line each, under the step's.
+  [ $rc -eq 0 ] || grep -oE '^\[  FAILED  \] [A-Za-z][A-Za-z0-9_/.]*' "$LOGS/$name.log" | sort -u | head -40 |
+    sed "s|^\[  FAILED  \] |  failed test of $name: |" | tee -a "$SUMMARY"
+  pack_logs
   return $rc
 }
 
@@ -338,15 +365,15 @@ note "libraries added to the loader's path: ${LIBDIRS:-none}"
 note "mpirun for step dist: ${MPIRUN:-none (carry it: scripts/carry-libs.sh --mpirun)}"
 if has_step info && [ -z "$DRY" ]; then
   {
-    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-    nvidia-smi
+    timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+    timeout 30 nvidia-smi
     nvcc --version 2>/dev/null | tail -2
     ldd "$BIN"/test_flash_decode 2>&1 | head -20
     ldd "$BIN"/yoco 2>&1 | grep -E 'cuda|cublas|mpi|not found'
     # libcupti is loaded by --cupti at run time (YOCO_CUPTI_LIB overrides): where is it here?
     ls /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* \
       /usr/local/cuda/targets/*/lib/libcupti.so* 2>&1 | head -5
-    python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())' 2>&1
+    timeout 60 python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name())' 2>&1
   } >"$LOGS/info.log" 2>&1
   head -12 "$LOGS/info.log"
 fi
@@ -378,10 +405,20 @@ if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test
   fi
 fi
 # gRet chunk v6 (wgmma; two role loops share a named barrier, so a mismatch hangs), the same way.
-if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_gret_chunk" ]; then
+# v6 is also the library's plan at head dim 128, so the runners take it in every yoco-3b model run:
+# where it is left out, YOCO_GRET_CHUNK=v3 (unless the caller chose one) moves them to v3, whose
+# rows say so, instead of every run waiting out its timeout.
+gret_v6_off() {
+  export YOCO_GRET_SKIP_V6=1
+  [ -n "${YOCO_GRET_CHUNK:-}" ] || export YOCO_GRET_CHUNK=v3
+  note "$1: YOCO_GRET_SKIP_V6=1 leaves it out of the other tests, the sanitizers and the bench; the runners take YOCO_GRET_CHUNK=${YOCO_GRET_CHUNK}"
+}
+if [ "${YOCO_GRET_SKIP_V6:-0}" = 1 ]; then
+  gret_v6_off "YOCO_GRET_SKIP_V6=1 from the caller"
+elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b || has_step chunks; } &&
+     [ -x "$BIN/test_gret_chunk" ]; then
   if ! run_step smoke.gret_chunk_v6 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV6.Smoke'; then
-    export YOCO_GRET_SKIP_V6=1
-    note "gret chunk v6 failed its smoke test: YOCO_GRET_SKIP_V6=1 leaves it out of the other tests, the sanitizers and the bench"
+    gret_v6_off "gret chunk v6 failed its smoke test"
   fi
 fi
 # gRet chunk v7 (v6 with two output warpgroups, 512 threads; written without a GPU), the same way.
@@ -399,6 +436,11 @@ elif { has_step tests || has_step sanitize || has_step bench || has_step models-
   fi
 elif [ "${YOCO_GRET_V7_VERIFIED:-0}" = 1 ]; then
   V7_OK=1
+elif has_step bench || has_step models-3b || has_step sanitize || has_step profile; then
+  # No smoke test here (a --bin without test_gret_chunk) and no earlier call's word: the bench would
+  # launch v7 untried, and a hang there takes the bench step.
+  export YOCO_GRET_SKIP_V7=1
+  note "no test_gret_chunk here and no YOCO_GRET_V7_VERIFIED=1: YOCO_GRET_SKIP_V7=1 leaves gret chunk v7 out"
 fi
 # The fused W1|W3 GEMM + SwiGLU (TMA + mbarriers, written without a GPU): its small cases alone
 # first, the same way (the selector's cases: a hang or a launch error shows here; whether it
@@ -492,6 +534,8 @@ SANITIZE_TESTS=()
 for t in "${GPU_TESTS[@]}"; do [[ "$t" =~ $SANITIZE_REGEX ]] && SANITIZE_TESTS+=("$t"); done
 [ ${#GPU_TESTS[@]} -eq 0 ] || [ ${#SANITIZE_TESTS[@]} -gt 0 ] || ! has_step sanitize ||
   note "$(printf '%-48s %s' sanitize "MISSING (no test binary of --tests matches --sanitize-tests '$SANITIZE_REGEX')")"
+has_step sanitize && [ -z "$DRY" ] && ! command -v compute-sanitizer >/dev/null &&
+  note "$(printf '%-48s %s' sanitize "MISSING (no compute-sanitizer on the PATH)")"
 if has_step sanitize && { command -v compute-sanitizer >/dev/null || [ -n "$DRY" ]; }; then
   for t in "${SANITIZE_TESTS[@]}"; do
     # (CUPTI and the sanitizer both attach to the profiling interface: not together.)
@@ -786,10 +830,22 @@ if has_step sweep && [ -x "$BIN/yoco" ]; then
     [ -f "$f" ] && python3 scripts/sweep_headlines.py "$f" 2>&1 | tee -a "$LOGS/sweep-headlines.log"
   done
 fi
+# This call's verdicts as the variables that carry them, for a later call's command line (RUNS.md,
+# "Next calls"): the skips its smoke tests and tests set (a failed or hung smoke test, too, whose
+# kernel's other tests then skip and pass), and what its tests verified.
+verdicts=()
+for v in YOCO_PREFILL_SKIP_V3 YOCO_GRET_SKIP_V6 YOCO_GRET_SKIP_V7 YOCO_FFN_SKIP_FUSED YOCO_FFN_SKIP_PAIRS; do
+  [ "${!v:-0}" = 1 ] && verdicts+=("$v=1")
+done
+if has_step tests && [ -z "$DRY" ]; then
+  [ "$V7_OK" = 1 ] && [[ " ${GPU_TESTS[*]} " == *" test_gret_chunk "* ]] && verdicts+=(YOCO_GRET_V7_VERIFIED=1)
+  [ "$FUSED_FFN_OK" = 1 ] && [[ " ${GPU_TESTS[*]} " == *" test_gemm_swiglu "* ]] && verdicts+=(YOCO_FFN_FUSED_VERIFIED=1)
+fi
+note "verdicts for a later call: ${verdicts[*]:-none}"
 } 2>&1 | tee "$OUTDIR/suite.log"
 
 # Few files come back from a lent machine: the per-step logs travel as one tarball.
-tar -czf "$OUTDIR/logs.tar.gz" -C "$OUTDIR" logs 2>/dev/null && rm -rf "$LOGS"
+pack_logs || echo "gpu-suite: could not pack the logs into $OUTDIR/logs.tar.gz" >&2
 echo
 echo "===== gpu-suite summary ====="
 cat "$SUMMARY"
