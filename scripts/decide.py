@@ -8,12 +8,17 @@ nothing else and changes no file: flipping a constant stays a commit of its own,
 
 --kernels: bench_cuda_kernels' rows (a call's kernels.csv); --models: `yoco bench --device cuda` rows (a call's
 models.csv or chunks.csv: the runs of step models-3b, told apart by the configuration their prefill rows name);
---summary: gpu-suite's summary.txt of the calls whose tests the rules ask for (a test binary counts as passed
-when a line of it says pass and none says FAIL or TIMEOUT). Pairs of rows are taken from one file, never across
-calls, as the rules ask ("in the same call").
+--summary: gpu-suite's summary.txt of the calls whose tests the rules ask for (a step counts as passed when a
+line of it says pass and none says FAIL or TIMEOUT; a step cut short by --deadline, DEADLINE-CUT, counts as not
+run). A kernel's smoke test counts as its test: where it failed, its other tests were skipped (and passed). In a
+binary every rule shares (test_cuda_models), a failure counts against a rule only if one of the failed tests (the
+summary's "failed test of STEP: NAME" lines) is the rule's own or the runners' common ones; with no names (a
+crash, a timeout) it counts against every rule. Pairs of rows are taken from one file, never across calls, as the
+rules ask ("in the same call").
 
 Exit status: 0 done (whatever the verdicts); 2 a file that cannot be read (named, one line).
 """
+import fnmatch
 import os
 import re
 import sys
@@ -54,32 +59,66 @@ def parse_args(argv):
     return files, None
 
 
-def tests_of(summaries):
-    """{step name: passed?} over the summaries (test.X, memcheck.X, smoke.X, ...): False if any line failed."""
-    out = {}
-    for path in summaries:
-        try:
-            lines = open(path, encoding="utf-8").read().splitlines()
-        except OSError as e:
-            print("decide: %s: %s" % (path, e.strerror), file=sys.stderr)
-            sys.exit(2)
-        for line in lines:
-            m = re.match(r"^(\S+)\s+(pass|FAIL\S*|TIMEOUT\S*)\s", line)
-            if m:
-                ok = m.group(2) == "pass"
-                out[m.group(1)] = out.get(m.group(1), True) and ok
-    return out
+class Tests:
+    """The steps of the summaries (test.X, memcheck.X, smoke.X, ...): passed (True), failed (False) or cut by
+    --deadline (None) -- a failure in any call wins -- and the failed tests each failed step named."""
+
+    def __init__(self, summaries):
+        self.steps, self.failed = {}, defaultdict(set)
+        for path in summaries:
+            try:
+                lines = open(path, encoding="utf-8").read().splitlines()
+            except OSError as e:
+                print("decide: %s: %s" % (path, e.strerror), file=sys.stderr)
+                sys.exit(2)
+            for line in lines:
+                m = re.match(r"^(\S+)\s+(pass|FAIL\S*|TIMEOUT\S*|DEADLINE-CUT\S*)\s", line)
+                if m:
+                    step, word = m.groups()
+                    ok = True if word == "pass" else None if word.startswith("DEADLINE-CUT") else False
+                    before = self.steps.get(step, True)
+                    self.steps[step] = False if False in (before, ok) else None if None in (before, ok) else True
+                    continue
+                m = re.match(r"^  failed test of (\S+): (\S+)$", line)
+                if m:
+                    self.failed[m.group(1)].add(m.group(2))
 
 
-def need_tests(tests, names):
-    """(all passed, words): each name a step of the summaries (test.test_gemv ...); one never run is missing."""
-    missing = [n for n in names if n not in tests]
-    failed = [n for n in names if n in tests and not tests[n]]
+# The runners' common model tests: a failure there is every rule's. CudaModelTest's reservation test is not: it
+# counts allocations, and RUNS.md's rules read the numbers of a call where it failed.
+COMMON_MODEL_TESTS = ("*CudaModelTest.*",)
+NOT_ABOUT_THE_NUMBERS = ("*CudaModelTest.AReservedGenerationIsKeptByItsPrefill*",)
+
+
+def need_tests(tests, names, own=None):
+    """(all passed, words): each name a step of the summaries (test.test_gemv ...); one never run is missing.
+    own: {step: fnmatch patterns of the rule's own tests} for a binary the rules share: a failure there counts only
+    where a failed test is the rule's own or a common one (all of them where the step named none)."""
+    own = own or {}
+    missing = [n for n in names if n not in tests.steps]
+    cut = [n for n in names if n in tests.steps and tests.steps[n] is None]
+    failed, outside = [], []
+    for n in names:
+        if tests.steps.get(n) is not False:
+            continue
+        names_failed = tests.failed.get(n)
+        if n in own and names_failed:
+            mine = sorted(t for t in names_failed
+                          if any(fnmatch.fnmatchcase(t, p) for p in list(own[n]) + list(COMMON_MODEL_TESTS)) and
+                          not any(fnmatch.fnmatchcase(t, p) for p in NOT_ABOUT_THE_NUMBERS))
+            if not mine:
+                outside.append("%s (only %s)" % (n, ", ".join(sorted(names_failed))))
+                continue
+            failed.append("%s (%s)" % (n, ", ".join(mine)))
+        else:
+            failed.append(n)
     if failed:
         return False, "failed: " + ", ".join(failed)
-    if missing:
-        return None, "not in the summaries: " + ", ".join(missing)
-    return True, "passed: " + ", ".join(names)
+    if missing or cut:
+        return None, "; ".join(w for w in ("not in the summaries: " + ", ".join(missing) if missing else "",
+                                           "cut short by --deadline: " + ", ".join(cut) if cut else "") if w)
+    words = "passed: " + ", ".join(n for n in names if tests.steps[n] is True)
+    return True, words + ("; failed outside the rule's tests: " + "; ".join(outside) if outside else "")
 
 
 class Bench:
@@ -212,8 +251,10 @@ def rule_per_layer(benches, runs, tests):
     lines.append("  bench: " + ("no pair of rows" if pair is None else
                                 "stored once %.3f ms vs an add + RMSNorm each %.3f ms (%s)" % (
                                     1e3 * pair[0], 1e3 * pair[1], os.path.basename(pair[2]))))
+    own = ["*CudaModelResidualPerLayer.*"]
     v3, words = need_tests(tests, ["test.test_kernels_vs_reference", "test.test_cuda_models",
-                                   "memcheck.test_kernels_vs_reference", "memcheck.test_cuda_models"])
+                                   "memcheck.test_kernels_vs_reference", "memcheck.test_cuda_models"],
+                           {"test.test_cuda_models": own, "memcheck.test_cuda_models": own})
     lines.append("  tests " + words)
     v = combine(v1, v2, v3)
     print_rule("kResidualPerLayerByDefault (cuda/runner/launch_count.hpp)",
@@ -237,8 +278,10 @@ def rule_pairs(benches, runs, tests):
     lines.append("  bench: " + ("no 32768-row pair of rows" if pr is None else
                                 "CTA pairs %.3f ms vs cuBLAS + SwiGLU %.3f ms (%s)" % (1e3 * pr[0], 1e3 * pr[1],
                                                                                      os.path.basename(pr[2]))))
-    v3, words = need_tests(tests, ["test.test_gemm_swiglu", "test.test_cuda_models", "memcheck.test_gemm_swiglu",
-                                   "racecheck.test_gemm_swiglu", "synccheck.test_gemm_swiglu"])
+    v3, words = need_tests(tests, ["smoke.gemm_swiglu", "smoke.gemm_swiglu_pairs", "test.test_gemm_swiglu",
+                                   "test.test_cuda_models", "memcheck.test_gemm_swiglu", "racecheck.test_gemm_swiglu",
+                                   "synccheck.test_gemm_swiglu"],
+                           {"test.test_cuda_models": ["*CudaModelFfnFused.*"]})
     lines.append("  tests " + words)
     v = combine(v1, v2, v3)
     print_rule("kFfnUpFusedByDefault + kFfnUpPairsByDefault (cuda/runner/launch_count.hpp)",
@@ -298,7 +341,7 @@ def rule_v7(benches, tests):
         break
     if not lines:
         lines.append("  no v7 rows in the kernel files")
-    v2, words = need_tests(tests, ["test.test_gret_chunk"])
+    v2, words = need_tests(tests, ["smoke.gret_chunk_v7", "test.test_gret_chunk"])
     lines.append("  tests " + words)
     v = combine(verdict, v2)
     print_rule("v7 as the library's plan (cuda/gret/gret_select.cpp)",
@@ -388,7 +431,8 @@ def rule_gemv(benches, runs, tests):
             lines.append("  %s decode step (graph): gemv %.3f ms vs plain %.3f ms (%.3fx)" % (
                 length(n), 1e3 * x[0], 1e3 * y[0], x[0] / y[0]))
         break
-    v3, words = need_tests(tests, ["test.test_gemv", "test.test_cuda_models"])
+    v3, words = need_tests(tests, ["test.test_gemv", "test.test_cuda_models"],
+                           {"test.test_cuda_models": ["*CudaModelGemv.*"]})
     lines.append("  tests " + words)
     print_rule("kGemvByDefault (cuda/runner/launch_count.hpp)",
                "every decode shape's GEMV row beats cublasGemmEx's, models.3b_long_gemv's decode steps beat "
@@ -496,7 +540,7 @@ def main(argv):
             return 2
     benches = [Bench(p) for p in files["--kernels"]]
     runs = [Runs(p) for p in files["--models"]]
-    tests = tests_of(files["--summary"])
+    tests = Tests(files["--summary"])
     per_layer = rule_per_layer(benches, runs, tests)
     pairs = rule_pairs(benches, runs, tests)
     if per_layer is True and pairs is True:

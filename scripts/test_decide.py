@@ -81,6 +81,9 @@ def bench_rows(win=True):
 
 
 SUMMARY_PASS = """device: NVIDIA H100 80GB HBM3, 580.159.04
+smoke.gret_chunk_v7                              pass                 2s
+smoke.gemm_swiglu                                pass                 1s
+smoke.gemm_swiglu_pairs                          pass                 1s
 test.test_kernels_vs_reference                   pass                 1s
 test.test_cuda_models                            pass                50s
 test.test_gemm_swiglu                            pass                 9s
@@ -175,6 +178,56 @@ class Decide(unittest.TestCase):
         rc, out, _ = self.decide(*self.files(win=True, summary=summary))
         self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "KEEP")
         self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
+
+    def test_a_failed_smoke_test_keeps_its_kernel_though_its_skipped_tests_passed(self):
+        # gpu-suite exports the kernel's skip variable when its smoke test fails: its other tests then skip and pass,
+        # and a later call's run of the smoke test may pass. The failure in any call keeps the default.
+        for smoke, title in (("smoke.gemm_swiglu_pairs", "kFfnUpFusedByDefault"),
+                             ("smoke.gret_chunk_v7", "v7 as the library's plan")):
+            later = os.path.join(self.d, "later.txt")
+            with open(later, "w") as f:
+                f.write(SUMMARY_PASS)
+            summary = SUMMARY_PASS.replace("%-48s pass" % smoke, "%-48s FAIL(rc=1)" % smoke)
+            rc, out, _ = self.decide(*self.files(win=True, summary=summary), later)
+            self.assertEqual(rc, 0)
+            self.assertEqual(self.block(out, title), "KEEP", smoke)
+            self.assertIn("failed: " + smoke, out)
+
+    def test_a_step_cut_by_the_deadline_decides_nothing(self):
+        summary = SUMMARY_PASS.replace("memcheck.test_cuda_models                        pass",
+                                       "memcheck.test_cuda_models                        DEADLINE-CUT(12s)")
+        rc, out, _ = self.decide(*self.files(win=True, summary=summary))
+        self.assertEqual(rc, 0)
+        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "UNDECIDED")
+        self.assertIn("cut short by --deadline: memcheck.test_cuda_models", out)
+        self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "FLIP")  # it asks no memcheck of the models
+
+    def test_a_shared_binarys_failure_counts_only_against_the_rules_it_touches(self):
+        def failing(*names):
+            return SUMMARY_PASS.replace(
+                "test.test_cuda_models                            pass                50s\n",
+                "test.test_cuda_models                            FAIL(rc=1)          50s\n" +
+                "".join("  failed test of test.test_cuda_models: %s\n" % n for n in names))
+        # The GEMV's own test: its rule keeps, the others flip.
+        rc, out, _ = self.decide(*self.files(win=True, summary=failing("CudaModelGemv.TheSameLogits")))
+        self.assertEqual(self.block(out, "kGemvByDefault"), "KEEP")
+        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
+        self.assertEqual(self.block(out, "kFfnUpFusedByDefault"), "FLIP")
+        self.assertIn("failed outside the rule's tests: test.test_cuda_models (only CudaModelGemv.TheSameLogits)",
+                      out)
+        # A common model test is every rule's; the reservation's allocation count is none's.
+        rc, out, _ = self.decide(*self.files(win=True, summary=failing(
+            "Small/CudaModelTest.GraphAndEagerDecodeAreBitIdentical/yoco_small")))
+        for title in ("kGemvByDefault", "kResidualPerLayerByDefault", "kFfnUpFusedByDefault"):
+            self.assertEqual(self.block(out, title), "KEEP", title)
+        rc, out, _ = self.decide(*self.files(win=True, summary=failing(
+            "Small/CudaModelTest.AReservedGenerationIsKeptByItsPrefill/yoco_small")))
+        for title in ("kGemvByDefault", "kResidualPerLayerByDefault", "kFfnUpFusedByDefault"):
+            self.assertEqual(self.block(out, title), "FLIP", title)
+        # No names (a crash or a timeout): every rule that asks for the binary keeps.
+        rc, out, _ = self.decide(*self.files(win=True, summary=failing()))
+        for title in ("kGemvByDefault", "kResidualPerLayerByDefault", "kFfnUpFusedByDefault"):
+            self.assertEqual(self.block(out, title), "KEEP", title)
 
     def test_missing_rows_or_tests_leave_rules_undecided(self):
         k = write(os.path.join(self.d, "k.csv"), [kernel("swiglu:rows 32768", 1.0)])

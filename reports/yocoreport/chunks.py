@@ -9,7 +9,6 @@ import re
 import sys
 from collections import OrderedDict
 
-from .style import _save, plt
 
 LENGTHS = (524288, 1048576)
 GOAL_S = {524288: 2.6, 1048576: 5.2}  # issue 34's prefill goals on the H100
@@ -109,6 +108,9 @@ def _cell(metric, cal, meas):
 def figure(cal, meas, out_dir, stem):
     """Memory (x) against prefill (y), one panel per length: calibrated points hollow with their band,
     measured ones filled, a line from each configuration's calibrated point to its measured one."""
+    # matplotlib only here: scripts/decide.py reads this module's parsing under any interpreter.
+    from .style import _save, plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     configs = list(OrderedDict.fromkeys(list(cal) + list(meas)))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
