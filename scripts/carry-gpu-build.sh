@@ -23,7 +23,10 @@
 # The limit counts the working tree that travels too (the tracked files): each
 # call's total is checked against it, and the calls' commands are printed.
 #
-#   scripts/carry-gpu-build.sh [--split] [--tests REGEX] [--tools REGEX] [BUILD_BIN]   (default build/cuda/bin)
+#   scripts/carry-gpu-build.sh [--split] [--no-build] [--tests REGEX] [--tools REGEX] [BUILD_BIN]   (default build/cuda/bin)
+# The build folder above BUILD_BIN is brought up to date first (cmake --build; --no-build: not): the
+# calls label every row with HEAD's revision (YOCO_GIT_SHA), so a binary older than the tree would be
+# measured under the wrong name. Changes not committed are said, for the same reason.
 # --tests: only the GPU test binaries whose names match (as gpu-suite's --tests);
 # --tools: the same for the tools, whole names (default all four), e.g.
 # 'yoco|bench_cuda_kernels'.
@@ -33,6 +36,7 @@ tests_regex="."
 tools_regex=".*"
 bin="build/cuda/bin"
 split=""
+build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --tests)
@@ -42,12 +46,23 @@ while [ $# -gt 0 ]; do
       [ $# -ge 2 ] || { echo "carry-gpu-build.sh: --tools needs a regular expression" >&2; exit 2; }
       tools_regex="$2"; shift 2 ;;
     --split) split=1; shift ;;
+    --no-build) build=""; shift ;;
     -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
     -*) echo "carry-gpu-build.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) bin="$1"; shift ;;
   esac
 done
+build_dir=$(dirname "$bin")
+if [ -n "$build" ] && [ -f "$build_dir/CMakeCache.txt" ]; then
+  echo "carry-gpu-build.sh: bringing $build_dir up to date (cmake --build; --no-build to skip)" >&2
+  cmake --build "$build_dir" -j"$(nproc)" >/dev/null ||
+    { echo "carry-gpu-build.sh: the build of $build_dir failed (cmake --build $build_dir)" >&2; exit 2; }
+fi
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
+[ -n "$build" ] || echo "carry-gpu-build.sh: --no-build: $bin is carried as it is, current or not" >&2
+# What the binaries were built from against what the rows will be labelled with.
+dirty=$(git status --porcelain --untracked-files=no -- . ':!reports' | head -3 | awk '{print $2}' | tr '\n' ' ')
+[ -z "$dirty" ] || echo "carry-gpu-build.sh: not committed, yet in the binaries: ${dirty}(rows name HEAD; commit first)" >&2
 # Said before minutes of stripping, not as bash's 'xz: command not found' after them.
 [ -n "$split" ] || command -v xz >/dev/null ||
   { echo "carry-gpu-build.sh: the bundle needs xz (scripts/install-deps.sh; or --split, no bundle)" >&2; exit 2; }
@@ -133,8 +148,8 @@ rm -rf "$stage"
 verdict "every call" $(( $(kib .carry/bundle.tar.xz) + tree ))
 verdict "a call with the peers' wheels" $(( $(kib .carry/bundle.tar.xz .whl) + tree ))
 cat <<CALLS
-every call: carry .carry/bundle.tar.xz (and .whl for step peers); gpu-suite.sh unpacks it, e.g.
-  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bundle .carry/bundle.tar.xz --only info,tests,sanitize --deadline 540
-  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bundle .carry/bundle.tar.xz --only dist,bench,peers,sass,models --peers sdpa,fla --deadline 540
+every call: carry .carry/bundle.tar.xz (and .whl for step peers); gpu-suite.sh unpacks it. The calls'
+commands and their order: reports/results/nvidia-h100/logs/RUNS.md ("Next calls"), each with
+  YOCO_GIT_SHA=$sha scripts/gpu-suite.sh --bundle .carry/bundle.tar.xz --only ... --deadline <its timeout - 30>
 CALLS
 exit $status
