@@ -101,10 +101,14 @@ grep -vE '^(libcupti|libraries added|mpirun for)' "$dest/summary.txt"
 
 if [ -n "$commit_sha" ]; then
   passed=$(grep -cE '^[^ ]+ +pass ' "$dest/summary.txt")
-  failed=$(grep -cE '^[^ ]+ +(FAIL|TIMEOUT)' "$dest/summary.txt")
-  git add -- "$dest" && { [ ! -f "$gathered" ] || git add -- "$gathered"; } &&
-    git commit -q -m "[results] $device $run at $commit_sha: $passed steps pass, $failed fail" \
-      -m "What one device call brought back, filed by scripts/file-gpu-run.sh; RUNS.md says what it decides." ||
+  failed=$(grep -cE '^[^ ]+ +(FAIL|TIMEOUT|DEADLINE-CUT)' "$dest/summary.txt")
+  # The run's paths only (--only): whatever else is staged in this checkout stays out of the commit.
+  paths=("$dest")
+  [ -f "$gathered" ] && paths+=("$gathered")
+  git add -- "${paths[@]}" &&
+    git commit -q --only -m "[results] $device $run at $commit_sha: $passed steps pass, $failed fail" \
+      -m "What one device call brought back, filed by scripts/file-gpu-run.sh; RUNS.md says what it decides." \
+      -- "${paths[@]}" ||
     die "the run is filed but the commit failed (commit it by hand)"
   echo "committed: $(git log --oneline -1)"
 fi

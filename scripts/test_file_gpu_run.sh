@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# scripts/file-gpu-run.sh on made-up calls in a scratch results tree (no GPU, no git): the run's number
-# and folder, the card from the summary, chunks.csv's rows appended (never replaced), and its refusals.
+# scripts/file-gpu-run.sh on made-up calls in a scratch results tree (no GPU): the run's number and
+# folder, the card from the summary, chunks.csv's rows appended (never replaced), its refusals, and
+# --commit in a scratch repository (the run's paths alone committed).
 set -u
 cd "$(dirname "$0")/.."
 fail=0
@@ -71,4 +72,20 @@ mkdir -p "$t/rel/call4" && printf 'device: NVIDIA H100 80GB HBM3\n' >"$t/rel/cal
 (cd "$t/rel" && "$OLDPWD/scripts/file-gpu-run.sh" call4 rel --results ../results >/dev/null 2>&1) &&
   [ -f "$t/results/nvidia-h100/logs/run-23-rel/summary.txt" ] && ok "relative FROM and --results taken from the caller's folder" ||
   bad "relative paths: $(ls "$t/results/nvidia-h100/logs")"
+# --commit in a scratch repository: the run and chunks.csv committed, another staged change left staged.
+r="$t/repo"
+mkdir -p "$r/scripts" "$r/reports/results/nvidia-h100/logs" && cp scripts/file-gpu-run.sh "$r/scripts/" &&
+  printf '%s\nold,row\n' "$hdr" >"$r/reports/results/nvidia-h100/logs/chunks.csv" && echo a >"$r/other.txt" &&
+  git -C "$r" init -q && git -C "$r" -c user.name=t -c user.email=t@t add -A &&
+  git -C "$r" -c user.name=t -c user.email=t@t commit -qm init && echo b >"$r/other.txt" && git -C "$r" add other.txt
+printf '%s\nnew,row1\n' "$hdr" >"$t/call/chunks.csv"
+if GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t \
+     "$r/scripts/file-gpu-run.sh" "$t/call" committed --commit abcdef1 >/dev/null 2>&1 &&
+   git -C "$r" show --stat HEAD | grep -q 'run-01-committed/summary.txt' &&
+   git -C "$r" show --stat HEAD | grep -q 'logs/chunks.csv' && ! git -C "$r" show --stat HEAD | grep -q other.txt &&
+   [ "$(git -C "$r" diff --cached --name-only)" = other.txt ]; then
+  ok "--commit commits the run and chunks.csv only: $(git -C "$r" log --format=%s -1)"
+else
+  bad "--commit: $(git -C "$r" log --stat -1 2>&1 | tail -5); staged: $(git -C "$r" diff --cached --name-only)"
+fi
 exit $fail
