@@ -57,7 +57,9 @@ DeviceWeights DeviceWeights::create(DeviceArena& arena, const ModelConfig& cfg, 
     }
   }
 
-  // A file is opened and checked before any device memory is taken.
+  // A file is opened and its layout checked (names, shapes, dtypes) before any device memory is taken;
+  // its values are checked finite as each tensor is read, after the buffers exist, which an error
+  // frees as it unwinds.
   std::unique_ptr<SafetensorsReader> file;
   if (!source.path.empty()) {
     file = std::make_unique<SafetensorsReader>(source.path);
