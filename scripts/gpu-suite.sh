@@ -174,6 +174,12 @@ for step in ${STEPS//,/ }; do
     *) echo "gpu-suite: --only: unknown step '$step' (see --help)" >&2; exit 2 ;;
   esac
 done
+# The sweep alone takes --sweep-seconds (540 by default) of a call's 600: beside other steps, only a
+# --deadline keeps the call from being killed at its limit, its files not brought back.
+if [ -z "$DRY" ] && [[ ",$STEPS," == *",sweep,"* ]] && [ "$STEPS" != sweep ] && [ "$DEADLINE" = 0 ]; then
+  echo "gpu-suite: step sweep beside other steps needs --deadline (the call's timeout - 30)" >&2
+  exit 2
+fi
 if [ -n "$BUNDLE" ]; then
   [ -z "$BIN" ] || { echo "gpu-suite: --bundle and --bin both given: the bundle's binaries are .carry/bin" >&2; exit 2; }
   [ -f "$BUNDLE" ] || { echo "gpu-suite: --bundle: no file '$BUNDLE' (scripts/carry-gpu-build.sh makes it; carry it)" >&2; exit 2; }
@@ -378,6 +384,12 @@ if has_step info && [ -z "$DRY" ]; then
   head -12 "$LOGS/info.log"
 fi
 
+# The steps that run yoco say so where --bin has none, instead of vanishing from the summary.
+if [ ! -x "$BIN/yoco" ]; then
+  for step in models models-3b chunks models-3b-short profile noise sweep; do
+    has_step "$step" && note "$(printf '%-48s %s' "$step" "MISSING (no yoco in $BIN)")"
+  done
+fi
 # The GPU test binaries are those built from tests/cuda/test_*.cpp.
 GPU_TESTS=()
 matched=0
@@ -427,7 +439,8 @@ fi
 V7_OK=0
 if [ "${YOCO_GRET_SKIP_V7:-0}" = 1 ]; then
   note "YOCO_GRET_SKIP_V7=1 from the caller: gret chunk v7 is left out"
-elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b; } && [ -x "$BIN/test_gret_chunk" ]; then
+elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b || has_step profile; } &&
+     [ -x "$BIN/test_gret_chunk" ]; then
   if run_step smoke.gret_chunk_v7 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV7.Smoke'; then
     V7_OK=1
   else
@@ -786,6 +799,8 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
   # README's profiling commands, on a small point (reports stay on the machine:
   # only their text summaries come back, in the logs).
   # (The lent H100 has ncu but no nsys: a missing tool is said, not failed.)
+  # A warm machine may hold an earlier call's reports there: they must not come back as this call's.
+  [ -n "$DRY" ] || rm -rf /tmp/yoco-profile /tmp/yoco-profile-v7
   if command -v nsys >/dev/null; then
     run_step profile.nsys 300 scripts/profile-point.sh --bin "$BIN" --model yoco-small --length 4K --tool nsys \
       --out /tmp/yoco-profile
@@ -796,8 +811,13 @@ if has_step profile && [ -x "$BIN/yoco" ]; then
     --count 3 --out /tmp/yoco-profile
   # gRet chunk v6, yoco-3b's default chunk kernel, one launch at 32K: the H200 showed DRAM bandwidth
   # does not bound it (cuda/gret/NOTES-gret_chunk.md); its sections say what does.
-  run_step profile.ncu_gret_v6 300 scripts/profile-point.sh --bin "$BIN" --model yoco-3b --length 32K --tool ncu \
-    --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
+  # Pinned (YOCO_GRET_CHUNK=v6): the library's plan could be another kernel, and ncu would profile none.
+  if [ "${YOCO_GRET_SKIP_V6:-0}" = 1 ]; then
+    note "$(printf '%-48s %s' profile.ncu_gret_v6 'SKIP (YOCO_GRET_SKIP_V6=1: v6 is left out)')"
+  else
+    run_step profile.ncu_gret_v6 300 env YOCO_GRET_CHUNK=v6 scripts/profile-point.sh --bin "$BIN" --model yoco-3b \
+      --length 32K --tool ncu --kernel gret_chunk_v6 --count 1 --out /tmp/yoco-profile
+  fi
   [ -n "$DRY" ] || cp /tmp/yoco-profile/*.csv /tmp/yoco-profile/*.txt "$LOGS/" 2>/dev/null
   # v7 (two output warpgroups) the same way, where its smoke test passed: whether the output chain still
   # sets the chunk period (cuda/gret/NOTES-gret_chunk.md, v7). Its files come back prefixed v7-.
@@ -820,11 +840,19 @@ fi
 if has_step sweep && [ -x "$BIN/yoco" ]; then
   # The paper's sweep (issue 16). SIGTERM at the step's timeout keeps every
   # completed point in the file; the same step in a later call resumes it.
+  # What the step wrote is what is newer than this mark (the summary is not: run_step appends the
+  # step's own line to it after the step, so nothing was ever newer than it, and no sweep came back).
+  touch "$LOGS_ROOT/sweep-start"
   run_step sweep "$SWEEP_SECONDS" "$BIN/yoco" bench --default-job --device cuda --no-report --resume \
     --results-dir "$SWEEP_RESULTS" $SWEEP_QUICK "${SWEEP_NARROW[@]}"
+  swept=0
   for f in "$SWEEP_RESULTS"/*/sweep*.csv "$SWEEP_RESULTS"/*/beyond*.csv; do
-    [ -f "$f" ] && [ "$f" -nt "$SUMMARY" ] && cp "$f" "$OUTDIR/" && note "sweep file: $f"
+    if [ -f "$f" ] && [ "$f" -nt "$LOGS_ROOT/sweep-start" ]; then
+      cp "$f" "$OUTDIR/" && cp "$f" "$LOGS/" && note "sweep file: $f" && swept=$((swept + 1))
+    fi
   done
+  [ -n "$DRY" ] || [ "$swept" -gt 0 ] || note "sweep file: none written (see the sweep's log)"
+  pack_logs
   grep -E '^\[|points? done|resuming|wrote' "$LOGS/sweep.log" | tail -5
   for f in "$OUTDIR"/sweep*.csv "$OUTDIR"/beyond*.csv; do
     [ -f "$f" ] && python3 scripts/sweep_headlines.py "$f" 2>&1 | tee -a "$LOGS/sweep-headlines.log"
