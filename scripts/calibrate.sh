@@ -58,18 +58,23 @@ for dir in reports/results/*/; do
   # A card may have its sweep, its points past the paper, or both (the H200's first call measured 2M and 4M
   # before any sweep point): one file of rows, one header.
   run="$tmp/run-$card.csv"
-  : >"$run"
   # long-points.csv: points measured in calls of their own and paired by `yoco ratios` (the H200's full
-  # transformer-3b 1M prefill). Each file has its run's ceilings (model "-"): the first file's are kept.
+  # transformer-3b 1M prefill). A point measured again (a sweep over a long point, a beyond.csv of full
+  # points over beyond-decode.csv) is in two files: one row per key, the latest, as the report reads
+  # them. Each file has its run's ceilings (model "-"): the first file's are kept.
+  files=()
   for f in sweep.csv beyond.csv beyond-decode.csv long-points.csv; do
     [ -f "$dir$f" ] || continue
-    if [ -s "$run" ]; then
-      tail -n +2 "$dir$f" | grep -v '^\([^,]*,\)\{6\}-,' >>"$run" || true
+    if [ ${#files[@]} -eq 0 ]; then
+      files+=("$dir$f")
     else
-      cp "$dir$f" "$run"
+      grep -v '^\([^,]*,\)\{6\}-,' "$dir$f" >"$tmp/$card-$f" || true
+      files+=("$tmp/$card-$f")
     fi
   done
-  [ -s "$run" ] || continue
+  [ ${#files[@]} -gt 0 ] || continue
+  /usr/bin/python3 scripts/result_rows.py merge "${files[@]}" >"$run" 2>"$tmp/merge-$card.log" ||
+    { cat "$tmp/merge-$card.log" >&2; exit 2; }
   grep -q ',ceiling,gemm_peak_tflops,' "$run" || continue  # a GPU run with its measured ceilings
   "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --format csv >"$tmp/check-on-$card.csv"
   "$YOCO" calibrate "$run" --calibration "$tmp/cal.csv" --ceilings run --format csv >"$tmp/check-on-$card-run-ceilings.csv"

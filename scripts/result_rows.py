@@ -1,6 +1,7 @@
 """Result CSVs (reports/SCHEMA.md) for the headline scripts: standard library
 only, so that they run on the lent GPU machine as they are. A file is checked
 by the report's own reader (reports/yocoreport/data.py, standard library too)."""
+import contextlib
 import csv
 import io
 import os
@@ -8,7 +9,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reports"))
-from yocoreport.data import INT_COLUMNS, CsvError, result_records  # noqa: E402
+from yocoreport.data import COLUMNS, INT_COLUMNS, CsvError, dedupe, result_records  # noqa: E402
 
 
 def load(paths, tool):
@@ -88,6 +89,44 @@ def filter_stdin(argv):
     return 0
 
 
+class _Raw:
+    """A row as written, seen by the report's dedupe: its join key, timestamp and value."""
+
+    def __init__(self, path, line, raw, fields):
+        self.src, self.line, self.raw, self.timestamp = path, line, raw, raw.get("timestamp", "")
+        self.value = fields["value"]
+        self._key = tuple(fields[c] for c in ("model", "device_name", "seq_len", "batch", "gen_tokens", "phase",
+                                              "metric"))
+
+    def key(self):
+        return self._key
+
+    def where(self):
+        return "%s:%d" % (self.src, self.line)
+
+
+def merge(paths):
+    """`result_rows.py merge FILE...`: the files' rows as one result CSV on stdout, one row per join key, the latest
+    timestamp winning (ties: the later file), as the report reads them (yocoreport/data.py, dedupe); its notes on
+    rows that disagree go to stderr."""
+    if not paths:
+        print("result_rows.py merge: expected one or more result CSVs", file=sys.stderr)
+        return 2
+    rows = []
+    for p in paths:
+        try:
+            rows.extend(_Raw(p, line, raw, fields) for line, raw, fields in result_records(p))
+        except CsvError as e:
+            print("result_rows.py merge: %s" % e, file=sys.stderr)
+            return 2
+    with contextlib.redirect_stdout(sys.stderr):
+        kept = dedupe(rows)
+    w = csv.writer(sys.stdout, lineterminator="\n")
+    w.writerow(COLUMNS)
+    w.writerows([r.raw[c] for c in COLUMNS] for r in kept)
+    return 0
+
+
 def _keep_error(where_what):
     print("result_rows.py keep: <stdin>:%s" % where_what, file=sys.stderr)
     return 2
@@ -95,5 +134,7 @@ def _keep_error(where_what):
 if __name__ == "__main__":
     if len(sys.argv) >= 2 and sys.argv[1] == "keep":
         run(lambda argv: filter_stdin(argv[2:]), "result_rows.py keep")
-    print("usage: result_rows.py keep COLUMN=VALUE|COLUMN^=PREFIX [--header]", file=sys.stderr)
+    if len(sys.argv) >= 2 and sys.argv[1] == "merge":
+        run(lambda argv: merge(argv[2:]), "result_rows.py merge")
+    print("usage: result_rows.py keep COLUMN=VALUE|COLUMN^=PREFIX [--header] | merge FILE...", file=sys.stderr)
     sys.exit(2)

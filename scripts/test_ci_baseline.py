@@ -140,7 +140,8 @@ GOOD = ("abc1234,2026-11-27T00:00:00Z,h,cuda,gpu,,yoco-3b,1024,1,0,prefill,prefi
 class BadResultFilesTest(unittest.TestCase):
     """The scripts that read result CSVs (scripts/result_rows.py): a file that is not one exits 2 with one line on
     stderr naming it (and the line and column where there is one), never a traceback; a UTF-8 BOM is fine."""
-    SCRIPTS = (["model_headlines.py"], ["sweep_headlines.py"], ["ci_baseline.py", "pick"], ["gpu_headlines.py"])
+    SCRIPTS = (["model_headlines.py"], ["sweep_headlines.py"], ["ci_baseline.py", "pick"], ["gpu_headlines.py"],
+               ["result_rows.py", "merge"])
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="yoco-result-rows-")
@@ -186,6 +187,39 @@ class BadResultFilesTest(unittest.TestCase):
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1, what)
                 self.assertIn(path + line, p.stderr, what)
                 self.assertIn(fragment, p.stderr, what)
+
+    def test_merge_keeps_the_latest_row_of_each_key_as_the_report_does(self):
+        # scripts/calibrate.sh joins a card's files (sweep.csv, beyond.csv, long-points.csv ...) into one for
+        # `yoco calibrate`, which refuses a key twice: a sweep re-measuring a long point held both rows.
+        def row(ts, model, n, value):
+            r = dict.fromkeys(HEADER, "")
+            r.update(timestamp=ts, device="cuda", device_name="NVIDIA H200", model=model, seq_len=str(n), batch="1",
+                     gen_tokens="0", phase="prefill", metric="prefill_latency_s", value=value, unit="s",
+                     method="measured", notes="a, quoted note")
+            return r
+
+        def write(name, rows):
+            path = os.path.join(self.tmp, name)
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=HEADER)
+                w.writeheader()
+                w.writerows(rows)
+            return path
+
+        old = write("long-points.csv", [row("2026-11-27T10:00:00Z", "yoco-3b", 524288, "3.1"),
+                                        row("2026-11-27T10:00:00Z", "transformer-3b", 1048576, "380")])
+        new = write("sweep.csv", [row("2026-11-30T10:00:00Z", "yoco-3b", 524288, "2.7"),
+                                  row("2026-11-30T10:00:00Z", "yoco-3b", 32768, "0.1")])
+        p = subprocess.run([sys.executable, os.path.join(HERE, "result_rows.py"), "merge", old, new],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = list(csv.DictReader(p.stdout.splitlines()))
+        self.assertEqual(p.stdout.splitlines()[0], ",".join(HEADER))
+        got = {(r["model"], r["seq_len"]): r["value"] for r in rows}
+        self.assertEqual(got, {("yoco-3b", "524288"): "2.7", ("transformer-3b", "1048576"): "380",
+                               ("yoco-3b", "32768"): "0.1"})
+        self.assertEqual({r["notes"] for r in rows}, {"a, quoted note"})
+        self.assertIn("using %s" % new, p.stderr)  # the disagreement said, on stderr, not in the CSV
 
     def test_a_reader_that_stops_early_is_no_traceback(self):
         # `script FILE | head`: the first print after head left was a BrokenPipeError traceback. Now the end by
