@@ -35,13 +35,16 @@
 # samples in *.ncu-sass.csv), and on v7 the same way where its smoke test passed. Step `sweep` (not in the default
 # steps: it takes a call of its own) runs the
 # default job's GPU sweep (yoco-3b vs transformer-3b, 32K-1M, --cupti) with
-# --resume into --sweep-results (default reports/results, so that a sweep cut
-# by the step's timeout continues in the next call from the file brought back
-# into the tree) and copies its CSV to --out; --quick: 32K and 128K only.
-# --sweep-models / --sweep-lengths narrow or extend it (the H200 plan, issue
-# 35: transformer-3b at 1M alone first; yoco-3b at 2M,4M with --sweep-file
-# beyond.csv, a file of its own, since a resumed file must hold only the
-# points its command asks for).
+# --resume into --sweep-results and copies its CSV to --out (and the logs);
+# --quick: 32K and 128K only. Give --sweep-results a tracked folder of the
+# sweep's own (reports/sweep-<card>): the file brought back goes there and is
+# committed, so a sweep cut by the step's timeout continues in the next call.
+# The default, reports/results, would resume the committed sweep (refused when
+# the cost model changed since, else its points kept and nothing measured).
+# Beside other steps, step sweep needs --deadline. --sweep-models /
+# --sweep-lengths narrow or extend it, one command for the whole sweep (a
+# resumed file must hold only the points its command asks for: a second model
+# or length goes to --sweep-file NAME.csv, a file of its own).
 # Step `noise` (not in the default; issue 16's GPU CI recipe, about 1-2 minutes): scripts/gpu-ci-noise.sh,
 # the CI bench (the small presets at 4K and 16K) twice with the same build, then the noise floor and
 # the gate command it supports; run-a.csv comes back beside the summary as ci-gpu-run-a.csv, the
