@@ -217,13 +217,19 @@ mkdir -p "$OUTDIR"
 # The per-step logs (and the models runs' own CSVs) are kept outside --out and packed into
 # $OUTDIR/logs.tar.gz after every step: only a few files come back from a lent machine, and a call
 # killed between steps (its timeout, not --deadline) still brings back every log so far.
-LOGS_ROOT=$(mktemp -d /tmp/gpu-suite-logs.XXXXXX)
+LOGS_ROOT=$(mktemp -d /tmp/gpu-suite-logs.XXXXXX) || { echo "gpu-suite: cannot make a folder for the logs in /tmp" >&2; exit 2; }
 LOGS="$LOGS_ROOT/logs"
 mkdir -p "$LOGS"
 trap 'rm -rf "$LOGS_ROOT" ${DRY_CARRY:+"$DRY_CARRY"}' EXIT
 pack_logs() {
-  tar -czf "$OUTDIR/.logs.tar.gz.part" -C "$LOGS_ROOT" logs 2>/dev/null &&
+  # tar's exit 1 is "a file changed as it was read" (a killed step's child still writing): packed all the same.
+  tar --warning=no-file-changed -czf "$OUTDIR/.logs.tar.gz.part" -C "$LOGS_ROOT" logs 2>/dev/null
+  if [ $? -le 1 ]; then
     mv -f "$OUTDIR/.logs.tar.gz.part" "$OUTDIR/logs.tar.gz"
+  else
+    rm -f "$OUTDIR/.logs.tar.gz.part"
+    return 1
+  fi
 }
 SUMMARY="$OUTDIR/summary.txt"
 : >"$SUMMARY"
@@ -323,11 +329,13 @@ dry_check() {
 # run_step NAME SECONDS CMD...: logs to $LOGS/NAME.log, records pass/fail/timeout.
 run_step() {
   local name="$1" secs="$2" cut=""; shift 2
+  STEP_VERDICT=""
   secs=$(awk -v s="$secs" -v k="$SCALE" 'BEGIN{printf "%d", s*k}')
   if [ "$DEADLINE" -gt 0 ]; then
     local left=$((DEADLINE - SECONDS))
     if [ "$left" -lt 10 ]; then
       note "$(printf '%-48s %s' "$name" "DEADLINE (not started: ${left}s of --deadline $DEADLINE left)")"
+      STEP_VERDICT=DEADLINE
       return 124
     fi
     [ "$secs" -gt "$left" ] && secs=$left && cut=1
@@ -341,6 +349,7 @@ run_step() {
     grep -q '^not checked' "$LOGS/$name.log" && verdict="dry-not-checked"
     tail -n 5 "$LOGS/$name.log"
     note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+    STEP_VERDICT=$verdict
     pack_logs
     return $rc
   fi
@@ -355,6 +364,7 @@ run_step() {
   fi
   tail -n 25 "$LOGS/$name.log"
   note "$(printf '%-48s %-16s %5ds' "$name" "$verdict" $((SECONDS - t0)))"
+  STEP_VERDICT=$verdict
   # A GoogleTest binary's failed tests by name, for the rules that ask only for their own
   # (scripts/decide.py): one line each, under the step's.
   [ $rc -eq 0 ] || grep -oE '^\[  FAILED  \] [A-Za-z][A-Za-z0-9_/.]*' "$LOGS/$name.log" | sort -u | head -40 |
@@ -362,6 +372,18 @@ run_step() {
   pack_logs
   return $rc
 }
+
+# Whether the last run_step's command failed by itself (FAIL, TIMEOUT at its own limit): a step cut
+# short or never started by --deadline says nothing of its kernel, and sets no verdict.
+step_failed() { [[ "$STEP_VERDICT" == FAIL* || "$STEP_VERDICT" == TIMEOUT* || "$STEP_VERDICT" == DRY-FAIL* ]]; }
+# The verdicts this call passes on (summary's last line): the caller's own, then what this call's
+# smoke tests and tests found; not the skips it set only for want of a test binary.
+CALL_VERDICTS=()
+for v in YOCO_PREFILL_SKIP_V3 YOCO_GRET_SKIP_V6 YOCO_GRET_SKIP_V7 YOCO_FFN_SKIP_FUSED YOCO_FFN_SKIP_PAIRS \
+         YOCO_GRET_V7_VERIFIED YOCO_FFN_FUSED_VERIFIED; do
+  [ "${!v:-0}" = 1 ] && CALL_VERDICTS+=("$v=1")
+done
+verdict() { [[ " ${CALL_VERDICTS[*]} " == *" $1=1 "* ]] || CALL_VERDICTS+=("$1=1"); }
 
 {
 echo "gpu-suite $(date -u +%FT%TZ) git ${YOCO_GIT_SHA:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)} bin $BIN"
@@ -413,9 +435,13 @@ done
 # Prefill v3 (TMA + mbarriers, not yet verified on a GPU when this was written) alone first, under
 # a short timeout: a wrong mbarrier phase hangs, and one hung kernel must not stall every other
 # test, sanitizer and bench row. If it fails, YOCO_PREFILL_SKIP_V3=1 leaves v3 out of the rest.
-if { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_flash_prefill" ]; then
-  if ! run_step smoke.flash_prefill_v3 60 "$BIN/test_flash_prefill" --gtest_color=no --gtest_filter='FlashPrefillV3.Smoke'; then
+if [ "${YOCO_PREFILL_SKIP_V3:-0}" = 1 ]; then
+  note "YOCO_PREFILL_SKIP_V3=1 from the caller: prefill v3 is left out"
+elif { has_step tests || has_step sanitize || has_step bench; } && [ -x "$BIN/test_flash_prefill" ]; then
+  run_step smoke.flash_prefill_v3 60 "$BIN/test_flash_prefill" --gtest_color=no --gtest_filter='FlashPrefillV3.Smoke'
+  if step_failed; then
     export YOCO_PREFILL_SKIP_V3=1
+    verdict YOCO_PREFILL_SKIP_V3
     note "prefill v3 failed its smoke test: YOCO_PREFILL_SKIP_V3=1 leaves it out of the other tests, the sanitizers and the bench"
   fi
 fi
@@ -430,9 +456,11 @@ gret_v6_off() {
 }
 if [ "${YOCO_GRET_SKIP_V6:-0}" = 1 ]; then
   gret_v6_off "YOCO_GRET_SKIP_V6=1 from the caller"
-elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b || has_step chunks; } &&
-     [ -x "$BIN/test_gret_chunk" ]; then
-  if ! run_step smoke.gret_chunk_v6 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV6.Smoke'; then
+elif { has_step tests || has_step sanitize || has_step bench || has_step models-3b || has_step chunks ||
+       has_step models-3b-short || has_step profile || has_step sweep; } && [ -x "$BIN/test_gret_chunk" ]; then
+  run_step smoke.gret_chunk_v6 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV6.Smoke'
+  if step_failed; then
+    verdict YOCO_GRET_SKIP_V6
     gret_v6_off "gret chunk v6 failed its smoke test"
   fi
 fi
@@ -446,8 +474,9 @@ elif { has_step tests || has_step sanitize || has_step bench || has_step models-
      [ -x "$BIN/test_gret_chunk" ]; then
   if run_step smoke.gret_chunk_v7 60 "$BIN/test_gret_chunk" --gtest_color=no --gtest_filter='GretChunkV7.Smoke'; then
     V7_OK=1
-  else
+  elif step_failed; then
     export YOCO_GRET_SKIP_V7=1
+    verdict YOCO_GRET_SKIP_V7
     note "gret chunk v7 failed its smoke test: YOCO_GRET_SKIP_V7=1 leaves it out of the other tests, the sanitizers, the bench and the model runs"
   fi
 elif [ "${YOCO_GRET_V7_VERIFIED:-0}" = 1 ]; then
@@ -477,7 +506,8 @@ elif [ -x "$BIN/test_gemm_swiglu" ]; then
   if { has_step tests || has_step sanitize || has_step bench || has_step models-3b || has_step chunks; }; then
     if run_step smoke.gemm_swiglu 60 "$BIN/test_gemm_swiglu" --gtest_color=no --gtest_filter='GemmSwiglu.TheSelector*'; then
       FUSED_FFN_OK=1
-    else
+    elif step_failed; then
+      verdict YOCO_FFN_SKIP_FUSED
       fused_ffn_off "its smoke test failed"
     fi
   fi
@@ -485,8 +515,10 @@ elif [ -x "$BIN/test_gemm_swiglu" ]; then
   # test of their own after the one-CTA kernel's; on failure YOCO_FFN_SKIP_PAIRS=1 leaves them out of
   # the tests, the sanitizers and the bench's pair rows (the runners do not take them yet).
   if [ "$FUSED_FFN_OK" = 1 ] && [ "${YOCO_FFN_SKIP_PAIRS:-0}" != 1 ] && { has_step tests || has_step sanitize || has_step bench; }; then
-    if ! run_step smoke.gemm_swiglu_pairs 60 "$BIN/test_gemm_swiglu" --gtest_color=no --gtest_filter='GemmSwigluCtaPairs.Smoke'; then
+    run_step smoke.gemm_swiglu_pairs 60 "$BIN/test_gemm_swiglu" --gtest_color=no --gtest_filter='GemmSwigluCtaPairs.Smoke'
+    if step_failed; then
       export YOCO_FFN_SKIP_PAIRS=1
+      verdict YOCO_FFN_SKIP_PAIRS
       note "the fused kernel's CTA pairs failed their smoke test: YOCO_FFN_SKIP_PAIRS=1 leaves them out of the rest"
     fi
   fi
@@ -506,13 +538,20 @@ test_timeout() {
     *) echo 60 ;;
   esac
 }
+PASSED_TESTS=()
 if has_step tests; then
   for t in "${GPU_TESTS[@]}"; do
-    if ! run_step "test.$t" "$(test_timeout "$t")" "$BIN/$t" --gtest_color=no; then
-      if [ "$t" = test_gemm_swiglu ] && [ "$FUSED_FFN_OK" = 1 ]; then fused_ffn_off "test_gemm_swiglu failed"; fi
-      # v7's tests are in test_gret_chunk: a failure there keeps its model runs from timing a wrong kernel.
+    if run_step "test.$t" "$(test_timeout "$t")" "$BIN/$t" --gtest_color=no; then PASSED_TESTS+=("$t"); continue; fi
+    if step_failed; then
+      if [ "$t" = test_gemm_swiglu ] && [ "$FUSED_FFN_OK" = 1 ]; then
+        verdict YOCO_FFN_SKIP_FUSED
+        fused_ffn_off "test_gemm_swiglu failed"
+      fi
+      # v7's tests are in test_gret_chunk, and most of them run every kernel in one test (a failure does
+      # not name the kernel): any failure there keeps v7's model runs from timing a wrong kernel.
       if [ "$t" = test_gret_chunk ] && [ "$V7_OK" = 1 ]; then
         V7_OK=0
+        verdict YOCO_GRET_SKIP_V7
         export YOCO_GRET_SKIP_V7=1
         note "test_gret_chunk failed: YOCO_GRET_SKIP_V7=1 leaves gret chunk v7 out of the sanitizers, the bench and the model runs"
       fi
@@ -654,6 +693,7 @@ elif has_step sass && command -v cuobjdump >/dev/null; then
                 printf "%-100.100s HGMMA %4d HMMA %4d LDGSTS %4d local %4d\n", f, hg[f], hm[f], cp[f], ll[f] }'
   } >"$LOGS/sass.log" 2>&1
   note "$(printf '%-48s %s' sass "$(wc -l <"$LOGS/sass.log") kernels with mma/local ops (logs/sass.log)")"
+  pack_logs
 fi
 if has_step models && [ -x "$BIN/yoco" ]; then
   # The runners end to end (issue 15): every point ends as rows, an
@@ -855,23 +895,29 @@ if has_step sweep && [ -x "$BIN/yoco" ]; then
     fi
   done
   [ -n "$DRY" ] || [ "$swept" -gt 0 ] || note "sweep file: none written (see the sweep's log)"
-  pack_logs
   grep -E '^\[|points? done|resuming|wrote' "$LOGS/sweep.log" | tail -5
   for f in "$OUTDIR"/sweep*.csv "$OUTDIR"/beyond*.csv; do
     [ -f "$f" ] && python3 scripts/sweep_headlines.py "$f" 2>&1 | tee -a "$LOGS/sweep-headlines.log"
   done
+  pack_logs
 fi
 # This call's verdicts as the variables that carry them, for a later call's command line (RUNS.md,
 # "Next calls"): the skips its smoke tests and tests set (a failed or hung smoke test, too, whose
 # kernel's other tests then skip and pass), and what its tests verified.
-verdicts=()
-for v in YOCO_PREFILL_SKIP_V3 YOCO_GRET_SKIP_V6 YOCO_GRET_SKIP_V7 YOCO_FFN_SKIP_FUSED YOCO_FFN_SKIP_PAIRS; do
-  [ "${!v:-0}" = 1 ] && verdicts+=("$v=1")
-done
 if has_step tests && [ -z "$DRY" ]; then
-  [ "$V7_OK" = 1 ] && [[ " ${GPU_TESTS[*]} " == *" test_gret_chunk "* ]] && verdicts+=(YOCO_GRET_V7_VERIFIED=1)
-  [ "$FUSED_FFN_OK" = 1 ] && [[ " ${GPU_TESTS[*]} " == *" test_gemm_swiglu "* ]] && verdicts+=(YOCO_FFN_FUSED_VERIFIED=1)
+  # Verified: the smoke test and the whole binary passed in this call (a binary cut by --deadline did not).
+  [ "$V7_OK" = 1 ] && [[ " ${PASSED_TESTS[*]} " == *" test_gret_chunk "* ]] && verdict YOCO_GRET_V7_VERIFIED
+  [ "$FUSED_FFN_OK" = 1 ] && [[ " ${PASSED_TESTS[*]} " == *" test_gemm_swiglu "* ]] && verdict YOCO_FFN_FUSED_VERIFIED
 fi
+# A kernel left out is not verified, whoever said so first.
+verdicts=()
+for v in "${CALL_VERDICTS[@]}"; do
+  case "$v" in
+    YOCO_GRET_V7_VERIFIED=1) [[ " ${CALL_VERDICTS[*]} " == *" YOCO_GRET_SKIP_V7=1 "* ]] && continue ;;
+    YOCO_FFN_FUSED_VERIFIED=1) [[ " ${CALL_VERDICTS[*]} " == *" YOCO_FFN_SKIP_FUSED=1 "* ]] && continue ;;
+  esac
+  verdicts+=("$v")
+done
 note "verdicts for a later call: ${verdicts[*]:-none}"
 } 2>&1 | tee "$OUTDIR/suite.log"
 

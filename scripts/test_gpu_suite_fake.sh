@@ -71,10 +71,21 @@ grep -q '^verdicts for a later call: YOCO_GRET_SKIP_V6=1' "$sum" && ok "a failed
 grep -q 'YOCO_GRET_CHUNK=v3' "$t/trace" && ! grep -q 'YOCO_GRET_CHUNK=$' "$t/trace" &&
   ok "with v6 left out the runners take v3 (or the kernel a run names)" || bad "yoco saw: $(sort -u "$t/trace" | tr '\n' ' ')"
 
-# A step cut short by --deadline is not a timeout of its own.
-FAKE_SLEEP_test_cuda_models=60 suite --out "$t/cut" --only tests --tests test_cuda_models --deadline 11 >/dev/null 2>&1
-grep -qE '^test.test_cuda_models +DEADLINE-CUT' "$t/cut/summary.txt" && ok "a step cut by --deadline says DEADLINE-CUT" ||
-  bad "cut step: $(grep test_cuda_models "$t/cut/summary.txt")"
+# A step cut short by --deadline is not a timeout of its own, and says nothing of its kernel: no skip
+# passed on, and nothing verified (the binary did not pass). (20 s: a step starts with 10 s left.)
+FAKE_SLEEP_test_gret_chunk=60 suite --out "$t/cut" --only tests --tests test_gret_chunk --deadline 20 >/dev/null 2>&1
+grep -qE '^test.test_gret_chunk +DEADLINE-CUT' "$t/cut/summary.txt" && ok "a step cut by --deadline says DEADLINE-CUT" ||
+  bad "cut step: $(grep test_gret_chunk "$t/cut/summary.txt")"
+grep -qx 'verdicts for a later call: none' "$t/cut/summary.txt" &&
+  ok "a cut test binary sets no verdict, and verifies nothing" || bad "after a cut: $(grep verdicts "$t/cut/summary.txt")"
+
+# No test binary here: the skips set for want of one are not passed on; the caller's word is.
+mkdir -p "$t/tools" && cp "$t/bin/yoco" "$t/tools/"
+YOCO_GRET_V7_VERIFIED=1 PATH="$t/path:$PATH" scripts/gpu-suite.sh --bin "$t/tools" --out "$t/tools-out" \
+  --only models-3b --deadline 60 >/dev/null 2>&1
+grep -qx 'verdicts for a later call: YOCO_GRET_V7_VERIFIED=1' "$t/tools-out/summary.txt" &&
+  ok "a tools-only call passes on the caller's verdicts, not its own want of tests" ||
+  bad "tools-only: $(grep verdicts "$t/tools-out/summary.txt")"
 
 # The sweep beside other steps without --deadline: refused before anything runs.
 err=$(suite --out "$t/refused" --only models,sweep 2>&1 >/dev/null); rc=$?
