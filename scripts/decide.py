@@ -60,28 +60,53 @@ def parse_args(argv):
 
 
 class Tests:
-    """The steps of the summaries (test.X, memcheck.X, smoke.X, ...): passed (True), failed (False) or cut by
-    --deadline (None) -- a failure in any call wins -- and the failed tests each failed step named."""
+    """The steps of the summaries (test.X, memcheck.X, smoke.X, ...), each summary's word for each (pass, FAIL(rc=N),
+    TIMEOUT(...), DEADLINE-CUT(...)) and the failed tests it named under that step."""
 
     def __init__(self, summaries):
-        self.steps, self.failed = {}, defaultdict(set)
+        self.records = defaultdict(list)  # step -> [(word, {failed test names})], one per summary that has it
         for path in summaries:
             try:
                 lines = open(path, encoding="utf-8").read().splitlines()
             except OSError as e:
                 print("decide: %s: %s" % (path, e.strerror), file=sys.stderr)
                 sys.exit(2)
+            mine = {}
             for line in lines:
                 m = re.match(r"^(\S+)\s+(pass|FAIL\S*|TIMEOUT\S*|DEADLINE-CUT\S*)\s", line)
                 if m:
-                    step, word = m.groups()
-                    ok = True if word == "pass" else None if word.startswith("DEADLINE-CUT") else False
-                    before = self.steps.get(step, True)
-                    self.steps[step] = False if False in (before, ok) else None if None in (before, ok) else True
+                    mine[m.group(1)] = (m.group(2), set())
                     continue
                 m = re.match(r"^  failed test of (\S+): (\S+)$", line)
-                if m:
-                    self.failed[m.group(1)].add(m.group(2))
+                if m and m.group(1) in mine:
+                    mine[m.group(1)][1].add(m.group(2))
+            for step, rec in mine.items():
+                self.records[step].append(rec)
+
+    @staticmethod
+    def failed_word(word):
+        return word.startswith("FAIL") or word.startswith("TIMEOUT")
+
+    def status(self, step):
+        """False: failed in some summary; True: else passed in one; None: only cut short by --deadline; absent: KeyError
+        -- as `step in tests.records` tells."""
+        words = [w for w, _ in self.records[step]]
+        if any(self.failed_word(w) for w in words):
+            return False
+        return True if "pass" in words else None
+
+    def failures_named(self, step):
+        """The failed tests' names where every failure of the step was a test binary's own (FAIL(rc=1): GoogleTest's
+        failed tests, each named); None where any was something else (a timeout, a crash, a sanitizer's report, no
+        name), which says nothing of which test it was."""
+        names = set()
+        for word, named in self.records[step]:
+            if not self.failed_word(word):
+                continue
+            if not step.startswith("test.") or word != "FAIL(rc=1)" or not named:
+                return None
+            names |= named
+        return names
 
 
 # The runners' common model tests: a failure there is every rule's. CudaModelTest's reservation test is not: it
@@ -91,33 +116,34 @@ NOT_ABOUT_THE_NUMBERS = ("*CudaModelTest.AReservedGenerationIsKeptByItsPrefill*"
 
 
 def need_tests(tests, names, own=None):
-    """(all passed, words): each name a step of the summaries (test.test_gemv ...); one never run is missing.
-    own: {step: fnmatch patterns of the rule's own tests} for a binary the rules share: a failure there counts only
-    where a failed test is the rule's own or a common one (all of them where the step named none)."""
+    """(all passed, words): each name a step of the summaries (test.test_gemv ...); one never run is missing, one cut
+    short by --deadline in every summary that has it is missing too. own: {step: fnmatch patterns of the rule's own
+    tests} for a binary the rules share: a failure there counts only where a failed test is the rule's own or a
+    common one, and only where every failure of the step named its tests (Tests.failures_named)."""
     own = own or {}
-    missing = [n for n in names if n not in tests.steps]
-    cut = [n for n in names if n in tests.steps and tests.steps[n] is None]
+    missing = [n for n in names if n not in tests.records]
+    cut = [n for n in names if n in tests.records and tests.status(n) is None]
     failed, outside = [], []
     for n in names:
-        if tests.steps.get(n) is not False:
+        if n not in tests.records or tests.status(n) is not False:
             continue
-        names_failed = tests.failed.get(n)
-        if n in own and names_failed:
-            mine = sorted(t for t in names_failed
-                          if any(fnmatch.fnmatchcase(t, p) for p in list(own[n]) + list(COMMON_MODEL_TESTS)) and
-                          not any(fnmatch.fnmatchcase(t, p) for p in NOT_ABOUT_THE_NUMBERS))
-            if not mine:
-                outside.append("%s (only %s)" % (n, ", ".join(sorted(names_failed))))
-                continue
+        names_failed = tests.failures_named(n) if n in own else None
+        if names_failed is None:
+            failed.append(n)
+            continue
+        mine = sorted(t for t in names_failed
+                      if any(fnmatch.fnmatchcase(t, p) for p in list(own[n]) + list(COMMON_MODEL_TESTS)) and
+                      not any(fnmatch.fnmatchcase(t, p) for p in NOT_ABOUT_THE_NUMBERS))
+        if mine:
             failed.append("%s (%s)" % (n, ", ".join(mine)))
         else:
-            failed.append(n)
+            outside.append("%s (only %s)" % (n, ", ".join(sorted(names_failed))))
     if failed:
         return False, "failed: " + ", ".join(failed)
     if missing or cut:
         return None, "; ".join(w for w in ("not in the summaries: " + ", ".join(missing) if missing else "",
                                            "cut short by --deadline: " + ", ".join(cut) if cut else "") if w)
-    words = "passed: " + ", ".join(n for n in names if tests.steps[n] is True)
+    words = "passed: " + ", ".join(n for n in names if tests.status(n) is True)
     return True, words + ("; failed outside the rule's tests: " + "; ".join(outside) if outside else "")
 
 

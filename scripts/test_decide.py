@@ -229,6 +229,37 @@ class Decide(unittest.TestCase):
         for title in ("kGemvByDefault", "kResidualPerLayerByDefault", "kFfnUpFusedByDefault"):
             self.assertEqual(self.block(out, title), "KEEP", title)
 
+    def test_names_narrow_only_a_test_binarys_own_failures(self):
+        # Names narrow a failure only where GoogleTest failed them (FAIL(rc=1)) in every summary that failed the
+        # step: a binary that failed one test and then hung, a sanitizer's report, a name-less failure in another
+        # call each count against every rule that asks for the step.
+        name = "  failed test of %s: CudaModelGemv.TheSameLogits\n"
+        cases = (("test.test_cuda_models", "TIMEOUT(150s)"), ("memcheck.test_cuda_models", "FAIL(rc=9)"))
+        for step, word in cases:
+            lines = SUMMARY_PASS.replace("%-48s pass" % step, "%-48s %-16s" % (step, word)).splitlines(True)
+            at = next(i for i, x in enumerate(lines) if x.startswith(step + " "))
+            lines.insert(at + 1, name % step)
+            rc, out, _ = self.decide(*self.files(win=True, summary="".join(lines)))
+            self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "KEEP", step + " " + word)
+        named = SUMMARY_PASS.replace("test.test_cuda_models                            pass",
+                                     "test.test_cuda_models                            FAIL(rc=1)") + (
+            name % "test.test_cuda_models")
+        crashed = os.path.join(self.d, "crashed.txt")
+        with open(crashed, "w") as f:
+            f.write(SUMMARY_PASS.replace("test.test_cuda_models                            pass",
+                                         "test.test_cuda_models                            FAIL(rc=139)"))
+        rc, out, _ = self.decide(*self.files(win=True, summary=named), crashed)
+        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "KEEP")
+
+    def test_a_step_cut_in_one_call_and_passed_in_another_passed(self):
+        cut = SUMMARY_PASS.replace("memcheck.test_cuda_models                        pass",
+                                   "memcheck.test_cuda_models                        DEADLINE-CUT(12s)")
+        later = os.path.join(self.d, "later.txt")
+        with open(later, "w") as f:
+            f.write(SUMMARY_PASS)
+        rc, out, _ = self.decide(*self.files(win=True, summary=cut), later)
+        self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
+
     def test_missing_rows_or_tests_leave_rules_undecided(self):
         k = write(os.path.join(self.d, "k.csv"), [kernel("swiglu:rows 32768", 1.0)])
         rc, out, err = self.decide("--kernels", k)
