@@ -3,8 +3,9 @@
 // (YOCO_GRET_SKIP_V6, YOCO_GRET_SKIP_V7, YOCO_PREFILL_SKIP_V3,
 // YOCO_FFN_SKIP_FUSED, YOCO_FFN_SKIP_PAIRS) and no benchmark may launch that
 // kernel again in the call: one that hung would hang the bench step. Set means
-// set, non-empty and not "0". Each skip is a `skipped` row that says why,
-// never a row left out.
+// set, non-empty and not "0". A row of the kernel left out is a `skipped` row
+// that says why, never a row left out; a row that only needs some chunk kernel
+// (the beside-GEMM pair) takes a tested one instead and says so in its name.
 #pragma once
 
 #include <cstdlib>
