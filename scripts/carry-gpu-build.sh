@@ -61,7 +61,8 @@ fi
 [ -x "$bin/yoco" ] || { echo "carry-gpu-build.sh: no $bin/yoco: build the cuda preset first" >&2; exit 2; }
 [ -n "$build" ] || echo "carry-gpu-build.sh: --no-build: $bin is carried as it is, current or not" >&2
 # What the binaries were built from against what the rows will be labelled with.
-dirty=$(git status --porcelain --untracked-files=no -- . ':!reports' | head -3 | awk '{print $2}' | tr '\n' ' ')
+# (awk reads it all: head would close the pipe early, and pipefail end the script without a word.)
+dirty=$(git status --porcelain -- . ':!reports' | awk 'NR <= 3 {printf "%s ", $2}')
 [ -z "$dirty" ] || echo "carry-gpu-build.sh: not committed, yet in the binaries: ${dirty}(rows name HEAD; commit first)" >&2
 # Said before minutes of stripping, not as bash's 'xz: command not found' after them.
 [ -n "$split" ] || command -v xz >/dev/null ||
