@@ -109,9 +109,10 @@ class Tests:
         return names
 
 
-# The runners' common model tests: a failure there is every rule's. CudaModelTest's reservation test is not: it
-# counts allocations, and RUNS.md's rules read the numbers of a call where it failed.
-COMMON_MODEL_TESTS = ("*CudaModelTest.*",)
+# The runners' common model tests: a failure there is every rule's (the default runners against the reference,
+# and their default layout of the sublayers' buffers). CudaModelTest's reservation test is not: it counts
+# allocations, and RUNS.md's rules read the numbers of a call where it failed.
+COMMON_MODEL_TESTS = ("*CudaModelTest.*", "*CudaModelSublayers.*")
 NOT_ABOUT_THE_NUMBERS = ("*CudaModelTest.AReservedGenerationIsKeptByItsPrefill*",)
 
 
