@@ -36,11 +36,12 @@
 # steps: it takes a call of its own) runs the
 # default job's GPU sweep (yoco-3b vs transformer-3b, 32K-1M, --cupti) with
 # --resume into --sweep-results and copies its CSV to --out (and the logs);
-# --quick: 32K and 128K only. Give --sweep-results a tracked folder of the
-# sweep's own (reports/sweep-<card>): the file brought back goes there and is
-# committed, so a sweep cut by the step's timeout continues in the next call.
-# The default, reports/results, would resume the committed sweep (refused when
-# the cost model changed since, else its points kept and nothing measured).
+# --quick: 32K and 128K only. --sweep-results is a folder of the sweep's own
+# (default reports/sweep-in-progress; RUNS.md names one a card, reports/sweep-<card>):
+# the file brought back goes there and is committed, so a sweep cut by the
+# step's timeout continues in the next call. Not reports/results: that would
+# resume the committed sweep (refused when the cost model changed since, else
+# its points kept and nothing measured; yoco bench --dry-run says which).
 # Beside other steps, step sweep needs --deadline. --sweep-models /
 # --sweep-lengths narrow or extend it, one command for the whole sweep (a
 # resumed file must hold only the points its command asks for: a second model
@@ -123,7 +124,7 @@ SANITIZE_REGEX="."
 PEERS="sdpa,fla"
 BENCH_FILTER=""
 SCALE=1
-SWEEP_RESULTS=reports/results
+SWEEP_RESULTS=reports/sweep-in-progress
 SWEEP_QUICK=""
 SWEEP_SECONDS=540
 SWEEP_NARROW=()

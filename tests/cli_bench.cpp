@@ -80,8 +80,9 @@ TEST_F(Cli, BenchAndGenerateDryRunsCheckAndRunNothing) {
 }
 
 // What a real bench refuses of its files before measuring, a dry run refuses too, one line, exit 2,
-// and without writing: --resume without --out, a file to resume that is no results CSV or holds
-// other points, an --out that is a folder or lies under a file. A new folder is not made.
+// and without writing: --resume without --out, a file to resume that is no results CSV, holds other
+// points or comes from other settings, an --out that is a folder or lies under a file. A new folder
+// is not made.
 TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
   const std::string bench = "bench --model yoco-tiny --metrics memory --repeats 1 --warmup 0";
   expect_one_line_error(yoco(bench + " --lengths 128 --resume --dry-run"), {"--resume", "--out"}, "--resume alone");
@@ -97,6 +98,16 @@ TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
   EXPECT_EQ(slurp(out), before);
   CliRun r = yoco(bench + " --lengths 128 --resume --out " + out + " --dry-run");
   EXPECT_EQ(r.status, 0) << r.all();
+  // A file of the same points written with other settings (or an older cost model) is refused as the
+  // real run refuses it, in the same words; a dry run had said nothing and the run refused it.
+  const std::string chunked = bench + " --lengths 128 --prefill-chunk 64 --resume --out " + out;
+  const CliRun real = yoco(chunked);
+  expect_one_line_error(real, {out, "yoco-tiny at 128", "come from other settings", "--prefill-chunk"},
+                        "a real run's resume with another --prefill-chunk");
+  r = yoco(chunked + " --dry-run");
+  expect_one_line_error(r, {out, "come from other settings"}, "the dry run's, with another --prefill-chunk");
+  EXPECT_EQ(r.err, real.err) << "the dry run refuses in the real run's words";
+  EXPECT_EQ(slurp(out), before);
   expect_one_line_error(yoco(bench + " --lengths 128 --out " + path("") + " --dry-run"), {"is a folder"},
                         "--out a folder");
   expect_one_line_error(yoco(bench + " --lengths 128 --out " + junk + "/sub/x.csv --dry-run"),

@@ -5,9 +5,13 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <set>
 #include <utility>
 
+#include "analytic_rows.hpp"
+#include "device_backend.hpp"
+#include "device_spec.hpp"
 #include "errors.hpp"
 #include "format.hpp"
 #include "lists.hpp"
@@ -36,25 +40,45 @@ void check_output_unwritten(const std::string& path) {
   if (::access(dir.c_str(), W_OK) != 0) throw InputError(path + ": cannot write (" + dir.string() + " is not writable)");
 }
 
-// SweepFile's --resume refusals, and the first of run_sweep's (previous_points): a file to resume
-// holds only points of this sweep. (Its rows' settings and device are checked when it runs.)
-void check_resume_file(const SweepSettings& s, const std::string& file) {
+// SweepFile's --resume refusals, and run_sweep's first (previous_points): a file to resume holds only
+// points of this sweep, and each point's analytic rows are those this run would make (the settings,
+// and the cost model, they were written with). The counted values need no ceilings: any roofline
+// gives the same bytes and FLOPs. (The device of its measured rows is checked when it runs.)
+void check_resume_file(const SweepSettings& s, const std::string& device, const std::string& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return;
   std::set<std::pair<std::string, int64_t>> points;
   for (const auto& m : s.models)
     for (int64_t n : s.lengths) points.insert({m, n});
-  for (const ResultRow& r : read_results_csv(file)) {  // InputError when it is not a results CSV
+  const std::vector<ResultRow> rows = read_results_csv(file);  // InputError when it is not a results CSV
+  std::map<std::pair<std::string, int64_t>, std::vector<const ResultRow*>> analytic;
+  for (const ResultRow& r : rows) {
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
     if (!points.count({r.model, r.seq_len})) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
+    if (r.prov.device == "analytic") analytic[{r.model, r.seq_len}].push_back(&r);
+  }
+  const AnalyticSettings an = sweep_analytic_settings(s, runner_storage(device, s.precision), cost::device_spec("h100"));
+  const Provenance prov = Provenance::here("analytic", an.device.name, "");
+  for (const auto& [point, in_file] : analytic) {
+    const auto& [model, n] = point;
+    // The batches as the run plans them: a throughput batch found from the device's memory is the file's
+    // (the run keeps it too), else the one this machine cannot know and the comparison refuses anyway.
+    const bool do_tp = s.metrics.count("throughput") && n > s.gen;
+    int64_t tp_batch = do_tp ? s.batch : 0;
+    for (const ResultRow* r : in_file)
+      if (do_tp && s.batch == 0 && r->phase == "throughput" && r->batch >= 1) tp_batch = r->batch;
+    if (do_tp && tp_batch == 0) tp_batch = 1;
+    const AnalyticSettings a = point_analytic_settings(an, s.batch > 0 ? s.batch : 1, tp_batch);
+    check_resumed_analytic(resumed_point_words(file, model, n), in_file,
+                           analytic_rows(model, analytic_point(resolve_model(model), n, a), a, prov, s.metrics));
   }
 }
 
 void check_resume(const SweepSettings& s, const BenchDryRun& d) {
   if (!d.resume) return;
   if (!d.out) throw InputError("--resume needs --out FILE.csv: the results file of the sweep to continue");
-  if (!d.resume_candidates) return check_resume_file(s, *d.out);
-  for (const auto& f : *d.resume_candidates) check_resume_file(s, f);
+  if (!d.resume_candidates) return check_resume_file(s, d.device, *d.out);
+  for (const auto& f : *d.resume_candidates) check_resume_file(s, d.device, f);
 }
 
 }  // namespace
@@ -87,7 +111,7 @@ int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
                             (d.resume_candidates->empty() ? std::string("none there yet")
                                                           : "each there checked: " + joined(*d.resume_candidates)) +
                             ")"
-                  : d.resume ? (exists ? " (--resume: its rows are of this sweep's points; their settings are checked as it runs)"
+                  : d.resume ? (exists ? " (--resume: its rows are of this sweep's points and settings, checked as a run checks them)"
                                          : " (--resume: not there yet, so from the start)")
                            : (exists ? " (exists: rewritten)" : " (new)"))
               << "\n";

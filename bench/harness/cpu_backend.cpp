@@ -28,9 +28,7 @@ Ceilings CpuBackend::ceilings_of(const CpuCeilings& ceil, const std::string& cpu
   return c;
 }
 
-cost::Storage CpuBackend::analytic_storage(Precision p) const {
-  return cost::Storage::uniform(p == Precision::f64 ? cost::StorageType::fp64 : cost::StorageType::fp32);
-}
+cost::Storage CpuBackend::analytic_storage(Precision p) const { return runner_storage("cpu", p); }
 
 double CpuBackend::usable_memory_bytes() const {
   return 0.8 * host_memory_bytes();  // leave room for the OS and the rest of the process

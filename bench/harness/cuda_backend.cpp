@@ -143,9 +143,7 @@ Ceilings CudaBackend::ceilings_of(const cuda::DeviceCeilings& m) const {
   return c;
 }
 
-cost::Storage CudaBackend::analytic_storage(Precision) const {
-  return cost::Storage{};  // bf16 weights, KV cache and activations, fp32 state and logits: what the runners store
-}
+cost::Storage CudaBackend::analytic_storage(Precision p) const { return runner_storage("cuda", p); }
 
 double CudaBackend::usable_memory_bytes() const { return usable_; }
 

@@ -46,6 +46,14 @@ struct Ceilings {
   cost::DeviceSpec roofline;  // the device of the analytic rows beside each point
 };
 
+// What a device's runners store, for the cost model, with no device at hand (the backends'
+// analytic_storage, and yoco bench --dry-run's check of a file to resume): on cuda bf16 weights, KV
+// cache and activations, fp32 state and logits, whatever --dtype; on the CPU the precision throughout.
+inline cost::Storage runner_storage(const std::string& device, Precision p) {
+  if (device == "cuda") return cost::Storage{};
+  return cost::Storage::uniform(p == Precision::f64 ? cost::StorageType::fp64 : cost::StorageType::fp32);
+}
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -54,7 +62,7 @@ class DeviceBackend {
   virtual Provenance provenance() const = 0;
   // The run's ceilings, measured once at the start of the sweep.
   virtual Ceilings measure_ceilings(Progress& progress) = 0;
-  // Storage types the analytic projection assumes for runners of precision `p`.
+  // Storage types the analytic projection assumes for runners of precision `p` (runner_storage).
   virtual cost::Storage analytic_storage(Precision p) const = 0;
 
   // Memory the sweep may fill: a point needing more becomes out_of_memory

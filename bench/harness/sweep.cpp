@@ -126,27 +126,11 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
   }
   for (auto& [i, rows] : by_point) {
     const PointPlan& p = plans[i];
-    const std::string where = file + ": the rows of " + p.model + " at " + length_label(p.n);
-    // The analytic rows say what the settings were: the same rows, the same counted values.
+    const std::string where = resumed_point_words(file, p.model, p.n);
     std::vector<const ResultRow*> an;
     for (const auto& r : rows)
       if (r.prov.device == "analytic") an.push_back(&r);
-    bool same = an.size() == p.analytic.size();
-    std::string diff = same ? "" : std::to_string(an.size()) + " analytic rows in the file, " +
-                                       std::to_string(p.analytic.size()) + " in this run";
-    for (size_t k = 0; same && k < an.size(); ++k) {
-      const ResultRow &o = *an[k], &q = p.analytic[k];
-      same = o.phase == q.phase && o.metric == q.metric && o.batch == q.batch && o.gen_tokens == q.gen_tokens &&
-             o.unit == q.unit && (!deterministic_unit(q.unit) || format_value(o.value) == format_value(q.value));
-      if (!same)
-        diff = "analytic " + q.phase + " " + q.metric + ": batch " + std::to_string(o.batch) + ", gen " +
-               std::to_string(o.gen_tokens) + ", " + format_value(o.value) + " " + o.unit + " in the file; batch " +
-               std::to_string(q.batch) + ", gen " + std::to_string(q.gen_tokens) + ", " + format_value(q.value) +
-               " " + q.unit + " in this run";
-    }
-    if (!same)
-      throw InputError(where + " come from other settings (" + diff + "; --dtype, --batch, --gen, --metrics, " +
-                       "--prefill-chunk, --max-batch)" + again);
+    check_resumed_analytic(where, an, p.analytic);
     std::set<std::string> phases;
     for (const auto& r : rows) {
       if (r.prov.device == "analytic") continue;
@@ -197,6 +181,49 @@ std::string prefill_note(int64_t chunk, int sharded_ranks) {
                            : "prefill chunk " + std::to_string(chunk);
 }
 
+AnalyticSettings sweep_analytic_settings(const SweepSettings& s, const cost::Storage& storage,
+                                         const cost::DeviceSpec& device) {
+  AnalyticSettings an;
+  an.storage = storage;
+  an.device = device;
+  an.prefill_chunk = s.prefill_chunk;
+  an.gen = s.gen;
+  return an;
+}
+
+AnalyticSettings point_analytic_settings(const AnalyticSettings& an, int64_t batch, int64_t tp_batch) {
+  AnalyticSettings a = an;
+  a.batch = batch;
+  a.tp_batch = tp_batch;
+  return a;
+}
+
+std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len) {
+  return file + ": the rows of " + model + " at " + length_label(seq_len);
+}
+
+void check_resumed_analytic(const std::string& where, const std::vector<const ResultRow*>& in_file,
+                            const std::vector<ResultRow>& in_run) {
+  // The analytic rows say what the settings were: the same rows, the same counted values.
+  bool same = in_file.size() == in_run.size();
+  std::string diff = same ? "" : std::to_string(in_file.size()) + " analytic rows in the file, " +
+                                     std::to_string(in_run.size()) + " in this run";
+  for (size_t k = 0; same && k < in_file.size(); ++k) {
+    const ResultRow &o = *in_file[k], &q = in_run[k];
+    same = o.phase == q.phase && o.metric == q.metric && o.batch == q.batch && o.gen_tokens == q.gen_tokens &&
+           o.unit == q.unit && (!deterministic_unit(q.unit) || format_value(o.value) == format_value(q.value));
+    if (!same)
+      diff = "analytic " + q.phase + " " + q.metric + ": batch " + std::to_string(o.batch) + ", gen " +
+             std::to_string(o.gen_tokens) + ", " + format_value(o.value) + " " + o.unit + " in the file; batch " +
+             std::to_string(q.batch) + ", gen " + std::to_string(q.gen_tokens) + ", " + format_value(q.value) + " " +
+             q.unit + " in this run";
+  }
+  if (!same)
+    throw InputError(where + " come from other settings (" + diff + "; --dtype, --batch, --gen, --metrics, " +
+                     "--prefill-chunk, --max-batch, or a cost model changed since the file was written)" +
+                     kResumeAgain);
+}
+
 std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len) {
   return file + ": has rows of " + model + " at " + length_label(seq_len) +
          ", not a point of this sweep (--model, --lengths)" + kResumeAgain;
@@ -216,11 +243,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
 
   const Ceilings ceil = dev.measure_ceilings(progress);
   for (const Reading& r : ceil.rows) sink.reading("-", 0, 1, 0, "ceiling", r);
-  AnalyticSettings an;
-  an.storage = dev.analytic_storage(s.precision);
-  an.device = ceil.roofline;
-  an.prefill_chunk = s.prefill_chunk;
-  an.gen = s.gen;
+  const AnalyticSettings an = sweep_analytic_settings(s, dev.analytic_storage(s.precision), ceil.roofline);
   // The run's own start time, not the time the ceilings were done: every row of a run carries one
   // timestamp (reports/SCHEMA.md).
   Provenance an_prov = Provenance::here("analytic", an.device.name, "");
@@ -270,9 +293,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
             break;
           }
       // Analytic rows for this point (batch B; throughput at batch Bt).
-      p.a = an;
-      p.a.batch = p.B;
-      p.a.tp_batch = p.do_tp ? p.Bt : 0;
+      p.a = point_analytic_settings(an, p.B, p.do_tp ? p.Bt : 0);
       p.ap = analytic_point(cfg, n, p.a);
       p.analytic = analytic_rows(p.model, p.ap, p.a, an_prov, s.metrics);
       plans.push_back(std::move(p));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analytic_rows.hpp"
 #include "device_backend.hpp"
 #include "model_runner.hpp"
 #include "progress.hpp"
@@ -110,5 +111,18 @@ std::vector<ResultRow> run_cpu_sweep(const SweepSettings& s, Progress& progress,
 // --resume's refusal of a file that holds rows of a point this sweep does not run (run_sweep's, and
 // `yoco bench --dry-run`'s before anything runs): the message, naming the file and the point.
 std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len);
+
+// The analytic rows' settings of a sweep on a device that stores as `storage`, its roofline `device`; and
+// of one of its points at `batch` (memory, prefill, decode) and `tp_batch` (throughput; 0: none).
+AnalyticSettings sweep_analytic_settings(const SweepSettings& s, const cost::Storage& storage,
+                                         const cost::DeviceSpec& device);
+AnalyticSettings point_analytic_settings(const AnalyticSettings& an, int64_t batch, int64_t tp_batch);
+// --resume's check of one point: its analytic rows in the file against those this run makes, the same
+// rows with the same counted values (B, FLOP, count); else the InputError that the file comes from
+// other settings (or another cost model). `where`: resumed_point_words. The real run's check, and
+// yoco bench --dry-run's, which runs it on the file with no device.
+std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len);
+void check_resumed_analytic(const std::string& where, const std::vector<const ResultRow*>& in_file,
+                            const std::vector<ResultRow>& in_run);
 
 }  // namespace yoco::cli
