@@ -108,6 +108,21 @@ TEST_F(Cli, BenchDryRunRefusesTheFilesARealRunRefuses) {
   expect_one_line_error(r, {out, "come from other settings"}, "the dry run's, with another --prefill-chunk");
   EXPECT_EQ(r.err, real.err) << "the dry run refuses in the real run's words";
   EXPECT_EQ(slurp(out), before);
+  // The measured rows' settings too (an automatic throughput batch's --max-batch), and the first point
+  // refused is the run's (models as given, then lengths), in the same words.
+  const std::string two = path("two.csv"),
+                    tp = "bench --model yoco-tiny,transformer-tiny --lengths 128,256 --metrics memory,throughput "
+                         "--gen 64 --repeats 1 --warmup 0 --out " + two;
+  ASSERT_EQ(yoco(tp).status, 0);
+  for (const std::string other : {" --max-batch 4", " --prefill-chunk 64"}) {
+    const std::string copy = slurp(two);
+    const CliRun run = yoco(tp + other + " --resume");
+    spit(two, copy);  // (a refused run writes nothing; kept as it was for the next case either way)
+    expect_one_line_error(run, {"yoco-tiny at 128", "come from other settings"}, "a real resume with" + other);
+    const CliRun dry = yoco(tp + other + " --resume --dry-run");
+    EXPECT_EQ(dry.status, 2) << other << ": " << dry.all();
+    EXPECT_EQ(dry.err, run.err) << other;
+  }
   expect_one_line_error(yoco(bench + " --lengths 128 --out " + path("") + " --dry-run"), {"is a folder"},
                         "--out a folder");
   expect_one_line_error(yoco(bench + " --lengths 128 --out " + junk + "/sub/x.csv --dry-run"),

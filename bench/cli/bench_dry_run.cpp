@@ -51,27 +51,31 @@ void check_resume_file(const SweepSettings& s, const std::string& device, const 
   for (const auto& m : s.models)
     for (int64_t n : s.lengths) points.insert({m, n});
   const std::vector<ResultRow> rows = read_results_csv(file);  // InputError when it is not a results CSV
-  std::map<std::pair<std::string, int64_t>, std::vector<const ResultRow*>> analytic;
+  std::map<std::pair<std::string, int64_t>, std::vector<const ResultRow*>> by_point;
   for (const ResultRow& r : rows) {
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
     if (!points.count({r.model, r.seq_len})) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
-    if (r.prov.device == "analytic") analytic[{r.model, r.seq_len}].push_back(&r);
+    by_point[{r.model, r.seq_len}].push_back(&r);
   }
   const AnalyticSettings an = sweep_analytic_settings(s, runner_storage(device, s.precision), cost::device_spec("h100"));
   const Provenance prov = Provenance::here("analytic", an.device.name, "");
-  for (const auto& [point, in_file] : analytic) {
-    const auto& [model, n] = point;
-    // The batches as the run plans them: a throughput batch found from the device's memory is the file's
-    // (the run keeps it too), else the one this machine cannot know and the comparison refuses anyway.
-    const bool do_tp = s.metrics.count("throughput") && n > s.gen;
-    int64_t tp_batch = do_tp ? s.batch : 0;
-    for (const ResultRow* r : in_file)
-      if (do_tp && s.batch == 0 && r->phase == "throughput" && r->batch >= 1) tp_batch = r->batch;
-    if (do_tp && tp_batch == 0) tp_batch = 1;
-    const AnalyticSettings a = point_analytic_settings(an, s.batch > 0 ? s.batch : 1, tp_batch);
-    check_resumed_analytic(resumed_point_words(file, model, n), in_file,
-                           analytic_rows(model, analytic_point(resolve_model(model), n, a), a, prov, s.metrics));
-  }
+  for (const auto& model : s.models)  // in the run's order, so the first point refused is the run's
+    for (int64_t n : s.lengths) {
+      const auto it = by_point.find({model, n});
+      if (it == by_point.end()) continue;
+      // The batches as the run plans them: a throughput batch found from the device's memory is the
+      // file's (the run keeps it too), else one this machine cannot know, and the run refuses anyway.
+      const bool do_tp = s.metrics.count("throughput") && n > s.gen;
+      int64_t tp_batch = do_tp ? s.batch : 0;
+      for (const ResultRow* r : it->second)
+        if (do_tp && s.batch == 0 && r->prov.device == "analytic" && r->phase == "throughput" && r->batch >= 1)
+          tp_batch = r->batch;
+      if (do_tp && tp_batch == 0) tp_batch = 1;
+      const int64_t B = s.batch > 0 ? s.batch : 1;
+      const AnalyticSettings a = point_analytic_settings(an, B, tp_batch);
+      check_resumed_point(resumed_point_words(file, model, n), s, B, tp_batch, do_tp, it->second,
+                          analytic_rows(model, analytic_point(resolve_model(model), n, a), a, prov, s.metrics));
+    }
 }
 
 void check_resume(const SweepSettings& s, const BenchDryRun& d) {

@@ -126,39 +126,10 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
   }
   for (auto& [i, rows] : by_point) {
     const PointPlan& p = plans[i];
-    const std::string where = resumed_point_words(file, p.model, p.n);
-    std::vector<const ResultRow*> an;
-    for (const auto& r : rows)
-      if (r.prov.device == "analytic") an.push_back(&r);
-    check_resumed_analytic(where, an, p.analytic);
-    std::set<std::string> phases;
-    for (const auto& r : rows) {
-      if (r.prov.device == "analytic") continue;
-      const bool failed = r.method == "failed";  // a phase that failed runs again
-      const bool tp = r.phase == "throughput";
-      const int64_t batch = tp ? p.Bt : p.B, gen = tp ? s.gen : 0;
-      const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
-      // --batch auto: the throughput ran at the batch the allocation search found, at most the planned one.
-      const bool batch_ok = r.batch == batch || (tp && s.batch == 0 && r.batch >= 1 && r.batch <= p.Bt);
-      if (!measured || (tp && !p.do_tp) || !batch_ok || r.gen_tokens != gen)
-        throw InputError(where + " come from other settings (" + r.phase + " " + r.metric + " at batch " +
-                         std::to_string(r.batch) + ", gen " + std::to_string(r.gen_tokens) +
-                         (measured && (!tp || p.do_tp)
-                              ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
-                              : "; this run does not measure " + r.phase) +
-                         ")" + again);
-      // --batch auto: the file's batch is kept over this machine's plan (batch_ok), so another --max-batch
-      // would go unseen and the file would mix the throughput batches of two caps, as no full run does.
-      if (tp && s.batch == 0) {
-        const size_t at = r.notes.find("--max-batch ");
-        const int64_t cap = at == std::string::npos ? 0 : std::atoll(r.notes.c_str() + at + 12);
-        if (r.batch > s.max_batch || (cap > 0 && cap != s.max_batch))
-          throw InputError(where + " come from other settings (throughput at batch " + std::to_string(r.batch) +
-                           (cap > 0 ? " under --max-batch " + std::to_string(cap) : std::string()) +
-                           "; this run: --max-batch " + std::to_string(s.max_batch) + ")" + again);
-      }
-      if (!failed) phases.insert(r.phase);
-    }
+    std::vector<const ResultRow*> in_file;
+    for (const auto& r : rows) in_file.push_back(&r);
+    const std::set<std::string> phases = check_resumed_point(resumed_point_words(file, p.model, p.n), s, p.B, p.Bt,
+                                                             p.do_tp, in_file, p.analytic);
     bool complete = true;
     for (const auto& [phase, metrics] : phase_metrics())
       if (s.metrics.count(phase) && (phase != "throughput" || p.do_tp) && !phases.count(phase)) complete = false;
@@ -212,16 +183,58 @@ void check_resumed_analytic(const std::string& where, const std::vector<const Re
     const ResultRow &o = *in_file[k], &q = in_run[k];
     same = o.phase == q.phase && o.metric == q.metric && o.batch == q.batch && o.gen_tokens == q.gen_tokens &&
            o.unit == q.unit && (!deterministic_unit(q.unit) || format_value(o.value) == format_value(q.value));
+    // A value is shown where it is compared (bytes, FLOPs, counts): a time follows the ceilings.
+    const auto value = [](const ResultRow& r) {
+      return deterministic_unit(r.unit) ? ", " + format_value(r.value) + " " + r.unit : ", in " + r.unit;
+    };
     if (!same)
       diff = "analytic " + q.phase + " " + q.metric + ": batch " + std::to_string(o.batch) + ", gen " +
-             std::to_string(o.gen_tokens) + ", " + format_value(o.value) + " " + o.unit + " in the file; batch " +
-             std::to_string(q.batch) + ", gen " + std::to_string(q.gen_tokens) + ", " + format_value(q.value) + " " +
-             q.unit + " in this run";
+             std::to_string(o.gen_tokens) + value(o) + " in the file; batch " + std::to_string(q.batch) + ", gen " +
+             std::to_string(q.gen_tokens) + value(q) + " in this run";
   }
   if (!same)
     throw InputError(where + " come from other settings (" + diff + "; --dtype, --batch, --gen, --metrics, " +
                      "--prefill-chunk, --max-batch, or a cost model changed since the file was written)" +
                      kResumeAgain);
+}
+
+std::set<std::string> check_resumed_point(const std::string& where, const SweepSettings& s, int64_t B, int64_t Bt,
+                                          bool do_tp, const std::vector<const ResultRow*>& in_file,
+                                          const std::vector<ResultRow>& analytic_in_run) {
+  std::vector<const ResultRow*> an;
+  for (const ResultRow* r : in_file)
+    if (r->prov.device == "analytic") an.push_back(r);
+  check_resumed_analytic(where, an, analytic_in_run);
+  std::set<std::string> phases;
+  for (const ResultRow* rp : in_file) {
+    const ResultRow& r = *rp;
+    if (r.prov.device == "analytic") continue;
+    const bool failed = r.method == "failed";  // a phase that failed runs again
+    const bool tp = r.phase == "throughput";
+    const int64_t batch = tp ? Bt : B, gen = tp ? s.gen : 0;
+    const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
+    // --batch auto: the throughput ran at the batch the allocation search found, at most the planned one.
+    const bool batch_ok = r.batch == batch || (tp && s.batch == 0 && r.batch >= 1 && r.batch <= Bt);
+    if (!measured || (tp && !do_tp) || !batch_ok || r.gen_tokens != gen)
+      throw InputError(where + " come from other settings (" + r.phase + " " + r.metric + " at batch " +
+                       std::to_string(r.batch) + ", gen " + std::to_string(r.gen_tokens) +
+                       (measured && (!tp || do_tp)
+                            ? "; this run: batch " + std::to_string(batch) + ", gen " + std::to_string(gen)
+                            : "; this run does not measure " + r.phase) +
+                       ")" + kResumeAgain);
+    // --batch auto: the file's batch is kept over this machine's plan (batch_ok), so another --max-batch
+    // would go unseen and the file would mix the throughput batches of two caps, as no full run does.
+    if (tp && s.batch == 0) {
+      const size_t at = r.notes.find("--max-batch ");
+      const int64_t cap = at == std::string::npos ? 0 : std::atoll(r.notes.c_str() + at + 12);
+      if (r.batch > s.max_batch || (cap > 0 && cap != s.max_batch))
+        throw InputError(where + " come from other settings (throughput at batch " + std::to_string(r.batch) +
+                         (cap > 0 ? " under --max-batch " + std::to_string(cap) : std::string()) +
+                         "; this run: --max-batch " + std::to_string(s.max_batch) + ")" + kResumeAgain);
+    }
+    if (!failed) phases.insert(r.phase);
+  }
+  return phases;
 }
 
 std::string resume_outside_the_sweep(const std::string& file, const std::string& model, int64_t seq_len) {

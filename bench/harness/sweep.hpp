@@ -124,5 +124,12 @@ AnalyticSettings point_analytic_settings(const AnalyticSettings& an, int64_t bat
 std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len);
 void check_resumed_analytic(const std::string& where, const std::vector<const ResultRow*>& in_file,
                             const std::vector<ResultRow>& in_run);
+// All of --resume's checks of one point's rows in the file (`in_file`: analytic and measured): the
+// analytic ones above, then each measured row's phase, batch (B; throughput Bt, or up to it where the
+// batch is automatic, under the same --max-batch), gen and metric against this run's. Returns the
+// phases there (a failed phase runs again).
+std::set<std::string> check_resumed_point(const std::string& where, const SweepSettings& s, int64_t B, int64_t Bt,
+                                          bool do_tp, const std::vector<const ResultRow*>& in_file,
+                                          const std::vector<ResultRow>& analytic_in_run);
 
 }  // namespace yoco::cli
