@@ -42,7 +42,7 @@
 # step's timeout continues in the next call. Not reports/results: that would
 # resume the committed sweep (refused when the cost model changed since, else
 # its points kept and nothing measured; yoco bench --dry-run says which).
-# Beside other steps, step sweep needs --deadline. --sweep-models /
+# Step sweep needs --deadline (the call's timeout - 30). --sweep-models /
 # --sweep-lengths narrow or extend it, one command for the whole sweep (a
 # resumed file must hold only the points its command asks for: a second model
 # or length goes to --sweep-file NAME.csv, a file of its own).
@@ -178,10 +178,11 @@ for step in ${STEPS//,/ }; do
     *) echo "gpu-suite: --only: unknown step '$step' (see --help)" >&2; exit 2 ;;
   esac
 done
-# The sweep alone takes --sweep-seconds (540 by default) of a call's 600: beside other steps, only a
-# --deadline keeps the call from being killed at its limit, its files not brought back.
-if [ -z "$DRY" ] && [[ ",$STEPS," == *",sweep,"* ]] && [ "$STEPS" != sweep ] && [ "$DEADLINE" = 0 ]; then
-  echo "gpu-suite: step sweep beside other steps needs --deadline (the call's timeout - 30)" >&2
+# The sweep alone takes --sweep-seconds (540 by default) of a call's 600, and a smoke test of v6 that
+# hangs (70 s) runs before it: only a --deadline keeps the call from being killed at its limit, its
+# files not brought back.
+if [ -z "$DRY" ] && [[ ",$STEPS," == *",sweep,"* ]] && [ "$DEADLINE" = 0 ]; then
+  echo "gpu-suite: step sweep needs --deadline (the call's timeout - 30)" >&2
   exit 2
 fi
 if [ -n "$BUNDLE" ]; then
@@ -919,7 +920,11 @@ for v in "${CALL_VERDICTS[@]}"; do
   esac
   verdicts+=("$v")
 done
-note "verdicts for a later call: ${verdicts[*]:-none}"
+if [ -n "$DRY" ]; then
+  note "verdicts for a later call: none (a dry run tests nothing)"
+else
+  note "verdicts for a later call: ${verdicts[*]:-none}"
+fi
 } 2>&1 | tee "$OUTDIR/suite.log"
 
 # Few files come back from a lent machine: the per-step logs travel as one tarball.

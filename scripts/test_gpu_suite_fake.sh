@@ -87,8 +87,8 @@ grep -qx 'verdicts for a later call: YOCO_GRET_V7_VERIFIED=1' "$t/tools-out/summ
   ok "a tools-only call passes on the caller's verdicts, not its own want of tests" ||
   bad "tools-only: $(grep verdicts "$t/tools-out/summary.txt")"
 
-# The sweep beside other steps without --deadline: refused before anything runs.
-err=$(suite --out "$t/refused" --only models,sweep 2>&1 >/dev/null); rc=$?
+# A sweep without --deadline: refused before anything runs.
+err=$(suite --out "$t/refused" --only sweep 2>&1 >/dev/null); rc=$?
 [ $rc -eq 2 ] && [[ "$err" == *"needs --deadline"* ]] && [ ! -e "$t/refused/summary.txt" ] &&
-  ok "a sweep beside other steps without --deadline -> $err" || bad "refusal: rc $rc, '$err'"
+  ok "a sweep without --deadline -> $err" || bad "refusal: rc $rc, '$err'"
 exit $fail
