@@ -98,6 +98,14 @@ synccheck.test_gemm_swiglu                       pass                 2s
 """
 
 
+def summary_with(step, word, failed_tests=(), base=SUMMARY_PASS):
+    """`base` with `step`'s line saying `word`, and under it gpu-suite's line for each failed test it names."""
+    lines = base.replace("%-48s pass" % step, "%-48s %-16s" % (step, word)).splitlines(True)
+    at = next(i for i, x in enumerate(lines) if x.startswith(step + " "))
+    lines[at + 1:at + 1] = ["  failed test of %s: %s\n" % (step, t) for t in failed_tests]
+    return "".join(lines)
+
+
 class Decide(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -110,6 +118,13 @@ class Decide(unittest.TestCase):
         p = subprocess.run([sys.executable, "-B", os.path.join(HERE, "decide.py"), *args], capture_output=True,
                            text=True)
         return p.returncode, p.stdout, p.stderr
+
+    def summary_file(self, name, text=SUMMARY_PASS):
+        """A second call's summary.txt, for the rules that read several."""
+        path = os.path.join(self.d, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
 
     def block(self, out, title):
         """The verdict word of the rule whose block starts with title."""
@@ -184,18 +199,14 @@ class Decide(unittest.TestCase):
         # and a later call's run of the smoke test may pass. The failure in any call keeps the default.
         for smoke, title in (("smoke.gemm_swiglu_pairs", "kFfnUpFusedByDefault"),
                              ("smoke.gret_chunk_v7", "v7 as the library's plan")):
-            later = os.path.join(self.d, "later.txt")
-            with open(later, "w") as f:
-                f.write(SUMMARY_PASS)
-            summary = SUMMARY_PASS.replace("%-48s pass" % smoke, "%-48s FAIL(rc=1)" % smoke)
-            rc, out, _ = self.decide(*self.files(win=True, summary=summary), later)
+            rc, out, _ = self.decide(*self.files(win=True, summary=summary_with(smoke, "FAIL(rc=1)")),
+                                     self.summary_file("later.txt"))
             self.assertEqual(rc, 0)
             self.assertEqual(self.block(out, title), "KEEP", smoke)
             self.assertIn("failed: " + smoke, out)
 
     def test_a_step_cut_by_the_deadline_decides_nothing(self):
-        summary = SUMMARY_PASS.replace("memcheck.test_cuda_models                        pass",
-                                       "memcheck.test_cuda_models                        DEADLINE-CUT(12s)")
+        summary = summary_with("memcheck.test_cuda_models", "DEADLINE-CUT(12s)")
         rc, out, _ = self.decide(*self.files(win=True, summary=summary))
         self.assertEqual(rc, 0)
         self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "UNDECIDED")
@@ -204,10 +215,7 @@ class Decide(unittest.TestCase):
 
     def test_a_shared_binarys_failure_counts_only_against_the_rules_it_touches(self):
         def failing(*names):
-            return SUMMARY_PASS.replace(
-                "test.test_cuda_models                            pass                50s\n",
-                "test.test_cuda_models                            FAIL(rc=1)          50s\n" +
-                "".join("  failed test of test.test_cuda_models: %s\n" % n for n in names))
+            return summary_with("test.test_cuda_models", "FAIL(rc=1)", names)
         # The GEMV's own test: its rule keeps, the others flip.
         rc, out, _ = self.decide(*self.files(win=True, summary=failing("CudaModelGemv.TheSameLogits")))
         self.assertEqual(self.block(out, "kGemvByDefault"), "KEEP")
@@ -233,31 +241,18 @@ class Decide(unittest.TestCase):
         # Names narrow a failure only where GoogleTest failed them (FAIL(rc=1)) in every summary that failed the
         # step: a binary that failed one test and then hung, a sanitizer's report, a name-less failure in another
         # call each count against every rule that asks for the step.
-        name = "  failed test of %s: CudaModelGemv.TheSameLogits\n"
-        cases = (("test.test_cuda_models", "TIMEOUT(150s)"), ("memcheck.test_cuda_models", "FAIL(rc=9)"))
-        for step, word in cases:
-            lines = SUMMARY_PASS.replace("%-48s pass" % step, "%-48s %-16s" % (step, word)).splitlines(True)
-            at = next(i for i, x in enumerate(lines) if x.startswith(step + " "))
-            lines.insert(at + 1, name % step)
-            rc, out, _ = self.decide(*self.files(win=True, summary="".join(lines)))
+        name = ["CudaModelGemv.TheSameLogits"]
+        for step, word in (("test.test_cuda_models", "TIMEOUT(150s)"), ("memcheck.test_cuda_models", "FAIL(rc=9)")):
+            rc, out, _ = self.decide(*self.files(win=True, summary=summary_with(step, word, name)))
             self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "KEEP", step + " " + word)
-        named = SUMMARY_PASS.replace("test.test_cuda_models                            pass",
-                                     "test.test_cuda_models                            FAIL(rc=1)") + (
-            name % "test.test_cuda_models")
-        crashed = os.path.join(self.d, "crashed.txt")
-        with open(crashed, "w") as f:
-            f.write(SUMMARY_PASS.replace("test.test_cuda_models                            pass",
-                                         "test.test_cuda_models                            FAIL(rc=139)"))
+        named = summary_with("test.test_cuda_models", "FAIL(rc=1)", name)
+        crashed = self.summary_file("crashed.txt", summary_with("test.test_cuda_models", "FAIL(rc=139)"))
         rc, out, _ = self.decide(*self.files(win=True, summary=named), crashed)
         self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "KEEP")
 
     def test_a_step_cut_in_one_call_and_passed_in_another_passed(self):
-        cut = SUMMARY_PASS.replace("memcheck.test_cuda_models                        pass",
-                                   "memcheck.test_cuda_models                        DEADLINE-CUT(12s)")
-        later = os.path.join(self.d, "later.txt")
-        with open(later, "w") as f:
-            f.write(SUMMARY_PASS)
-        rc, out, _ = self.decide(*self.files(win=True, summary=cut), later)
+        cut = summary_with("memcheck.test_cuda_models", "DEADLINE-CUT(12s)")
+        rc, out, _ = self.decide(*self.files(win=True, summary=cut), self.summary_file("later.txt"))
         self.assertEqual(self.block(out, "kResidualPerLayerByDefault"), "FLIP")
 
     def test_missing_rows_or_tests_leave_rules_undecided(self):
