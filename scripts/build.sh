@@ -2,6 +2,8 @@
 # Configures and builds one preset: cpu (default), cuda or sanitize.
 # `auto` picks cuda when nvcc exists (it then builds the CPU parts too), else cpu.
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
+script_help_if_asked "$@"
 cd "$(dirname "$0")/.."
 preset="${1:-cpu}"
 if [ "$preset" = auto ]; then

@@ -11,6 +11,7 @@
 # --small: the small presets' run to check out of sample (default run-17's models_small.csv; a newer
 # run's replaces it together with SMALL_RUN and its prose in reports/yocoreport/calibrated.py).
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
 cd "$(dirname "$0")/.."
 YOCO=""
 SMALL=""
@@ -18,7 +19,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --yoco) [ $# -ge 2 ] || { echo "calibrate.sh: --yoco needs a path" >&2; exit 2; }; YOCO="$2"; shift 2 ;;
     --small) [ $# -ge 2 ] || { echo "calibrate.sh: --small needs a file" >&2; exit 2; }; SMALL="$2"; shift 2 ;;
-    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
+    -h|--help) script_help; exit 0 ;;
     *) echo "calibrate.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -31,6 +31,7 @@
 # --tools: the same for the tools, whole names (default all four), e.g.
 # 'yoco|bench_cuda_kernels'.
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
 cd "$(dirname "$0")/.."
 tests_regex="."
 tools_regex=".*"
@@ -47,12 +48,12 @@ while [ $# -gt 0 ]; do
       tools_regex="$2"; shift 2 ;;
     --split) split=1; shift ;;
     --no-build) build=""; shift ;;
-    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
+    -h|--help) script_help; exit 0 ;;
     -*) echo "carry-gpu-build.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) bin="$1"; shift ;;
   esac
 done
-build_dir=$(dirname "$bin")
+build_dir=$(dirname -- "$bin")
 if [ -n "$build" ] && [ -f "$build_dir/CMakeCache.txt" ]; then
   echo "carry-gpu-build.sh: bringing $build_dir up to date (cmake --build; --no-build to skip)" >&2
   cmake --build "$build_dir" -j"$(nproc)" >/dev/null ||

@@ -26,13 +26,14 @@
 # Usage: scripts/ci-bench.sh [PRESET] [--update]   (PRESET: the build folder under build/, default cpu;
 #        --update: write this run as the baseline of this kind of host, a new file if there is none)
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
 cd "$(dirname "$0")/.."
 # Positional arguments once took --help or a lone --update for the PRESET (a build folder named after it), and
 # ignored a misspelt --update (the gate ran instead of the update).
 preset="" update=""
 for a in "$@"; do
   case "$a" in
-    -h|--help) sed -n "2,$(($(grep -n '^set -euo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
+    -h|--help) script_help; exit 0 ;;
     --update) update=1 ;;
     -*) echo "ci-bench.sh: unknown argument '$a' (see --help)" >&2; exit 2 ;;
     *) [ -z "$preset" ] || { echo "ci-bench.sh: one PRESET, got '$a' too (see --help)" >&2; exit 2; }; preset=$a ;;

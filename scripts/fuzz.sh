@@ -9,6 +9,8 @@
 # CI runs it at 20 s a target (scripts/test.sh ci); clang is installed here,
 # when missing, and is not needed by the plain build.
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
+script_help_if_asked "$@"
 cd "$(dirname "$0")/.."
 
 secs=${1:-60}

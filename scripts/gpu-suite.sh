@@ -112,6 +112,7 @@
 # YOCO_FFN_SKIP_FUSED=1 / YOCO_FFN_SKIP_PAIRS=1 / YOCO_GRET_SKIP_V6=1 / YOCO_GRET_SKIP_V7=1 /
 # YOCO_PREFILL_SKIP_V3=1 (leave them out; v6 left out moves the runners to YOCO_GRET_CHUNK=v3).
 set -uo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
 cd "$(dirname "$0")/.."
 
 BIN=""
@@ -155,7 +156,7 @@ while [ $# -gt 0 ]; do
     --fla-check-lengths) FLA_CHECK_LENGTHS="$2"; shift 2 ;;
     --bench-filter) BENCH_FILTER="$2"; shift 2 ;;
     --timeout-scale) SCALE="$2"; shift 2 ;;
-    -h|--help) sed -n "2,$(($(grep -n '^set -uo pipefail' "$0" | cut -d: -f1) - 1))p" "$0"; exit 0 ;;
+    -h|--help) script_help; exit 0 ;;
     *) echo "gpu-suite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -12,6 +12,8 @@
 # ranks under mpirun. xz-utils packs the one-file carry to a GPU machine
 # (scripts/carry-gpu-build.sh) and its test.
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
+script_help_if_asked "$@"
 
 PACKAGES=(build-essential cmake libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libfccp-dev
           nlohmann-json3-dev python3 python3-matplotlib python3-numpy python3-scipy python3-venv

@@ -7,8 +7,12 @@
 #   scripts/ptxas-report.sh [OUT]     default reports/ptxas/sm_90a.txt; - for stdout
 # Needs nvcc from /usr/local/cuda and c++filt (binutils); no GPU.
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
+script_help_if_asked "$@"
 cd "$(dirname "$0")/.."
+[ $# -le 1 ] || { echo "ptxas-report: one OUT at most, got $# arguments (see --help)" >&2; exit 2; }
 out="${1:-reports/ptxas/sm_90a.txt}"
+case "$out" in -?*) echo "ptxas-report: unknown option '$out' (see --help)" >&2; exit 2 ;; esac
 cuda=/usr/local/cuda/bin
 [ -x "$cuda/nvcc" ] || { echo "ptxas-report: no nvcc at $cuda/nvcc" >&2; exit 2; }
 nvver=$("$cuda/nvcc" --version | grep -o 'release [0-9.]*' | cut -d' ' -f2)
@@ -37,4 +41,4 @@ trap 'rm -f "$tmp"' EXIT
         }' | sort | awk -F'\t' '{ printf "  %s\n    %s\n    %s\n", $1, $2, $3 }'
   done
 } >"$tmp"
-if [ "$out" = - ]; then cat "$tmp"; else mkdir -p "$(dirname "$out")"; cp "$tmp" "$out"; echo "wrote $out"; fi
+if [ "$out" = - ]; then cat "$tmp"; else mkdir -p -- "$(dirname -- "$out")"; cp "$tmp" "$out"; echo "wrote $out"; fi

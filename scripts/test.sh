@@ -13,6 +13,8 @@
 #                                     20 s smoke of each libFuzzer target
 #                                     (scripts/fuzz.sh); any finding fails it
 set -euo pipefail
+source "$(dirname "$0")/lib/script-help.sh"
+script_help_if_asked "$@"
 cd "$(dirname "$0")/.."
 mode="${1:-auto}"
 

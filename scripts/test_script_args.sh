@@ -34,5 +34,20 @@ if [ "$rc" -ne 0 ] || [[ "$out" != *"Usage: scripts/ci-bench.sh [PRESET] [--upda
 else
   echo "ok: ci-bench.sh --help"
 fi
+# Every script with options answers -h and --help with its header, exit 0, and makes nothing (ptxas-report.sh
+# took --help for its OUT path and made a folder named after dirname's usage text in the checkout).
+before=$(ls -A)
+for s in build test install-deps fuzz ptxas-report ci-bench calibrate carry-gpu-build gpu-suite; do
+  for h in -h --help; do
+    out=$(scripts/$s.sh $h 2>&1); rc=$?
+    first=$(sed -n 2p scripts/$s.sh | sed 's/^# //')
+    if [ "$rc" -ne 0 ] || [ "$(printf '%s\n' "$out" | head -1)" != "$first" ]; then
+      echo "FAIL: $s.sh $h -> rc $rc, '$(printf '%s' "$out" | head -1)' (want rc 0 and '$first')"; fail=1
+    fi
+  done
+done
+[ "$(ls -A)" = "$before" ] || { echo "FAIL: a --help made files: $(comm -13 <(echo "$before") <(ls -A) | tr '\n' ' ')"; fail=1; }
+echo "ok: --help of every script"
+expect_refusal ptxas-report.sh "unknown option '--bogus'" --bogus
 [ ! -e "build/--help" ] && [ ! -e "build/no-such-preset" ] || { echo "FAIL: a refused call made a build folder"; fail=1; }
 exit $fail
