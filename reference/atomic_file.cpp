@@ -1,6 +1,8 @@
 #include "atomic_file.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -8,10 +10,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <mutex>
+#include <utility>
 
 #include "errors.hpp"
 
@@ -44,13 +49,12 @@ void close_quietly(int& fd) {
   fd = -1;
 }
 
-// A writer killed mid-way (SIGTERM, SIGINT, SIGKILL, the OOM killer: no
-// destructor runs) leaves its temporary behind, the size of what it had
-// written (700 MB for a 3B model's weights). A signal handler would change
-// the whole process's signal disposition (the bench sweep has its own) and
-// cannot run for SIGKILL, so the next writer of the same target removes them
-// instead. A live writer holds an flock on its temporary from just after
-// creating it until after the rename, so one that can be locked has no
+// A writer stopped by SIGINT or SIGTERM removes its temporary (StopSignalCleanup
+// below); one killed where no handler runs (SIGKILL, the OOM killer, a signal
+// whose handler someone else installed) leaves it behind, the size of what it
+// had written (700 MB for a 3B model's weights), so the next writer of the same
+// target removes those. A live writer holds an flock on its temporary from just
+// after creating it until after the rename, so one that can be locked has no
 // writer; an empty one may be between mkstemp and flock, and is left alone
 // until it is a minute old.
 void remove_stale_temporaries(const std::string& folder, const std::string& name) {
@@ -70,6 +74,104 @@ void remove_stale_temporaries(const std::string& folder, const std::string& name
   }
 }
 
+// While an AtomicFile lives, SIGINT and SIGTERM remove its temporary before
+// the process ends by the signal (exit 130 / 143), so Ctrl-C during
+// `yoco forward` or `weights init` leaves no hidden file of tens of MB. Only
+// where the signal's action is the default one: a process that chose its own
+// (the bench sweep says what it kept and blocks both signals while it writes;
+// a caller ignoring SIGINT) keeps it. The handler reads fixed slots, set with
+// both signals blocked, and calls only unlink, write, sigaction and raise
+// (async-signal-safe), and says which file was not written.
+constexpr int kSlots = 16;
+constexpr size_t kPathBytes = 4096;
+char g_temp[kSlots][kPathBytes], g_target[kSlots][kPathBytes];
+volatile sig_atomic_t g_temp_live[kSlots];
+std::mutex g_slots_mutex;
+int g_live_files = 0;
+bool g_installed[2] = {false, false};
+struct sigaction g_previous[2];
+constexpr int kStopSignals[2] = {SIGINT, SIGTERM};
+
+void say(const char* s) {
+  ssize_t ignored = ::write(STDERR_FILENO, s, std::strlen(s));
+  (void)ignored;
+}
+
+extern "C" void remove_temporaries_and_stop(int sig) {
+  for (int i = 0; i < kSlots; ++i) {
+    if (!g_temp_live[i]) continue;
+    ::unlink(g_temp[i]);
+    say("yoco: interrupted (");
+    say(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    say("): ");
+    say(g_target[i]);
+    say(" not written; any earlier file there is as it was\n");
+  }
+  struct sigaction act {};
+  sigemptyset(&act.sa_mask);
+  act.sa_handler = SIG_DFL;
+  ::sigaction(sig, &act, nullptr);
+  ::raise(sig);  // pending until the handler returns, then the default action
+}
+
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGINT);
+    sigaddset(&s, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+  }
+  ~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_;
+};
+
+// A slot for `temp` (-1 where all are taken: that temporary is left to the next writer).
+int register_temporary(const std::string& temp, const std::string& target) {
+  std::lock_guard<std::mutex> lock(g_slots_mutex);
+  int slot = -1;
+  for (int i = 0; i < kSlots && slot < 0; ++i)
+    if (!g_temp_live[i]) slot = i;
+  if (slot < 0 || temp.size() >= kPathBytes || target.size() >= kPathBytes) return -1;
+  std::memcpy(g_temp[slot], temp.c_str(), temp.size() + 1);
+  std::memcpy(g_target[slot], target.c_str(), target.size() + 1);
+  std::atomic_thread_fence(std::memory_order_release);  // the path is whole before a handler can see the slot
+  g_temp_live[slot] = 1;
+  if (g_live_files++ == 0) {
+    for (int k = 0; k < 2; ++k) {
+      struct sigaction now {};
+      g_installed[k] = ::sigaction(kStopSignals[k], nullptr, &now) == 0 && now.sa_handler == SIG_DFL &&
+                       !(now.sa_flags & SA_SIGINFO);
+      if (!g_installed[k]) continue;
+      struct sigaction act {};
+      act.sa_handler = remove_temporaries_and_stop;
+      sigemptyset(&act.sa_mask);
+      sigaddset(&act.sa_mask, SIGINT);
+      sigaddset(&act.sa_mask, SIGTERM);
+      ::sigaction(kStopSignals[k], &act, &g_previous[k]);
+    }
+  }
+  return slot;
+}
+
+void release_temporary(int slot) {
+  if (slot < 0) return;
+  std::lock_guard<std::mutex> lock(g_slots_mutex);
+  g_temp_live[slot] = 0;
+  if (--g_live_files > 0) return;
+  for (int k = 0; k < 2; ++k) {
+    struct sigaction now {};
+    // Put back only our own: a handler installed since (by code that saved ours) stays.
+    if (g_installed[k] && ::sigaction(kStopSignals[k], nullptr, &now) == 0 &&
+        now.sa_handler == remove_temporaries_and_stop)
+      ::sigaction(kStopSignals[k], &g_previous[k], nullptr);
+    g_installed[k] = false;
+  }
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
@@ -82,10 +184,17 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     if (fd_ < 0) fail("cannot open for writing", errno);
   } else {
     const std::string name = std::filesystem::path(path_).filename().string();
+    std::error_code ec;
+    if (std::filesystem::create_directories(folder_of(path_), ec); ec)
+      fail("cannot create its folder " + folder_of(path_), ec.value());
     remove_stale_temporaries(folder_of(path_), name);
     std::string tmpl = (std::filesystem::path(folder_of(path_)) / ("." + name + ".tmp.XXXXXX")).string();
     const mode_t mode = new_file_mode(path_);
-    fd_ = ::mkstemp(tmpl.data());
+    {
+      StopSignalsHeld hold;  // created and registered as one step: a Ctrl-C between leaves nothing
+      fd_ = ::mkstemp(tmpl.data());
+      if (fd_ >= 0) slot_ = register_temporary(tmpl, path_);
+    }
     if (fd_ < 0) fail("cannot write (creating a temporary file in " + folder_of(path_) + ")", errno);
     temp_ = tmpl;
     // On a descriptor of its own, so that it outlives the close before the
@@ -102,6 +211,7 @@ AtomicFile::~AtomicFile() {
     close_quietly(fd_);
     if (!temp_.empty()) ::unlink(temp_.c_str());
   }
+  release_temporary(slot_);
   close_quietly(lock_fd_);
 }
 
@@ -110,6 +220,7 @@ void AtomicFile::fail(const std::string& what, int err) {
   const bool replacing = !temp_.empty();
   if (replacing) ::unlink(temp_.c_str());
   temp_.clear();
+  release_temporary(std::exchange(slot_, -1));
   committed_ = true;  // nothing left to clean up
   throw InputError(path_ + ": " + what + (err ? std::string(" (") + std::strerror(err) + ")" : std::string()) +
                    (replacing ? "; any earlier file there is left as it was" : ""));
@@ -157,6 +268,7 @@ void AtomicFile::commit() {
   if (!temp_.empty()) {
     if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
     temp_.clear();
+    release_temporary(std::exchange(slot_, -1));
     // The rename itself is durable once the folder is synced (best effort).
     const int dfd = ::open(folder_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {

@@ -6,8 +6,11 @@
 // naming the target, and an earlier file at that path stays byte-for-byte as
 // it was. A target that exists and is not a regular file (/dev/null,
 // /dev/full, a pipe) is written in place, with the same checks, since it
-// cannot be replaced by a rename. Temporaries of the same target left by a
-// writer that was killed are removed when the next writer opens.
+// cannot be replaced by a rename. SIGINT or SIGTERM while a writer lives
+// removes its temporary before the process ends by the signal (where their
+// action was the default one); temporaries of the same target left by a writer
+// killed otherwise are removed when the next writer opens. A missing folder of
+// the target is created.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,6 +41,7 @@ class AtomicFile {
   std::string path_, temp_;  // temp_ empty: writing the target in place
   int fd_ = -1;
   int lock_fd_ = -1;  // holds an flock on temp_ while this writer lives (a stale temporary has none)
+  int slot_ = -1;     // temp_'s slot for the SIGINT / SIGTERM cleanup (-1: none)
   std::string buf_;
   bool committed_ = false;
 };

@@ -383,9 +383,10 @@ TEST(AtomicFile, FailedWritesKeepTheEarlierFile) {
   fs::remove_all(dir);
 }
 
-// A writer killed mid-way (SIGTERM during `weights init` of a large model:
-// no destructor runs) left its temporary behind for good. The next writer of
-// the same target removes it; a live writer's temporary is left alone.
+// A writer killed mid-way (SIGKILL, the OOM killer during `weights init` of a
+// large model: no destructor or handler runs) left its temporary behind for
+// good. The next writer of the same target removes it; a live writer's
+// temporary is left alone.
 TEST(AtomicFile, TheNextWriterRemovesTheTemporaryOfAKilledOne) {
   const auto dir = temp_path("atomic_killed");
   fs::create_directories(dir);
@@ -401,12 +402,12 @@ TEST(AtomicFile, TheNextWriterRemovesTheTemporaryOfAKilledOne) {
     if (child == 0) {
       AtomicFile f(t);
       f.write(std::string(3 << 20, 'w'));  // past the buffer: on disk
-      ::raise(SIGTERM);
+      ::raise(SIGKILL);
       ::_exit(0);
     }
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
   }
   ASSERT_EQ(temporaries(), 2) << "the killed writers' temporaries";
   {
@@ -421,6 +422,61 @@ TEST(AtomicFile, TheNextWriterRemovesTheTemporaryOfAKilledOne) {
   EXPECT_EQ(temporaries(), 1) << "only the other target's, until it is written";
   check_output_path(other);
   EXPECT_EQ(temporaries(), 0);
+  fs::remove_all(dir);
+}
+
+// Ctrl-C during `yoco forward --out` or `weights init` left a hidden temporary
+// of tens of MB until the next write of the same file. A writer stopped by
+// SIGINT or SIGTERM now removes it and ends by the signal; one whose process
+// set its own action for the signal (the bench sweep's message) keeps that
+// action, and the temporary is left to the next writer as before.
+TEST(AtomicFile, AStopSignalRemovesTheTemporaryAndEndsByTheSignal) {
+  const auto dir = temp_path("atomic_stopped");
+  fs::remove_all(dir);
+  const std::string target = dir + "/new/folder/out.npy";  // folders made by the writer
+  auto files = [&] {
+    int n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) n += e.is_regular_file();
+    return n;
+  };
+  write_file_atomically(target, "earlier");
+  ASSERT_EQ(yoco_test_slurp(target), "earlier");
+  for (const int sig : {SIGINT, SIGTERM}) {
+    for (const bool own_handler : {false, true}) {
+      const pid_t child = ::fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        if (own_handler) std::signal(sig, [](int s) {
+          std::signal(s, SIG_DFL);
+          ::raise(s);
+        });
+        {
+          AtomicFile probe(target);  // two writers live, then one: the handler stays while any does
+        }
+        AtomicFile f(target);
+        f.write(std::string(3 << 20, 'w'));  // past the buffer: on disk
+        ::raise(sig);
+        ::_exit(0);
+      }
+      int status = 0;
+      ASSERT_EQ(::waitpid(child, &status, 0), child);
+      ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
+      EXPECT_EQ(yoco_test_slurp(target), "earlier");
+      EXPECT_EQ(files(), own_handler ? 2 : 1) << (own_handler ? "the process's own action, kept" : "the temporary left");
+      if (own_handler) check_output_path(target);  // the next writer removes it
+      EXPECT_EQ(files(), 1);
+    }
+  }
+  // After the last writer the actions are the process's again.
+  {
+    AtomicFile f(target);
+    struct sigaction during {};
+    ASSERT_EQ(::sigaction(SIGINT, nullptr, &during), 0);
+    EXPECT_NE(during.sa_handler, SIG_DFL);
+  }
+  struct sigaction after {};
+  ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
   fs::remove_all(dir);
 }
 
