@@ -184,5 +184,16 @@ TEST_F(Cli, DemoRefusesWhatCannotFitBeforeRunning) {
   }
 }
 
+// generate's host-memory gate counted every step's logits (8 B x vocab a step)
+// with or without --check, and only the check keeps them: 5M tokens of yoco-tiny
+// were refused for 26.9 GB. Without --check they pass the gate; with it they
+// are still refused.
+TEST_F(Cli, GenerateCountsKeptLogitsOnlyForTheCheck) {
+  const std::string cmd = "generate --model yoco-tiny --tokens 3 --gen 2000000 --dry-run";
+  const CliRun plain = yoco(cmd);
+  EXPECT_EQ(plain.status, 0) << plain.all();
+  expect_one_line_error(yoco(cmd + " --check"), {"not enough memory", "2000000"}, cmd + " --check");
+}
+
 }  // namespace
 }  // namespace yoco_test

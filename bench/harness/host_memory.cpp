@@ -77,9 +77,10 @@ double generation_bytes_estimate(const ModelConfig& c, int elem, double batch, d
   const double chunk = std::min(prefill_chunk, prompt);
   // The prefill runs gRet chunkwise, in the config's chunks.
   double bytes = caches + forward_bytes_estimate(c, elem, batch, chunk, d(c.gret_chunk_size)) + 128 * cap * elem * 2;
-  bytes += (gen + 1) * batch * d(c.vocab_size) * 8;  // logits kept for the check
-  bytes += batch * cap * 8;                          // token ids
-  if (check) bytes += forward_bytes_estimate(c, elem, batch, cap);
+  bytes += batch * cap * 8;  // token ids
+  // run_greedy keeps every step's logits only for the check (without it,
+  // --gen 5000000 on yoco-tiny was refused for 26.9 GB it would never hold).
+  if (check) bytes += (gen + 1) * batch * d(c.vocab_size) * 8 + forward_bytes_estimate(c, elem, batch, cap);
   return bytes;
 }
 
