@@ -434,6 +434,21 @@ std::string config_to_json_text(const ModelConfig& c) {
   return j.dump(2);
 }
 
+std::optional<std::string> config_difference(const ModelConfig& a, const ModelConfig& b) {
+  const auto ja = nlohmann::ordered_json::parse(config_to_json_text(a));
+  const auto jb = nlohmann::ordered_json::parse(config_to_json_text(b));
+  auto shown = [](const nlohmann::ordered_json* v) { return v ? v->dump() : std::string("(absent)"); };
+  for (const auto* keys : {&ja, &jb}) {
+    for (const auto& [key, unused] : keys->items()) {
+      if (key == "gret_chunk_size") continue;
+      const auto* va = ja.contains(key) ? &ja.at(key) : nullptr;
+      const auto* vb = jb.contains(key) ? &jb.at(key) : nullptr;
+      if (!va || !vb || *va != *vb) return key + " " + shown(va) + " vs " + shown(vb);
+    }
+  }
+  return std::nullopt;
+}
+
 void validate_tokens(const ModelConfig& cfg, const std::vector<int64_t>& tokens) {
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= cfg.vocab_size)

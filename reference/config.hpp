@@ -69,6 +69,10 @@ ModelConfig load_config_file(const std::string& path);
 // PRESET or FILE.json: a name that ends in .json or contains '/' is a file.
 ModelConfig resolve_model(const std::string& preset_or_file);
 std::string config_to_json_text(const ModelConfig& cfg);
+// The first field (in config_to_json_text's order) where `a` computes another
+// function than `b`, as "field a-value vs b-value"; nullopt when none. The name
+// and gret_chunk_size (a paradigm's block: the same function) are not compared.
+std::optional<std::string> config_difference(const ModelConfig& a, const ModelConfig& b);
 
 // Checks every token id against the vocabulary.
 void validate_tokens(const ModelConfig& cfg, const std::vector<int64_t>& tokens);

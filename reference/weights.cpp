@@ -48,6 +48,15 @@ void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg) {
       throw InputError(path + ": tensor '" + p.name + "' has shape " + shape_string(it->second.shape) + ", model " +
                        cfg.name + " needs " + shape_string(p.shape));
   }
+  // The tensors fit, but a file `weights init` wrote for another config (another rope_theta, norm_eps,
+  // window or head split: the same shapes) would give other logits without a word. Files without the
+  // key (written elsewhere) are taken on their tensors alone.
+  const auto meta = file.metadata().find("yoco_config");
+  if (meta == file.metadata().end()) return;
+  const ModelConfig written = config_from_json_text(meta->second, path + ": metadata yoco_config");
+  if (const auto diff = config_difference(written, cfg))
+    throw InputError(path + ": written for another model config: " + *diff + " (the file's yoco_config vs model " +
+                     cfg.name + ")");
 }
 
 template <class T>

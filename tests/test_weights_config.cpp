@@ -273,6 +273,57 @@ TEST(Safetensors, StreamedWriterMixesDtypesInBlocksAndIsAtomic) {
   fs::remove(good);
 }
 
+// A file `weights init` wrote for another config with the same tensor shapes
+// (rope_theta 500000 instead of 10000) loaded as yoco-tiny without a word and
+// gave other logits. The file's yoco_config is now compared with the model:
+// a difference in what the model computes is refused naming the field; the
+// paradigm's block (gret_chunk_size) is not such a difference; a yoco_config
+// that is not a config is refused; a file without one is taken on its tensors.
+TEST(Weights, AFileWrittenForAnotherConfigIsRefused) {
+  const auto cfg = preset_config("yoco-tiny");
+  auto theta = cfg;
+  theta.rope_theta = 500000.0;
+  auto chunk = cfg;
+  chunk.gret_chunk_size = 64;
+  auto window = preset_config("yoco-swa-tiny");
+  auto wider = window;
+  wider.sliding_window = *window.sliding_window + 8;
+  const auto file = temp_path("theta.safetensors"), swa = temp_path("window.safetensors");
+  Weights<float>::init(theta, 3).save(file, DType::f32);
+  Weights<float>::init(window, 3).save(swa, DType::f32);
+  expect_input_error([&] { (void)Weights<float>::load(cfg, file); }, {file, "rope_theta 500000.0 vs 10000.0", "yoco-tiny"});
+  expect_input_error([&] { (void)Weights<float>::load(wider, swa); }, {swa, "sliding_window"});
+  (void)Weights<float>::load(theta, file);
+  (void)Weights<float>::load(window, swa);
+  auto theta_chunk = theta;
+  theta_chunk.gret_chunk_size = 64;
+  (void)Weights<float>::load(theta_chunk, file);  // the same function, another block
+  EXPECT_FALSE(config_difference(cfg, chunk).has_value());
+  EXPECT_EQ(config_difference(cfg, theta).value_or(""), "rope_theta 10000.0 vs 500000.0");
+  EXPECT_TRUE(config_difference(cfg, preset_config("transformer-tiny")).has_value());
+  // The same tensors with another yoco_config, or none.
+  SafetensorsReader r(file);
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const auto& [name, e] : r.entries()) specs.push_back({name, DType::f32, e.shape});
+  const auto rewrite = [&](const std::map<std::string, std::string>& meta) {
+    const auto out = temp_path("meta.safetensors");
+    SafetensorsWriter w(out, specs, meta);
+    for (const auto& s : specs) {
+      std::vector<float> x(static_cast<size_t>(r.entries().at(s.name).numel()));
+      r.read(s.name, x.data());
+      w.append(x.data(), static_cast<int64_t>(x.size()));
+    }
+    w.commit();
+    return out;
+  };
+  (void)Weights<float>::load(cfg, rewrite({{"format", "pt"}}));
+  expect_input_error([&] { (void)Weights<float>::load(cfg, rewrite({{"yoco_config", "{\"dim\": "}})); },
+                     {"metadata yoco_config"});
+  expect_input_error([&] { (void)Weights<float>::load(cfg, rewrite({{"yoco_config", config_to_json_text(theta)}})); },
+                     {"rope_theta"});
+  for (const auto& f : {file, swa, temp_path("meta.safetensors")}) fs::remove(f);
+}
+
 // Builds a safetensors file from a header string and a data size.
 std::string write_raw(const std::string& name, const std::string& header, size_t data_bytes, int64_t claimed_len = -1) {
   const auto path = temp_path(name);
