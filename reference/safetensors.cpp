@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -43,14 +44,24 @@ std::string shown(const nlohmann::json& v) {
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
   std::error_code ec;
   const auto fsize = std::filesystem::file_size(path_, ec);
-  if (ec) fail(path_, "cannot open weights file (" + ec.message() + ")");
+  if (ec) fail(path_, "cannot open (" + ec.message() + ")");
   std::ifstream in(path_, std::ios::binary);
-  if (!in) fail(path_, "cannot open weights file (" + std::generic_category().message(errno) + ")");
+  if (!in) fail(path_, "cannot open (" + std::generic_category().message(errno) + ")");
   if (fsize < 8) fail(path_, "truncated: shorter than the 8-byte header length");
   unsigned char lenbuf[8];
   in.read(reinterpret_cast<char*>(lenbuf), 8);
   uint64_t hlen = 0;
   for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | lenbuf[i];
+  // A file of another kind read as safetensors had its first 8 bytes taken for a header length
+  // ("header length 379676406402707 exceeds the 100 MB limit" for a .npy): say what it is instead.
+  if (std::memcmp(lenbuf, "\x93NUMPY", 6) == 0) fail(path_, "a .npy file, not safetensors");
+  if (hlen > kMaxHeader || hlen > fsize - 8) {
+    char first = '\0';
+    if (fsize > 8 && in.get(first) && first != '{')
+      fail(path_, "not a safetensors file (it does not start with an 8-byte header length and a JSON header)");
+    in.clear();
+    in.seekg(8);
+  }
   if (hlen > kMaxHeader) fail(path_, "header length " + std::to_string(hlen) + " exceeds the 100 MB limit");
   if (hlen > fsize - 8)
     fail(path_, "header length " + std::to_string(hlen) + " runs past the end of the file (" + std::to_string(fsize) +

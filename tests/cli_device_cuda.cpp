@@ -1,5 +1,7 @@
 // test_cli: --device cuda (what it refuses, whatever the build and the
 // machine, and a run where both have CUDA) and the small presets it serves.
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -81,6 +83,13 @@ TEST_F(Cli, DeviceCudaOptions) {
     EXPECT_NE(f.err.find("cuda preset"), std::string::npos) << f.err;
 #else
     EXPECT_NE(f.err.find("no CUDA device"), std::string::npos) << f.err;
+    // Without a driver the runtime's own words ("driver version is insufficient") sent users after an upgrade.
+    if (void* libcuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL)) {
+      ::dlclose(libcuda);
+    } else {
+      EXPECT_NE(f.err.find("no NVIDIA driver found"), std::string::npos) << f.err;
+      EXPECT_EQ(f.err.find("insufficient"), std::string::npos) << f.err;
+    }
 #endif
   }
 }

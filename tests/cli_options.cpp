@@ -47,6 +47,22 @@ TEST_F(Cli, ALineBreakInANameKeepsTheErrorOnOneLine) {
                         {"'yoco\\ntiny'"}, "preset");
   expect_one_line_error(yoco(shell_quote("frob\r\nx")), {"'frob\\r\\nx'"}, "command");
   expect_one_line_error(yoco("model --model " + shell_quote(std::string("a\x1b[2Jb"))), {"a\\x1b[2Jb"}, "escape sequence");
+  // Bytes that are not UTF-8 (a UTF-16 token file) are escaped too; UTF-8 text is kept.
+  const std::string utf16 = path("utf16.txt");
+  spit(utf16, std::string("\xff\xfe" "1\0" "2\0", 6));
+  const CliRun r = yoco("forward --model yoco-tiny --tokens-file " + utf16 + " --out " + path("x.npy"));
+  expect_one_line_error(r, {"'\\xff\\xfe1\\x002\\x00'"}, "UTF-16 tokens");
+  expect_one_line_error(yoco("model --model " + shell_quote("caf\xc3\xa9\xe9")), {"caf\xc3\xa9\\xe9"}, "Latin-1 after UTF-8");
+}
+
+// A misspelt YOCO_PROGRESS was taken silently (no progress lines in a long
+// run's log); every command now refuses it before any work.
+TEST_F(Cli, AnUnknownProgressSettingIsRefused) {
+  const CliRun r = shell("YOCO_PROGRESS=line " + shell_quote(YOCO_CLI_PATH) + " model --model yoco-tiny --lengths 1K");
+  expect_one_line_error(r, {"YOCO_PROGRESS", "'line'"}, "misspelt");
+  EXPECT_EQ(r.out, "");
+  for (const std::string v : {"lines", ""})
+    EXPECT_EQ(shell("YOCO_PROGRESS=" + v + " " + shell_quote(YOCO_CLI_PATH) + " model --model yoco-tiny --lengths 1K").status, 0) << v;
 }
 
 // Every line of an options list is an option or the continuation of one's

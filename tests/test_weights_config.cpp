@@ -341,6 +341,16 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
   fs::resize_file(shortf, 5);
   expect_input_error([&] { SafetensorsReader r(shortf); }, {"truncated"});
   expect_input_error([&] { SafetensorsReader r(write_raw("past.st", "{}", 0, 1000)); }, {"past the end"});
+  // Files of another kind: said as such, not as an absurd header length.
+  {
+    const auto npy = temp_path("logits.npy");
+    static const char head[] = "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False}";
+    std::ofstream(npy, std::ios::binary) << std::string(head, sizeof(head) - 1);
+    expect_input_error([&] { SafetensorsReader r(npy); }, {npy, "a .npy file, not safetensors"});
+    const auto text = temp_path("notes.txt");
+    std::ofstream(text) << "these are notes, not tensors\n";
+    expect_input_error([&] { SafetensorsReader r(text); }, {text, "not a safetensors file"});
+  }
   expect_input_error([&] { SafetensorsReader r(write_raw("json.st", "{\"a\": ", 0)); }, {"not valid JSON"});
   // A number too large for a double (issue 12) in the header or its metadata.
   for (const std::string& h : std::vector<std::string>{R"({"x": {"dtype": "F32", "shape": [1e400], "data_offsets": [0, 4]}})",

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "errors.hpp"
 #include "mpi_job.hpp"
+#include "progress.hpp"
 
 namespace {
 
@@ -89,17 +90,39 @@ int dispatch(int argc, char** argv) {
 
 // A message on one line: a name from the command line or a file (a path, a
 // preset, an option) may hold a line break or other control bytes, which would
-// cut the one-line error or garble the terminal. They are shown escaped.
+// cut the one-line error or garble the terminal, or bytes that are not UTF-8 (a
+// UTF-16 token file's 0xff 0xfe). They are shown escaped; UTF-8 text (a path
+// with accents) is kept as it is.
+size_t utf8_sequence_length(const unsigned char* p) {
+  const unsigned char u = p[0];
+  const size_t n = u >= 0xf0 && u <= 0xf4 ? 4 : u >= 0xe0 ? 3 : u >= 0xc2 && u <= 0xdf ? 2 : 0;
+  if (n == 0 || (n == 3 && u >= 0xf0)) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((p[k] & 0xc0) != 0x80) return 0;  // also stops at the terminating NUL
+  // Overlong forms and surrogates are not text either.
+  if ((u == 0xe0 && p[1] < 0xa0) || (u == 0xed && p[1] >= 0xa0) || (u == 0xf0 && p[1] < 0x90) ||
+      (u == 0xf4 && p[1] >= 0x90))
+    return 0;
+  return n;
+}
+
 std::string one_line(const char* what) {
   std::string out;
+  const char* hex = "0123456789abcdef";
   for (const char* p = what; *p; ++p) {
     const auto u = static_cast<unsigned char>(*p);
     if (u == '\n') {
       out += "\\n";
     } else if (u == '\r') {
       out += "\\r";
+    } else if (u >= 0x80) {
+      if (const size_t n = utf8_sequence_length(reinterpret_cast<const unsigned char*>(p))) {
+        out.append(p, n);
+        p += n - 1;
+      } else {
+        out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
+      }
     } else if ((u < 0x20 && u != '\t') || u == 0x7f) {
-      const char* hex = "0123456789abcdef";
       out += std::string("\\x") + hex[u >> 4] + hex[u & 15];
     } else {
       out += *p;
@@ -131,6 +154,7 @@ int main(int argc, char** argv) {
   const auto quiet = [] { return !yoco::cli::primary_process(); };
   try {
     yoco::cli::start_mpi_job();
+    yoco::cli::check_progress_setting();
     return check_stdout(dispatch(argc, argv));
   } catch (const yoco::InputError& e) {
     std::cout.flush();

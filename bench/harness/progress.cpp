@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "errors.hpp"
 #include "format.hpp"
 
 namespace yoco::cli {
@@ -24,6 +25,13 @@ bool lines_wanted() {
   return v && std::string(v) == "lines";
 }
 }  // namespace
+
+void check_progress_setting() {
+  const char* v = std::getenv("YOCO_PROGRESS");
+  if (v && *v && std::string(v) != "lines")
+    throw InputError(std::string("YOCO_PROGRESS: unknown value '") + v +
+                     "' (lines: one progress line a step on stderr; unset: a redrawn line on a terminal only)");
+}
 
 Progress::Progress(int64_t total_points, bool silent, std::string label)
     : enabled_(!silent && (isatty(STDERR_FILENO) == 1 || lines_wanted())),

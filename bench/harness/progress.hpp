@@ -9,6 +9,10 @@
 
 namespace yoco::cli {
 
+// InputError unless YOCO_PROGRESS is unset, empty or "lines" (a misspelt value
+// was taken silently as the terminal's default, and a log stayed empty).
+void check_progress_setting();
+
 class Progress {
  public:
   // `silent`: never draws (the ranks of an MPI job but rank 0). `label` opens

@@ -11,7 +11,14 @@ DeviceSummary query_devices() {
   const cudaError_t e = cudaGetDeviceCount(&s.count);
   if (e != cudaSuccess) {
     s.count = 0;
-    s.error = cudaGetErrorString(e);
+    // With no driver at all the runtime says "CUDA driver version is insufficient for CUDA runtime
+    // version", which sends a user of a machine without a GPU after a driver upgrade.
+    if (e == cudaErrorInsufficientDriver && s.driver_version == 0)
+      s.error = "no NVIDIA driver found (libcuda is not installed or not loadable)";
+    else if (e == cudaErrorNoDevice)
+      s.error = "no CUDA device present";
+    else
+      s.error = cudaGetErrorString(e);
     cudaGetLastError();  // clear the sticky error so later calls start clean
     return s;
   }
