@@ -1,7 +1,10 @@
 #include "weights.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <vector>
 
 #include "errors.hpp"
 #include "safetensors.hpp"
@@ -84,6 +87,42 @@ Weights<T> Weights<T>::load(const ModelConfig& cfg, const std::string& path) {
   return w;
 }
 
+namespace {
+std::map<std::string, std::string> weights_metadata(const ModelConfig& cfg) {
+  return {{"format", "pt"}, {"yoco_config", config_to_json_text(cfg)}};
+}
+}  // namespace
+
+int64_t largest_tensor_elements(const ModelConfig& cfg) {
+  int64_t n = 0;
+  for (const auto& p : param_layout(cfg)) n = std::max(n, p.numel());
+  return n;
+}
+
+void save_initial_weights(const ModelConfig& cfg, uint64_t seed, const std::string& path, DType dtype) {
+  const auto layout = param_layout(cfg);
+  std::vector<SafetensorsWriter::Spec> specs;
+  for (const auto& p : layout) specs.push_back({p.name, dtype, p.shape});
+  SafetensorsWriter out(path, specs, weights_metadata(cfg));
+  std::vector<float> buf;
+  for (const auto& p : layout) {
+    buf.resize(static_cast<size_t>(p.numel()));
+    fill_counter_init(p, seed, buf.data());
+    out.append(buf.data(), p.numel());
+  }
+  out.commit();
+}
+
+void check_weights_file_values(const ModelConfig& cfg, const std::string& path) {
+  const SafetensorsReader file(path);
+  check_weights_file(file, cfg);
+  std::vector<float> buf;
+  for (const auto& p : param_layout(cfg)) {
+    buf.resize(static_cast<size_t>(p.numel()));
+    read_weight_tensor(file, p.name, buf.data());
+  }
+}
+
 template <class T>
 void Weights<T>::save(const std::string& path, DType dtype) const {
   std::vector<TensorToWrite> out;
@@ -95,7 +134,7 @@ void Weights<T>::save(const std::string& path, DType dtype) const {
     else t.data32 = tensors_.at(p.name).data();
     out.push_back(t);
   }
-  write_safetensors(path, out, dtype, {{"format", "pt"}, {"yoco_config", config_to_json_text(cfg_)}});
+  write_safetensors(path, out, dtype, weights_metadata(cfg_));
 }
 
 template <class T>

@@ -56,6 +56,19 @@ void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg);
 template <class T>
 void read_weight_tensor(const SafetensorsReader& file, const std::string& name, T* dst);
 
+// The counter-based initial weights of `cfg` written as a safetensors file,
+// one tensor at a time: the same bytes as Weights<float>::init(cfg, seed).save
+// with a tensor's floats in memory, not the model's (yoco-13b: 26 GB in bf16
+// needed 85 GB of memory).
+void save_initial_weights(const ModelConfig& cfg, uint64_t seed, const std::string& path, DType dtype);
+
+// check_weights_file, then every tensor read and checked finite one at a time
+// (`weights inspect --model`: the largest tensor's floats in memory, not the model's).
+void check_weights_file_values(const ModelConfig& cfg, const std::string& path);
+
+// The largest tensor of cfg's layout, in elements.
+int64_t largest_tensor_elements(const ModelConfig& cfg);
+
 // Fills `dst` (p.numel() elements) with the counter-based values of tensor p.
 template <class T>
 void fill_counter_init(const ParamSpec& p, uint64_t seed, T* dst);

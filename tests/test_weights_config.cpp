@@ -273,6 +273,32 @@ TEST(Safetensors, StreamedWriterMixesDtypesInBlocksAndIsAtomic) {
   fs::remove(good);
 }
 
+// `weights init` made the whole model in memory before writing it (yoco-13b:
+// 85 GB for a 26 GB file); it now streams tensor by tensor, and must write the
+// same bytes as the in-memory path in every dtype.
+TEST(Weights, StreamedInitialWeightsAreTheSameBytes) {
+  for (const char* name : {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"}) {
+    const auto cfg = preset_config(name);
+    for (const DType dt : {DType::f32, DType::bf16, DType::f16, DType::f64}) {
+      const auto streamed = temp_path("streamed.st"), whole = temp_path("whole.st");
+      save_initial_weights(cfg, 11, streamed, dt);
+      Weights<float>::init(cfg, 11).save(whole, dt);
+      EXPECT_EQ(yoco_test_slurp(streamed), yoco_test_slurp(whole)) << name << " " << dtype_safetensors_name(dt);
+      check_weights_file_values(cfg, streamed);
+      fs::remove(streamed);
+      fs::remove(whole);
+    }
+  }
+  // The streamed check finds what the loader finds: a NaN, named by tensor and element.
+  const auto cfg = preset_config("yoco-tiny");
+  const auto f = temp_path("nan.st");
+  auto w = Weights<float>::init(cfg, 2);
+  w.mutable_tensor("layer_norm.weight")(0, 5) = std::nanf("");
+  w.save(f, DType::f32);
+  expect_input_error([&] { check_weights_file_values(cfg, f); }, {f, "layer_norm.weight", "element 5", "NaN"});
+  fs::remove(f);
+}
+
 // A file `weights init` wrote for another config with the same tensor shapes
 // (rope_theta 500000 instead of 10000) loaded as yoco-tiny without a word and
 // gave other logits. The file's yoco_config is now compared with the model:

@@ -81,7 +81,8 @@ int weights_init(const Args& args) {
   refuse_output_over_input("--out", out, a.require("--model"), "the --model file");
   const DType dtype = parse_storage_dtype(a.get_or("--dtype", "f32"));
   const ModelConfig cfg = resolve_model(a.require("--model"));
-  require_host_memory(weights_elements_estimate(cfg) * 4 * 1.5, "the weights of " + cfg.name);
+  // One tensor at a time (save_initial_weights): its floats and the writer's 1 MiB buffer.
+  require_host_memory(static_cast<double>(largest_tensor_elements(cfg)) * 4 + (1 << 20), "the weights of " + cfg.name);
   check_output_path(out);  // an unwritable --out is said before the work
   const auto layout = param_layout(cfg);
   int64_t bytes = 0;
@@ -100,13 +101,12 @@ int weights_init(const Args& args) {
                        " of tensor data, the file-size limit (ulimit -f) allows " +
                        bytes_with_human(static_cast<int64_t>(*limit)));
   }
-  // Two long steps for the large presets (seconds to minutes): said on a terminal, not in logs.
-  const bool tty = isatty(STDERR_FILENO) == 1;
-  if (tty) std::cerr << "yoco weights: initialising " << param_count(cfg) << " parameters of " << cfg.name << "...\n";
+  // A long step for the large presets (seconds to minutes): said on a terminal, not in logs.
+  if (isatty(STDERR_FILENO) == 1)
+    std::cerr << "yoco weights: initialising and writing " << param_count(cfg) << " parameters of " << cfg.name
+              << " (" << bytes_with_human(bytes) << ") to " << out << "...\n";
   // The values are floats by construction, so float storage loses nothing even for F64.
-  const auto w = Weights<float>::init(cfg, seed);
-  if (tty) std::cerr << "yoco weights: writing " << bytes_with_human(bytes) << " to " << out << "...\n";
-  w.save(out, dtype);
+  save_initial_weights(cfg, seed, out, dtype);
   std::cout << "wrote " << out << ": model " << cfg.name << ", seed " << seed << ", dtype " << dtype_safetensors_name(dtype)
             << ", " << layout.size() << " tensors, " << param_count(cfg) << " parameters, "
             << bytes_with_human(bytes) << " of tensor data\n";
@@ -146,8 +146,9 @@ int weights_inspect(const Args& args) {
             << " of tensor data (data section " << file.data_bytes() << " B)\n";
 
   if (cfg) {
-    require_host_memory(weights_elements_estimate(*cfg) * 4, "the weights of " + cfg->name);
-    const auto w = Weights<float>::load(*cfg, path);
+    // Tensor by tensor: a 65B model's file is checked with one tensor's floats in memory.
+    require_host_memory(static_cast<double>(largest_tensor_elements(*cfg)) * 4, "the largest tensor of " + cfg->name);
+    check_weights_file_values(*cfg, path);
     std::cout << "valid weights for model " << cfg->name << ": all " << param_layout(*cfg).size()
               << " tensors present with the right shapes, no extra tensor\n";
   }
