@@ -162,6 +162,43 @@ TEST_F(Check, AcceptsTheReferenceRoundedToBf16AndItsF32State) {
   EXPECT_LT(verdict(rs, "final_state").rms_ratio, 1e-6);
 }
 
+// The tolerance rule follows each output's own dtype: a bf16 final_state beside
+// an f32 o was held to the fp32 rule (and failed for its rounding), an f64
+// state beside an f16 o to the bf16 rule (a loose one). Each says its dtype.
+TEST_F(Check, EachOutputIsHeldToTheRuleOfItsOwnDtype) {
+  const Problem p = make_problem(1, 200, 2, 32, 21, true);
+  const Outputs o = compute(p, {});
+  const std::string in = write_inputs(p);
+  auto mixed = [&](DType o_dtype, DType s_dtype, const std::string& name) {
+    const std::string f = path(name);
+    yoco::SafetensorsWriter w(f, {{"o", o_dtype, {p.B, p.T, p.H, p.D}}, {"final_state", s_dtype, {p.B, p.H, p.D, p.D}}},
+                              {});
+    w.append(o.o.data(), static_cast<int64_t>(o.o.size()));
+    w.append(o.st.data(), static_cast<int64_t>(o.st.size()));
+    w.commit();
+    return f;
+  };
+  const GretCheckReport a = run(in, mixed(DType::f32, DType::bf16, "f32_bf16.st"));
+  EXPECT_TRUE(verdict(a, "o").pass);
+  EXPECT_TRUE(verdict(a, "final_state").pass)
+      << verdict(a, "final_state").rms_ratio << " vs " << verdict(a, "final_state").tolerance;
+  EXPECT_NE(verdict(a, "final_state").tolerance_from.find("bf16 tensor-core"), std::string::npos);
+  EXPECT_NE(verdict(a, "final_state").tolerance_from.find("its dtype, bf16"), std::string::npos);
+  EXPECT_NE(verdict(a, "o").tolerance_from.find("its dtype, f32"), std::string::npos);
+  const GretCheckReport b = run(in, mixed(DType::f16, DType::f64, "f16_f64.st"));
+  EXPECT_TRUE(b.pass());
+  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("fp32 chunkwise"), std::string::npos);
+  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("its dtype, f64"), std::string::npos);
+  EXPECT_LT(verdict(b, "final_state").tolerance, 1e-4) << "the fp32 rule, not bf16's";
+  EXPECT_NE(verdict(b, "o").tolerance_from.find("its dtype, f16"), std::string::npos);
+  // The CSV notes and the table say each tensor's rule.
+  const auto csv = yoco("check gret " + in + " " + path("f32_bf16.st") + " --format csv");
+  EXPECT_EQ(csv.status, 0) << csv.all();
+  EXPECT_NE(csv.out.find("bf16; tolerance from 2x a bf16 tensor-core"), std::string::npos) << csv.out;
+  const auto table = yoco("check gret " + in + " " + path("f32_bf16.st"));
+  EXPECT_NE(table.out.find("tolerance of final_state: 2x a bf16"), std::string::npos) << table.out;
+}
+
 TEST_F(Check, AcceptsTheRecurrentParadigmInF32) {
   const Problem p = make_problem(1, 200, 2, 32, 2, true);
   Candidate c;

@@ -170,8 +170,9 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   const bool low = oi.dtype == "bf16" || oi.dtype == "f16";
   const std::string from = low ? "2x a " + oi.dtype +
                                      " flash-attention computation of the same inputs (fp32 scores and sums, P "
-                                     "rounded to " + oi.dtype + ", fp32 accumulation, output rounded)"
-                               : std::string("2x an fp32 computation of the same inputs");
+                                     "rounded to " + oi.dtype + ", fp32 accumulation, output rounded): the rule "
+                                     "for its dtype, " + oi.dtype
+                               : "2x an fp32 computation of the same inputs: the rule for its dtype, " + oi.dtype;
   rep.verdicts.push_back(acc.verdict(opt.o, oi.dtype, opt.tolerance, from, d.Hq * d.D, d.Sq));
   std::ostringstream scaled;
   scaled << "scores scaled by " << scale;

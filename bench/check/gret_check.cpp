@@ -166,10 +166,16 @@ void for_each_head(int64_t H, F&& f) {
   if (error) std::rethrow_exception(error);
 }
 
-std::string derived_from(bool low_precision) {
-  return low_precision ? "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators, "
-                         "bf16 operands, bf16 output; f16 outputs are held to this bf16 rule too)"
-                       : "2x an fp32 chunkwise computation of the same inputs";
+bool low_precision(const std::string& dtype) { return dtype == "bf16" || dtype == "f16"; }
+
+// Where a tensor's tolerance comes from: the rule for its own dtype (o and
+// final_state may differ: a bf16 o beside an f32 state).
+std::string derived_from(const std::string& dtype) {
+  if (low_precision(dtype))
+    return "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators and state, bf16 "
+           "operands, output rounded to bf16): the rule for its dtype, " + dtype +
+           (dtype == "f16" ? " (held to the bf16 rule)" : "");
+  return "2x an fp32 chunkwise computation of the same inputs: the rule for its dtype, " + dtype;
 }
 
 }  // namespace
@@ -178,8 +184,13 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   const Dims d = read_dims(in, out, opt);
   const int64_t N = d.sequences();
   const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(static_cast<double>(d.D));
+  // Each output is held to the rule of its own dtype: the bf16 tensor-core
+  // emulation runs when one of them is 16-bit, the fp32 one when one is not.
   const std::string o_dtype = out.info(opt.o).dtype;
-  const bool low = o_dtype == "bf16" || o_dtype == "f16";
+  const bool judge_state = out.has(opt.final_state);
+  const std::string s_dtype = judge_state ? out.info(opt.final_state).dtype : o_dtype;
+  const bool low_o = low_precision(o_dtype), low_s = low_precision(s_dtype);
+  const bool run_tc = low_o || (judge_state && low_s), run_f32 = !low_o || (judge_state && !low_s);
   // Whole chunks per block (the same arithmetic as one pass); by default about
   // 2 M values per tensor (16 MB in fp64), so that the buffers stay warm in
   // the allocator instead of being faulted in afresh at every block.
@@ -199,7 +210,7 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
     const int64_t te = d.cu.empty() ? d.T : d.cu[static_cast<size_t>(s + 1)];
     std::vector<Mat<double>> S = in.has(opt.initial_state) ? read_states(in, opt.initial_state, d, s, opt.state_layout)
                                                            : std::vector<Mat<double>>(d.H, Mat<double>::Zero(d.D, d.D));
-    std::vector<Mat<double>> Se = S;  // the emulation's state
+    std::vector<Mat<double>> Se_tc = S, Se_f32 = S;  // the emulations' states
     for (int64_t t0 = ts; t0 < te; t0 += block) {
       const int64_t L = std::min(block, te - t0);
       const std::vector<double> qb = read_block(in, opt.q, d, opt.layout, b, t0, L, d.D);
@@ -223,20 +234,21 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
         GretResult<double> r = gret_run<double>(opt.paradigm, q, k, v, lg, &S[h], 64);
         S[h] = std::move(r.state);
         ref_o[static_cast<size_t>(h)] = std::move(r.o);
-        if (low) {
+        if (run_tc) {
           // A bf16 kernel reads q, k, v as bf16: round them first (the identity
           // for bf16 files), so that f32 inputs' rounding is in the tolerance.
           const auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
           const Mat<double> qr = Eigen::Map<const Mat<double>>(qh, L, d.D).unaryExpr(bf) * scale;
-          cuda::GretEmulation e = cuda::gret_chunk_emulate(qr, k.unaryExpr(bf), v.unaryExpr(bf), lg, &Se[h], 64);
-          emu_o[static_cast<size_t>(h)] = std::move(e.o);
-          Se[h] = std::move(e.state);
-        } else {
-          const Mat<float> sf = Se[h].cast<float>();
+          cuda::GretEmulation e = cuda::gret_chunk_emulate(qr, k.unaryExpr(bf), v.unaryExpr(bf), lg, &Se_tc[h], 64);
+          if (low_o) emu_o[static_cast<size_t>(h)] = std::move(e.o);
+          Se_tc[h] = std::move(e.state);
+        }
+        if (run_f32) {
+          const Mat<float> sf = Se_f32[h].cast<float>();
           const GretResult<float> e =
               gret_chunkwise<float>(q.cast<float>(), k.cast<float>(), v.cast<float>(), lg.cast<float>(), &sf, 64);
-          emu_o[static_cast<size_t>(h)] = e.o.cast<double>();
-          Se[h] = e.state.cast<double>();
+          if (!low_o) emu_o[static_cast<size_t>(h)] = e.o.cast<double>();
+          Se_f32[h] = e.state.cast<double>();
         }
       });
       for (int64_t h = 0; h < d.H; ++h) {
@@ -254,12 +266,15 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
         }
       }
     }
-    if (out.has(opt.final_state)) {
+    if (judge_state) {
       const std::vector<Mat<double>> got = read_states(out, opt.final_state, d, s, opt.state_layout);
+      // A 16-bit state is the kernel's fp32 state rounded as it is written: the
+      // emulation's is rounded to bf16 the same way (o's rule).
+      const auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
       for (int64_t h = 0; h < d.H; ++h)
         for (int64_t i = 0; i < d.D; ++i)
           for (int64_t j = 0; j < d.D; ++j)
-            acc_s.add(got[h](i, j), S[h](i, j), Se[h](i, j), 0, [&] {
+            acc_s.add(got[h](i, j), S[h](i, j), low_s ? bf(Se_tc[h](i, j)) : Se_f32[h](i, j), 0, [&] {
               std::ostringstream w;
               w << "sequence " << s << ", head " << h << ", state [" << i << "][" << j << "] (as [K, V])";
               return w.str();
@@ -281,10 +296,9 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       << paradigm_name(opt.paradigm) << " in fp64" << (d.cu.empty() ? "" : ", packed sequences (cu_seqlens)");
     rep.conventions = c.str();
   }
-  rep.verdicts.push_back(acc_o.verdict(opt.o, o_dtype, opt.tolerance, derived_from(low), d.H * d.D, d.T));
-  if (out.has(opt.final_state))
-    rep.verdicts.push_back(
-        acc_s.verdict(opt.final_state, out.info(opt.final_state).dtype, opt.tolerance, derived_from(low), 1, 1));
+  rep.verdicts.push_back(acc_o.verdict(opt.o, o_dtype, opt.tolerance, derived_from(o_dtype), d.H * d.D, d.T));
+  if (judge_state)
+    rep.verdicts.push_back(acc_s.verdict(opt.final_state, s_dtype, opt.tolerance, derived_from(s_dtype), 1, 1));
   std::ostringstream scaled;
   scaled << "q scaled by " << scale;
   refuse_unjudgeable(rep, in.path(), scaled.str());

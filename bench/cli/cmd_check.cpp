@@ -76,10 +76,11 @@ CommandSpec gret_spec() {
       "Verdict, per output tensor: the RMS error ratio RMS(out - ref) / RMS(ref), the largest absolute error\n"
       "and where, the count of non-finite values, and for o the first token whose error (RMS over heads and\n"
       "columns, against the whole output's reference RMS) passes the tolerance: an offset that wraps shows\n"
-      "where it starts. Tolerance (DESIGN.md 6, the rule for our own kernels): 2x the error of a\n"
-      "computation that rounds the same tensors: for bf16/f16 outputs a bf16 tensor-core chunkwise\n"
-      "computation (fp32 accumulators and state, bf16 operands and output), for f32/f64 outputs an fp32\n"
-      "chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output says which was used.\n"
+      "where it starts. Tolerance (DESIGN.md 6, the rule for our own kernels), per output by its own dtype:\n"
+      "2x the error of a computation that rounds the same tensors: for a bf16/f16 output a bf16 tensor-core\n"
+      "chunkwise computation (fp32 accumulators and state, bf16 operands, output rounded to bf16), for an\n"
+      "f32/f64 output an fp32 chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output\n"
+      "says which rule (and which dtype) set each tolerance.\n"
       "\n"
       "Generated inputs (--generate): q, k, v uniform with unit variance, element (b, t, h, d) a pure function\n"
       "of (seed, tensor, its [B, T, H, D] index); g from x uniform with unit variance. A file over 64 MiB\n"
@@ -292,8 +293,14 @@ int print_report(const check::CheckReport& rep, const check::TensorFile& inputs,
       if (v.first_bad_token >= 0) std::cout << "; first token past the tolerance: " << v.first_bad_where;
       std::cout << "\n";
     }
-    std::cout << "  tolerance: " << (rep.verdicts.empty() ? "" : rep.verdicts[0].tolerance_from) << "\n"
-              << (rep.pass() ? "PASS" : "FAIL") << "\n";
+    // Each tensor's tolerance follows its own dtype: one line when they agree.
+    const bool one_rule = std::all_of(rep.verdicts.begin(), rep.verdicts.end(), [&](const check::TensorVerdict& v) {
+      return v.tolerance_from == rep.verdicts[0].tolerance_from;
+    });
+    if (one_rule) std::cout << "  tolerance: " << (rep.verdicts.empty() ? "" : rep.verdicts[0].tolerance_from) << "\n";
+    else
+      for (const auto& v : rep.verdicts) std::cout << "  tolerance of " << v.name << ": " << v.tolerance_from << "\n";
+    std::cout << (rep.pass() ? "PASS" : "FAIL") << "\n";
   }
   return rep.pass() ? 0 : 1;
 }
