@@ -456,6 +456,39 @@ TEST_F(Check, CommandLineExitCodesAndFormats) {
   EXPECT_NE(opt.err.find("--layout"), std::string::npos) << opt.err;
 }
 
+// The help says g is a log-decay, <= 0: a positive g (growing state) was judged
+// anyway, and a NaN or -inf one ended as "reference not finite". Each is
+// refused naming the tensor and the first offending index; g beside g_gamma
+// (one was silently ignored) is refused too.
+TEST_F(Check, AGateThatIsNotALogDecayOrIsGivenTwiceIsBadInput) {
+  const Problem p = make_problem(1, 64, 2, 16, 12, false);
+  const std::string out = write_outputs(p, compute(p, {}), DType::f32, false);
+  for (const double bad : {0.25, std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+    Problem q = p;
+    q.g[static_cast<size_t>(5 * p.H + 1)] = bad;  // batch 0, token 5, head 1
+    const auto r = yoco("check gret " + write_inputs(q, "gbad.st") + " " + out);
+    yoco_test::expect_input_error(r, {"gbad.st", "'g'", "<= 0", "[0, 5, 1]"}, std::to_string(bad));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const std::string both = path("both.st");
+  const std::vector<double> gg{-0.1, -0.2};
+  yoco::write_safetensors(both,
+                          {{"q", {p.B, p.T, p.H, p.D}, p.q.data(), nullptr}, {"k", {p.B, p.T, p.H, p.D}, p.k.data(), nullptr},
+                           {"v", {p.B, p.T, p.H, p.D}, p.v.data(), nullptr}, {"g", {p.B, p.T, p.H}, p.g.data(), nullptr},
+                           {"g_gamma", {p.H}, gg.data(), nullptr}},
+                          DType::f32, {});
+  yoco_test::expect_input_error(yoco("check gret " + both + " " + out), {"both.st", "'g'", "'g_gamma'", "one or the other"},
+                                "g and g_gamma");
+  const std::vector<double> gpos{-0.1, 0.5};
+  const std::string gamma = path("gamma.st");
+  yoco::write_safetensors(gamma,
+                          {{"q", {p.B, p.T, p.H, p.D}, p.q.data(), nullptr}, {"k", {p.B, p.T, p.H, p.D}, p.k.data(), nullptr},
+                           {"v", {p.B, p.T, p.H, p.D}, p.v.data(), nullptr}, {"g_gamma", {p.H}, gpos.data(), nullptr}},
+                          DType::f32, {});
+  yoco_test::expect_input_error(yoco("check gret " + gamma + " " + out), {"gamma.st", "'g_gamma'", "[1] is 0.5"},
+                                "positive g_gamma");
+}
+
 // An optional tensor named on the command line is one the user means to be
 // read: --final-state finl_state (a typo) passed without judging any state,
 // --initial-state s0 ran from zero states, --g took g_gamma's place.

@@ -32,6 +32,33 @@ struct Dims {
   int64_t sequences() const { return cu.empty() ? B : static_cast<int64_t>(cu.size()) - 1; }
 };
 
+// A log-decay is finite and <= 0 (the decay exp(g) in (0, 1]): a positive one
+// grows the state without bound, a NaN or -inf leaves no reference. Streamed
+// once before the work, the first offender named by its index.
+void check_log_decay(const TensorFile& f, const std::string& name) {
+  const TensorInfo& t = f.info(name);
+  const int64_t n = t.numel();
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  std::vector<double> buf(static_cast<size_t>(std::min(n, kBlock)));
+  for (int64_t first = 0; first < n; first += kBlock) {
+    const int64_t m = std::min(kBlock, n - first);
+    f.read(name, first, m, buf.data());
+    for (int64_t i = 0; i < m; ++i) {
+      const double x = buf[static_cast<size_t>(i)];
+      if (std::isfinite(x) && x <= 0) continue;
+      std::vector<int64_t> index(t.shape.size());
+      for (int64_t r = first + i, k = static_cast<int64_t>(t.shape.size()) - 1; k >= 0; --k) {
+        index[static_cast<size_t>(k)] = r % t.shape[static_cast<size_t>(k)];
+        r /= t.shape[static_cast<size_t>(k)];
+      }
+      std::ostringstream v;
+      v << x;
+      fail(f.path() + ": tensor '" + name + "' is a log-decay, finite and <= 0 everywhere; element " +
+           shape_str(index) + " is " + v.str());
+    }
+  }
+}
+
 Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
   const TensorInfo& q = in.info(opt.q);
   if (q.shape.size() != 4 || !is_float_dtype(q.dtype))
@@ -54,6 +81,9 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   same_as_q(in, opt.k);
   same_as_q(in, opt.v);
   same_as_q(out, opt.o);
+  if (in.has(opt.g) && in.has(opt.g_gamma))
+    fail(in.path() + ": holds both '" + opt.g + "' (a log-decay per token and head) and '" + opt.g_gamma +
+         "' (per head): give one or the other");
   if (in.has(opt.g)) {
     const TensorInfo& g = in.info(opt.g);
     const std::vector<int64_t> want =
@@ -71,6 +101,7 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
     fail(in.path() + ": needs the log-decay, tensor '" + opt.g + "' (per token and head) or '" + opt.g_gamma +
          "' (per head)");
   }
+  check_log_decay(in, d.per_token_g ? opt.g : opt.g_gamma);
   if (in.has(opt.cu_seqlens)) {
     const TensorInfo& c = in.info(opt.cu_seqlens);
     if (c.shape.size() != 1 || c.shape[0] < 2)
