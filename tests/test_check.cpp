@@ -13,6 +13,7 @@
 
 #include "check_generate.hpp"
 #include "cli_runner.hpp"
+#include "cli_safetensors_bytes.hpp"
 #include "dtype.hpp"
 #include "errors.hpp"
 #include "gret.hpp"
@@ -387,6 +388,49 @@ TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {
   npy.replace(d, 3, "<i4");
   yoco_test::spit(ints + "/q.npy", npy + std::string(64 * 2 * 16 * 4, '\0'));
   expect_error(ints, write_outputs(p, o, DType::f32, false), {"ints", "'q'", "i32"});
+}
+
+// A tensor the check never reads (a uint64 .npy beside the inputs, a U8 mask in
+// OUTPUTS) refused the whole check for its dtype; it is ignored now, and its
+// dtype refused only when it is named.
+TEST_F(Check, TensorsOfOtherDtypesAreIgnoredUnlessUsed) {
+  const Problem p = make_problem(1, 64, 2, 16, 13, false);
+  const std::string in = path("in_extra");
+  std::filesystem::create_directories(in);
+  using yoco::cli::NpyDType;
+  using yoco::cli::write_npy;
+  write_npy(in + "/q.npy", NpyDType::f32, {1, 64, 2, 16}, p.q.data());
+  write_npy(in + "/k.npy", NpyDType::f32, {1, 64, 2, 16}, p.k.data());
+  write_npy(in + "/v.npy", NpyDType::f32, {1, 64, 2, 16}, p.v.data());
+  write_npy(in + "/g.npy", NpyDType::f32, {1, 64, 2}, p.g.data());
+  std::string u8 = yoco::cli::npy_header(NpyDType::f32, {4});
+  u8.replace(u8.find("<f4"), 3, "<u8");
+  yoco_test::spit(in + "/ids.npy", u8 + std::string(32, '\0'));
+  // OUTPUTS with a U8 tensor beside o.
+  const std::string plain = write_outputs(p, compute(p, {}), DType::f32, false);
+  yoco_test::StFile st = yoco_test::split_safetensors(yoco_test::slurp(plain));
+  const uint64_t end = st.data.size();
+  st.header["mask"] = {{"dtype", "U8"}, {"shape", {8}}, {"data_offsets", {end, end + 8}}};
+  st.data += std::string(8, '\1');
+  std::string h = st.header.dump();
+  h += std::string((8 - h.size() % 8) % 8, ' ');
+  std::string len(8, '\0');
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<char>((h.size() >> (8 * i)) & 0xff);
+  const std::string out = path("out_u8.safetensors");
+  yoco_test::spit(out, len + h + st.data);
+  const auto ok = yoco("check gret " + in + " " + out);
+  EXPECT_EQ(ok.status, 0) << ok.all();
+  EXPECT_TRUE(run(in, out).pass());
+  // Named, each is refused for its dtype, naming the file and the tensor.
+  const auto ids = yoco("check gret " + in + " " + out + " --cu-seqlens ids");
+  yoco_test::expect_input_error(ids, {"ids.npy", "'<u8'"}, "--cu-seqlens ids");
+  const auto mask = yoco("check gret " + in + " " + out + " --final-state mask");
+  yoco_test::expect_input_error(mask, {"out_u8.safetensors", "'mask'", "U8"}, "--final-state mask");
+  const auto o = yoco("check gret " + in + " " + out + " --o mask");
+  yoco_test::expect_input_error(o, {"out_u8.safetensors", "'mask'", "U8"}, "--o mask");
+  // The others are still read and judged, their errors intact.
+  const auto typo = yoco("check gret " + in + " " + out + " --o oo");
+  yoco_test::expect_input_error(typo, {"no tensor 'oo'", "mask", "o)"}, "--o oo");
 }
 
 // A .npy header's shape that is not a list of sizes: letters or a number past

@@ -30,8 +30,10 @@ class TensorFile {
   static std::unique_ptr<TensorFile> open(const std::string& path);
   virtual ~TensorFile() = default;
   const std::string& path() const { return path_; }
-  bool has(const std::string& name) const { return info_.count(name) != 0; }
-  // InputError "<path>: no tensor 'name' (has: a, b, ...)" when absent.
+  bool has(const std::string& name) const { return info_.count(name) != 0 || unusable_.count(name) != 0; }
+  // InputError "<path>: no tensor 'name' (has: a, b, ...)" when absent; the
+  // reason it cannot be read (an unsupported dtype, a bad .npy header) for a
+  // tensor that is there but unusable: that is said only when it is asked for.
   const TensorInfo& info(const std::string& name) const;
   std::vector<std::string> names() const;
   // Elements [first, first + count) of `name`, row-major, as double.
@@ -41,6 +43,7 @@ class TensorFile {
   explicit TensorFile(std::string path) : path_(std::move(path)) {}
   std::string path_;
   std::map<std::string, TensorInfo> info_;
+  std::map<std::string, std::string> unusable_;  // name -> the InputError it raises when used
 };
 
 // A .npy file's header: dtype, shape and where its data starts. InputError
