@@ -492,6 +492,13 @@ TEST_F(Check, CommandLineExitCodesAndFormats) {
   const auto csv = yoco("check gret " + in + " " + good + " --format csv");
   EXPECT_EQ(csv.status, 0);
   EXPECT_NE(csv.out.find("check_gret:o,rms_error_ratio"), std::string::npos) << csv.out;
+  // A single .npy file where a folder is expected: its magic was read as a
+  // safetensors header length ("header length 379676406402707 exceeds ...").
+  const std::string one = path("o_only.npy");
+  yoco::cli::write_npy(one, yoco::cli::NpyDType::f32, {1, 96, 2, 16}, p.q.data());
+  const auto npy = yoco("check gret " + in + " " + one);
+  yoco_test::expect_input_error(npy, {"o_only.npy", "a single .npy file", "pass the folder holding it"}, "one .npy");
+  EXPECT_EQ(npy.err.find("header length"), std::string::npos) << npy.err;
   const auto missing = yoco("check gret " + in + " " + path("nothing.st"));
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.err.find("nothing.st"), std::string::npos) << missing.err;

@@ -195,6 +195,13 @@ int64_t TensorInfo::numel() const {
 std::unique_ptr<TensorFile> TensorFile::open(const std::string& path) {
   if (std::filesystem::is_directory(path)) return std::make_unique<NpyFolder>(path);
   if (!std::filesystem::exists(path)) fail(path, "no such file or folder");
+  {
+    // One .npy file holds one tensor: the check reads a folder of them.
+    std::ifstream in(path, std::ios::binary);
+    char magic[6] = {};
+    if (in.read(magic, 6) && std::memcmp(magic, "\x93NUMPY", 6) == 0)
+      fail(path, "a single .npy file: pass the folder holding it (one NAME.npy per tensor), or a .safetensors file");
+  }
   // Tensors of dtypes the check does not read (U8, BOOL, ...) refuse the file
   // only when one of them is used.
   const nlohmann::json header = safetensors_header(path);
