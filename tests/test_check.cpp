@@ -388,6 +388,17 @@ TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {
   npy.replace(d, 3, "<i4");
   yoco_test::spit(ints + "/q.npy", npy + std::string(64 * 2 * 16 * 4, '\0'));
   expect_error(ints, write_outputs(p, o, DType::f32, false), {"ints", "'q'", "i32"});
+  // An integer o of the right shape: the dtype is the problem, not a shape
+  // ("'o' is i32 [1, 64, 2, 16], q is [1, 64, 2, 16]" said the shapes differ).
+  const std::string int_o = path("int_o");
+  std::filesystem::create_directories(int_o);
+  yoco_test::spit(int_o + "/o.npy", npy + std::string(64 * 2 * 16 * 4, '\0'));
+  expect_error(in, int_o, {"int_o", "'o'", "is i32: expected a float tensor"});
+  try {
+    run(in, int_o);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("q is"), std::string::npos) << e.what();
+  }
 }
 
 // A tensor the check never reads (a uint64 .npy beside the inputs, a U8 mask in

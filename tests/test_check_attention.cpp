@@ -211,6 +211,12 @@ TEST_F(CheckAttention, BadInputIsAnInputErrorNamingFileAndTensor) {
   yoco::write_safetensors(o3, {{"o", {1, 32, 3, 16}, q3.data(), nullptr}}, DType::f32, {});
   expect_error(in3, o3, {}, {"in3.st", "multiple of key/value heads"});
   expect_error(in, in, {}, {"in.st", "'o'"});  // no o in the inputs file
+  // An integer o of q's shape: said to be the dtype, not the shape.
+  std::vector<yoco::TensorToWrite> int_o{{"o", {1, 32, 4, 16}, q3.data(), nullptr}};
+  q3.resize(static_cast<size_t>(32 * 4 * 16), 0.5);
+  int_o[0].data64 = q3.data();
+  yoco::write_safetensors(path("int_o.st"), int_o, DType::i32, {});
+  expect_error(in, path("int_o.st"), {}, {"int_o.st", "'o'", "is i32: expected a float tensor"});
   AttentionCheckOptions wo;
   wo.window = 8;
   wo.causal = false;

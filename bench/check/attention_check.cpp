@@ -23,6 +23,7 @@ struct Dims {
 
 // Tensor `name` as [B, S, H, D] whatever the file's layout: its S and H.
 std::pair<int64_t, int64_t> seq_heads(const TensorFile& f, const std::string& name, bool bhsd, const char* role) {
+  require_float(f, name, role);
   const TensorInfo& t = f.info(name);
   if (t.shape.size() != 4 || !is_float_dtype(t.dtype))
     fail(f.path() + ": tensor '" + name + "' (" + role + ") must be a 4-D float tensor " +
@@ -105,6 +106,7 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   if (ki.shape[0] != d.B || ki.shape[3] != d.D)
     fail(in.path() + ": tensor '" + opt.k + "' is " + shape_str(ki.shape) + ", q is " + shape_str(qi.shape) +
          " (batch and head dim must agree)");
+  require_float(in, opt.v, "values");
   if (in.info(opt.v).shape != ki.shape || !is_float_dtype(in.info(opt.v).dtype))
     fail(in.path() + ": tensor '" + opt.v + "' is " + in.info(opt.v).dtype + " " + shape_str(in.info(opt.v).shape) +
          ", k is " + shape_str(ki.shape) + " (v must have k's shape)");
@@ -113,6 +115,7 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   if (d.Hq % d.Hkv != 0)
     fail(in.path() + ": q has " + std::to_string(d.Hq) + " heads, k " + std::to_string(d.Hkv) +
          ": query heads must be a multiple of key/value heads (GQA)");
+  require_float(out, opt.o, "the output");
   const TensorInfo& oi = out.info(opt.o);
   if (oi.shape != qi.shape || !is_float_dtype(oi.dtype))
     fail(out.path() + ": tensor '" + opt.o + "' is " + oi.dtype + " " + shape_str(oi.shape) + ", q is " +

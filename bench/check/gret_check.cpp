@@ -60,6 +60,7 @@ void check_log_decay(const TensorFile& f, const std::string& name) {
 }
 
 Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptions& opt) {
+  require_float(in, opt.q);
   const TensorInfo& q = in.info(opt.q);
   if (q.shape.size() != 4 || !is_float_dtype(q.dtype))
     fail(in.path() + ": tensor '" + opt.q + "' must be a 4-D float tensor (" +
@@ -73,6 +74,7 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   if (d.B < 1 || d.T < 1 || d.H < 1 || d.D < 1)
     fail(in.path() + ": tensor '" + opt.q + "' has an empty dimension " + shape_str(q.shape));
   auto same_as_q = [&](const TensorFile& f, const std::string& name) {
+    require_float(f, name);
     const TensorInfo& t = f.info(name);
     if (t.shape != q.shape || !is_float_dtype(t.dtype))
       fail(f.path() + ": tensor '" + name + "' is " + t.dtype + " " + shape_str(t.shape) + ", q is " +
@@ -85,6 +87,7 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
     fail(in.path() + ": holds both '" + opt.g + "' (a log-decay per token and head) and '" + opt.g_gamma +
          "' (per head): give one or the other");
   if (in.has(opt.g)) {
+    require_float(in, opt.g, "the log-decay");
     const TensorInfo& g = in.info(opt.g);
     const std::vector<int64_t> want =
         opt.layout == TokenLayout::bthd ? std::vector<int64_t>{d.B, d.T, d.H} : std::vector<int64_t>{d.B, d.H, d.T};
@@ -92,6 +95,7 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
       fail(in.path() + ": tensor '" + opt.g + "' (the log-decay per token and head) is " + g.dtype + " " +
            shape_str(g.shape) + ", expected " + shape_str(want));
   } else if (in.has(opt.g_gamma)) {
+    require_float(in, opt.g_gamma, "the log-decay");
     const TensorInfo& g = in.info(opt.g_gamma);
     if (g.shape != std::vector<int64_t>{d.H} || !is_float_dtype(g.dtype))
       fail(in.path() + ": tensor '" + opt.g_gamma + "' (a constant log-decay per head) is " + g.dtype + " " +
@@ -123,12 +127,14 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   }
   const std::vector<int64_t> state_shape{d.sequences(), d.H, d.D, d.D};
   if (in.has(opt.initial_state)) {
+    require_float(in, opt.initial_state);
     const TensorInfo& s = in.info(opt.initial_state);
     if (s.shape != state_shape || !is_float_dtype(s.dtype))
       fail(in.path() + ": tensor '" + opt.initial_state + "' is " + s.dtype + " " + shape_str(s.shape) +
            ", expected " + shape_str(state_shape) + " (one state per sequence and head)");
   }
   if (out.has(opt.final_state)) {
+    require_float(out, opt.final_state);
     const TensorInfo& s = out.info(opt.final_state);
     if (s.shape != state_shape || !is_float_dtype(s.dtype))
       fail(out.path() + ": tensor '" + opt.final_state + "' is " + s.dtype + " " + shape_str(s.shape) +

@@ -186,6 +186,13 @@ bool is_float_dtype(const std::string& dtype) {
   return dtype == "f64" || dtype == "f32" || dtype == "bf16" || dtype == "f16";
 }
 
+void require_float(const TensorFile& f, const std::string& name, const std::string& role) {
+  const std::string& dt = f.info(name).dtype;
+  if (!is_float_dtype(dt))
+    fail(f.path(), "tensor '" + name + "'" + (role.empty() ? "" : " (" + role + ")") + " is " + dt +
+                       ": expected a float tensor (f64, f32, bf16 or f16)");
+}
+
 int64_t TensorInfo::numel() const {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;

@@ -24,6 +24,11 @@ struct TensorInfo {
   int64_t numel() const;
 };
 
+class TensorFile;
+// InputError "<path>: tensor 'name' (role) is i32: expected a float tensor
+// (f64, f32, bf16 or f16)" unless it is one: said before any shape is compared.
+void require_float(const TensorFile& f, const std::string& name, const std::string& role = "");
+
 class TensorFile {
  public:
   // path: a .safetensors file, or a folder holding NAME.npy files.
