@@ -570,8 +570,8 @@ class DetectionTest(unittest.TestCase):
         rng = self.np.random.default_rng(7)
         pts = self.series(rng, drift=0.01, n=20)  # a latency getting 1% slower every run
         res = self.detect.analyse(pts, "prefill_latency_s")
-        kinds = [c[6] for c in res["changes"]]
-        self.assertTrue("regression" in kinds or res["newest"] == "regression", res)
+        kinds = [c[6] for c in res["changes"]]  # "regression", or "regression (drift ...)"
+        self.assertTrue(any(k.startswith("regression") for k in kinds) or res["newest"] == "regression", res)
 
     def test_one_outlying_run_alone_is_not_a_regression(self):
         rng = self.np.random.default_rng(11)
@@ -611,6 +611,55 @@ class DetectionTest(unittest.TestCase):
         self.assertEqual(len(got), 1)
         self.assertIsNone(got[0]["relative_change"])
         self.assertEqual((got[0]["before"], got[0]["after"]), (0.0, 100.0))
+
+    def runs_like_decode(self, rng, n=12, step_at=None, step=1.0, noise=0.01, spread=0.26):
+        """A decode step's latency run after run: 1% run-to-run noise, while each row's min..max over its 64 sampled
+        steps spans 26% of its median (as on the CPU card: a step's latency grows with its position)."""
+        pts = []
+        for i in range(n):
+            v = (1.0 + noise * rng.standard_normal()) * (step if step_at is not None and i >= step_at else 1.0)
+            pts.append(("c%03d" % i, "", float(v), spread * v if spread else None, "measured"))
+        return pts
+
+    def test_a_10_percent_decode_step_is_found_whatever_the_rows_spread(self):
+        # The noise took (max - min) / 4 of the rows when larger than the run-to-run spread: 6.5% here, so 3x the
+        # noise was ~20% and a 10% step was found in 7 of 200 series. The rows' spread is within one run.
+        hits = 0
+        for seed in range(100):
+            rng = self.np.random.default_rng(9000 + seed)
+            res = self.detect.analyse(self.runs_like_decode(rng, step_at=6, step=1.10), "decode_step_latency_s")
+            hits += any(c[6] == "regression" and abs(c[0] - 6) <= 1 for c in res["changes"])
+            self.assertLess(res["noise"], 0.02, res)
+        print("[history] 10%% decode steps found at their commit (+-1), rows spanning 26%%: %d of 100" % hits)
+        self.assertGreaterEqual(hits, 98)
+
+    def test_one_outlying_run_does_not_hide_a_later_step(self):
+        # The second pass took the residuals' standard deviation: one run 30% slow made it ~9%, and a 10% step
+        # later on was found in 0 of 200 series. Their MAD is not moved by one run.
+        hits = 0
+        for seed in range(100):
+            rng = self.np.random.default_rng(15000 + seed)
+            x = 1.0 + 0.01 * rng.standard_normal(16)
+            x[3] *= 1.3
+            x[9:] *= 1.10
+            res = self.detect.analyse([("c%03d" % i, "", float(v), None, "measured") for i, v in enumerate(x)],
+                                      "prefill_latency_s")
+            hits += any(c[6] == "regression" and abs(c[0] - 9) <= 1 for c in res["changes"])
+        self.assertGreaterEqual(hits, 98)
+
+    def test_pure_noise_raises_no_alarm(self):
+        """False alarms of the whole policy (change points and the newest run) on 12 runs at 1% noise, rows
+        spanning 26%, 1000 series; measured on the reviewer's simulation too (every measured row of the CPU card's
+        bench.csv, 12 runs, 1% noise: 0 regressions in 500 simulated histories of 56 series)."""
+        alarms = suspected = 0
+        for seed in range(1000):
+            rng = self.np.random.default_rng(20000 + seed)
+            res = self.detect.analyse(self.runs_like_decode(rng), "decode_step_latency_s")
+            alarms += res["newest"] == "regression" or any(c[6].startswith("regression") for c in res["changes"])
+            suspected += res["newest"] == "suspected"
+        print("[history] pure noise (1000 series of 12 runs): %d regression(s), %d suspected" % (alarms, suspected))
+        self.assertEqual(alarms, 0)
+        self.assertLessEqual(suspected, 5)
 
     def test_check_exits_1_on_a_regression_and_names_it(self):
         d = tempfile.mkdtemp(prefix="yoco_history_")

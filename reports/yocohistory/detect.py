@@ -1,12 +1,15 @@
 """Change points in one series of the history, by PELT (ruptures, Killick et al. 2012) on the series scaled by
 its own noise, and the policy that makes a change a regression.
 
-Noise: the larger of (a) the spread between consecutive runs, robustly (1.4826 x the median absolute deviation
-of the first differences, / sqrt 2), which a level shift does not inflate, and (b) the rows' own repeat spread
-((max - min) / 4, the median over rows that have one). PELT's penalty is PENALTY_PER_LOG_N x log(n) on the
-normalised series (a BIC-like choice, set from the rates measured on synthetic series: reports/test_history.py).
-Two passes: the change points found with that noise give segments, whose pooled residual standard deviation (a
-more efficient estimate than the differences' MAD) replaces (a) for the second, final pass.
+Noise: how the value moves from run to run, robustly: 1.4826 x the median absolute deviation of the first
+differences, / sqrt 2 (a level shift moves one difference, an outlying run two). Not the rows' own min..max: that
+spread is within one run (a decode row's 64 sampled steps span ~26% of their median on the CPU, a step's latency
+growing with its position), and as the noise it made a 10% decode step invisible; it stands in (max - min) / 4
+only for a series of fewer than MIN_RUNS_FOR_NOISE runs, too short to show its run-to-run spread.
+PELT's penalty is PENALTY_PER_LOG_N x log(n) on the normalised series (a BIC-like choice, set from the rates
+measured on synthetic series: reports/test_history.py). Two passes: the change points found with that noise give
+segments, whose residuals about their medians (1.4826 x their MAD, x sqrt(n / (n - segments))) give the noise of
+the second, final pass: robust too, so one outlying run does not hide a later step.
 A segment is at least MIN_SIZE runs, and a two-run segment's level is the run nearer its neighbour's, so one
 outlying run alone is never a change (PELT may pair it with a normal run).
 
@@ -26,6 +29,7 @@ import math
 import numpy as np
 
 MIN_SIZE = 2
+MIN_RUNS_FOR_NOISE = 6
 PENALTY_PER_LOG_N = 4.0
 NOISE_MULTIPLE = 3.0
 FAR = 6.0
@@ -51,16 +55,31 @@ def is_counted(metric, methods):
         all(m in ("exact", "analytic") for m in methods)
 
 
+def _row_spread_noise(values, spreads):
+    """(max - min) / 4 of the rows, the median over rows that have one: a stand-in for the noise of a series too
+    short to show its run-to-run variation. Only that: a row's extremes are within one run (64 decode steps span
+    ~26% of their median on the CPU, a step's latency growing with its position), not how the value moves from run
+    to run, and as the noise of a long series they made a 3x threshold of ~80%, so that a 10% step went unseen."""
+    sp = [s for s in spreads if s is not None and s > 0]
+    return float(np.median(sp)) / 4 if sp else 0.0
+
+
+def _tiny(values):
+    return 1e-9 * max(float(np.median(np.abs(values))) if len(values) else 0.0, 1e-30)
+
+
 def noise(values, spreads=()):
+    """The run-to-run noise of a series: 1.4826 x the MAD of its first differences, / sqrt 2 (robust: a level shift
+    moves one difference, an outlying run two); the rows' own spread only while the series has fewer than
+    MIN_RUNS_FOR_NOISE runs."""
     v = np.asarray(values, dtype=float)
     sigma_runs = 0.0
     if len(v) >= 3:
         d = np.diff(v)
         sigma_runs = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
-    sp = [s for s in spreads if s is not None and s > 0]
-    sigma_rows = float(np.median(sp)) / 4 if sp else 0.0
-    scale = float(np.median(np.abs(v))) if len(v) else 0.0
-    return max(sigma_runs, sigma_rows, 1e-9 * max(scale, 1e-30))
+    if len(v) < MIN_RUNS_FOR_NOISE:
+        sigma_runs = max(sigma_runs, _row_spread_noise(v, spreads))
+    return max(sigma_runs, _tiny(v))
 
 
 def change_points(values, sigma, penalty=None):
@@ -83,10 +102,11 @@ def segment(values, spreads=()):
     cps = change_points(v, sigma)
     if n - (len(cps) + 1) >= 2:
         b = [0] + cps + [n]
-        res = np.concatenate([v[b[i]:b[i + 1]] - v[b[i]:b[i + 1]].mean() for i in range(len(b) - 1)])
-        pooled = math.sqrt(float((res ** 2).sum()) / (n - (len(b) - 1)))
-        sp = [s for s in spreads if s is not None and s > 0]
-        sigma = max(pooled, float(np.median(sp)) / 4 if sp else 0.0, 1e-9 * max(float(np.median(np.abs(v))), 1e-30))
+        res = np.concatenate([v[b[i]:b[i + 1]] - np.median(v[b[i]:b[i + 1]]) for i in range(len(b) - 1)])
+        # Robust too: one outlying run (a hiccup 30% slow) inflated the residuals' standard deviation tenfold,
+        # and hid a 10% step later on. sqrt(n / (n - segments)): the residuals are about fitted levels.
+        pooled = 1.4826 * float(np.median(np.abs(res))) * math.sqrt(n / (n - (len(b) - 1)))
+        sigma = max(pooled, _row_spread_noise(v, spreads) if n < MIN_RUNS_FOR_NOISE else 0.0, _tiny(v))
         cps = change_points(v, sigma)
     return cps, sigma
 
