@@ -647,6 +647,30 @@ class DetectionTest(unittest.TestCase):
             hits += any(c[6] == "regression" and abs(c[0] - 9) <= 1 for c in res["changes"])
         self.assertGreaterEqual(hits, 98)
 
+    def test_the_newest_run_10_percent_worse_is_a_regression_at_once(self):
+        # The newest run's noise counted its own jump: 11 runs at 1% noise then +10% gave a noise of ~3%, so the
+        # jump (3.3x) was "suspected", never a regression at once (6x) as the help says.
+        verdicts = {"ok": 0, "suspected": 0, "regression": 0}
+        for seed in range(100):
+            rng = self.np.random.default_rng(12000 + seed)
+            res = self.detect.analyse(self.runs_like_decode(rng, step_at=11, step=1.10, spread=None),
+                                      "prefill_latency_s")
+            verdicts[res["newest"]] += 1
+        print("[history] the newest run 10%% worse (1%% noise): %(regression)d regression, %(suspected)d suspected, "
+              "%(ok)d ok of 100" % verdicts)
+        self.assertGreaterEqual(verdicts["regression"], 85, verdicts)
+        self.assertEqual(verdicts["ok"], 0, verdicts)
+        d = tempfile.mkdtemp(prefix="yoco_history_")
+        db = os.path.join(d, "h.db")
+        vals = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.012, 0.988, 1.003, 0.997, 1.0, 1.10]
+        f = os.path.join(d, "r.csv")
+        write_csv(f, [row(git_sha="c%03d" % i, timestamp="2026-11-%02dT00:00:00Z" % (i + 1), value=repr(v),
+                          min="", max="") for i, v in enumerate(vals)])
+        self.assertEqual(run("ingest", "--db", db, f)[0], 0)
+        code, out, err = run("check", "--db", db)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("REGRESSION: m|d|1|1|0|prefill|prefill_latency_s at c011: +10.00% vs the level 1", out)
+
     def test_pure_noise_raises_no_alarm(self):
         """False alarms of the whole policy (change points and the newest run) on 12 runs at 1% noise, rows
         spanning 26%, 1000 series; measured on the reviewer's simulation too (every measured row of the CPU card's

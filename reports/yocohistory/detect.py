@@ -17,8 +17,9 @@ A change is a regression when it goes the metric's worse way (reports/SCHEMA.md,
 floor (default 5%) and by more than NOISE_MULTIPLE x the noise. Counted metrics (method exact, or flops, bytes,
 *_bytes) change by construction only when something changed: any difference is flagged at once.
 
-The newest run (policy of `check`): flagged at once when it is worse than the last segment's level by more than
-the floor and by more than FAR x the noise; "suspected" when worse by more than the floor and NOISE_MULTIPLE x
+The newest run (policy of `check`), judged against the runs before it, both their level and their noise estimated
+without it (the level: the runs since the last change that counts): flagged at once when it is worse than that
+level by more than the floor and by more than FAR x the noise; "suspected" when worse by more than the floor and NOISE_MULTIPLE x
 the noise but not FAR (the next run confirms it: two worse runs form a segment PELT finds).
 
 A drift (a slide too slow for any one step to clear the floor): consecutive change points all the worse way whose
@@ -120,6 +121,41 @@ def _level(seg, toward):
     return float(np.median(seg))
 
 
+def _changes(points, sign, floor, k_noise):
+    """(changes [(index, commit, before, after, relative size, confidence, kind)], noise) of a timed series."""
+    vals = [p[2] for p in points]
+    cps, sigma = segment(vals, [p[3] for p in points])
+    changes = []
+    bounds = [0] + cps + [len(vals)]
+    from scipy import stats
+    for j in range(1, len(bounds) - 1):
+        a, b = vals[bounds[j - 1]:bounds[j]], vals[bounds[j]:bounds[j + 1]]
+        before, after = _level(a, float(np.median(b))), _level(b, float(np.median(a)))
+        rel = (after - before) / abs(before) if before else math.inf
+        try:
+            p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue if len(a) > 1 and len(b) > 1 else 1.0
+        except ValueError:
+            p = 1.0
+        worse = sign != 0 and (after - before) * sign < 0
+        big = abs(rel) >= floor and abs(after - before) >= k_noise * sigma
+        kind = ("regression" if worse else "improvement" if sign != 0 else "change") if big else "shift (below the floor)"
+        changes.append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind))
+    # A drift: consecutive shifts each below the floor, all the worse way, that add up past it.
+    chain_start, total = None, 1.0
+    for idx, c in enumerate(changes):
+        worse = sign != 0 and (c[3] - c[2]) * sign < 0
+        if worse and c[6] == "shift (below the floor)":
+            chain_start = idx if chain_start is None else chain_start
+            total *= (1 + c[4])
+            if abs(total - 1) >= floor:
+                first = changes[chain_start]
+                changes[idx] = c[:6] + ("regression (drift since %s: %+.1f%%)" % (first[1], 100 * (total - 1)),)
+                chain_start, total = None, 1.0
+        else:
+            chain_start, total = None, 1.0
+    return changes, sigma
+
+
 def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
     """points: [(commit, timestamp, value, spread_or_None, method)] in history order. Returns a dict: noise,
     changes [(index, commit, before, after, relative size, confidence, kind)], newest verdict."""
@@ -139,48 +175,25 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
         if len(vals) >= 2 and vals[-1] != vals[-2]:
             out["newest"], out["newest_detail"] = "regression", "a counted metric changed: %r -> %r" % (vals[-2], vals[-1])
         return out
-    cps, sigma = segment(vals, [p[3] for p in points])
-    out["noise"] = sigma
-    bounds = [0] + cps + [len(vals)]
-    from scipy import stats
-    for j in range(1, len(bounds) - 1):
-        a, b = vals[bounds[j - 1]:bounds[j]], vals[bounds[j]:bounds[j + 1]]
-        before, after = _level(a, float(np.median(b))), _level(b, float(np.median(a)))
-        rel = (after - before) / abs(before) if before else math.inf
-        try:
-            p = stats.mannwhitneyu(a, b, alternative="two-sided").pvalue if len(a) > 1 and len(b) > 1 else 1.0
-        except ValueError:
-            p = 1.0
-        worse = sign != 0 and (after - before) * sign < 0
-        big = abs(rel) >= floor and abs(after - before) >= k_noise * sigma
-        kind = ("regression" if worse else "improvement" if sign != 0 else "change") if big else "shift (below the floor)"
-        out["changes"].append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind))
-    # A drift: consecutive shifts each below the floor, all the worse way, that add up past it.
-    chain_start, total = None, 1.0
-    for idx, c in enumerate(out["changes"]):
-        worse = sign != 0 and (c[3] - c[2]) * sign < 0
-        if worse and c[6] == "shift (below the floor)":
-            chain_start = idx if chain_start is None else chain_start
-            total *= (1 + c[4])
-            if abs(total - 1) >= floor:
-                first = out["changes"][chain_start]
-                out["changes"][idx] = c[:6] + ("regression (drift since %s: %+.1f%%)" % (first[1], 100 * (total - 1)),)
-                chain_start, total = None, 1.0
-        else:
-            chain_start, total = None, 1.0
-    # The newest run against the level of its segment without it.
+    out["changes"], out["noise"] = _changes(points, sign, floor, k_noise)
+    # The newest run against the history before it: the level and the noise of the runs before it, the run judged
+    # left out of both (in the noise, its own jump made 11 flat runs at 1% noise then +10% a noise of ~3%: then
+    # "suspected", never a regression at once). The level: the runs since the last change that counts (past the
+    # floor and the noise, or a drift's); segments split by a shift below the floor are one level, so that two low
+    # runs of noise PELT split off are not a level that the next, normal run is 5% worse than.
     if len(vals) >= 3 and sign != 0:
-        last_seg = vals[bounds[-2]:-1] or vals[:-1]
-        level = float(np.median(last_seg))
+        prev, prev_sigma = _changes(points[:-1], sign, floor, k_noise)
+        counted = [c[0] for c in prev if c[6] != "shift (below the floor)"]
+        level = float(np.median(vals[counted[-1] if counted else 0:-1]))
         delta = vals[-1] - level
         worse = delta * sign < 0
         rel = abs(delta) / abs(level) if level else math.inf
-        if worse and rel >= floor and abs(delta) >= far * sigma:
+        if worse and rel >= floor and abs(delta) >= far * prev_sigma:
             out["newest"] = "regression"
-        elif worse and rel >= floor and abs(delta) >= k_noise * sigma:
+        elif worse and rel >= floor and abs(delta) >= k_noise * prev_sigma:
             out["newest"] = "suspected"
         out["newest_detail"] = "%+.2f%% vs the level %.6g (noise %.3g)" % (100 * delta / abs(level) if level else 0,
-                                                                          level, sigma)
+                                                                          level, prev_sigma)
     if out["changes"] and out["changes"][-1][0] >= len(vals) - MIN_SIZE and out["changes"][-1][6].startswith("regression"):
         out["newest"] = "regression"
         c = out["changes"][-1]
