@@ -114,6 +114,17 @@ Outputs compute(const Problem& p, const Candidate& c) {
   return out;
 }
 
+// A 1-D int64 .npy file (npy.hpp writes floats only).
+void write_i64_npy(const std::string& file, const std::vector<double>& x) {
+  std::string h = yoco::cli::npy_header(yoco::cli::NpyDType::f64, {static_cast<int64_t>(x.size())});
+  h.replace(h.find("<f8"), 3, "<i8");
+  for (const double v : x) {
+    const auto i = static_cast<int64_t>(v);
+    h.append(reinterpret_cast<const char*>(&i), sizeof i);
+  }
+  yoco_test::spit(file, h);
+}
+
 class Check : public yoco_test::CliTest {
  protected:
   // Inputs as one f32 safetensors file (the values are bf16-representable).
@@ -286,7 +297,7 @@ TEST_F(Check, PackedSequencesRestartFromTheirOwnState) {
   write_npy(in + "/v.npy", NpyDType::f32, {1, T, H, D}, all.v.data());
   write_npy(in + "/g.npy", NpyDType::f32, {1, T, H}, all.g.data());
   write_npy(in + "/initial_state.npy", NpyDType::f64, {3, H, D, D}, s0.data());
-  write_npy(in + "/cu_seqlens.npy", NpyDType::f64, {4}, cu.data());
+  write_i64_npy(in + "/cu_seqlens.npy", cu);
   write_npy(out + "/o.npy", NpyDType::f32, {1, T, H, D}, o.data());
   write_npy(out + "/final_state.npy", NpyDType::f32, {3, H, D, D}, st.data());
   const GretCheckReport r = run(in, out);
@@ -300,6 +311,29 @@ TEST_F(Check, PackedSequencesRestartFromTheirOwnState) {
   const GretCheckReport w = run(in, wrong);
   EXPECT_TRUE(verdict(w, "o").pass);
   EXPECT_FALSE(verdict(w, "final_state").pass);
+}
+
+// cu_seqlens was taken as f32 or bf16, and a fractional offset said "entry 1 is
+// 30.500000". Offsets are integers (fla's int32/int64): a float tensor is
+// refused for its dtype, and entries are printed as the integers they are.
+TEST_F(Check, PackedOffsetsAreAnIntegerTensor) {
+  const Problem p = make_problem(1, 64, 2, 16, 14, false);
+  const std::string out = write_outputs(p, compute(p, {}), DType::f32, false);
+  const std::string in = path("cu_in");
+  std::filesystem::create_directories(in);
+  using yoco::cli::NpyDType;
+  using yoco::cli::write_npy;
+  write_npy(in + "/q.npy", NpyDType::f32, {1, 64, 2, 16}, p.q.data());
+  write_npy(in + "/k.npy", NpyDType::f32, {1, 64, 2, 16}, p.k.data());
+  write_npy(in + "/v.npy", NpyDType::f32, {1, 64, 2, 16}, p.v.data());
+  write_npy(in + "/g.npy", NpyDType::f32, {1, 64, 2}, p.g.data());
+  const std::vector<double> cu{0, 30.5, 64};
+  write_npy(in + "/cu_seqlens.npy", NpyDType::f32, {3}, cu.data());
+  const auto f = yoco("check gret " + in + " " + out);
+  yoco_test::expect_input_error(f, {"cu_in", "'cu_seqlens'", "is f32", "integer tensor"}, "f32 offsets");
+  write_i64_npy(in + "/cu_seqlens.npy", {0, 40, 30, 64});
+  const auto r = yoco("check gret " + in + " " + out);
+  yoco_test::expect_input_error(r, {"'cu_seqlens'", "must rise from 0 to T = 64 (entry 2 is 30)"}, "falling offsets");
 }
 
 // One mistake each: the check must fail it.

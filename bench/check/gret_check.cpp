@@ -108,6 +108,11 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
   check_log_decay(in, d.per_token_g ? opt.g : opt.g_gamma);
   if (in.has(opt.cu_seqlens)) {
     const TensorInfo& c = in.info(opt.cu_seqlens);
+    // Offsets are integers, as fla takes them (int32 or int64): a float tensor
+    // is a mistake upstream even where its values happen to be whole.
+    if (c.dtype != "i32" && c.dtype != "i64")
+      fail(in.path() + ": tensor '" + opt.cu_seqlens + "' (offsets of packed sequences) is " + c.dtype +
+           ": expected an integer tensor (i32 or i64)");
     if (c.shape.size() != 1 || c.shape[0] < 2)
       fail(in.path() + ": tensor '" + opt.cu_seqlens + "' must be 1-D with N + 1 >= 2 offsets, got " +
            shape_str(c.shape));
@@ -118,10 +123,10 @@ Dims read_dims(const TensorFile& in, const TensorFile& out, const GretCheckOptio
     in.read(opt.cu_seqlens, 0, c.shape[0], cu.data());
     for (size_t i = 0; i < cu.size(); ++i) {
       const auto x = static_cast<int64_t>(cu[i]);
-      if (static_cast<double>(x) != cu[i] || (i == 0 && x != 0) || (i > 0 && x < d.cu.back()) ||
+      if ((i == 0 && x != 0) || (i > 0 && x < d.cu.back()) ||
           (i + 1 == cu.size() && x != d.T))
         fail(in.path() + ": tensor '" + opt.cu_seqlens + "' must rise from 0 to T = " + std::to_string(d.T) +
-             " (entry " + std::to_string(i) + " is " + std::to_string(cu[i]) + ")");
+             " (entry " + std::to_string(i) + " is " + std::to_string(x) + ")");
       d.cu.push_back(x);
     }
   }

@@ -54,7 +54,7 @@ CommandSpec gret_spec() {
       {"--g", "NAME", "log-decay per token and head, [B, T, H] (or [B, H, T]), finite and <= 0"},
       {"--g-gamma", "NAME", "or a constant log-decay per head, [H] (RetNet), finite and <= 0; not both"},
       {"--initial-state", "NAME", "optional, [N, H, K, V]: one per sequence"},
-      {"--cu-seqlens", "NAME", "optional, [N + 1] offsets of packed sequences (batch 1): each restarts from its state"},
+      {"--cu-seqlens", "NAME", "optional, [N + 1] i32/i64 offsets of packed sequences (batch 1), each from its state"},
       {"--o", "NAME", "the output, the shape of v"},
       {"--final-state", "NAME", "optional, [N, H, K, V]: judged when OUTPUTS holds it"},
       {"--block-tokens", "N", "tokens read at a time per sequence (default: 2M / (H x D); memory ~ N x H x D x 60 bytes)"},
