@@ -269,6 +269,12 @@ TEST_F(CheckAttention, CommandLineGeneratesAndJudges) {
   const auto bad_shape = yoco("check attention --generate " + path("x.st") + " --shape 1,16,64,3,2,32");
   EXPECT_EQ(bad_shape.status, 2);
   EXPECT_NE(bad_shape.err.find("multiple"), std::string::npos) << bad_shape.err;
+  // A window of 0 keys was taken for "no window"; refused (W >= 1), and W takes K/M as lengths do.
+  yoco_test::expect_input_error(yoco("check attention " + in + " " + good + " --layout bhsd --window 0"),
+                                {"--window", ">= 1", "0"}, "--window 0");
+  const auto window_k = yoco("check attention " + in + " " + good + " --layout bhsd --window 1K");
+  EXPECT_EQ(window_k.status, 0) << window_k.all();  // 1024 keys: wider than Sk, the same as none
+  EXPECT_NE(window_k.out.find("window 1024"), std::string::npos) << window_k.out;
   const auto bad_mask = yoco("check attention " + in + " " + good + " --mask sliding");
   EXPECT_EQ(bad_mask.status, 2);
   EXPECT_NE(bad_mask.err.find("--mask"), std::string::npos) << bad_mask.err;

@@ -108,7 +108,7 @@ CommandSpec attention_spec() {
   s.options = {
       {"--layout", "bshd|bhsd", "[B, S, H, D] (FlashAttention; default) or [B, H, S, D] (PyTorch SDPA)"},
       {"--mask", "causal|none", "causal (default; query at position p sees keys <= p) or none (every key)"},
-      {"--window", "W", "sliding window: keys p - W < j <= p (FlashAttention's window_size=(W-1, 0))"},
+      {"--window", "W", "sliding window, W >= 1: keys p - W < j <= p (FlashAttention's window_size=(W-1, 0))"},
       {"--q-offset", "P", "key position of query 0 (default Sk - Sq: the last Sq positions, FlashAttention's)"},
       {"--scale", "X", "factor on q k^T (default D^-1/2, both libraries' default)"},
       {"--tolerance", "X", "RMS error ratio allowed (default: derived, see below)"},
@@ -402,7 +402,9 @@ int cmd_check_attention(const Args& args) {
   const std::string mask = a.get_or("--mask", "causal");
   if (mask != "causal" && mask != "none") throw InputError("--mask: expected causal or none, got '" + mask + "'");
   opt.causal = mask == "causal";
-  opt.window = a.get_int("--window", 0, 0, int64_t{1} << 40);
+  // W keys p - W < j <= p: W = 0 would see no key at all, so it is refused
+  // rather than taken for "no window" (leave the option out for that).
+  if (const auto w = a.get("--window")) opt.window = parse_length("--window", *w, int64_t{1} << 40);
   if (a.has("--q-offset")) opt.q_offset = a.get_int("--q-offset", 0, 0, int64_t{1} << 40);
   if (const auto sc = a.get("--scale")) opt.scale = parse_positive("--scale", *sc);
   if (const auto t = a.get("--tolerance")) opt.tolerance = parse_positive("--tolerance", *t);
