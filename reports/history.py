@@ -23,8 +23,9 @@ and 3x the noise; counted metrics (exact rows, bytes, FLOPs) flag any change. `c
 each series: a regression at once when worse than its level by the floor and 6x the noise, or when the last
 two runs form a new, worse level; "suspected" (reported, exit 0) when worse by the floor and 3x the noise only.
 
-Exit status: 0 done (check: no regression), 1 check found a regression, 2 bad input (the file, and line where
-there is one, named; a --series GLOB that matches no series)."""
+Exit status: 0 done (check: no regression), 1 check found a regression, or an internal failure (a database's own
+error: one line, "internal error"), 2 bad input (the file, and line where there is one, named; a --series GLOB
+that matches no series)."""
 import argparse
 import csv
 import datetime
@@ -38,6 +39,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store  # noqa: E402
 from yocoreport.cli import ArgumentParser  # noqa: E402
+
+
+def one_line(exc):
+    """An exception as one line: its type and its message's first line (a server's DETAIL lines left out)."""
+    text = str(exc).strip()
+    return "%s: %s" % (type(exc).__name__, text.splitlines()[0]) if text else type(exc).__name__
 
 
 def series_name(r):
@@ -329,6 +336,9 @@ def main(argv=None):
     except HistoryError as exc:
         sys.stderr.write("yoco history: %s\n" % exc)
         return 2
+    except Exception as exc:  # a database's own failure (a server gone, a disk full): one line, not a traceback
+        sys.stderr.write("yoco history: internal error: %s\n" % one_line(exc))
+        return 1
 
 
 if __name__ == "__main__":

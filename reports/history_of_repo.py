@@ -49,6 +49,9 @@ def main(argv=None):
     except OSError as exc:
         sys.stderr.write("history_of_repo: %s: %s\n" % (exc.filename or "", exc.strerror or exc))
         return 2
+    except Exception as exc:  # SQLite's own failure (a disk full): one line, not a traceback
+        sys.stderr.write("history_of_repo: internal error: %s\n" % history.one_line(exc))
+        return 1
 
 
 def remove_old_history(db):

@@ -852,6 +852,31 @@ class PostgresTest(unittest.TestCase):
             self.assertEqual(code, 0, err)
         self.assertEqual(self.count_rows(url), 1 + 5000 + 6 * 20)
 
+    def test_first_ingests_at_once_into_an_empty_database_all_land(self):
+        # Each created the schema: all but one failed with a traceback (UniqueViolation on pg_type, DuplicateTable).
+        url = self.new_database("empty_at_first")
+        for code, err in self.ingest_at_once(url):
+            self.assertEqual(code, 0, err)
+            self.assertNotIn("Traceback", err)
+        self.assertEqual(self.count_rows(url), 5000 + 6 * 20)
+
+    def test_a_database_failure_is_one_line_exit_1(self):
+        # A server's own error (here: the results table dropped under the history) was a traceback.
+        import psycopg2
+        url = self.new_database("broken")
+        ok = os.path.join(tempfile.mkdtemp(prefix="yoco_history_pg_"), "ok.csv")
+        write_csv(ok, [row()])
+        self.assertEqual(self.run_pg("ingest", "--db", url, ok)[0], 0)
+        con = psycopg2.connect(host="127.0.0.1", port=self.pg.port, user="yoco", password=self.pg.password,
+                               dbname="broken")
+        con.autocommit = True
+        con.cursor().execute("DROP TABLE results")
+        con.close()
+        code, out, err = self.run_pg("export", "--db", url)
+        self.assertEqual(code, 1, out + err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("yoco history: internal error: UndefinedTable: relation \"results\" does not exist", err)
+
     def test_a_password_in_the_url_is_refused_and_never_shown(self):
         url = self.pg.url.replace("yoco@", "yoco:%s@" % self.pg.password)
         p = subprocess.run([PY, HISTORY, "export", "--db", url], capture_output=True, text=True)

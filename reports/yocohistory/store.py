@@ -259,6 +259,9 @@ class Store(object):
         self.be.before_create()
         self._tx()
         try:
+            # First ingests at once into an empty PostgreSQL database each created the tables: all but one failed
+            # (UniqueViolation on pg_type, DuplicateTable). Under the writers' lock the second finds them made.
+            self.be.lock()
             if not self.be.has_table("meta"):  # another process may have created it meanwhile
                 for stmt in _SCHEMA:
                     self.be.execute(stmt.format(id=self.be.id_type, real=self.be.real_type))
@@ -326,6 +329,7 @@ class Store(object):
         """[(sha, date)] oldest first (from git): the order series follow; others fall back to time."""
         self._tx()
         try:
+            self.be.lock()
             self.be.execute("DELETE FROM commits")
             self.be.executemany("INSERT INTO commits (sha, ord, date) VALUES (?, ?, ?)",
                                 [(s, i, d) for i, (s, d) in enumerate(ordered)])
