@@ -33,6 +33,23 @@ TEST_F(Cli, CheckGenerateRefusesShapesNoFileCanHold) {
   ASSERT_EQ(yoco("check attention --generate " + path("a.safetensors") + " --shape 1,16,32,4,2,16").status, 0);
 }
 
+// --generate xdir/ failed late ("cannot rename the temporary file over it (Not
+// a directory)") and --generate x.npy wrote a safetensors file under numpy's
+// name: both are refused at once, one line naming --generate, nothing written.
+TEST_F(Cli, CheckGenerateRefusesAFolderOrANpyName) {
+  fs::create_directories(path("existing"));
+  for (const std::string& target : {path("xdir") + "/", path("existing"), path("x.npy")})
+    for (const std::string& kind : {std::string("gret --shape 1,64,2,16"), std::string("attention --shape 1,16,16,2,2,16")}) {
+      const std::string cmd = "check " + kind.substr(0, kind.find(' ')) + " --generate " + target + kind.substr(kind.find(' '));
+      expect_one_line_error(yoco(cmd), {"--generate", target}, cmd);
+    }
+  EXPECT_FALSE(fs::exists(path("xdir")));
+  EXPECT_FALSE(fs::exists(path("x.npy")));
+  EXPECT_TRUE(fs::is_empty(path("existing")));
+  EXPECT_NE(yoco("check gret --generate " + path("x.npy") + " --shape 1,64,2,16").err.find("x.safetensors"),
+            std::string::npos);
+}
+
 // A large --generate shows its tensors being written (it takes minutes at
 // gigabytes), as bench's progress: stderr, a terminal or YOCO_PROGRESS=lines;
 // a small one writes without a line. More queries than keys is written, with

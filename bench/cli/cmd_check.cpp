@@ -222,10 +222,23 @@ void say_generated(const std::string& path, uint64_t bytes) {
   std::cout << "wrote " << path << " (" << human_bytes(static_cast<double>(bytes)) << " of tensors)\n";
 }
 
-// Checks the sizes, writes the file (with its progress), says what it wrote.
+// --generate writes one safetensors file: a folder ("xdir/", failing late at
+// the rename) or a .npy name (a safetensors file under numpy's name) is refused
+// before anything is written.
+void check_generate_target(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || path.back() == '/' || std::filesystem::is_directory(path, ec))
+    throw InputError("--generate '" + path + "' names a folder: give the file to write (one .safetensors file)");
+  if (std::filesystem::path(path).extension() == ".npy")
+    throw InputError("--generate '" + path + "': it writes a safetensors file, not .npy; give a name such as " +
+                     std::filesystem::path(path).replace_extension(".safetensors").string());
+}
+
+// Checks the target and the sizes, writes the file (with its progress), says what it wrote.
 template <class Options>
 void generate_file(const std::string& path, const std::vector<GeneratedTensor>& tensors, Options g,
                    uint64_t (*generate)(const std::string&, const Options&)) {
+  check_generate_target(path);
   const uint64_t planned = check_generated_size(path, tensors);
   uint64_t bytes = 0;
   {
