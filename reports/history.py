@@ -37,7 +37,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store  # noqa: E402
+from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store, read_file  # noqa: E402
 from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
@@ -100,20 +100,32 @@ def git_order(repo, shas, log=None):
 def cmd_ingest(a):
     log = git_log(a.git) if a.git else None  # a bad --git is refused before anything is ingested
     files = csv_files(a.files)  # so is a missing file or an empty folder: no database made for them
-    store = Store(a.db, create=True)
+    # The database is opened at the first file read and found good: an ingest whose files are all refused makes no
+    # empty history (which a read would take for one, and `check` passed).
+    store = None
     try:
         added = skipped = repeated = 0
         bad = []
         for f in files:
             try:
-                n = store.ingest(f, commit=a.commit, date=a.date)
+                prepared = read_file(f, commit=a.commit, date=a.date)
             except HistoryError as exc:  # the others still go in; the exit status says one did not
+                sys.stderr.write("yoco history: %s (file not ingested)\n" % exc)
+                bad.append(f)
+                continue
+            if store is None:
+                store = Store(a.db, create=True)  # a database refused ends the command: nothing can go in
+            try:
+                n = store.add(prepared)
+            except HistoryError as exc:
                 sys.stderr.write("yoco history: %s (file not ingested)\n" % exc)
                 bad.append(f)
                 continue
             added += n
             repeated += store.last_repeated
             skipped += store.last_was_in  # not n == 0: a new file of a header alone adds no rows either
+        if store is None:  # every file refused, each said so: the database was not opened, nor made
+            return 2
         if a.git:
             shas = store.distinct_shas()
             store.set_commit_order(git_order(a.git, shas, log))
@@ -123,7 +135,8 @@ def cmd_ingest(a):
                                       " (%d already in from another file)" % repeated if repeated else "", skipped,
                                       len(bad), nf, nr))
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     return 2 if bad else 0
 
 
@@ -245,6 +258,8 @@ def cmd_check(a):
         series = series_points(store, a.series)
     finally:
         store.close()
+    if not series:  # a gate that checks nothing is not a pass
+        raise HistoryError("%s: the history holds no series with a value to check" % store.be.where)
     regressions = suspected = 0
     for name, (metric, pts) in sorted(series.items()):
         res = analyse(pts, metric, floor, a.far, a.noise)

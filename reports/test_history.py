@@ -279,6 +279,47 @@ class HistoryTest(unittest.TestCase):
             self.assertIn("empty.db: empty file, not a history database", err)
             self.assertEqual(slurp(empty), b"")
 
+    def test_reads_refuse_a_database_with_no_history_and_write_nothing(self):
+        # A read made the schema in any empty SQLite database, then found an empty history there; check passed it.
+        blank = os.path.join(self.dir, "blank.db")
+        con = sqlite3.connect(blank)
+        con.execute("PRAGMA user_version = 7")  # a SQLite database of no table, not a 0-byte file
+        con.commit()
+        con.close()
+        before = slurp(blank)
+        for cmd in (("check", "changes") if _has_ruptures() else ()) + ("export", "series"):
+            code, out, err = run(cmd, "--db", blank)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("blank.db: a database with no history in it", err)
+            self.assertEqual(slurp(blank), before)
+
+    def test_an_ingest_of_refused_files_only_makes_no_database(self):
+        # The database was made before the files were read: an empty history stayed behind, which check passed.
+        bad = os.path.join(self.dir, "bad.csv")
+        with open(bad, "w") as f:
+            f.write("a,b\n1,2\n")
+        code, out, err = run("ingest", "--db", self.db, bad)
+        self.assertEqual((code, out), (2, ""), err)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("bad.csv:1: not a result CSV", err)
+        self.assertFalse(os.path.exists(self.db))
+
+    def test_check_of_a_history_with_no_series_exits_2(self):
+        # 0 series checked, exit 0: a gate that checks nothing passed.
+        if not _has_ruptures():
+            self.skipTest("ruptures is not installed: run scripts/install-deps.sh")
+        hdr = os.path.join(self.dir, "hdr.csv")
+        write_csv(hdr, [])
+        failed = os.path.join(self.dir, "failed.csv")
+        write_csv(failed, [row(value="", min="", max="", method="failed", notes="it crashed")])
+        for f in (hdr, failed):
+            db = os.path.join(self.dir, os.path.basename(f) + ".db")
+            self.assertEqual(run("ingest", "--db", db, f)[0], 0)
+            code, out, err = run("check", "--db", db)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(err.strip(), "yoco history: %s: the history holds no series with a value to check" % db)
+
     def test_bad_options_are_one_line_exit_2(self):
         for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),
                                (["check"], "required: --db"), (["export", "--db"], "--db: expected one argument"),
@@ -876,6 +917,26 @@ class PostgresTest(unittest.TestCase):
         self.assertEqual(code, 1, out + err)
         self.assertEqual(len(err.strip().splitlines()), 1, err)
         self.assertIn("yoco history: internal error: UndefinedTable: relation \"results\" does not exist", err)
+
+    def test_reads_refuse_an_empty_database_and_write_nothing(self):
+        # Pointed at an empty database (the server's own `postgres` one, say), a read created the history's tables.
+        import psycopg2
+        url = self.new_database("not_a_history")
+        for cmd in ("check", "changes", "export", "series"):
+            code, out, err = self.run_pg(cmd, "--db", url)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn("/not_a_history: a database with no history in it", err)
+        bad = os.path.join(tempfile.mkdtemp(prefix="yoco_history_pg_"), "bad.csv")
+        with open(bad, "w") as f:
+            f.write("a,b\n1,2\n")
+        self.assertEqual(self.run_pg("ingest", "--db", url, bad)[0], 2)
+        con = psycopg2.connect(host="127.0.0.1", port=self.pg.port, user="yoco", password=self.pg.password,
+                               dbname="not_a_history")
+        cur = con.cursor()
+        cur.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'")
+        self.assertEqual(cur.fetchone()[0], 0)
+        con.close()
 
     def test_a_password_in_the_url_is_refused_and_never_shown(self):
         url = self.pg.url.replace("yoco@", "yoco:%s@" % self.pg.password)

@@ -95,6 +95,19 @@ def read_rows(path, data):
     return rows
 
 
+def read_file(path, commit=None, date=None):
+    """One result CSV read and checked, not yet added: (path, content hash, rows, commit, date) for Store.add."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise HistoryError("%s: cannot read: %s" % (path, exc.strerror))
+    digest = hashlib.sha256(data).hexdigest()
+    if commit or date:
+        digest = hashlib.sha256((digest + "|" + (commit or "") + "|" + (date or "")).encode()).hexdigest()
+    return path, digest, read_rows(path, data), commit, date
+
+
 class _Sqlite(object):
     """SQLite: one file; WAL so that readers and a writer share it; BEGIN IMMEDIATE so that two writers queue."""
     name = "sqlite"
@@ -238,6 +251,12 @@ class Store(object):
         self.last_repeated = 0  # the rows of the last ingest's file already in from another file
         self.be = _Postgres(path, create) if path.startswith(("postgresql://", "postgres://")) else _Sqlite(path, create)
         tables = self.be.tables
+        if not tables and not create:
+            # A read made the schema in any empty database it was pointed at (PostgreSQL's own `postgres` database
+            # included), and then found an empty history there: written to, and nothing said.
+            self.be.db.close()
+            raise HistoryError("%s: a database with no history in it (no table at all: yoco history ingest makes one); "
+                               "left as it is" % self.be.where)
         if not tables:
             self._create()
         elif "meta" not in tables:
@@ -279,15 +298,11 @@ class Store(object):
         every field equal (from another file: a sweep's file that grew under --resume, a run's CSV and its copy),
         is not added again (counted in last_repeated). One transaction: a process killed mid-ingest leaves the
         store as it was."""
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise HistoryError("%s: cannot read: %s" % (path, exc.strerror))
-        digest = hashlib.sha256(data).hexdigest()
-        if commit or date:
-            digest = hashlib.sha256((digest + "|" + (commit or "") + "|" + (date or "")).encode()).hexdigest()
-        rows = read_rows(path, data)
+        return self.add(read_file(path, commit, date))
+
+    def add(self, prepared):
+        """Adds a file that read_file read (ingest, in two steps: a file refused never opens the database)."""
+        path, digest, rows, commit, date = prepared
         self.last_was_in = False
         self.last_repeated = 0
         self._tx()
