@@ -95,7 +95,10 @@ TEST_F(Cli, CheckRefusesTheOptionsOfItsOtherMode) {
                               "--packed 0,64", "--shape 1,64,2,16"})
     expect_one_line_error(yoco("check gret " + gin + " " + gin + " --o q " + o), {o.substr(0, o.find(' ')), "--generate"},
                           "gret check with " + o);
-  for (const std::string o : {"--tolerance 1", "--state-layout vk", "--scale none", "--paradigm parallel", "--format json",
+  // --state-layout is both modes' (the generator writes the state in it), with --with-state.
+  expect_one_line_error(yoco("check gret --generate " + path("x.st") + " --shape 1,64,2,16 --state-layout vk"),
+                        {"--state-layout", "--with-state"}, "gret --generate --state-layout without a state");
+  for (const std::string o : {"--tolerance 1", "--scale none", "--paradigm parallel", "--format json",
                               "--block-tokens 64", "--o q", "--final-state s"})
     expect_one_line_error(yoco("check gret --generate " + path("x.st") + " --shape 1,64,2,16 " + o),
                           {o.substr(0, o.find(' ')), "--generate"}, "gret --generate with " + o);

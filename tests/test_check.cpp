@@ -718,6 +718,48 @@ TEST_F(Check, GeneratedFilesHoldOneProblemInEveryLayoutAndDtype) {
   EXPECT_NEAR(sum2 / static_cast<double>(qa.size()), 1.0, 0.1);  // unit variance
 }
 
+// --state-layout vk read the initial state as [V, K], but --generate refused the
+// option and always wrote [K, V]; locations said "(as [K, V])" under vk too.
+// The generator writes the same states transposed, and locations index the
+// state as the file holds it.
+TEST_F(Check, TheStateLayoutIsHonouredWrittenAndInLocations) {
+  const std::string kv = path("kv.st"), vk = path("vk.st");
+  ASSERT_EQ(yoco("check gret --generate " + kv + " --shape 2,64,2,16 --with-state").status, 0);
+  const auto g = yoco("check gret --generate " + vk + " --shape 2,64,2,16 --with-state --state-layout vk");
+  ASSERT_EQ(g.status, 0) << g.all();
+  const auto a = TensorFile::open(kv), b = TensorFile::open(vk);
+  std::vector<double> sa(2 * 2 * 16 * 16), sb(sa.size()), qa(2 * 64 * 2 * 16), qb(qa.size());
+  a->read("initial_state", 0, static_cast<int64_t>(sa.size()), sa.data());
+  b->read("initial_state", 0, static_cast<int64_t>(sb.size()), sb.data());
+  for (int64_t m = 0; m < 4; ++m)
+    for (int64_t i = 0; i < 16; ++i)
+      for (int64_t j = 0; j < 16; ++j)
+        ASSERT_EQ(sb[static_cast<size_t>((m * 16 + j) * 16 + i)], sa[static_cast<size_t>((m * 16 + i) * 16 + j)]);
+  a->read("q", 0, static_cast<int64_t>(qa.size()), qa.data());
+  b->read("q", 0, static_cast<int64_t>(qb.size()), qb.data());
+  EXPECT_EQ(qa, qb);
+  // A final state [V, K] with one entry wrong: the location is its [V][K] index.
+  const Problem p = make_problem(1, 64, 2, 16, 15, true);
+  const Outputs o = compute(p, {});
+  std::vector<double> st_vk(o.st.size());
+  for (int64_t m = 0; m < p.B * p.H; ++m)
+    for (int64_t i = 0; i < p.D; ++i)
+      for (int64_t j = 0; j < p.D; ++j)
+        st_vk[static_cast<size_t>((m * p.D + j) * p.D + i)] = o.st[static_cast<size_t>((m * p.D + i) * p.D + j)];
+  Problem pv = p;  // initial state as [V, K] too
+  for (int64_t m = 0; m < p.B * p.H; ++m)
+    for (int64_t i = 0; i < p.D; ++i)
+      for (int64_t j = 0; j < p.D; ++j)
+        pv.s0[static_cast<size_t>((m * p.D + j) * p.D + i)] = p.s0[static_cast<size_t>((m * p.D + i) * p.D + j)];
+  st_vk[static_cast<size_t>((1 * p.D + 3) * p.D + 7)] += 100.0;  // head 1, file index [3][7]: K 7, V 3
+  Outputs ov{o.o, st_vk};
+  GretCheckOptions opt;
+  opt.state_layout = StateLayout::vk;
+  const GretCheckReport r = run(write_inputs(pv, "in_vk.st"), write_outputs(p, ov, DType::f32, true, "out_vk.st"), opt);
+  EXPECT_TRUE(verdict(r, "o").pass);
+  EXPECT_EQ(verdict(r, "final_state").max_where, "sequence 0, head 1, state [3][7] (as [V, K])");
+}
+
 TEST_F(Check, GeneratedPackedFileWithStatesIsJudgedEndToEnd) {
   // The README's flow: generate, run a kernel (here fp32 chunkwise), check. The
   // generated cu_seqlens is an I64 safetensors tensor.

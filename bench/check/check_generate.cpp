@@ -131,7 +131,16 @@ uint64_t generate_gret_inputs(const std::string& path, const GretGenerateOptions
     std::vector<double> buf(static_cast<size_t>(std::min(n, kBlock)));
     for (int64_t first = 0; first < n; first += kBlock) {
       const int64_t m = std::min(kBlock, n - first);
-      for (int64_t i = 0; i < m; ++i) buf[static_cast<size_t>(i)] = unit_uniform(key, static_cast<uint64_t>(first + i));
+      for (int64_t i = 0; i < m; ++i) {
+        // The value of state entry [K][V] depends on its [N, H, K, V] index: as
+        // [V, K] the file holds the same states, transposed.
+        int64_t e = first + i;
+        if (o.state_vk) {
+          const int64_t col = e % o.D, row = (e / o.D) % o.D, mat = e / (o.D * o.D);
+          e = (mat * o.D + col) * o.D + row;
+        }
+        buf[static_cast<size_t>(i)] = unit_uniform(key, static_cast<uint64_t>(e));
+      }
       w.append(buf.data(), m);
     }
   }

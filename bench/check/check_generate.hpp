@@ -23,7 +23,7 @@ enum class TokenLayout;  // gret_check.hpp
 // with unit variance; g [B, T, H] f32 = gate_scale * logsigmoid(x) / 16 with
 // x uniform of unit variance (the models' gate; a larger scale decays harder)
 // or, with g_gamma, [H] f32 = gate_scale * log(1 - 2^(-5 - h)) (RetNet's);
-// initial_state [N, H, D, D] f32 (as [K, V]) when asked; cu_seqlens [N + 1]
+// initial_state [N, H, D, D] f32 (as [K, V], or [V, K]) when asked; cu_seqlens [N + 1]
 // i64 when given (batch 1).
 struct GretGenerateOptions {
   int64_t B = 1, T = 0, H = 0, D = 0;
@@ -33,6 +33,7 @@ struct GretGenerateOptions {
   bool bhtd = false;
   bool g_gamma = false;
   bool initial_state = false;
+  bool state_vk = false;  // initial_state as [V, K] (--state-layout vk): the same values, transposed
   std::vector<int64_t> cu_seqlens;
   TensorStarted on_tensor;
 };

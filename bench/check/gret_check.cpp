@@ -318,7 +318,10 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
           for (int64_t j = 0; j < d.D; ++j)
             acc_s.add(got[h](i, j), S[h](i, j), low_s ? bf(Se_tc[h](i, j)) : Se_f32[h](i, j), 0, [&] {
               std::ostringstream w;
-              w << "sequence " << s << ", head " << h << ", state [" << i << "][" << j << "] (as [K, V])";
+              // Indexed as the file holds it.
+              const bool kv = opt.state_layout == StateLayout::kv;
+              w << "sequence " << s << ", head " << h << ", state [" << (kv ? i : j) << "][" << (kv ? j : i)
+                << "] (as " << (kv ? "[K, V]" : "[V, K]") << ")";
               return w.str();
             });
     }

@@ -36,14 +36,15 @@ CommandSpec gret_spec() {
       "                       [--q NAME] [--k NAME] [--v NAME] [--g NAME] [--g-gamma NAME] [--initial-state NAME]\n"
       "                       [--cu-seqlens NAME] [--o NAME] [--final-state NAME] [--block-tokens N]\n"
       "       yoco check gret --generate FILE --shape B,T,H,D [--seed N] [--gate-scale X] [--dtype bf16|f16|f32]\n"
-      "                       [--layout bthd|bhtd] [--constant-decay] [--with-state] [--packed 0,T1,...,T]";
+      "                       [--layout bthd|bhtd] [--constant-decay] [--with-state [--state-layout kv|vk]]\n"
+      "                       [--packed 0,T1,...,T]";
   s.summary =
       "Judges a gated-retention (simple GLA) implementation: reads its inputs and its outputs, runs the fp64\n"
       "reference over the inputs, streamed block by block, and compares. INPUTS and OUTPUTS are each a\n"
       ".safetensors file (safetensors.torch.save_file) or a folder of NAME.npy files (numpy.save).";
   s.options = {
       {"--layout", "bthd|bhtd", "token tensors as [B, T, H, D] (fla, FlashAttention; default) or [B, H, T, D]"},
-      {"--state-layout", "kv|vk", "states as [K, V] (S[i][j] sums k_i v_j; fla's; default) or [V, K]"},
+      {"--state-layout", "kv|vk", "states as [K, V] (S[i][j] sums k_i v_j; fla's; default) or [V, K]; read and written"},
       {"--scale", "X|none", "factor applied to q (default D^-1/2, as fla's scale=None; 'none': 1, k pre-scaled)"},
       {"--paradigm", "NAME", "the reference's paradigm: chunkwise (default), parallel (O(T^2)) or recurrent"},
       {"--tolerance", "X", "RMS error ratio allowed (default: derived, see below)"},
@@ -64,7 +65,7 @@ CommandSpec gret_spec() {
       {"--gate-scale", "X", "g = X * logsigmoid(x) / 16 (default 1: the models' gate; larger decays harder)"},
       {"--dtype", "bf16|f16|f32", "q, k, v storage (default bf16; g and states are f32)"},
       {"--constant-decay", "", "write g_gamma [H] = X * log(1 - 2^(-5-h)) (RetNet) instead of g"},
-      {"--with-state", "", "also write initial_state [N, H, D, D] (as [K, V])"},
+      {"--with-state", "", "also write initial_state [N, H, D, D], as [K, V] or as --state-layout says"},
       {"--packed", "0,T1,...,T", "also write cu_seqlens (i64): packed sequences, batch 1"},
   };
   s.min_positional = 0;
@@ -323,7 +324,7 @@ int cmd_check_gret(const Args& args) {
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   refuse_other_mode(a, {"--shape", "--seed", "--gate-scale", "--dtype", "--constant-decay", "--with-state", "--packed"},
-                    {"--state-layout", "--scale", "--paradigm", "--tolerance", "--format", "--q", "--k", "--v", "--g",
+                    {"--scale", "--paradigm", "--tolerance", "--format", "--q", "--k", "--v", "--g",
                      "--g-gamma", "--initial-state", "--cu-seqlens", "--o", "--final-state", "--block-tokens"});
   if (const auto file = a.get("--generate")) {
     if (!a.positional().empty()) throw InputError("yoco check gret --generate FILE takes no INPUTS OUTPUTS");
@@ -338,6 +339,11 @@ int cmd_check_gret(const Args& args) {
     g.bhtd = layout == "bhtd";
     g.g_gamma = a.has("--constant-decay");
     g.initial_state = a.has("--with-state");
+    if (const auto sl = a.get("--state-layout")) {
+      if (*sl != "kv" && *sl != "vk") throw InputError("--state-layout: expected kv or vk, got '" + *sl + "'");
+      if (!g.initial_state) throw InputError("--state-layout applies to the written state: give --with-state");
+      g.state_vk = *sl == "vk";
+    }
     if (const auto p = a.get("--packed"))
       for (const auto& item : split_list("--packed", *p))  // digits only ("+2" was read as 2), as every count
         g.cu_seqlens.push_back(parse_int("--packed", item, 0, INT64_MAX));
