@@ -421,6 +421,44 @@ class HistoryTest(unittest.TestCase):
         self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
         self.assertIn("the folder %s is not writable by this user" % folder, p.stderr)
 
+    def test_a_read_only_history_and_a_read_only_folder_are_one_line_exit_2(self):
+        # An ingest into a read-only history was a traceback ("attempt to write a readonly database"); a new history
+        # in a read-only folder was "not a usable SQLite database". As root (who may write anything) the commands run
+        # as nobody, the history root's and the folder nobody's; as anyone else the modes do it.
+        as_root = os.geteuid() == 0
+        if as_root and not os.path.exists("/usr/sbin/runuser"):
+            self.skipTest("as root, runuser is needed to run the command as a user who cannot write")
+        prefix = ["/usr/sbin/runuser", "-u", "nobody", "--"] if as_root else []
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row()])
+        more = os.path.join(self.dir, "more.csv")
+        write_csv(more, [row(model="more")])
+        folder, rofolder = os.path.join(self.dir, "rw"), os.path.join(self.dir, "ro")
+        os.makedirs(folder)
+        os.makedirs(rofolder)
+        db = os.path.join(folder, "h.db")
+        self.assertEqual(run("ingest", "--db", db, ok)[0], 0)
+        os.chmod(db, 0o444)
+        os.chmod(rofolder, 0o555)
+        for p in (self.dir, ok, more):
+            os.chmod(p, 0o755)
+        if as_root:
+            import pwd
+            os.chown(folder, pwd.getpwnam("nobody").pw_uid, -1)
+        before = slurp(db)
+        for args, fragment in (
+                (["ingest", "--db", db, more], "%s: the history is read-only for this user, so ingest cannot add "
+                                               "to it; left as it is" % db),
+                (["ingest", "--db", os.path.join(rofolder, "new.db"), ok],
+                 "%s: cannot create the history: the folder %s is not writable by this user"
+                 % (os.path.join(rofolder, "new.db"), rofolder))):
+            p = subprocess.run(prefix + [PY, HISTORY] + args, capture_output=True, text=True)
+            self.assertEqual((p.returncode, p.stdout), (2, ""), p.stderr)
+            self.assertEqual(p.stderr.strip(), "yoco history: " + fragment)
+        self.assertEqual(slurp(db), before)
+        p = subprocess.run(prefix + [PY, HISTORY, "export", "--db", db], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)  # reading it is fine
+
     def test_help_describes_every_option(self):
         for cmd in ("ingest", "check", "changes", "export", "series"):
             code, out, _ = run(cmd, "--help")

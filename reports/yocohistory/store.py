@@ -126,6 +126,13 @@ class _Sqlite(object):
         folder = os.path.dirname(path) or "."
         if not exists and not os.path.isdir(folder):  # sqlite3 said only "unable to open database file"
             raise HistoryError("%s: cannot create the history: no folder %s" % (path, folder))
+        if not exists and not os.access(folder, os.W_OK):  # was "not a usable SQLite database"
+            raise HistoryError("%s: cannot create the history: the folder %s is not writable by this user"
+                               % (path, folder))
+        if exists and create and not os.path.isdir(path) and not os.access(path, os.W_OK):
+            # ingest into a read-only history was a traceback ("attempt to write a readonly database")
+            raise HistoryError("%s: the history is read-only for this user, so ingest cannot add to it; left as it is"
+                               % path)
         if exists and not create and os.path.getsize(path) == 0:  # SQLite would take it for a new database
             raise HistoryError("%s: empty file, not a history database (yoco history ingest creates one); left as it is"
                                % path)
@@ -272,7 +279,12 @@ class Store(object):
         return self.be.db
 
     def _tx(self):
-        self.be.execute(self.be.begin)
+        try:
+            self.be.execute(self.be.begin)
+        except sqlite3.OperationalError as exc:  # read-only all the same (a read-only mount): one line, exit 2
+            if "readonly" not in str(exc):
+                raise
+            raise HistoryError("%s: cannot write the history (%s); left as it is" % (self.be.where, exc))
 
     def _create(self):
         self.be.before_create()
