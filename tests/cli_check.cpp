@@ -78,6 +78,31 @@ TEST_F(Cli, CheckGenerateShowsProgressAndNotesMoreQueriesThanKeys) {
             std::string::npos);
 }
 
+// --block-tokens took no K/M suffix (lengths do everywhere), and a block the
+// machine cannot hold ran a minute before std::bad_alloc: refused at once with
+// the help's estimate, N (at most T) x H x D x 60 bytes. q here is a sparse
+// file of 16M tokens x 64 heads x 128: a 16M block needs terabytes.
+TEST_F(Cli, CheckBlockTokensTakeLengthsAndMustFitInMemory) {
+  const std::string small = path("s.safetensors");
+  ASSERT_EQ(yoco("check gret --generate " + small + " --shape 1,256,2,16").status, 0);
+  const CliRun k = yoco("check gret " + small + " " + small + " --o q --block-tokens 1K");
+  EXPECT_NE(k.status, 2) << k.all();  // judged (q is no output of q: a FAIL), not refused
+  EXPECT_NE(k.out.find("yoco check gret"), std::string::npos) << k.all();
+  expect_one_line_error(yoco("check gret " + small + " " + small + " --o q --block-tokens 32"), {"--block-tokens", ">= 64"},
+                        "--block-tokens 32");
+  const int64_t T = int64_t{1} << 24, bytes = T * 64 * 128 * 2;
+  const std::string header = "{\"q\":{\"dtype\":\"BF16\",\"shape\":[1," + std::to_string(T) +
+                             ",64,128],\"data_offsets\":[0," + std::to_string(bytes) + "]}}";
+  std::string len(8, '\0');
+  for (int i = 0; i < 8; ++i) len[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  const std::string big = path("big.safetensors");
+  spit(big, len + header);
+  fs::resize_file(big, 8 + header.size() + static_cast<uint64_t>(bytes));  // sparse: no disk used
+  const std::string cmd = "check gret " + big + " " + big + " --o q --block-tokens 16M";
+  expect_one_line_error(shell("timeout 20 " + shell_quote(YOCO_CLI_PATH) + " " + cmd),
+                        {"not enough memory", "--block-tokens 16M", "N x H x D x 60"}, cmd);
+}
+
 // An option of the other mode of check (judging INPUTS OUTPUTS, or --generate)
 // would be ignored: refused, naming it, as every unknown option is.
 TEST_F(Cli, CheckRefusesTheOptionsOfItsOtherMode) {

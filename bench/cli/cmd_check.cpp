@@ -18,6 +18,7 @@
 #include "errors.hpp"
 #include "format.hpp"
 #include "gret_check.hpp"
+#include "host_memory.hpp"
 #include "param_layout.hpp"
 #include "progress.hpp"
 #include "result_row.hpp"
@@ -58,7 +59,7 @@ CommandSpec gret_spec() {
       {"--cu-seqlens", "NAME", "optional, [N + 1] i32/i64 offsets of packed sequences (batch 1), each from its state"},
       {"--o", "NAME", "the output, the shape of v"},
       {"--final-state", "NAME", "optional, [N, H, K, V]: judged when OUTPUTS holds it"},
-      {"--block-tokens", "N", "tokens read at a time per sequence (default: 2M / (H x D); memory ~ N x H x D x 60 bytes)"},
+      {"--block-tokens", "N", "tokens read at once per sequence, >= 64, K/M (default 2M / (H x D)); ~N x H x D x 60 B"},
       {"--generate", "FILE", "write a seeded input file (safetensors) instead of checking; with the options below"},
       {"--shape", "B,T,H,D", "its sizes; K and M suffixes (1M = 1048576)"},
       {"--seed", "N", "its seed (default 0): the same seed and shape give the same values in any layout and dtype"},
@@ -370,7 +371,12 @@ int cmd_check_gret(const Args& args) {
   const std::string format = a.get_or("--format", "table");
   if (format != "table" && format != "csv" && format != "json")
     throw InputError("--format: expected table, csv or json, got '" + format + "'");
-  if (a.has("--block-tokens")) opt.block_tokens = a.get_int("--block-tokens", 0, 64, int64_t{1} << 24);
+  std::string block_text;
+  if (const auto bt = a.get("--block-tokens")) {
+    block_text = *bt;
+    opt.block_tokens = parse_length("--block-tokens", *bt, int64_t{1} << 24);
+    if (opt.block_tokens < 64) throw InputError("--block-tokens: must be >= 64 (one chunk), got " + *bt);
+  }
   for (auto [flag, field] : std::vector<std::pair<const char*, std::string*>>{
            {"--q", &opt.q}, {"--k", &opt.k}, {"--v", &opt.v}, {"--g", &opt.g}, {"--g-gamma", &opt.g_gamma},
            {"--initial-state", &opt.initial_state}, {"--cu-seqlens", &opt.cu_seqlens}, {"--o", &opt.o},
@@ -384,6 +390,18 @@ int cmd_check_gret(const Args& args) {
   for (const char* flag : {"--g", "--g-gamma", "--initial-state", "--cu-seqlens"})
     if (const auto n = a.get(flag)) inputs->info(*n);
   if (const auto n = a.get("--final-state")) outputs->info(*n);
+  // A block of N tokens (at most the sequence) holds about N x H x D x 60 bytes
+  // (the help's estimate): one the machine cannot hold ran for a minute and
+  // ended in std::bad_alloc. Refused before the work.
+  if (opt.block_tokens > 0) {
+    const check::TensorInfo& q = inputs->info(opt.q);
+    if (q.shape.size() == 4) {
+      const bool bhtd = opt.layout == check::TokenLayout::bhtd;
+      const double n = static_cast<double>(std::min(opt.block_tokens, bhtd ? q.shape[2] : q.shape[1]));
+      require_host_memory(n * static_cast<double>(bhtd ? q.shape[1] : q.shape[2]) * static_cast<double>(q.shape[3]) * 60,
+                          "--block-tokens " + block_text + " (about N x H x D x 60 bytes)");
+    }
+  }
   return print_report(check::check_gret(*inputs, *outputs, opt), *inputs, *outputs, format);
 }
 
