@@ -374,6 +374,9 @@ TEST_F(Check, AWrappedOffsetIsFoundWhereItStarts) {
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.first_bad_token, first_bad);
   EXPECT_EQ(v.first_bad_where, "batch 1, token 137");
+  // The largest error in the same words (it said "sequence 1, ..., token ..."
+  // beside "batch 1, token 137" on one line).
+  EXPECT_EQ(v.max_where.rfind("batch ", 0), 0u) << v.max_where;
 }
 
 TEST_F(Check, OneNaNFails) {
@@ -385,6 +388,31 @@ TEST_F(Check, OneNaNFails) {
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(v.nonfinite, 1);
   EXPECT_EQ(v.first_bad_token, 1234 / (2 * 16));
+}
+
+// A final_state absent from OUTPUTS was silently not judged; a line says so.
+// A long judgement shows progress as bench does (YOCO_PROGRESS=lines).
+TEST_F(Check, WhatIsNotJudgedIsSaidAndALongJudgementShowsProgress) {
+  const Problem p = make_problem(1, 64, 2, 16, 16, true);
+  const std::string in = write_inputs(p);
+  const std::string out = write_outputs(p, compute(p, {}), DType::f32, false);
+  const auto r = yoco("check gret " + in + " " + out);
+  EXPECT_EQ(r.status, 0) << r.all();
+  EXPECT_NE(r.out.find("final_state: not judged (" + out + " has no tensor 'final_state')"), std::string::npos) << r.out;
+  const auto j = yoco("check gret " + in + " " + out + " --format json");
+  EXPECT_NE(j.out.find("\"not_judged\""), std::string::npos) << j.out;
+  const auto both = yoco("check gret " + in + " " + write_outputs(p, compute(p, {}), DType::f32, true, "o2.st"));
+  EXPECT_EQ(both.out.find("not judged"), std::string::npos) << both.out;
+  // 4 M values of q: a progress line per block on stderr.
+  const std::string big = path("big.st");
+  ASSERT_EQ(yoco("check gret --generate " + big + " --shape 1,128K,2,16 --dtype f32").status, 0);
+  const auto lines = shell("YOCO_PROGRESS=lines " + yoco_test::shell_quote(YOCO_CLI_PATH) + " check gret " +
+                                      big + " " + big + " --o q --block-tokens 16K");
+  EXPECT_EQ(lines.status, 1) << lines.all();  // q is no output of q
+  EXPECT_NE(lines.err.find("judged 65536 of 131072 tokens"), std::string::npos) << lines.err;
+  const auto quiet = yoco("check gret " + in + " " + out);
+  EXPECT_EQ(quiet.err, "");  // --generate's values depend on the flat position, so the help says so (not "its [B, T, H, D] index").
+  EXPECT_NE(yoco("check gret --help").out.find("row-major position in [B, T, H, D]"), std::string::npos);
 }
 
 TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {

@@ -189,6 +189,26 @@ TEST_F(CheckAttention, OneNaNFailsAndIsPlaced) {
   EXPECT_EQ(r.verdicts[0].first_bad_where, "batch 1, token 33");
 }
 
+// Unmasked, a query has no position: "query 16 (position 6)" named one. And a
+// defaulted query offset (Sk - Sq < 0) was named as if typed: "--q-offset -10".
+TEST_F(CheckAttention, LocationsAndMessagesSayOnlyWhatApplies) {
+  const Shape s{1, 16, 32, 2, 2, 16};
+  const std::string in = inputs(s, false);
+  AttentionCheckOptions none;
+  none.causal = false;
+  const CheckReport r = run(in, outputs(in, s, false, {}, DType::f32, "causal.st"), none);  // a causal o, judged unmasked
+  EXPECT_FALSE(r.pass());
+  EXPECT_NE(r.verdicts[0].max_where.find("query "), std::string::npos) << r.verdicts[0].max_where;
+  EXPECT_EQ(r.verdicts[0].max_where.find("position"), std::string::npos) << r.verdicts[0].max_where;
+  const CheckReport c = run(in, outputs(in, s, false, [] { Candidate x; x.scale_factor = 2; return x; }(), DType::f32, "x2.st"));
+  EXPECT_NE(c.verdicts[0].max_where.find("(position "), std::string::npos) << c.verdicts[0].max_where;
+  const Shape more{1, 40, 30, 2, 2, 16};
+  const std::string inm = inputs(more, false, "more.st");
+  const auto d = yoco("check attention " + inm + " " + inm + " --o q");
+  yoco_test::expect_input_error(d, {"more.st", "default query offset Sk - Sq = -10", "--q-offset P"}, "default offset");
+  EXPECT_EQ(d.err.find("--q-offset -10"), std::string::npos) << d.err;
+}
+
 TEST_F(CheckAttention, BadInputIsAnInputErrorNamingFileAndTensor) {
   const Shape s{1, 32, 32, 4, 2, 16};
   const std::string in = inputs(s, false);

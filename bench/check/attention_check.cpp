@@ -124,9 +124,13 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
   // Unmasked, every query sees every key: an offset would be ignored without a word.
   if (opt.q_offset && !opt.causal) fail("--q-offset needs the causal mask (--mask causal)");
   const int64_t q_offset = opt.q_offset ? *opt.q_offset : d.Sk - d.Sq;
-  if (opt.causal && q_offset < 0)
-    fail("--q-offset " + std::to_string(q_offset) + ": the first query must sit at a key position >= 0" +
-         (opt.q_offset ? "" : " (default Sk - Sq: more queries than keys need --q-offset)"));
+  if (opt.causal && q_offset < 0) {
+    if (opt.q_offset) fail("--q-offset " + std::to_string(q_offset) + ": the first query must sit at a key position >= 0");
+    // Not typed: said as the default it is, not as an option given.
+    fail(in.path() + ": q has " + std::to_string(d.Sq) + " queries, k " + std::to_string(d.Sk) +
+         " keys: the default query offset Sk - Sq = " + std::to_string(q_offset) +
+         " is negative; give --q-offset P (P >= 0) or --mask none");
+  }
   const double scale = opt.scale ? *opt.scale : 1.0 / std::sqrt(static_cast<double>(d.D));
   const int64_t group = d.Hq / d.Hkv;
   // Queries per block: the score block [n, Sk] stays near 64 M values.
@@ -150,8 +154,9 @@ CheckReport check_attention(const TensorFile& in, const TensorFile& out, const A
           for (int64_t c = 0; c < group * d.D; ++c)
             acc.add(O(i, c), ref(i, c), emu(i, c), b * d.Sq + i0 + i, [&] {
               std::ostringstream w;
-              w << "batch " << b << ", head " << (kh * group + c / d.D) << ", query " << (i0 + i) << " (position "
-                << (q_offset + i0 + i) << "), column " << (c % d.D);
+              w << "batch " << b << ", head " << (kh * group + c / d.D) << ", query " << (i0 + i);
+              if (opt.causal) w << " (position " << (q_offset + i0 + i) << ")";  // unmasked, positions mean nothing
+              w << ", column " << (c % d.D);
               return w.str();
             });
       }

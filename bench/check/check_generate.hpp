@@ -1,9 +1,10 @@
 #pragma once
 // `yoco check … --generate`: seeded input files of any shape for a user to run
 // their kernel on. Element (b, t, h, d) of a tensor is a pure function of
-// (seed, tensor name, its index in [B, T, H, D] order) (reference/counter_rng),
-// so files of either layout, any dtype and any block size hold the same
-// problem, and a file larger than memory streams out block by block.
+// (seed, tensor name, its row-major position in [B, T, H, D]) (reference/
+// counter_rng), so files of either layout, any dtype and any block size hold
+// the same problem (another shape is another one: the position depends on T,
+// H and D), and a file larger than memory streams out block by block.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -246,6 +246,7 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   }
   ErrorAccumulator acc_o(d.B * d.T), acc_s;
 
+  int64_t tokens_done = 0;
   for (int64_t s = 0; s < N; ++s) {
     const int64_t b = d.cu.empty() ? s : 0;
     const int64_t ts = d.cu.empty() ? 0 : d.cu[static_cast<size_t>(s)];
@@ -255,6 +256,8 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
     std::vector<Mat<double>> Se_tc = S, Se_f32 = S;  // the emulations' states
     for (int64_t t0 = ts; t0 < te; t0 += block) {
       const int64_t L = std::min(block, te - t0);
+      if (opt.on_progress) opt.on_progress(tokens_done, d.B * d.T);
+      tokens_done += L;
       const std::vector<double> qb = read_block(in, opt.q, d, opt.layout, b, t0, L, d.D);
       const std::vector<double> kb = read_block(in, opt.k, d, opt.layout, b, t0, L, d.D);
       const std::vector<double> vb = read_block(in, opt.v, d, opt.layout, b, t0, L, d.D);
@@ -302,7 +305,9 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
           for (int64_t c = 0; c < d.D; ++c)
             acc_o.add(oh[i * d.D + c], ro(i, c), eo(i, c), tok, [&] {
               std::ostringstream w;
-              w << "sequence " << s << ", head " << h << ", token " << (t0 + i) << ", column " << c;
+              // In the words of the first bad token's place (batch, token): one line says both.
+              w << "batch " << b << ", token " << (t0 + i) << ", head " << h << ", column " << c;
+              if (!d.cu.empty()) w << " (sequence " << s << ")";
               return w.str();
             });
         }
@@ -344,6 +349,9 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   rep.verdicts.push_back(acc_o.verdict(opt.o, o_dtype, opt.tolerance, derived_from(o_dtype), d.H * d.D, d.T));
   if (judge_state)
     rep.verdicts.push_back(acc_s.verdict(opt.final_state, s_dtype, opt.tolerance, derived_from(s_dtype), 1, 1));
+  else
+    rep.not_judged.push_back(opt.final_state + ": not judged (" + out.path() + " has no tensor '" + opt.final_state +
+                             "')");
   std::ostringstream scaled;
   scaled << "q scaled by " << scale;
   refuse_unjudgeable(rep, in.path(), scaled.str());

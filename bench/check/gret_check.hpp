@@ -4,6 +4,7 @@
 // tokens fit in a few GB, in the conventions users of flash-linear-attention's
 // chunk_simple_gla have: o = (q * scale) S, S_t = exp(g_t) S_{t-1} + k_t^T v_t.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ struct GretCheckOptions {
   GretParadigm paradigm = GretParadigm::chunkwise;
   std::optional<double> tolerance;  // nullopt: derived (gret_check.cpp, derive_tolerance)
   int64_t block_tokens = 0;         // tokens read at once per sequence; 0: about 2 M values per tensor
+  // Told before each block: tokens judged so far of B x T (a million tokens take minutes).
+  std::function<void(int64_t done, int64_t total)> on_progress;
 };
 
 using GretCheckReport = CheckReport;

@@ -37,6 +37,7 @@ struct CheckReport {
   int64_t batch = 0, tokens = 0;                      // for result rows
   std::string conventions;                            // one line
   std::vector<TensorVerdict> verdicts;
+  std::vector<std::string> not_judged;  // optional outputs absent, one line each: "final_state: not judged (...)"
   bool pass() const;
 };
 

@@ -84,8 +84,9 @@ CommandSpec gret_spec() {
       "f32/f64 output an fp32 chunkwise one. NaN or Inf never passes. --tolerance replaces it; the output\n"
       "says which rule (and which dtype) set each tolerance.\n"
       "\n"
-      "Generated inputs (--generate): q, k, v uniform with unit variance, element (b, t, h, d) a pure function\n"
-      "of (seed, tensor, its [B, T, H, D] index); g from x uniform with unit variance. A file over 64 MiB\n"
+      "Generated inputs (--generate): q, k, v uniform with unit variance, each element a pure function of\n"
+      "(seed, tensor, its row-major position in [B, T, H, D]): either layout and any dtype hold the same problem,\n"
+      "another shape another one; g from x uniform with unit variance. A file over 64 MiB\n"
       "shows each tensor as it is written, on stderr (a terminal, or YOCO_PROGRESS=lines).\n"
       "\n"
       "Exit status: 0 every tensor within tolerance, 1 one outside, 2 bad input (a missing tensor, shapes\n"
@@ -274,6 +275,7 @@ int print_report(const check::CheckReport& rep, const check::TensorFile& inputs,
                               {"nonfinite", v.nonfinite}, {"first_bad_token", v.first_bad_token},
                               {"first_bad_at", v.first_bad_where}, {"tolerance", v.tolerance},
                               {"tolerance_from", v.tolerance_from}, {"within_tolerance", v.pass}});
+    for (const auto& n : rep.not_judged) j["not_judged"].push_back(n);
     j["pass"] = rep.pass();
     // INPUTS and OUTPUTS are file names, which need not be UTF-8 (JSON's): such bytes become U+FFFD.
     std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
@@ -308,6 +310,7 @@ int print_report(const check::CheckReport& rep, const check::TensorFile& inputs,
       if (v.first_bad_token >= 0) std::cout << "; first token past the tolerance: " << v.first_bad_where;
       std::cout << "\n";
     }
+    for (const auto& n : rep.not_judged) std::cout << "  " << n << "\n";
     // Each tensor's tolerance follows its own dtype: one line when they agree.
     const bool one_rule = std::all_of(rep.verdicts.begin(), rep.verdicts.end(), [&](const check::TensorVerdict& v) {
       return v.tolerance_from == rep.verdicts[0].tolerance_from;
@@ -402,7 +405,19 @@ int cmd_check_gret(const Args& args) {
                           "--block-tokens " + block_text + " (about N x H x D x 60 bytes)");
     }
   }
-  return print_report(check::check_gret(*inputs, *outputs, opt), *inputs, *outputs, format);
+  // A long judgement (a million tokens: minutes) shows its tokens as bench's
+  // progress does (stderr: a terminal, or YOCO_PROGRESS=lines); a small one
+  // (under 4 M values of q, a few seconds) runs without a line.
+  const check::TensorInfo& q = inputs->info(opt.q);
+  const bool small = q.numel() < (int64_t{4} << 20);
+  Progress progress(100, small, "check gret");
+  opt.on_progress = [&progress](int64_t done, int64_t total) {
+    progress.point(total > 0 ? done * 100 / total : 0,
+                   "judged " + std::to_string(done) + " of " + std::to_string(total) + " tokens", -1);
+  };
+  const check::CheckReport rep = check::check_gret(*inputs, *outputs, opt);
+  progress.done();
+  return print_report(rep, *inputs, *outputs, format);
 }
 
 int cmd_check_attention(const Args& args) {
