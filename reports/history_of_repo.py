@@ -74,11 +74,14 @@ def new_rows(data, seen):
     CSV (its header is not the schema's), b"" when every row was seen. Rows are compared as parsed records, so a
     note with a line break in it is one row; a file the reader refuses is returned whole, to be refused by it."""
     try:
-        records = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+        text = data.decode("utf-8-sig")
+        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
     except (UnicodeDecodeError, csv.Error):
         return data
     if not records or [h.strip() for h in records[0]] != COLUMNS:
         return None
+    if not text.endswith("\n"):  # cut short: rewritten, it would pass as whole
+        return data
     fresh = [r for r in records[1:] if r and tuple(r) not in seen]
     if not fresh:
         return b""

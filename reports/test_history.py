@@ -320,6 +320,35 @@ class HistoryTest(unittest.TestCase):
             self.assertEqual((code, out), (2, ""), err)
             self.assertEqual(err.strip(), "yoco history: %s: the history holds no series with a value to check" % db)
 
+    def test_a_file_cut_short_is_refused_naming_its_last_line(self):
+        # A last row without its line break, or a quoted field left open to the end, went in cut: "prefill chunk
+        # 16384" stored as "prefill chunk 163". reports/SCHEMA.md says the readers refuse both (the C++ one does).
+        good = os.path.join(self.dir, "good.csv")
+        write_csv(good, [row(), row(model="m2", notes="prefill chunk 16384")])
+        text = slurp(good).decode()
+        cut = os.path.join(self.dir, "cut.csv")
+        with open(cut, "w", newline="") as f:
+            f.write(text[:-4])  # "...chunk 163"
+        open_quote = os.path.join(self.dir, "open.csv")
+        with open(open_quote, "w", newline="") as f:
+            f.write(text.replace("prefill chunk 16384", '"prefill chunk 16384'))
+        after_quote = os.path.join(self.dir, "after.csv")
+        with open(after_quote, "w", newline="") as f:
+            f.write(text.replace("prefill chunk 16384", '"prefill chunk" 16384'))
+        for f, fragment in ((cut, "cut.csv:3: the file does not end with a line break: its last row is cut short"),
+                            (open_quote, "open.csv:3: a quoted field is not closed: the file ends inside it"),
+                            (after_quote, "after.csv:3: malformed CSV: ',' expected after '\"'")):
+            code, out, err = run("ingest", "--db", self.db, f)
+            self.assertEqual((code, out), (2, ""), err)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertIn(fragment, err)
+        self.assertFalse(os.path.exists(self.db))
+        self.assertEqual(len(read_rows(good, slurp(good))), 2)
+        # history_of_repo rewrites each file version with its new rows only: a cut one was written whole again.
+        import history_of_repo
+        for f in (cut, open_quote, after_quote):
+            self.assertEqual(history_of_repo.new_rows(slurp(f), set()), slurp(f))
+
     def test_bad_options_are_one_line_exit_2(self):
         for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),
                                (["check"], "required: --db"), (["export", "--db"], "--db: expected one argument"),

@@ -66,8 +66,17 @@ def read_rows(path, data):
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise HistoryError("%s:%d: not UTF-8 text, so not a result CSV" % (path, data[:exc.start].count(b"\n") + 1))
-    reader = csv.reader(io.StringIO(text, newline=""))
+    if text and not text.endswith("\n"):
+        # Every writer ends each row with a line break: a file without the last one was cut short (a copy or a
+        # transfer interrupted), maybe inside the notes, whose words are read back; said first, since a cut row
+        # has too few fields too. As the C++ reader words it.
+        raise HistoryError("%s:%d: the file does not end with a line break: its last row is cut short "
+                           "(reports/SCHEMA.md)" % (path, text.count("\n") + 1))
+    # strict: a quoted field left open to the end of the file (cut short) or text after a closing quote is an
+    # error, not a field silently cut or mangled.
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows = []
+    prev = 0
     try:
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != COLUMNS:
@@ -91,6 +100,9 @@ def read_rows(path, data):
             r["line"] = line
             rows.append(r)
     except csv.Error as exc:
+        if "unexpected end of data" in str(exc):  # the C++ reader's words (bench/results/result_csv.cpp)
+            raise HistoryError("%s:%d: a quoted field is not closed: the file ends inside it, so its last row is cut "
+                               "short (reports/SCHEMA.md)" % (path, prev + 1))
         raise HistoryError("%s:%d: malformed CSV: %s" % (path, reader.line_num, exc))
     return rows
 
