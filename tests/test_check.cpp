@@ -197,12 +197,18 @@ TEST_F(Check, EachOutputIsHeldToTheRuleOfItsOwnDtype) {
   EXPECT_NE(verdict(a, "final_state").tolerance_from.find("bf16 tensor-core"), std::string::npos);
   EXPECT_NE(verdict(a, "final_state").tolerance_from.find("its dtype, bf16"), std::string::npos);
   EXPECT_NE(verdict(a, "o").tolerance_from.find("its dtype, f32"), std::string::npos);
+  // An f64 state beside an f16 o: a 16-bit kernel's state has 16-bit operands
+  // (fla: bf16 o, fp32 final_state), so the bf16 emulation's state, not rounded.
   const GretCheckReport b = run(in, mixed(DType::f16, DType::f64, "f16_f64.st"));
   EXPECT_TRUE(b.pass());
-  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("fp32 chunkwise"), std::string::npos);
-  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("its dtype, f64"), std::string::npos);
-  EXPECT_LT(verdict(b, "final_state").tolerance, 1e-4) << "the fp32 rule, not bf16's";
+  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("state not rounded"), std::string::npos);
+  EXPECT_NE(verdict(b, "final_state").tolerance_from.find("its dtype, f64, beside an f16 o"), std::string::npos);
   EXPECT_NE(verdict(b, "o").tolerance_from.find("its dtype, f16"), std::string::npos);
+  // Both f32/f64: the fp32 rule for each.
+  const GretCheckReport c = run(in, mixed(DType::f32, DType::f64, "f32_f64.st"));
+  EXPECT_TRUE(c.pass());
+  EXPECT_NE(verdict(c, "final_state").tolerance_from.find("fp32 chunkwise"), std::string::npos);
+  EXPECT_LT(verdict(c, "final_state").tolerance, 1e-4) << "the fp32 rule, not bf16's";
   // The CSV notes and the table say each tensor's rule.
   const auto csv = yoco("check gret " + in + " " + path("f32_bf16.st") + " --format csv");
   EXPECT_EQ(csv.status, 0) << csv.all();

@@ -231,8 +231,12 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   const std::string o_dtype = out.info(opt.o).dtype;
   const bool judge_state = out.has(opt.final_state);
   const std::string s_dtype = judge_state ? out.info(opt.final_state).dtype : o_dtype;
+  // A kernel whose o is 16-bit computes its state with 16-bit operands too,
+  // whatever dtype it stores the state in (fla: bf16 o, fp32 final_state): the
+  // state's rule is the bf16 emulation then, its state rounded only when the
+  // state itself is stored in 16 bits.
   const bool low_o = low_precision(o_dtype), low_s = low_precision(s_dtype);
-  const bool run_tc = low_o || (judge_state && low_s), run_f32 = !low_o || (judge_state && !low_s);
+  const bool run_tc = low_o || (judge_state && low_s), run_f32 = !low_o;
   // Whole chunks per block (the same arithmetic as one pass); by default about
   // 2 M values per tensor (16 MB in fp64), so that the buffers stay warm in
   // the allocator instead of being faulted in afresh at every block.
@@ -321,7 +325,8 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       for (int64_t h = 0; h < d.H; ++h)
         for (int64_t i = 0; i < d.D; ++i)
           for (int64_t j = 0; j < d.D; ++j)
-            acc_s.add(got[h](i, j), S[h](i, j), low_s ? bf(Se_tc[h](i, j)) : Se_f32[h](i, j), 0, [&] {
+            acc_s.add(got[h](i, j), S[h](i, j),
+                      low_s ? bf(Se_tc[h](i, j)) : low_o ? Se_tc[h](i, j) : Se_f32[h](i, j), 0, [&] {
               std::ostringstream w;
               // Indexed as the file holds it.
               const bool kv = opt.state_layout == StateLayout::kv;
@@ -348,7 +353,13 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
   }
   rep.verdicts.push_back(acc_o.verdict(opt.o, o_dtype, opt.tolerance, derived_from(o_dtype), d.H * d.D, d.T));
   if (judge_state)
-    rep.verdicts.push_back(acc_s.verdict(opt.final_state, s_dtype, opt.tolerance, derived_from(s_dtype), 1, 1));
+    rep.verdicts.push_back(acc_s.verdict(
+        opt.final_state, s_dtype, opt.tolerance,
+        low_s || !low_o ? derived_from(s_dtype)
+                        : "2x a bf16 tensor-core chunkwise computation of the same inputs (fp32 accumulators and "
+                          "state, bf16 operands; the state not rounded): the rule for its dtype, " + s_dtype +
+                              ", beside an " + o_dtype + " o (a 16-bit kernel's state has 16-bit operands)",
+        1, 1));
   else
     rep.not_judged.push_back(opt.final_state + ": not judged (" + out.path() + " has no tensor '" + opt.final_state +
                              "')");
