@@ -15,7 +15,9 @@ a row already in from another file, every field equal, is not added again: a swe
 adds its new points only) and atomic per file.
 --git DIR orders commits by that repository's history (else rows follow their timestamps). --commit/--date
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
-gen_tokens|phase|metric; GLOB matches it (fnmatch), e.g. 'yoco-3b|*|prefill|prefill_latency_s'.
+gen_tokens|phase|metric, and |CONFIGURATION where the row's notes name one other than the runners' default (a
+prefill chunk, 'chunk 16384'; the words yocoreport/chunks.py reads); GLOB matches it (fnmatch), e.g.
+'yoco-3b|*|prefill|prefill_latency_s'.
 
 Detection (yocohistory/detect.py has the method): per series, PELT change points (ruptures) on the series
 scaled by its own noise; a change is a regression when it goes the metric's worse way by more than the floor
@@ -38,6 +40,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store, read_file  # noqa: E402
+from yocoreport.chunks import DEFAULT_CONFIG, config_of, label as config_label  # noqa: E402
 from yocoreport.cli import ArgumentParser  # noqa: E402
 
 
@@ -48,7 +51,15 @@ def one_line(exc):
 
 
 def series_name(r):
-    return "|".join(str(r[k]) for k in SERIES_KEY)
+    """model|device_name|seq_len|batch|gen_tokens|phase|metric, then |CONFIGURATION where the notes name one other
+    than the runners' default: one run may measure a point at several (the GPU suite's step `chunks` at prefill
+    chunks of 8192, 16384 and 32768, in logs/chunks.csv), and as one series their values flip-flopped within a
+    commit. The configuration as the report reads it (yocoreport/chunks.py: the prefill chunk, the FFN's row blocks,
+    its up half fused, ...); a row that names the default (`prefill chunk 32768`) is in the series of one that
+    names none, as the schema says they ran the same."""
+    name = "|".join(str(r[k]) for k in SERIES_KEY)
+    config = config_of(r["notes"] or "")
+    return name if config == DEFAULT_CONFIG else name + "|" + config_label(config)
 
 
 def csv_files(specs):
@@ -300,7 +311,8 @@ def cmd_series(a):
 
 
 DB_HELP = "the history: a SQLite file (ingest creates it) or a postgresql://user@host:port/database URL"
-SERIES_HELP = "only the series matching GLOB (fnmatch) over model|device_name|seq_len|batch|gen_tokens|phase|metric"
+SERIES_HELP = ("only the series matching GLOB (fnmatch) over model|device_name|seq_len|batch|gen_tokens|phase|metric"
+               "[|configuration]")
 
 
 def add_detection_options(parser, noise_note=""):

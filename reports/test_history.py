@@ -46,12 +46,10 @@ def slurp(path):
         return f.read()
 
 
-# The committed CSVs the reader refuses, each with the reason it gives. Only a file of an early format belongs
-# here: run-02's kernels.csv (2026-11-23) predates the rule that every row names its model (its ceiling rows
-# leave the column empty). Any other refusal is a reader bug or a broken file, and the round-trip test fails.
-KNOWN_REFUSED = {
-    "results/nvidia-h100/logs/run-02-kernels-v1/kernels.csv": "column model is empty",
-}
+# The committed CSVs the reader refuses, each with the reason it gives: none. (run-02's kernels.csv of 2026-11-23,
+# from before the rule that a row of no model says `-`, leaves its ceiling rows' model empty: read as `-`.)
+# Any refusal is a reader bug or a broken file, and the round-trip test fails.
+KNOWN_REFUSED = {}
 
 
 def committed_csvs(refused=None):
@@ -348,6 +346,47 @@ class HistoryTest(unittest.TestCase):
         import history_of_repo
         for f in (cut, open_quote, after_quote):
             self.assertEqual(history_of_repo.new_rows(slurp(f), set()), slurp(f))
+
+    def test_a_legacy_ceiling_row_of_no_model_reads_as_dash(self):
+        # run-02's kernels.csv predates the `-` convention: its ceiling rows leave model empty, and ingesting
+        # reports/results exited 2 for it. Only a ceiling row (a row of no model) may; any other is still refused.
+        legacy = os.path.join(HERE, "results", "nvidia-h100", "logs", "run-02-kernels-v1", "kernels.csv")
+        rows = read_rows(legacy, slurp(legacy))
+        self.assertEqual(sorted(set(r["model"] for r in rows if r["phase"] == "ceiling")), ["-"])
+        f = os.path.join(self.dir, "nomodel.csv")
+        write_csv(f, [row(model="", phase="ceiling", metric="copy_bw_gbs"), row(model="")])
+        code, out, err = run("ingest", "--db", self.db, f)
+        self.assertEqual((code, out), (2, ""), err)
+        self.assertIn("nomodel.csv:3: column model is empty", err)
+        code, out, err = run("ingest", "--db", self.db, os.path.join(HERE, "results"), os.path.join(HERE, "baselines"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(err, "")
+
+    def test_a_run_at_several_prefill_chunks_makes_a_series_each(self):
+        # The GPU suite's step `chunks` measures one point at prefill chunks of 8192, 16384 and 32768 in one run
+        # (logs/chunks.csv): as one series, its exact bytes flip-flopped within the commit, and check called it a
+        # counted metric's regression (23 of them on the committed results).
+        files = []
+        for i, sha in enumerate(("1111111", "2222222", "3333333")):
+            f = os.path.join(self.dir, "run%d.csv" % i)
+            write_csv(f, [row(git_sha=sha, timestamp="2026-11-2%dT00:00:00Z" % i, metric="mem_activations_bytes",
+                              unit="B", method="exact", value=str(v), min=str(v), max=str(v),
+                              notes="activations at prefill chunk %d" % c)
+                          for c, v in ((8192, 1000), (16384, 2000), (32768, 4000))]
+                         + [row(git_sha=sha, timestamp="2026-11-2%dT00:00:00Z" % i, model="plain", value="1.0",
+                                notes="prefill chunk 32768" if i else "")])  # the default, named or not: one series
+            files.append(f)
+        self.assertEqual(run("ingest", "--db", self.db, *files)[0], 0)
+        code, out, err = run("series", "--db", self.db)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out.splitlines(), ["    3  m|d|1|1|0|prefill|mem_activations_bytes",
+                                            "    3  m|d|1|1|0|prefill|mem_activations_bytes|chunk 16384",
+                                            "    3  m|d|1|1|0|prefill|mem_activations_bytes|chunk 8192",
+                                            "    3  plain|d|1|1|0|prefill|prefill_latency_s"])
+        if _has_ruptures():
+            code, out, err = run("check", "--db", self.db)
+            self.assertEqual(code, 0, out + err)
+            self.assertIn("4 series checked: 0 regression(s)", out)
 
     def test_bad_options_are_one_line_exit_2(self):
         for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),

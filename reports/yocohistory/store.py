@@ -94,6 +94,10 @@ def read_rows(path, data):
             r["repeats"] = _int(r["repeats"].strip() or "0", "repeats", path, line)
             for k in ("value", "min", "max"):
                 r[k] = _float(r[k].strip(), k, path, line)
+            if not r["model"].strip() and r["phase"].strip() == "ceiling":
+                # A row of no model, from before the `-` convention (reports/SCHEMA.md; run-02's kernels.csv of
+                # 2026-11-23 leaves it empty): read as it is written today, so its series joins the later runs'.
+                r["model"] = "-"
             for k in ("device", "device_name", "model", "phase", "metric", "method"):
                 if not r[k].strip():
                     raise HistoryError("%s:%d: column %s is empty" % (path, line, k))
