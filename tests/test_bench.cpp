@@ -255,6 +255,33 @@ TEST_F(Bench, StopSignalsBackToBackSayWhatWasKeptOnce) {
   }
 }
 
+// A stop signal before the first point finished: nothing was written, and the message said "0 of 8
+// points kept in k.csv; run ... --resume" of a file that did not exist (or was an older run's).
+TEST_F(Bench, StopBeforeAnyPointSaysNoFileWasWritten) {
+  using yoco_test::shell_quote;
+  // One long point: the signal comes once the sweep has said its plan (the handler is in place), long
+  // before a Transformer prefill at 32K ends.
+  const std::string sweep = "bench --model transformer-tiny --lengths 32K --metrics prefill --repeats 3 --warmup 1";
+  for (const bool earlier : {false, true}) {
+    SCOPED_TRACE(earlier ? "an earlier file there" : "no file there");
+    const std::string out = path(earlier ? "earlier.csv" : "k.csv"), err = path("early.err"), rc = path("early.rc");
+    if (earlier) yoco_test::spit(out, "an earlier run's file\n");
+    const std::string script = shell_quote(YOCO_CLI_PATH) + " " + sweep + " --out " + shell_quote(out) +
+                               " >/dev/null 2>" + shell_quote(err) + " & p=$!; until grep -q 'points; their timed' " +
+                               shell_quote(err) + " 2>/dev/null; do sleep 0.01; done; kill -INT $p; "
+                               "{ wait $p; } 2>/dev/null; echo $? >" + shell_quote(rc);
+    ASSERT_EQ(std::system(("timeout 120 bash -c " + shell_quote(script)).c_str()), 0);
+    const std::string e = yoco_test::slurp(err);
+    EXPECT_EQ(std::stoi(yoco_test::slurp(rc)), 130) << e;
+    EXPECT_NE(e.find("interrupted (SIGINT): no point finished, so no file was written (" + out + " untouched)"),
+              std::string::npos)
+        << e;
+    EXPECT_EQ(e.find("points kept"), std::string::npos) << e;
+    if (earlier) EXPECT_EQ(yoco_test::slurp(out), "an earlier run's file\n");
+    else EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
 TEST_F(Bench, ResumeRefusesAnotherConfigurationAndSaysWhatItNeeds) {
   using yoco_test::expect_input_error;
   const std::string out = path("r.csv");

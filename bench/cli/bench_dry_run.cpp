@@ -14,6 +14,7 @@
 #include "device_spec.hpp"
 #include "errors.hpp"
 #include "format.hpp"
+#include "host_info.hpp"
 #include "lists.hpp"
 #include "result_csv.hpp"
 
@@ -43,7 +44,7 @@ void check_output_unwritten(const std::string& path) {
 // SweepFile's --resume refusals, and run_sweep's first (previous_points): a file to resume holds only
 // points of this sweep, and each point's analytic rows are those this run would make (the settings,
 // and the cost model, they were written with). The counted values need no ceilings: any roofline
-// gives the same bytes and FLOPs. (The device of its measured rows is checked when it runs.)
+// gives the same bytes and FLOPs. The device of its measured rows too (a GPU's name only with --device-name).
 void check_resume_file(const SweepSettings& s, const std::string& device, const std::string& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return;
@@ -51,8 +52,15 @@ void check_resume_file(const SweepSettings& s, const std::string& device, const 
   for (const auto& m : s.models)
     for (int64_t n : s.lengths) points.insert({m, n});
   const std::vector<ResultRow> rows = read_results_csv(file);  // InputError when it is not a results CSV
+  // The run's device_name: --device-name, else the CPU's (read from the host, as the CPU backend does);
+  // a GPU's name would need the device, so without --device-name only the device is checked.
+  std::optional<std::string> device_name;
+  if (!s.device_name.empty()) device_name = s.device_name;
+  else if (device == "cpu") device_name = cpu_device_name();
   std::map<std::pair<std::string, int64_t>, std::vector<const ResultRow*>> by_point;
   for (const ResultRow& r : rows) {
+    // Under mpirun the rows name the ranks' device (cpu-xN), which the real run checks.
+    if (s.sharded_ranks == 0) check_resumed_device(file, r, device, device_name);
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;
     if (!points.count({r.model, r.seq_len})) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
     by_point[{r.model, r.seq_len}].push_back(&r);

@@ -43,7 +43,7 @@ CommandSpec bench_spec() {
   s.options = {
       {"--model", "A,B,...", "presets or config files (default yoco-tiny,transformer-tiny on the CPU, yoco-small,transformer-small on CUDA)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576 (default 2K,4K,8K,16K,32K on the CPU)"},
-      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length (default 1024, at most 4194304 = 2^22)"},
+      {"--gen", "N", "throughput: generated tokens per sequence, prompt = length - N, below every length; K = 1024, M = 1048576 (default 1024, at most 4194304 = 2^22 = 4M)"},
       {"--batch", "auto|N", "auto (default): 1 for memory/prefill/decode, the largest that fits for throughput"},
       {"--max-batch", "N", "cap of the automatic throughput batch (default 8 on the CPU, 1024 on CUDA)"},
       {"--metrics", "LIST", "any of memory,prefill,decode,throughput (default all)"},
@@ -67,12 +67,12 @@ CommandSpec bench_spec() {
       {"--no-cupti", "", "the GPU default job without the CUPTI breakdown"},
       {"--default-job", "", "run the default job even with other options (they override its settings)"},
       {"--quick", "", "GPU default job: 32K and 128K only, a first look (writes sweep-quick.csv)"},
-      {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results)"},
-      {"--no-report", "", "default job: do not regenerate reports/README.md and the figures"},
+      {"--results-dir", "DIR", "default job: where result folders go (default <source>/reports/results); another folder gets its report beside its results (DIR/README.md, DIR/figures), never the repo's"},
+      {"--no-report", "", "default job: do not regenerate the report (reports/README.md and the figures, or DIR's)"},
       {"--sweep-file", "NAME.csv", "default job: its file in the results folder (default sweep.csv on a GPU, "
                                    "bench.csv on the CPU): points outside the job's models and lengths, e.g. "
                                    "yoco-3b at 2M,4M, in a file of their own that --resume continues"},
-      {"--dry-run", "", "check the options, the models and (--device cuda) the runners' YOCO_* switches, list the points and the file; run nothing, touch no device (any machine: a device call's commands checked ahead)"},
+      {"--dry-run", "", "check the options, the models and (--device cuda) the runners' YOCO_* switches, list the points and the file; run nothing, touch no device (any machine: a device call's commands checked ahead); alone, the default job's preview"},
   };
   s.notes =
       "Methods (reports/SCHEMA.md): measured = full runs timed, median of repeats; sampled = decode steps\n"
@@ -117,10 +117,22 @@ CommandSpec bench_spec() {
       "Interrupted sweeps: --out is rewritten (atomically) after each point, so a run stopped by Ctrl-C,\n"
       "SIGTERM or a kill keeps every completed point; Ctrl-C / SIGTERM say how many (exit 130 / 143). The same\n"
       "command with --resume keeps the points already in --out and measures the rest; the file then holds\n"
-      "what a full run writes (timings aside). A file from another device, --device-name, --dtype, --batch,\n"
+      "what a full run writes (timings aside). Kept as they are, line for line: the measured rows (measured,\n"
+      "sampled, extrapolated, exact and the rows of points that did not run) of every completed point.\n"
+      "Made again, even when every point is complete: the ceiling rows (this machine's GEMM rate and copy\n"
+      "bandwidth, measured at the start of every run), the analytic rows (their roofline times follow from\n"
+      "those ceilings; their counted values are checked equal to the file's) and the ratio rows (from the\n"
+      "rows above), all with this run's git_sha and timestamp: a file never mixes two runs' ceilings.\n"
+      "A file from another device, --device-name, --dtype, --batch,\n"
       "--max-batch, --gen, --metrics or --prefill-chunk, or with points outside --model x --lengths, is\n"
       "refused (exit 2); a --out that does not exist yet starts the sweep afresh. The default job resumes its\n"
-      "bench.csv.";
+      "bench.csv.\n"
+      "\n"
+      "Exit status: 0 when the sweep ran to its end, also when points became over_budget, out_of_memory or\n"
+      "failed rows: those are results the rows report (the sweep never stops at a missing point), and a gate\n"
+      "judges them against a baseline: yoco compare --strict fails a value the baseline measured that the run\n"
+      "lacks (scripts/ci-bench.sh does); 1 a lost device stopped the sweep (the points so far kept in --out);\n"
+      "2 bad input; 130 / 143 Ctrl-C / SIGTERM.";
   return s;
 }
 
@@ -151,7 +163,8 @@ SweepSettings sweep_settings(const ParsedArgs& a, const SweepSettings& defaults)
   if (auto m = a.get("--model")) s.models = split_unique_list("--model", *m);
   if (auto l = a.get("--lengths")) s.lengths = parse_length_list("--lengths", *l);
   // The analytic throughput row costs a decode step per generated token, as yoco model's does.
-  s.gen = a.get_int("--gen", s.gen, 1, cost::kMaxThroughputGen);
+  // A length, as the README says lengths are written: 1K = 1024 (the suite's one length parser).
+  if (const auto g = a.get("--gen")) s.gen = parse_length("--gen", *g, cost::kMaxThroughputGen);
   const std::string batch = a.get_or("--batch", s.batch > 0 ? std::to_string(s.batch) : "auto");
   s.batch = batch == "auto" ? 0 : parse_int("--batch", batch, 1, 1 << 20);
   s.max_batch = a.get_int("--max-batch", s.max_batch, 1, 1 << 20);
@@ -216,7 +229,9 @@ int cmd_bench(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const std::string device = a.get_or("--device", "cpu");
   if (device != "cpu" && device != "cuda") throw InputError("--device: expected cpu or cuda, got '" + device + "'");
-  if (mpi_job() && (args.empty() || a.has("--default-job") || a.has("--quick")))
+  // No options (--dry-run aside): the default job, previewed by the dry run as it runs.
+  const bool plain = args.empty() || (args.size() == 1 && a.has("--dry-run"));
+  if (mpi_job() && (plain || a.has("--default-job") || a.has("--quick")))
     throw InputError("the default job runs one process: under mpirun give the sweep (--model, --lengths; "
                      "the rows say the rank count)");
 #if !defined(YOCO_HAVE_DIST_CUDA)
@@ -224,7 +239,7 @@ int cmd_bench(const Args& args) {
     throw InputError("--device cuda under mpirun: this yoco was built without the sharded CUDA path (the cuda "
                      "preset with MPI); under mpirun the CPU reference runs sharded (drop --device cuda)");
 #endif
-  if (args.empty() || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
+  if (plain || a.has("--default-job") || a.has("--quick")) return run_default_job(a);
   for (const char* o : {"--results-dir", "--no-report", "--sweep-file"})
     if (a.has(o)) throw InputError(std::string(o) + " applies to the default job only (add --default-job)");
   const bool dry = a.has("--dry-run");

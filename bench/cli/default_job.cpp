@@ -85,6 +85,21 @@ std::string quote(const std::string& s) {
   return q + "'";
 }
 
+// The report step's command. Only the repo's own results folder regenerates the repo's report
+// (reports/README.md and reports/figures); any other --results-dir (a scratch folder holding only
+// this machine's results) gets its report beside its results, README.md and figures/ there: a
+// report of a partial folder would drop the other devices' sections from the repo's.
+std::string report_command(const std::string& source, const std::filesystem::path& results) {
+  namespace fs = std::filesystem;
+  std::error_code ec1, ec2;
+  const fs::path own = fs::weakly_canonical(fs::path(source) / "reports" / "results", ec1);
+  const fs::path here = fs::weakly_canonical(results, ec2);
+  std::string cmd = "/usr/bin/python3 " + quote(source + "/reports/report.py") + " --results " + quote(results.string());
+  if (ec1 || ec2 || here != own)
+    cmd += " --out " + quote((results / "figures").string()) + " --readme " + quote((results / "README.md").string());
+  return cmd;
+}
+
 }  // namespace
 
 int run_default_job(const ParsedArgs& a) {
@@ -149,7 +164,9 @@ int run_default_job(const ParsedArgs& a) {
         d.resume_candidates = files;
       }
       print_bench_dry_run(s, d);
-      std::cout << "  then the analytic projection (" << an_dir << ")" << (a.has("--no-report") ? "" : " and the report")
+      std::cout << "  then the analytic projection (" << an_dir << "/model.csv, model-65b-int8-kv.csv)\n"
+                << "  then the report: "
+                << (a.has("--no-report") ? std::string("skipped (--no-report)") : report_command(source, results))
                 << "\n";
       return 0;
     }
@@ -204,8 +221,7 @@ int run_default_job(const ParsedArgs& a) {
   if (a.has("--no-report")) {
     std::cout << "skipped (--no-report)\n";
   } else {
-    const std::string script = source + "/reports/report.py";
-    const std::string cmd = "/usr/bin/python3 " + quote(script) + " --results " + quote(results.string());
+    const std::string cmd = report_command(source, results);
     std::cout << cmd << "\n";
     std::cout.flush();
     if (std::system(cmd.c_str()) != 0) {

@@ -19,6 +19,8 @@ namespace {
 
 // What the signal handler says; set before it is installed, read only there.
 volatile sig_atomic_t g_points_kept = 0;
+volatile sig_atomic_t g_written = 0;  // the file was written by this run (at least one point finished)
+int g_resumed = 0;                    // --resume of a file that exists: it holds the earlier run's points
 int g_total_points = 0;
 char g_file[4096];
 struct sigaction g_old_int, g_old_term;
@@ -54,12 +56,24 @@ extern "C" void on_stop_signal(int sig) {
   put(p, end, "\nyoco bench: interrupted (");
   put(p, end, sig == SIGINT ? "SIGINT" : "SIGTERM");
   put(p, end, "): ");
-  put_int(p, end, g_points_kept);
-  put(p, end, " of ");
-  put_int(p, end, g_total_points);
-  put(p, end, " points kept in ");
-  put(p, end, g_file);
-  put(p, end, "; run the same command with --resume to continue\n");
+  if (g_written) {
+    put_int(p, end, g_points_kept);
+    put(p, end, " of ");
+    put_int(p, end, g_total_points);
+    put(p, end, " points kept in ");
+    put(p, end, g_file);
+    put(p, end, "; run the same command with --resume to continue\n");
+  } else if (g_resumed) {
+    // Nothing finished in this run: the file is the earlier run's, untouched.
+    put(p, end, "no point finished in this run; ");
+    put(p, end, g_file);
+    put(p, end, " is as it was; run the same command with --resume to continue\n");
+  } else {
+    // A count of kept points would claim a file that was never written (or is an older run's).
+    put(p, end, "no point finished, so no file was written (");
+    put(p, end, g_file);
+    put(p, end, " untouched); run the same command to start again\n");
+  }
   ssize_t ignored = ::write(STDERR_FILENO, buf, static_cast<size_t>(p - buf));
   (void)ignored;
   // The other stop signal, if pending too, is dropped: the exit status is that
@@ -106,6 +120,8 @@ SweepFile::SweepFile(std::optional<std::string> out, bool resume, int total_poin
   // Under mpirun rank 0 writes the file and alone says what an interrupt kept.
   if (!out_ || !primary_process()) return;
   g_points_kept = 0;
+  g_written = 0;
+  g_resumed = has_previous_ ? 1 : 0;
   g_stopping = 0;
   g_total_points = total_points;
   std::strncpy(g_file, out_->c_str(), sizeof(g_file) - 1);
@@ -140,6 +156,7 @@ SweepIo SweepFile::io() const {
     BlockStopSignals hold;
     save_results_csv(out, rows);  // atomic: the file is always a whole, valid CSV
     g_points_kept = points_done;
+    g_written = 1;
   };
   io.note = [](const std::string& line) {
     // On a terminal the progress line is drawn without a line break: the note

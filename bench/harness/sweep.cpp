@@ -111,14 +111,11 @@ std::map<size_t, std::vector<ResultRow>> previous_points(const SweepSettings& s,
   std::map<size_t, std::vector<ResultRow>> kept;
   if (!io.previous) return kept;
   const std::string& file = io.previous_file;
-  const std::string again = kResumeAgain;
   std::map<std::pair<std::string, int64_t>, size_t> index;
   for (size_t i = 0; i < plans.size(); ++i) index[{plans[i].model, plans[i].n}] = i;
   std::map<size_t, std::vector<ResultRow>> by_point;
   for (const ResultRow& r : *io.previous) {
-    if (r.prov.device != "analytic" && (r.prov.device != here.device || r.prov.device_name != here.device_name))
-      throw InputError(file + ": written on device " + r.prov.device + " '" + r.prov.device_name + "', this run is " +
-                       here.device + " '" + here.device_name + "' (--device, --device-name)" + again);
+    check_resumed_device(file, r, here.device, here.device_name);
     if (r.phase == "ceiling" || r.model.find(" vs ") != std::string::npos) continue;  // measured / computed anew
     auto it = index.find({r.model, r.seq_len});
     if (it == index.end()) throw InputError(resume_outside_the_sweep(file, r.model, r.seq_len));
@@ -167,6 +164,15 @@ AnalyticSettings point_analytic_settings(const AnalyticSettings& an, int64_t bat
   a.batch = batch;
   a.tp_batch = tp_batch;
   return a;
+}
+
+void check_resumed_device(const std::string& file, const ResultRow& r, const std::string& device,
+                          const std::optional<std::string>& device_name) {
+  if (r.prov.device == "analytic") return;
+  if (r.prov.device != device || (device_name && r.prov.device_name != *device_name))
+    throw InputError(file + ": written on device " + r.prov.device + " '" + r.prov.device_name + "', this run is " +
+                     device + (device_name ? " '" + *device_name + "'" : std::string()) +
+                     " (--device, --device-name)" + kResumeAgain);
 }
 
 std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len) {

@@ -7,6 +7,7 @@
 // (cpu_backend.hpp) today, the CUDA runners (cuda_backend.hpp) later.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -122,6 +123,12 @@ AnalyticSettings point_analytic_settings(const AnalyticSettings& an, int64_t bat
 // other settings (or another cost model). `where`: resumed_point_words. The real run's check, and
 // yoco bench --dry-run's, which runs it on the file with no device.
 std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len);
+// --resume's first check of each row of the file that is not analytic: written on this run's `device`
+// (cpu, cuda) and `device_name` (the detected one or --device-name); else the InputError naming both.
+// The real run's check and yoco bench --dry-run's; the dry run passes no name where it cannot know it
+// without touching the device (a GPU's, without --device-name).
+void check_resumed_device(const std::string& file, const ResultRow& r, const std::string& device,
+                          const std::optional<std::string>& device_name);
 void check_resumed_analytic(const std::string& where, const std::vector<const ResultRow*>& in_file,
                             const std::vector<ResultRow>& in_run);
 // All of --resume's checks of one point's rows in the file (`in_file`: analytic and measured): the
