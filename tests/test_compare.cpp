@@ -767,8 +767,49 @@ TEST_F(CompareTest, CliMalformedInputsExit2NamingFileAndLine) {
   const auto above = edited(base_rows(), "throughput", "throughput_tokens_per_s", [](ResultRow& r) { r.value = 2000; });
   expect_input_error(compare_files(write_rows("above.csv", above), good),
                      {"above.csv: line 4: column 'value': 2000 is above max 1010"});
+  // Rows that break the schema's methods (reports/SCHEMA.md "Methods"): a method it does not list, a
+  // method that carries a value without one, a point that did not run with one. compare judged them.
+  const auto guessed = edited(base_rows(), "prefill", "prefill_latency_s", [](ResultRow& r) { r.method = "guessed"; });
+  expect_input_error(compare_files(good, write_rows("guessed.csv", guessed)),
+                     {"guessed.csv: line 2: column 'method': 'guessed' is not a method of reports/SCHEMA.md"});
+  const auto no_value = edited(base_rows(), "decode", "decode_step_latency_s", [](ResultRow& r) {
+    r.value.reset();
+    r.min.reset();
+    r.max.reset();
+  });
+  expect_input_error(compare_files(write_rows("no_value.csv", no_value), good),
+                     {"no_value.csv: line 3: column 'value' is empty, but method 'measured'"});
+  const auto failed_value =
+      edited(base_rows(), "decode", "decode_step_latency_s", [](ResultRow& r) { r.method = "failed"; });
+  expect_input_error(compare_files(good, write_rows("failed_value.csv", failed_value)),
+                     {"failed_value.csv: line 3: column 'value'", "method 'failed' says the point did not run"});
   // The good file against itself is fine, so each failure above is the malformation's.
   EXPECT_EQ(compare_files(good, good).status, 0);
+}
+
+// The reader's schema checks hold for every result CSV committed under reports/ (and the tests' data):
+// a check the committed files break would make compare and --resume refuse the repo's own results.
+TEST_F(CompareTest, ReaderReadsEveryCommittedResultCsv) {
+  const fs::path source = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path();
+  size_t read = 0;
+  for (const char* dir : {"reports", "tests/data"}) {
+    if (!fs::is_directory(source / dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(source / dir)) {
+      if (!e.is_regular_file() || e.path().extension() != ".csv") continue;
+      std::ifstream in(e.path());
+      std::string header;
+      std::getline(in, header);
+      if (header.rfind("git_sha,", 0) != 0) continue;  // another kind of CSV (paper numbers, chunks, ...)
+      // Not single runs, so not what the reader takes (they repeat keys): a device call's logs, and the
+      // files of chunked calls appended one after another.
+      const std::string p = e.path().generic_string();
+      if (p.find("/logs/") != std::string::npos || e.path().filename().string().rfind("chunks", 0) == 0) continue;
+      SCOPED_TRACE(e.path().string());
+      EXPECT_EQ(read_error(e.path().string()), "");
+      ++read;
+    }
+  }
+  EXPECT_GE(read, 20u) << "the committed result CSVs were not found";
 }
 
 TEST_F(CompareTest, CliRejectsDisjointFilesAndBadArguments) {
@@ -823,16 +864,25 @@ const NoiseMetric* find_metric(const NoiseFloor& nf, const std::string& family, 
 }
 
 TEST(CompareNoiseFloor, KindsLadderAndFamilies) {
-  EXPECT_EQ(noise_kind("s", "measured"), NoiseKind::Timed);
-  EXPECT_EQ(noise_kind("s", "analytic"), NoiseKind::Timed);
-  for (const char* u : {"tokens/s", "fraction", "TFLOP/s", "GB/s", "x"}) EXPECT_EQ(noise_kind(u, "measured"), NoiseKind::Timed) << u;
+  EXPECT_EQ(noise_kind("s", "measured", "prefill_latency_s"), NoiseKind::Timed);
+  EXPECT_EQ(noise_kind("s", "analytic", "prefill_latency_s"), NoiseKind::Timed);
+  for (const char* u : {"tokens/s", "fraction", "TFLOP/s", "GB/s", "x"})
+    EXPECT_EQ(noise_kind(u, "measured", "m"), NoiseKind::Timed) << u;
   for (const char* u : {"B", "FLOP", "count", "B/token"}) {
-    EXPECT_EQ(noise_kind(u, "exact"), NoiseKind::Counted) << u;
-    EXPECT_EQ(noise_kind(u, "analytic"), NoiseKind::Counted) << u;
-    EXPECT_EQ(noise_kind(u, "measured"), NoiseKind::MeasuredCount) << u;
+    EXPECT_EQ(noise_kind(u, "exact", "m"), NoiseKind::Counted) << u;
+    EXPECT_EQ(noise_kind(u, "analytic", "m"), NoiseKind::Counted) << u;
+    EXPECT_EQ(noise_kind(u, "measured", "m"), NoiseKind::MeasuredCount) << u;
   }
-  EXPECT_EQ(noise_kind("ratio", "measured"), NoiseKind::Other);
-  EXPECT_EQ(noise_kind("", "exact"), NoiseKind::Other);
+  // Ratios of counted values are counted (they were timed, and in the threshold gate); time ratios timed.
+  for (const char* m : {"memory_reduction", "kv_cache_reduction"}) {
+    EXPECT_EQ(noise_kind("x", "exact", m), NoiseKind::Counted) << m;
+    EXPECT_EQ(noise_kind("x", "analytic", m), NoiseKind::Counted) << m;
+    EXPECT_EQ(noise_kind("x", "measured", m), NoiseKind::MeasuredCount) << m;
+  }
+  for (const char* m : {"prefill_speedup", "decode_speedup", "throughput_gain"})
+    EXPECT_EQ(noise_kind("x", "analytic", m), NoiseKind::Timed) << m;
+  EXPECT_EQ(noise_kind("ratio", "measured", "m"), NoiseKind::Other);
+  EXPECT_EQ(noise_kind("", "exact", "m"), NoiseKind::Other);
   EXPECT_EQ(recommended_threshold(0.0), 0.01);
   EXPECT_EQ(recommended_threshold(0.005), 0.01);  // exactly 2 x: the step itself
   EXPECT_EQ(recommended_threshold(0.0051), 0.02);
@@ -1015,6 +1065,11 @@ TEST_F(CompareTest, CliNoiseFloorOnTwoRealCpuRuns) {
   const CliRun r = compare_files(path("run-a.csv"), path("run-b.csv"), "--noise-floor");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("| memory | mem_kv_cache_bytes | B | counted |"), std::string::npos) << r.out;
+  // The exact ratio rows are counted, never in the threshold gate (they were timed and gated).
+  EXPECT_NE(r.out.find("| memory | memory_reduction | x | counted |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| kv_cache | kv_cache_reduction | x | counted |"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("_reduction,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("_reduction'"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("error:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("result: PASS"), std::string::npos) << r.out;
   // Timing on a shared 2-core machine may be too noisy for the ladder; when it is not, its gate passes.

@@ -243,15 +243,20 @@ Comparison compare_results(const std::vector<ResultRow>& base, const std::vector
 
 // ------------------------------------------------------------- --noise-floor --
 
-NoiseKind noise_kind(const std::string& unit, const std::string& method) {
+NoiseKind noise_kind(const std::string& unit, const std::string& method, const std::string& metric) {
   static const char* const timed[] = {"s", "tokens/s", "fraction", "TFLOP/s", "GB/s", "x"};
   static const char* const counted[] = {"B", "FLOP", "count", "B/token"};
+  const auto by_method = [&] {
+    return method == "measured" || method == "sampled" || method == "extrapolated" ? NoiseKind::MeasuredCount
+                                                                                    : NoiseKind::Counted;
+  };
+  // Ratios of counted values (x): memory_reduction of two mem_total_bytes, kv_cache_reduction of two
+  // KV bytes per token, judged as the bytes they divide (ci-bench.sh gates memory_reduction exactly).
+  if (unit == "x" && (metric == "memory_reduction" || metric == "kv_cache_reduction")) return by_method();
   for (const char* u : timed)
     if (unit == u) return NoiseKind::Timed;
   for (const char* u : counted)
-    if (unit == u)
-      return method == "measured" || method == "sampled" || method == "extrapolated" ? NoiseKind::MeasuredCount
-                                                                                      : NoiseKind::Counted;
+    if (unit == u) return by_method();
   return NoiseKind::Other;
 }
 
@@ -333,7 +338,7 @@ NoiseFloor noise_floor(const std::vector<ResultRow>& base, const std::vector<Res
     }
     const ResultRow& b = *c.base;
     const ResultRow& h = *c.head;
-    const NoiseKind kind = noise_kind(b.unit, b.method);
+    const NoiseKind kind = noise_kind(b.unit, b.method, b.metric);
     const std::string family = phase_family(b.phase);
     const std::string gk = family + "|" + b.metric + "|" + b.unit + "|" + noise_kind_name(kind);
     auto [it, fresh] = index.emplace(gk, groups.size());

@@ -76,14 +76,15 @@ Comparison compare_results(const std::vector<ResultRow>& base, const std::vector
 // (the phase up to its first '.' or ':'), and the gate threshold that noise
 // supports (issue 16, the GPU CI recipe; reports/SCHEMA.md "Noise floor").
 
-// How a metric is judged: by its unit, and for counted units by its method.
+// How a metric is judged: by its unit, and for counted units by its method. The ratios of counted
+// values (memory_reduction, kv_cache_reduction; unit x) are counted too, not timed.
 enum class NoiseKind {
   Timed,          // s, tokens/s, fraction, TFLOP/s, GB/s, x: noisy, gated at the recommended threshold
-  Counted,        // B, FLOP, count, B/token, not timed (exact, analytic): must be bit-identical
+  Counted,        // B, FLOP, count, B/token, the ratios above, not timed (exact, analytic): must be bit-identical
   MeasuredCount,  // a counted unit read from a run (measured, sampled, extrapolated), e.g. peak RSS: shown only
   Other,          // any other unit: shown only
 };
-NoiseKind noise_kind(const std::string& unit, const std::string& method);
+NoiseKind noise_kind(const std::string& unit, const std::string& method, const std::string& metric);
 const char* noise_kind_name(NoiseKind k);  // "timed", "counted", "measured count", "other"
 
 // The recommended thresholds, as fractions (1% ... 50%).

@@ -134,6 +134,36 @@ void check_range(const Where& w, const ResultRow& r, const Fields& f) {
     throw InputError(w.column(12) + ": " + f[12] + " is above max " + f[17]);
 }
 
+// reports/SCHEMA.md "Methods": those that carry a value, and those of a point that did not run (value
+// empty). A method outside both, or a value that contradicts its method, is a row no writer of ours
+// makes: compare would judge a 'guessed' value, or call a 'measured' row without one NOT_RUN.
+constexpr const char* kValueMethods[] = {"measured", "sampled",    "extrapolated", "analytic",
+                                         "calibrated", "exact",    "paper"};
+constexpr const char* kNotRunMethods[] = {"over_budget", "out_of_memory", "failed", "skipped"};
+
+void check_method(const Where& w, const ResultRow& r) {
+  const auto in = [&](const auto& list) {
+    return std::any_of(std::begin(list), std::end(list), [&](const char* m) { return r.method == m; });
+  };
+  if (in(kValueMethods)) {
+    if (!r.value)
+      throw InputError(w.column(12) + " is empty, but method '" + r.method +
+                       "' says it was obtained (an empty value is for over_budget, out_of_memory, failed, skipped; "
+                       "reports/SCHEMA.md)");
+    return;
+  }
+  if (in(kNotRunMethods)) {
+    if (r.value)
+      throw InputError(w.column(12) + ": " + format_value(r.value) + ", but method '" + r.method +
+                       "' says the point did not run (its value is empty; reports/SCHEMA.md)");
+    return;
+  }
+  std::string all;
+  for (const char* m : kValueMethods) all += std::string(all.empty() ? "" : ", ") + m;
+  for (const char* m : kNotRunMethods) all += std::string(", ") + m;
+  throw InputError(w.column(14) + ": '" + r.method + "' is not a method of reports/SCHEMA.md (" + all + ")");
+}
+
 ResultRow to_row(const Where& w, const Fields& f) {
   ResultRow r;
   r.prov = {f[0], f[1], f[2], f[3], f[4], f[5]};
@@ -151,6 +181,7 @@ ResultRow to_row(const Where& w, const Fields& f) {
   r.max = parse_number(w, 17, f[17]);
   r.notes = f[18];
   check_range(w, r, f);
+  check_method(w, r);
   return r;
 }
 

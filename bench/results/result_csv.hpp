@@ -18,7 +18,10 @@ namespace yoco::cli {
 // ours; a row with too few or too many fields, an unclosed quote, a
 // non-numeric or non-finite number, min above max or a value outside [min,
 // max], a negative or non-integer seq_len/batch/gen_tokens/repeats, an empty
-// model/phase/metric; two rows with the same result_key (both lines named).
+// model/phase/metric; a method not in reports/SCHEMA.md's table, an empty value under a method that
+// carries one (measured, sampled, extrapolated, analytic, calibrated, exact, paper) or a value under
+// one of a point that did not run (over_budget, out_of_memory, failed, skipped); two rows with the
+// same result_key (both lines named).
 std::vector<ResultRow> read_results_csv(const std::string& path);
 
 }  // namespace yoco::cli
