@@ -329,8 +329,13 @@ TEST_F(ModelCli, HugeLengthsAndGenAreBounded) {
                               "--peak-gbs 1 --memory-gb 1000 --format csv");
   EXPECT_EQ(most.status, 0) << most.err;
   yoco_test::expect_input_error(yoco("model --lengths 8M --gen 4194305"), {"--gen", "4194304"}, "gen past its cap");
-  // Written as the option takes it: --gen reads a plain integer (no K/M suffix, unlike --lengths).
-  EXPECT_NE(yoco("model --help").out.find("at most 4194304 = 2^22"), std::string::npos);
+  EXPECT_NE(yoco("model --help").out.find("at most 4194304 = 2^22 = 4M"), std::string::npos);
+  // --gen takes the K and M of every length (the README: lengths take K and M); it refused "1K".
+  const auto k = yoco("model --model yoco-tiny --lengths 4K --gen 1K --format csv");
+  ASSERT_EQ(k.status, 0) << k.err;
+  EXPECT_NE(k.out.find(",1024,throughput,throughput_tokens_per_s,"), std::string::npos) << k.out;
+  yoco_test::expect_input_error(yoco("model --lengths 8M --gen 5M"), {"--gen", "4194304", "5M"}, "5M past the cap");
+  yoco_test::expect_input_error(yoco("model --gen 1Q"), {"--gen", "1Q"}, "a bad suffix");
 }
 
 // stod reads "inf" and 1e300: such a link made the link times 0 or overflow,
@@ -372,6 +377,22 @@ TEST_F(ModelCli, AWhatIfWithAnEmptyBoundIsRefused) {
     yoco_test::expect_input_error(yoco(m + bad), {"--what-if", bad}, bad);
   for (const std::string good : {"gemm=0.5", "gemm.compute=0.5", "attention.memory=ceiling"})
     EXPECT_EQ(yoco(m + good).status, 0) << good;
+}
+
+// The calibrated model is the CUDA runners' (bf16 storage): another --weights-dtype / --kv-dtype /
+// --act-dtype gave calibrated rows with bf16's memory row and said nothing; refused, naming the options.
+TEST_F(ModelCli, CalibrationRefusesAStorageTheRunnersDoNotHave) {
+  const std::string cal =
+      (std::filesystem::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/model/calibration-nvidia-h100.csv")
+          .string();
+  const std::string m = "model --model yoco-3b --lengths 32K --calibration " + cal;
+  yoco_test::expect_input_error(yoco(m + " --weights-dtype fp32 --kv-dtype fp32"), {"--weights-dtype fp32", "--calibration", "bf16"},
+                                "fp32 weights");
+  yoco_test::expect_input_error(yoco(m + " --kv-dtype int8"), {"--kv-dtype int8", "--calibration"}, "int8 KV");
+  yoco_test::expect_input_error(yoco(m + " --act-dtype fp32"), {"--act-dtype fp32", "--calibration"}, "fp32 activations");
+  EXPECT_EQ(yoco(m + " --weights-dtype bf16 --kv-dtype bf16").status, 0);
+  // Without --calibration the analytic rows take any storage.
+  EXPECT_EQ(yoco("model --model yoco-3b --lengths 32K --weights-dtype fp32 --kv-dtype fp32").status, 0);
 }
 
 }  // namespace

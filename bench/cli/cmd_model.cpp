@@ -34,8 +34,8 @@ CommandSpec model_spec() {
       {"--model", "A,B,...", "presets or config files (default yoco-3b,transformer-3b)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576, at most 2^40 (default 32K,64K,128K,256K,512K,1M)"},
       {"--batch", "N", "sequences for the memory, prefill and decode points (default 1)"},
-      {"--gen", "N", "generated tokens of the throughput protocol (default 1024, at most 4194304 = 2^22; prompt = "
-                     "length - gen)"},
+      {"--gen", "N", "generated tokens of the throughput protocol; K = 1024, M = 1048576 (default 1024, at most "
+                     "4194304 = 2^22 = 4M; prompt = length - gen)"},
       {"--throughput-batch", "auto|N", "throughput batch (default auto: the largest that fits in 95% of the device)"},
       {"--prefill-chunk", "N", "prefill chunk in tokens (default 32768)"},
       {"--parts", "", "also print prefill and decode split by part (gemm, attention, gret, norms, lm_head)"},
@@ -43,7 +43,7 @@ CommandSpec model_spec() {
       {"--format", "table|csv|json", "what goes to stdout (default table)"},
       {"--out", "FILE.csv", "also write the rows as CSV"},
       {"--calibration", "FILE", "also the calibrated model (yoco calibrate --out): rows with method calibrated, "
-                                "each with a band from the fit's residuals"},
+                                "each with a band from the fit's residuals; the runners' bf16 storage only (other --*-dtype refused)"},
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
                                        "compute|memory) at its roofline or at efficiency X; or attention_prefill=vN: "
                                        "every prefill attention at flash prefill vN's measured time"},
@@ -313,7 +313,7 @@ int cmd_model(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   AnalyticSettings s = analytic_settings(a);
   s.batch = a.get_int("--batch", 1, 1, 1 << 20);
-  s.gen = a.get_int("--gen", 1024, 1, kMaxGen);
+  s.gen = a.get("--gen") ? parse_length("--gen", *a.get("--gen"), kMaxGen) : 1024;  // 1K as --lengths reads it
   s.prefill_chunk = a.get_int("--prefill-chunk", kDefaultPrefillChunk, 1, int64_t{1} << 40);
   const std::string tpb = a.get_or("--throughput-batch", "auto");
   s.tp_batch = tpb == "auto" ? 0 : parse_int("--throughput-batch", tpb, 1, 1 << 20);
@@ -347,6 +347,16 @@ int cmd_model(const Args& args) {
     throw InputError("--sublayer-buffers needs --calibration");
   if (a.has("--residual-per-layer") && !a.has("--calibration"))
     throw InputError("--residual-per-layer needs --calibration");
+  if (a.has("--calibration")) {
+    // The calibration is fitted on the CUDA runners, which store bf16 weights, caches and activations,
+    // and its memory row is their buffers' own formula: another storage would give rows that look
+    // calibrated but are bf16's (the memory) or a bf16 fit scaled by bytes it never measured.
+    for (const char* o : {"--weights-dtype", "--kv-dtype", "--act-dtype"})
+      if (const auto v = a.get(o); v && *v != "bf16")
+        throw InputError(std::string(o) + " " + *v + " with --calibration: the calibrated model is the CUDA runners', "
+                         "which store bf16 (weights, KV cache, activations); drop " + o +
+                         " or --calibration (the analytic rows take any storage)");
+  }
   if (const auto file = a.get("--calibration")) {
     cost::Calibration cal = cost::read_calibration(*file);
     std::string what_if;
