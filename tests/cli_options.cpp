@@ -160,6 +160,11 @@ TEST_F(Cli, BadOptionsAreInputErrors) {
   expect_input_error(yoco("generate --model yoco-tiny --prompt-len 2X --gen 1"), {"--prompt-len"}, "bad suffix");
   expect_input_error(yoco("demo --prompt-len K"), {"--prompt-len"}, "suffix alone");
   expect_input_error(yoco("demo --gen x"), {"--gen"}, "demo gen");
+  // --gen takes K and M as every length does, and 0 (prefill only).
+  for (const std::string g : {"1K", "0"})
+    EXPECT_EQ(yoco("generate --model yoco-tiny --prompt-len 4 --gen " + g + " --dry-run").status, 0) << g;
+  EXPECT_NE(yoco("generate --model yoco-tiny --prompt-len 4 --gen 1K --dry-run").out.find("generate 1024"), std::string::npos);
+  expect_input_error(yoco("demo --gen 2M"), {"--gen", "2M"}, "demo gen past 1M");
   expect_input_error(yoco("demo --dtype bf16"), {"--dtype"}, "demo dtype");
   expect_input_error(yoco("weights init --model yoco-tiny --seed 1 --dtype i8 --out " + path("w.safetensors")),
                      {"--dtype", "i8"}, "init dtype");

@@ -30,7 +30,7 @@ CommandSpec demo_spec() {
   s.options = {
       {"--dtype", "f64|f32", "compute precision (default f64; tolerance 1e-9 in f64, 1e-4 in f32)"},
       {"--prompt-len", "N", "prompt tokens, K and M as in --lengths (default 200)"},
-      {"--gen", "M", "tokens to generate (default 32)"},
+      {"--gen", "M", "tokens to generate, K and M as in --prompt-len (default 32)"},
       {"--prefill-chunk", "N", "prefill chunk (default 64, so that chunking is exercised)"},
   };
   return s;
@@ -44,7 +44,7 @@ int cmd_demo(const Args& args) {
   const ParsedArgs a = parse_args(spec, args);
   const Precision precision = parse_precision("--dtype", a.get_or("--dtype", "f64"));
   const int64_t n = a.has("--prompt-len") ? parse_length("--prompt-len", *a.get("--prompt-len"), 1 << 20) : 200;
-  const int64_t gen = a.get_int("--gen", 32, 0, 1 << 20);
+  const int64_t gen = a.get("--gen") ? parse_count("--gen", *a.get("--gen"), 1 << 20) : 32;
   const int64_t chunk = a.get_int("--prefill-chunk", 64, 1, INT64_MAX);
   const char* const models[] = {"yoco-tiny", "yoco-swa-tiny", "transformer-tiny"};
   // generate's host-memory gate, for every model before any runs: a length this

@@ -49,7 +49,7 @@ CommandSpec generate_spec() {
   s.options.push_back({"--prompt-len", "N", "a deterministic synthetic prompt of N tokens, K and M as in bench's --lengths "
                                             "(from --seed; one per sequence)"});
   for (auto& o : token_option_specs()) s.options.push_back(o);
-  s.options.push_back({"--gen", "M", "tokens to generate (>= 0); required"});
+  s.options.push_back({"--gen", "M", "tokens to generate (>= 0, K and M as in --prompt-len); required"});
   s.options.push_back({"--batch", "B", "sequences decoded together (default 1; --tokens prompts are replicated)"});
   s.options.push_back({"--prefill-chunk", "N", "prefill chunk in tokens (>= 1, default 32768)"});
   s.options.push_back({"--check", "", "compare the cached logits with the full forward over prompt + generated tokens"});
@@ -72,7 +72,7 @@ int cmd_generate(const Args& args) {
   if (print_help_if_asked(spec, args)) return 0;
   const ParsedArgs a = parse_args(spec, args);
   a.exclusive({"--prompt-len", "--tokens", "--tokens-file"}, true);
-  const int64_t gen = a.require_int("--gen", 0, kMaxCount);
+  const int64_t gen = parse_count("--gen", a.require("--gen"), kMaxCount);
   const int64_t batch = a.get_int("--batch", 1, 1, kMaxCount);
   const int64_t chunk = a.get_int("--prefill-chunk", 32768, 1, INT64_MAX);
   // K and M as in --lengths ("4K"), so the same point is written the same way in every command.

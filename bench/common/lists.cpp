@@ -50,6 +50,16 @@ int64_t parse_length(const std::string& option, std::string text, int64_t max) {
   return v * scale;
 }
 
+int64_t parse_count(const std::string& option, const std::string& text, int64_t max) {
+  if (!text.empty() && text.find_first_not_of('0') == std::string::npos) return 0;
+  try {
+    return parse_length(option, text, max);
+  } catch (const InputError&) {
+    throw InputError(option + ": expected a count (an integer >= 0, K = 1024, M = 1048576) at most " +
+                     length_label(max) + ", got '" + text + "'");
+  }
+}
+
 std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text) {
   constexpr int64_t kMax = int64_t{1} << 40;
   std::vector<int64_t> out;

@@ -13,6 +13,8 @@ namespace yoco::cli {
 std::vector<int64_t> parse_length_list(const std::string& option, const std::string& text);
 // One such length ("4K", "200"), between 1 and `max`; InputError naming `option` otherwise.
 int64_t parse_length(const std::string& option, std::string text, int64_t max);
+// The same, where 0 is allowed too (a number of tokens to generate).
+int64_t parse_count(const std::string& option, const std::string& text, int64_t max);
 // "32768" -> "32K", "1048576" -> "1M", others unchanged.
 std::string length_label(int64_t n);
 // "a, b*" -> {"a", "b*"}: items trimmed of blanks; InputError naming `option` for an empty one.
