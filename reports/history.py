@@ -2,11 +2,12 @@
 """yoco history: every result CSV of this suite kept in one database, so that performance can be followed
 across commits.
 
-  history.py ingest --db DB [--git DIR] [--commit SHA] [--date ISO] FILE|DIR...
-  history.py check --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3]
-  history.py changes --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3] [--format table|csv|json]
-  history.py export --db DB [--series GLOB] [--format csv]
-  history.py series --db DB [--series GLOB]
+  yoco history ingest --db DB [--git DIR] [--commit SHA] [--date ISO] FILE|DIR...
+  yoco history check --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3]
+  yoco history changes --db DB [--series GLOB] [--floor 5%] [--far 6] [--noise 3] [--format table|csv|json]
+  yoco history export --db DB [--series GLOB] [--format csv]
+  yoco history series --db DB [--series GLOB]
+(reports/history.py takes the same arguments: `yoco history` runs it.)
 
 DB is a file path (SQLite, created on first ingest) or a postgresql://user@host:port/database URL (the same
 schema; the password from PGPASSWORD or a pgpass file, never in the URL). A folder given to ingest is searched for *.csv
@@ -152,13 +153,14 @@ def cmd_ingest(a):
 
 
 def parse_floor(text):
+    """--floor: a size, so its sign is dropped (-5% is 5%: a change counts past it either way)."""
     t = text.strip()
     t = t[:-1] if t.endswith("%") else t  # one sign: rstrip took '5%%' (a shell-escaping slip) as 5%
     try:
-        v = float(t) / 100.0
+        v = abs(float(t)) / 100.0
     except ValueError:
         raise HistoryError("--floor: expected a percentage such as 5%%, got %r" % text)
-    if not 0 <= v < 10:
+    if not math.isfinite(v) or not 0 <= v < 10:
         raise HistoryError("--floor: out of range: %r" % text)
     return v
 
@@ -232,9 +234,9 @@ def cmd_changes(a):
         found = []
         for name, (metric, pts) in sorted(series_points(store, a.series).items()):
             res = analyse(pts, metric, floor, a.far, a.noise)
-            for (i, commit, before, after, rel, conf, kind) in res["changes"]:
+            for (i, commit, before, after, rel, conf, kind, detail) in res["changes"]:
                 found.append(dict(series=name, index=i, commit=commit, before=before, after=after,
-                                  relative_change=rel, confidence=conf, kind=kind, noise=res["noise"]))
+                                  relative_change=rel, confidence=conf, kind=kind, noise=res["noise"], detail=detail))
     finally:
         store.close()
     if a.format == "json":
@@ -247,15 +249,19 @@ def cmd_changes(a):
         print(json.dumps(found, indent=2, allow_nan=False))
     elif a.format == "csv":
         w = csv.writer(sys.stdout, lineterminator="\n")
-        keys = ["series", "index", "commit", "before", "after", "relative_change", "confidence", "kind", "noise"]
+        keys = ["series", "index", "commit", "before", "after", "relative_change", "confidence", "kind", "noise",
+                "detail"]
         w.writerow(keys)
         for f in found:
             w.writerow([f[k] for k in keys])
     else:
+        # Whole commits (as recorded: 12 hex digits, -dirty), the kind and commit columns as wide as their widest.
+        wk = max([len(f["kind"]) for f in found] + [0])
+        wc = max([len(f["commit"]) for f in found] + [0])
         for f in found:
-            print("%-24s %-10s %+8.2f%%  %.6g -> %.6g  (confidence %.3f, noise %.3g)  %s"
-                  % (f["kind"], f["commit"][:10], 100 * f["relative_change"], f["before"], f["after"],
-                     f["confidence"], f["noise"], f["series"]))
+            print("%-*s %-*s %+8.2f%%  %.6g -> %.6g  (confidence %.3f, noise %.3g)  %s%s"
+                  % (wk, f["kind"], wc, f["commit"], 100 * f["relative_change"], f["before"], f["after"],
+                     f["confidence"], f["noise"], f["series"], "  (%s)" % f["detail"] if f["detail"] else ""))
         print("%d change point(s)" % len(found))
     return 0
 
@@ -319,7 +325,8 @@ def add_detection_options(parser, noise_note=""):
     """The history, the series and the change-point thresholds: what check and changes both read."""
     parser.add_argument("--db", required=True, help=DB_HELP)
     parser.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
-    parser.add_argument("--floor", default="5%", help="smallest change that counts (default 5%%)")
+    parser.add_argument("--floor", default="5%",
+                        help="smallest change that counts, either way (default 5%%; its sign is dropped)")
     parser.add_argument("--far", type=noise_units, default=6.0,
                         help="the newest run is a regression at once past this many noise units (default 6)")
     parser.add_argument("--noise", type=noise_units, default=3.0,
@@ -349,6 +356,13 @@ def main(argv=None):
     s = sub.add_parser("series", help="the series the history holds, with their point counts")
     s.add_argument("--db", required=True, help=DB_HELP)
     s.add_argument("--series", metavar="GLOB", help=SERIES_HELP)
+    # argparse takes `--floor -5%` for an option named -5% ("expected one argument"): keep the value with its option.
+    given, argv = sys.argv[1:] if argv is None else list(argv), []
+    while given:
+        arg = given.pop(0)
+        if arg == "--floor" and given and given[0][:1] == "-" and given[0][1:2].isdigit():
+            arg = "--floor=" + given.pop(0)
+        argv.append(arg)
     try:
         a = p.parse_args(argv)
     except SystemExit as exc:

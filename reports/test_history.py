@@ -537,6 +537,24 @@ class HistoryTest(unittest.TestCase):
                     self.assertTrue(i + 1 < len(options) and options[i + 1].startswith(" " * 8),
                                     "%s: %s has no help" % (cmd, line.strip()))
 
+    def test_help_says_yoco_history_and_a_negative_floor_is_a_size(self):
+        # The usage lines said `history.py ingest ...` under `yoco history --help`; `--floor -5%` was argparse's
+        # "expected one argument", the value taken for an option.
+        code, out, _ = run("--help")
+        self.assertEqual(code, 0)
+        self.assertIn("  yoco history ingest --db DB", out)
+        self.assertNotIn("history.py ingest", out)
+        ok = os.path.join(self.dir, "ok.csv")
+        write_csv(ok, [row(git_sha="c%03d" % i, timestamp="2026-11-%02dT00:00:00Z" % (i + 1), value=v, min="", max="")
+                       for i, v in enumerate(("1.0", "1.0", "1.07"))])
+        self.assertEqual(run("ingest", "--db", self.db, ok)[0], 0)
+        if not _has_ruptures():
+            self.skipTest("ruptures is not installed: run scripts/install-deps.sh")
+        for floor, code_wanted in (("-5%", 1), ("-10%", 0), ("10", 0)):
+            code, out, err = run("check", "--db", self.db, "--floor", floor)
+            self.assertEqual(code, code_wanted, out + err)
+            self.assertIn("(floor %.1f%%)" % abs(float(floor.rstrip("%"))), out)
+
     def test_bad_thresholds_dates_and_git_folders_exit_2(self):
         ok = os.path.join(self.dir, "ok.csv")
         write_csv(ok, [row()])
@@ -734,6 +752,40 @@ class DetectionTest(unittest.TestCase):
         res = self.detect.analyse(pts, "mem_total_bytes")
         self.assertEqual(res["newest"], "regression")
         self.assertEqual(res["changes"][0][0], 10)
+
+    def test_a_drift_is_labelled_since_an_earlier_commit_and_columns_stay_aligned(self):
+        # "regression (drift since c004: +6.4%)" overflowed the 24-character kind column; commits were cut to 10
+        # hex digits; one shift past the floor but not the noise was a "drift since" its own commit.
+        rng = self.np.random.default_rng(7)
+        pts = [("%012x" % (0xabc000000000 + i), "", v, None, "measured")
+               for i, (_c, _t, v, _s, _m) in enumerate(self.series(rng, drift=0.01, n=20))]
+        res = self.detect.analyse(pts, "prefill_latency_s")
+        drifts = [c for c in res["changes"] if c[6] == "regression (drift)"]
+        self.assertTrue(drifts, res)
+        for c in drifts:
+            since = c[7].split()[2].rstrip(":")
+            self.assertTrue(c[7].startswith("drift since "), c)
+            self.assertLess([p[0] for p in pts].index(since), c[0], c)  # an earlier commit than its own
+        # One shift past the floor, within the noise: not a drift of one.
+        one = [("c%02d" % i, "", v, None, "measured") for i, v in
+               enumerate([1.0, 1.1, 0.9, 1.05, 0.95, 1.0, 1.08, 1.12, 0.98, 1.15, 1.02, 1.1])]
+        for c in self.detect.analyse(one, "prefill_latency_s")["changes"]:
+            self.assertNotEqual(c[6], "regression (drift)", c)
+        d = tempfile.mkdtemp(prefix="yoco_history_")
+        db = os.path.join(d, "h.db")
+        f = os.path.join(d, "r.csv")
+        write_csv(f, [row(git_sha=p[0] + ("-dirty" if i == 3 else ""), timestamp="2026-11-%02dT00:00:00Z" % (i + 1),
+                          value=repr(p[2]), min="", max="") for i, p in enumerate(pts)])
+        self.assertEqual(run("ingest", "--db", db, f)[0], 0)
+        code, out, err = run("changes", "--db", db)
+        self.assertEqual(code, 0, err)
+        lines = out.splitlines()[:-1]
+        self.assertTrue(lines)
+        starts = set(line.index(" abc0") for line in lines)  # the commit column starts at one offset
+        self.assertEqual(len(starts), 1, out)
+        for line in lines:
+            self.assertRegex(line, r" abc0[0-9a-f]{8}(-dirty)? ", line)  # whole, 12 digits
+        self.assertIn("(drift since abc0", out)
 
     def test_changes_as_json_is_strict_json(self):
         # A change from a level of 0 has an infinite relative size: json.dumps wrote the bare word Infinity,

@@ -22,8 +22,8 @@ without it (the level: the runs since the last change that counts): flagged at o
 level by more than the floor and by more than FAR x the noise; "suspected" when worse by more than the floor and NOISE_MULTIPLE x
 the noise but not FAR (the next run confirms it: two worse runs form a segment PELT finds).
 
-A drift (a slide too slow for any one step to clear the floor): consecutive change points all the worse way whose
-product passes the floor make a regression at the one where it does."""
+A drift (a slide too slow for any one step to clear the floor): two or more consecutive change points all the
+worse way whose product passes the floor make a regression ("regression (drift)") at the one where it does."""
 import fnmatch
 import math
 
@@ -122,7 +122,8 @@ def _level(seg, toward):
 
 
 def _changes(points, sign, floor, k_noise):
-    """(changes [(index, commit, before, after, relative size, confidence, kind)], noise) of a timed series."""
+    """(changes [(index, commit, before, after, relative size, confidence, kind, detail)], noise) of a timed
+    series; kind "regression (drift)" has its detail ("drift since COMMIT: +6.4% in all"), the others none."""
     vals = [p[2] for p in points]
     cps, sigma = segment(vals, [p[3] for p in points])
     changes = []
@@ -139,17 +140,20 @@ def _changes(points, sign, floor, k_noise):
         worse = sign != 0 and (after - before) * sign < 0
         big = abs(rel) >= floor and abs(after - before) >= k_noise * sigma
         kind = ("regression" if worse else "improvement" if sign != 0 else "change") if big else "shift (below the floor)"
-        changes.append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind))
-    # A drift: consecutive shifts each below the floor, all the worse way, that add up past it.
+        changes.append((bounds[j], points[bounds[j]][0], before, after, rel, 1.0 - p, kind, ""))
+    # A drift: two or more consecutive shifts each below the floor (or the noise), all the worse way, that add up
+    # past the floor. One shift alone is not a drift: past the floor but not the noise, it was a "drift since" its
+    # own commit.
     chain_start, total = None, 1.0
     for idx, c in enumerate(changes):
         worse = sign != 0 and (c[3] - c[2]) * sign < 0
         if worse and c[6] == "shift (below the floor)":
             chain_start = idx if chain_start is None else chain_start
             total *= (1 + c[4])
-            if abs(total - 1) >= floor:
+            if idx > chain_start and abs(total - 1) >= floor:
                 first = changes[chain_start]
-                changes[idx] = c[:6] + ("regression (drift since %s: %+.1f%%)" % (first[1], 100 * (total - 1)),)
+                changes[idx] = c[:6] + ("regression (drift)", "drift since %s: %+.1f%% in all" % (first[1],
+                                                                                            100 * (total - 1)))
                 chain_start, total = None, 1.0
         else:
             chain_start, total = None, 1.0
@@ -158,7 +162,7 @@ def _changes(points, sign, floor, k_noise):
 
 def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
     """points: [(commit, timestamp, value, spread_or_None, method)] in history order. Returns a dict: noise,
-    changes [(index, commit, before, after, relative size, confidence, kind)], newest verdict."""
+    changes [(index, commit, before, after, relative size, confidence, kind, detail)], newest verdict."""
     far = FAR if far is None else far
     k_noise = NOISE_MULTIPLE if noise_multiple is None else noise_multiple
     vals = [p[2] for p in points]
@@ -171,7 +175,7 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
         for i in range(1, len(vals)):
             if vals[i] != vals[i - 1]:
                 rel = (vals[i] - vals[i - 1]) / abs(vals[i - 1]) if vals[i - 1] else math.inf
-                out["changes"].append((i, points[i][0], vals[i - 1], vals[i], rel, 1.0, "exact change"))
+                out["changes"].append((i, points[i][0], vals[i - 1], vals[i], rel, 1.0, "exact change", ""))
         if len(vals) >= 2 and vals[-1] != vals[-2]:
             out["newest"], out["newest_detail"] = "regression", "a counted metric changed: %r -> %r" % (vals[-2], vals[-1])
         return out

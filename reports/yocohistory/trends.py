@@ -89,10 +89,12 @@ def page(made, all_changes, commits, ingest_line, readme_dir):
         lines += ["## %s, %s" % (HEADLINES[metric], device), "", "![%s](%s)" % (metric, rel), ""]
     lines += ["## Change points past the floor", "",
               "| kind | commit | change | before -> after | confidence | series |", "|---|---|---|---|---|---|"]
+    # The whole commit as recorded (12 hex digits; a 10-digit prefix may not be unique in a long history).
     for name, c in all_changes:
         if "below the floor" in c[6]:
             continue
         lines.append("| %s | `%s` | %+.1f%% | %.4g -> %.4g | %.2f | %s |"
-                     % (c[6], c[1][:10], 100 * c[4], c[2], c[3], c[5], name.replace("|", " \\| ")))
+                     % (c[6] + (" (%s)" % c[7] if c[7] else ""), c[1], 100 * c[4], c[2], c[3], c[5],
+                        name.replace("|", " \\| ")))
     lines.append("")
     return "\n".join(lines)
