@@ -873,7 +873,7 @@ class DetectionTest(unittest.TestCase):
     def test_pure_noise_raises_no_alarm(self):
         """False alarms of the whole policy (change points and the newest run) on 12 runs at 1% noise, rows
         spanning 26%, 1000 series; measured on the reviewer's simulation too (every measured row of the CPU card's
-        bench.csv, 12 runs, 1% noise: 0 regressions in 500 simulated histories of 56 series)."""
+        bench.csv, 12 runs, 1% noise: 0 regressions in 500 simulated histories of 57 series)."""
         alarms = suspected = 0
         for seed in range(1000):
             rng = self.np.random.default_rng(20000 + seed)
