@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "errors.hpp"
+#include "stop_signals.hpp"
 
 namespace yoco {
 namespace {
@@ -113,21 +114,6 @@ extern "C" void remove_temporaries_and_stop(int sig) {
   ::sigaction(sig, &act, nullptr);
   ::raise(sig);  // pending until the handler returns, then the default action
 }
-
-class StopSignalsHeld {
- public:
-  StopSignalsHeld() {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &s, &old_);
-  }
-  ~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-
- private:
-  sigset_t old_;
-};
 
 // A slot for `temp` (-1 where all are taken: that temporary is left to the next writer).
 int register_temporary(const std::string& temp, const std::string& target) {

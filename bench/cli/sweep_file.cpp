@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "mpi_job.hpp"
 #include "result_csv.hpp"
+#include "stop_signals.hpp"
 
 namespace yoco::cli {
 
@@ -87,22 +88,6 @@ extern "C" void on_stop_signal(int sig) {
   ::raise(sig);  // blocked until the handler returns, then the default action
 }
 
-// SIGINT and SIGTERM held back while the file is replaced, so that the count
-// the handler prints is that of the file on disk.
-class BlockStopSignals {
- public:
-  BlockStopSignals() {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGINT);
-    sigaddset(&s, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &s, &old_);
-  }
-  ~BlockStopSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-
- private:
-  sigset_t old_;
-};
 
 }  // namespace
 
@@ -153,7 +138,7 @@ SweepIo SweepFile::io() const {
   const std::string out = *out_;
   if (!primary_process()) return io;  // under mpirun rank 0 writes the file (every rank reads it to --resume)
   io.on_point = [out](const std::vector<ResultRow>& rows, int points_done) {
-    BlockStopSignals hold;
+    StopSignalsHeld hold;  // the count the handler prints is that of the file on disk
     save_results_csv(out, rows);  // atomic: the file is always a whole, valid CSV
     g_points_kept = points_done;
     g_written = 1;
