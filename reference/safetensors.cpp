@@ -39,6 +39,18 @@ std::string shown(const nlohmann::json& v) {
   return cut(v.dump());
 }
 
+constexpr const char* kOurDtypes = "F64, F32, BF16, F16, I64, I32";
+constexpr const char* kFormatDtypes = "BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64";
+
+// Bytes an element of one of the format's dtypes this suite does not read; 0 for a name the format lacks.
+int other_dtype_size(const std::string& dt) {
+  if (dt == "BOOL" || dt == "U8" || dt == "I8" || dt == "F8_E5M2" || dt == "F8_E4M3") return 1;
+  if (dt == "I16" || dt == "U16") return 2;
+  if (dt == "U32") return 4;
+  if (dt == "U64") return 8;
+  return 0;
+}
+
 }  // namespace
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
@@ -103,8 +115,10 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     const auto& dtv = v.at("dtype");
     if (!dtv.is_string()) fail(path_, where + "dtype is not a string, got " + shown(dtv));
     const auto dt = dtv.get<std::string>();
-    if (!dtype_from_safetensors_name(dt, &e.dtype))
-      fail(path_, where + "unsupported dtype " + cut(dt) + " (accepted: F64, F32, BF16, F16, I64, I32)");
+    const bool ours = dtype_from_safetensors_name(dt, &e.dtype);
+    const int other_size = ours ? 0 : other_dtype_size(dt);
+    if (!ours && other_size == 0)
+      fail(path_, where + "unknown dtype " + cut(dt) + " (the format's: " + kFormatDtypes + ")");
     const auto& shape = v.at("shape");
     if (!shape.is_array()) fail(path_, where + "shape is not an array, got " + shown(shape));
     // Element count <= 2^50, so the byte count (x 8 at most) cannot overflow:
@@ -139,36 +153,45 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     if (e.end > data_size_)
       fail(path_, where + "data runs past the end of the file (truncated?): ends at " + std::to_string(e.end) +
                       ", data section has " + std::to_string(data_size_) + " bytes");
-    const uint64_t want = static_cast<uint64_t>(numel) * dtype_size(e.dtype);
+    const uint64_t want = static_cast<uint64_t>(numel) * (ours ? dtype_size(e.dtype) : other_size);
     if (e.end - e.begin != want)
       fail(path_, where + "holds " + std::to_string(e.end - e.begin) + " bytes but dtype and shape need " +
                       std::to_string(want));
-    entries_.emplace(name, std::move(e));
+    if (ours) entries_.emplace(name, std::move(e));
+    else others_.emplace(name, SafetensorsOtherEntry{dt, std::move(e.shape), e.begin, e.end});
   }
   // The format requires the data section to be covered exactly: no two tensors
   // sharing bytes, no holes.
-  std::vector<std::pair<const std::string*, const SafetensorsEntry*>> by_offset;
-  for (const auto& [name, e] : entries_) by_offset.emplace_back(&name, &e);
+  struct Span {
+    const std::string* name;
+    uint64_t begin, end;
+  };
+  std::vector<Span> by_offset;
+  for (const auto& [name, e] : entries_) by_offset.push_back({&name, e.begin, e.end});
+  for (const auto& [name, e] : others_) by_offset.push_back({&name, e.begin, e.end});
+  // By (begin, end): an empty tensor sits before a non-empty one at its offset, not inside it.
   std::sort(by_offset.begin(), by_offset.end(),
-            [](const auto& a, const auto& b) {
-              // By (begin, end): an empty tensor sits before a non-empty one at
-              // its offset, not inside it.
-              return std::pair(a.second->begin, a.second->end) < std::pair(b.second->begin, b.second->end);
-            });
+            [](const Span& a, const Span& b) { return std::pair(a.begin, a.end) < std::pair(b.begin, b.end); });
   uint64_t covered = 0;
-  for (const auto& [name, e] : by_offset) {
-    if (e->begin < covered) fail(path_, "tensor '" + *name + "': data overlaps the previous tensor's");
-    if (e->begin > covered) fail(path_, "tensor '" + *name + "': a hole of " + std::to_string(e->begin - covered) +
-                                            " bytes precedes its data");
-    covered = e->end;
+  for (const auto& s : by_offset) {
+    if (s.begin < covered) fail(path_, "tensor '" + *s.name + "': data overlaps the previous tensor's");
+    if (s.begin > covered) fail(path_, "tensor '" + *s.name + "': a hole of " + std::to_string(s.begin - covered) +
+                                           " bytes precedes its data");
+    covered = s.end;
   }
   if (covered != data_size_)
     fail(path_, std::to_string(data_size_ - covered) + " bytes after the last tensor's data (file is not ours or is corrupt)");
 }
 
+std::string SafetensorsReader::unsupported_dtype_message(const std::string& name) const {
+  return path_ + ": tensor '" + cut(name) + "': unsupported dtype " + others_.at(name).dtype + " (accepted: " +
+         kOurDtypes + ")";
+}
+
 template <class T>
 void SafetensorsReader::read(const std::string& name, T* dst) const {
   const auto it = entries_.find(name);
+  if (others_.count(name)) throw InputError(unsupported_dtype_message(name));
   if (it == entries_.end()) fail(path_, "no tensor '" + name + "'");
   read_range(name, 0, it->second.numel(), dst);
 }
@@ -176,6 +199,7 @@ void SafetensorsReader::read(const std::string& name, T* dst) const {
 template <class T>
 void SafetensorsReader::read_range(const std::string& name, int64_t first, int64_t count, T* dst) const {
   const auto it = entries_.find(name);
+  if (others_.count(name)) throw InputError(unsupported_dtype_message(name));
   if (it == entries_.end()) fail(path_, "no tensor '" + name + "'");
   const auto& e = it->second;
   if (first < 0 || count < 0 || first > e.numel() - count)

@@ -23,11 +23,26 @@ struct SafetensorsEntry {
   }
 };
 
+// A tensor of one of the format's dtypes this suite does not convert (BOOL,
+// U8, I8, I16, U16, U32, U64, F8_E5M2, F8_E4M3): checked as any entry (shape,
+// bytes, place in the data section), listed, never read.
+struct SafetensorsOtherEntry {
+  std::string dtype;  // as the file names it
+  std::vector<int64_t> shape;
+  uint64_t begin = 0, end = 0;
+};
+
 class SafetensorsReader {
  public:
   explicit SafetensorsReader(std::string path);
   const std::string& path() const { return path_; }
+  // The tensors of a dtype this suite reads (F64, F32, BF16, F16, I64, I32).
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  // The others: a file holding them is whole, and whoever needs one says it cannot read it
+  // (unsupported_dtype_message); a dtype the format does not define is refused at open.
+  const std::map<std::string, SafetensorsOtherEntry>& others() const { return others_; }
+  // "<path>: tensor 'NAME': unsupported dtype U8 (accepted: ...)", for a name in others().
+  std::string unsupported_dtype_message(const std::string& name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   uint64_t data_bytes() const { return data_size_; }
   // Reads one tensor converted to double or float.
@@ -42,6 +57,7 @@ class SafetensorsReader {
   std::string path_;
   uint64_t data_start_ = 0, data_size_ = 0;
   std::map<std::string, SafetensorsEntry> entries_;
+  std::map<std::string, SafetensorsOtherEntry> others_;
   std::map<std::string, std::string> metadata_;
 };
 

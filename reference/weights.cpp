@@ -36,11 +36,18 @@ void check_weights_file(const SafetensorsReader& file, const ModelConfig& cfg) {
   const auto specs = param_layout(cfg);
   std::set<std::string> expected;
   for (const auto& p : specs) expected.insert(p.name);
-  for (const auto& [name, e] : file.entries()) {
+  std::vector<std::string> names;
+  for (const auto& [name, e] : file.entries()) names.push_back(name);
+  for (const auto& [name, e] : file.others()) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
     if (!expected.count(name))
       throw InputError(path + ": unexpected tensor '" + name + "' for model " + cfg.name + " (extra tensor)");
   }
   for (const auto& p : specs) {
+    if (const auto other = file.others().find(p.name); other != file.others().end())
+      throw InputError(path + ": tensor '" + p.name + "' is " + other->second.dtype +
+                       "; weights must be F64, F32, BF16 or F16");
     const auto it = file.entries().find(p.name);
     if (it == file.entries().end())
       throw InputError(path + ": missing tensor '" + p.name + "' (shape " + shape_string(p.shape) + ") for model " + cfg.name);

@@ -87,8 +87,15 @@ TEST_F(Cli, MalformedSafetensorsAreInputErrors) {
   }
   {
     auto h = st.header;
+    // A dtype of the format that weights cannot be (the same bytes as I8): listed by inspect, refused as weights.
     h["layer_norm.weight"]["dtype"] = "I8";
-    cases.push_back({"dtype_i8", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "unsupported dtype I8"}, false});
+    h["layer_norm.weight"]["shape"] = {256};
+    cases.push_back({"dtype_i8", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "is I8", "weights must be"}, true});
+  }
+  {
+    auto h = st.header;
+    h["layer_norm.weight"]["dtype"] = "Q4";  // no dtype of the format
+    cases.push_back({"dtype_unknown", join_safetensors(h.dump(), st.data), {"layer_norm.weight", "unknown dtype Q4"}, false});
   }
   {
     auto h = st.header;

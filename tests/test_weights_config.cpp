@@ -384,9 +384,28 @@ TEST(Safetensors, MalformedFilesAreInputErrors) {
     const auto f = write_raw("huge.st", h, 4);
     expect_input_error([&] { SafetensorsReader r(f); }, {f, "not valid JSON"});
   }
+  // A dtype of the format the suite does not read: the file opens, the tensor is listed, reading it is refused.
+  {
+    const SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]},
+        "y": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}})", 6));
+    EXPECT_TRUE(r.others().count("x"));
+    EXPECT_EQ(r.others().at("x").dtype, "I8");
+    EXPECT_TRUE(r.entries().count("y"));
+    float v[2];
+    expect_input_error([&] { r.read("x", v); }, {"'x'", "unsupported dtype I8"});
+    expect_input_error([&] { r.read_range("x", 0, 1, v); }, {"'x'", "unsupported dtype I8"});
+    r.read("y", v);
+  }
   expect_input_error([&] {
-    SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "I8", "shape": [2], "data_offsets": [0, 2]}})", 2));
-  }, {"'x'", "unsupported dtype I8"});
+    SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "U8", "shape": [3], "data_offsets": [0, 2]}})", 2));
+  }, {"'x'", "holds 2 bytes but dtype and shape need 3"});
+  expect_input_error([&] {
+    SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "BOOL", "shape": [2], "data_offsets": [0, 2]},
+        "y": {"dtype": "F32", "shape": [1], "data_offsets": [1, 5]}})", 5));
+  }, {"'y'", "overlaps"});
+  expect_input_error([&] {
+    SafetensorsReader r(write_raw("dtype.st", R"({"x": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 2]}})", 2));
+  }, {"'x'", "unknown dtype Q4"});
   expect_input_error([&] {
     SafetensorsReader r(write_raw("trunc.st", R"({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", 8));
   }, {"'x'", "past the end"});

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 
@@ -40,6 +39,8 @@ class SafetensorsFile final : public TensorFile {
  public:
   explicit SafetensorsFile(const std::string& path) : TensorFile(path), reader_(path) {
     for (const auto& [name, e] : reader_.entries()) info_[name] = TensorInfo{dtype_name(e.dtype), e.shape};
+    // Tensors of dtypes the check does not read (U8, BOOL, ...) refuse the check only when it uses them.
+    for (const auto& [name, e] : reader_.others()) unusable_[name] = reader_.unsupported_dtype_message(name);
   }
   void read(const std::string& name, int64_t first, int64_t count, double* dst) const override {
     info(name);
@@ -48,92 +49,6 @@ class SafetensorsFile final : public TensorFile {
 
  private:
   SafetensorsReader reader_;
-};
-
-// The header of a safetensors file as JSON, or null when it cannot be had
-// (SafetensorsReader then says why).
-nlohmann::json safetensors_header(const std::string& path) {
-  std::error_code ec;
-  const auto size = std::filesystem::file_size(path, ec);
-  std::ifstream in(path, std::ios::binary);
-  unsigned char len[8];
-  if (ec || size < 8 || !in.read(reinterpret_cast<char*>(len), 8)) return nullptr;
-  uint64_t hlen = 0;
-  for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | len[i];
-  if (hlen > (uint64_t{100} << 20) || hlen > size - 8) return nullptr;
-  std::string h(hlen, '\0');
-  if (!in.read(h.data(), static_cast<std::streamsize>(hlen))) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(h, nullptr, false);
-  return j.is_object() ? j : nlohmann::json(nullptr);
-}
-
-// A safetensors file holding tensors of dtypes this reader does not take (U8,
-// BOOL, F8_E4M3, ...) beside those it does: the others are read, the
-// unsupported ones refused only when used. Each readable entry is checked as
-// SafetensorsReader checks it: a shape of sizes, its bytes within the data.
-class LenientSafetensorsFile final : public TensorFile {
- public:
-  LenientSafetensorsFile(const std::string& path, const nlohmann::json& header) : TensorFile(path) {
-    const uint64_t size = std::filesystem::file_size(path);
-    uint64_t hlen = 0;
-    {
-      std::ifstream in(path, std::ios::binary);
-      unsigned char len[8];
-      in.read(reinterpret_cast<char*>(len), 8);
-      for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | len[i];
-    }
-    data_start_ = 8 + hlen;
-    for (const auto& [name, v] : header.items()) {
-      if (name == "__metadata__") continue;
-      const std::string where = "tensor '" + name + "': ";
-      if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets") ||
-          !v["dtype"].is_string() || !v["shape"].is_array() || !v["data_offsets"].is_array() ||
-          v["data_offsets"].size() != 2)
-        fail(path, where + "entry needs a string dtype, a shape and two data_offsets");
-      const std::string dt = v["dtype"].get<std::string>();
-      DType t{};
-      if (!dtype_from_safetensors_name(dt, &t)) {
-        unusable_[name] = path + ": " + where + "unsupported dtype " + dt + " (accepted: F64, F32, BF16, F16, I64, I32)";
-        continue;
-      }
-      TensorInfo info{dtype_name(t), {}};
-      uint64_t n = 1;
-      for (const auto& d : v["shape"]) {
-        if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t{1} << 50) ||
-            (d.get<uint64_t>() > 0 && n > (uint64_t{1} << 50) / d.get<uint64_t>()))
-          fail(path, where + "shape is not a list of sizes of at most 2^50 elements");
-        n *= d.get<uint64_t>();
-        info.shape.push_back(d.get<int64_t>());
-      }
-      const auto& off = v["data_offsets"];
-      if (!off[0].is_number_unsigned() || !off[1].is_number_unsigned())
-        fail(path, where + "data_offsets must be two non-negative integers");
-      const uint64_t b = off[0].get<uint64_t>(), e = off[1].get<uint64_t>();
-      if (e < b || e > size - data_start_ || e - b != n * static_cast<uint64_t>(dtype_size(t)))
-        fail(path, where + "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
-                       ") do not hold its dtype and shape within the file");
-      info_[name] = info;
-      begin_[name] = b;
-    }
-  }
-  void read(const std::string& name, int64_t first, int64_t count, double* dst) const override {
-    const TensorInfo& t = info(name);
-    if (first < 0 || count < 0 || first > t.numel() - count)
-      fail(path_, "tensor '" + name + "': elements [" + std::to_string(first) + ", " + std::to_string(first + count) +
-                      ") outside its " + std::to_string(t.numel()));
-    const DType dt = dtype_of(t.dtype);
-    const int es = dtype_size(dt);
-    std::ifstream in(path_, std::ios::binary);
-    in.seekg(static_cast<std::streamoff>(data_start_ + begin_.at(name) + static_cast<uint64_t>(first) * es));
-    std::vector<unsigned char> raw(static_cast<size_t>(count) * es);
-    in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
-    if (!in) fail(path_, "tensor '" + name + "': read failed (truncated?)");
-    for (int64_t i = 0; i < count; ++i) dst[i] = decode_value(dt, raw.data() + static_cast<size_t>(i) * es);
-  }
-
- private:
-  uint64_t data_start_ = 0;
-  std::map<std::string, uint64_t> begin_;
 };
 
 int npy_size(const std::string& dtype) { return dtype_size(dtype_of(dtype)); }
@@ -209,16 +124,6 @@ std::unique_ptr<TensorFile> TensorFile::open(const std::string& path) {
     if (in.read(magic, 6) && std::memcmp(magic, "\x93NUMPY", 6) == 0)
       fail(path, "a single .npy file: pass the folder holding it (one NAME.npy per tensor), or a .safetensors file");
   }
-  // Tensors of dtypes the check does not read (U8, BOOL, ...) refuse the file
-  // only when one of them is used.
-  const nlohmann::json header = safetensors_header(path);
-  if (header.is_object())
-    for (const auto& [name, v] : header.items()) {
-      DType t{};
-      if (name != "__metadata__" && v.is_object() && v.contains("dtype") && v["dtype"].is_string() &&
-          !dtype_from_safetensors_name(v["dtype"].get<std::string>(), &t))
-        return std::make_unique<LenientSafetensorsFile>(path, header);
-    }
   return std::make_unique<SafetensorsFile>(path);
 }
 

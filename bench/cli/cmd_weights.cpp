@@ -123,9 +123,17 @@ int weights_inspect(const Args& args) {
   if (const auto m = a.get("--model")) cfg = resolve_model(*m);
   const SafetensorsReader file(path);
 
-  std::vector<std::pair<std::string, const SafetensorsEntry*>> order;
-  for (const auto& [name, e] : file.entries()) order.emplace_back(name, &e);
-  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) { return x.second->begin < y.second->begin; });
+  // Every tensor in file order, those of dtypes the suite does not read (U8, BOOL, ...) too.
+  struct Listed {
+    std::string name, dtype;
+    const std::vector<int64_t>* shape;
+    uint64_t begin, end;
+  };
+  std::vector<Listed> order;
+  for (const auto& [name, e] : file.entries())
+    order.push_back({name, dtype_safetensors_name(e.dtype), &e.shape, e.begin, e.end});
+  for (const auto& [name, e] : file.others()) order.push_back({name, e.dtype, &e.shape, e.begin, e.end});
+  std::stable_sort(order.begin(), order.end(), [](const Listed& x, const Listed& y) { return x.begin < y.begin; });
 
   std::cout << path << "\n";
   std::cout << "metadata:" << (file.metadata().empty() ? " (none)" : "") << "\n";
@@ -136,10 +144,10 @@ int weights_inspect(const Args& args) {
   }
   TextTable t({"name", "dtype", "shape", "bytes"});
   uint64_t total = 0;
-  for (const auto& [name, e] : order) {
-    const uint64_t b = e->end - e->begin;
+  for (const Listed& e : order) {
+    const uint64_t b = e.end - e.begin;
     total += b;
-    t.add_row({name, dtype_safetensors_name(e->dtype), shape_string(e->shape), std::to_string(b)});
+    t.add_row({e.name, e.dtype, shape_string(*e.shape), std::to_string(b)});
   }
   std::cout << "tensors:\n" << t.str();
   std::cout << "total: " << order.size() << " tensors, " << bytes_with_human(static_cast<int64_t>(total))

@@ -27,6 +27,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<float> f(static_cast<size_t>(e.numel()));
       r.read(name, f.data());
     }
+    // Tensors of the format's other dtypes: within the data, refused when read.
+    for (const auto& [name, e] : r.others()) {
+      if (e.end < e.begin || e.end > r.data_bytes()) yoco::fuzz::finding("entry '" + name + "' outside the data");
+      total += e.end - e.begin;
+      bool refused = false;
+      try {
+        double d;
+        r.read_range(name, 0, 0, &d);
+      } catch (const yoco::InputError&) {
+        refused = true;
+      }
+      if (!refused) yoco::fuzz::finding("entry '" + name + "' of dtype " + e.dtype + " was read");
+    }
     if (total != r.data_bytes()) yoco::fuzz::finding("accepted entries do not cover the data section");
   });
   return 0;
