@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "stop_signals.hpp"
@@ -123,7 +124,12 @@ int register_temporary(const std::string& temp, const std::string& target) {
     if (!g_temp_live[i]) slot = i;
   if (slot < 0 || temp.size() >= kPathBytes || target.size() >= kPathBytes) return -1;
   std::memcpy(g_temp[slot], temp.c_str(), temp.size() + 1);
-  std::memcpy(g_target[slot], target.c_str(), target.size() + 1);
+  // The handler cannot escape: control bytes of the name (a line break) are shown as '?' so that its
+  // message stays one line.
+  for (size_t i = 0; i <= target.size(); ++i) {
+    const auto u = static_cast<unsigned char>(target.c_str()[i]);
+    g_target[slot][i] = (u != 0 && (u < 0x20 || u == 0x7f)) ? '?' : static_cast<char>(u);
+  }
   std::atomic_thread_fence(std::memory_order_release);  // the path is whole before a handler can see the slot
   g_temp_live[slot] = 1;
   if (g_live_files++ == 0) {
@@ -252,9 +258,13 @@ void AtomicFile::commit() {
     fail("close failed", err);
   }
   if (!temp_.empty()) {
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
-    temp_.clear();
-    release_temporary(std::exchange(slot_, -1));
+    {
+      // Renamed and released as one step: a Ctrl-C between would say "not written" of a file just written.
+      StopSignalsHeld hold;
+      if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
+      temp_.clear();
+      release_temporary(std::exchange(slot_, -1));
+    }
     // The rename itself is durable once the folder is synced (best effort).
     const int dfd = ::open(folder_of(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {
@@ -272,7 +282,19 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 }
 
 void check_output_path(const std::string& path) {
-  AtomicFile probe(path);  // creates (and, uncommitted, removes) a temporary beside the target
+  // The folders the probe makes are removed again (when still empty): a command refused after the
+  // check (bad tokens, the memory gate) leaves no empty folders behind; the real writer makes them.
+  std::vector<std::filesystem::path> made;
+  std::error_code ec;
+  for (std::filesystem::path p = std::filesystem::path(folder_of(path)); !p.empty() && !std::filesystem::exists(p, ec);
+       p = p.parent_path()) {
+    made.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  {
+    AtomicFile probe(path);  // creates (and, uncommitted, removes) a temporary beside the target
+  }
+  for (const auto& p : made) std::filesystem::remove(p, ec);  // deepest first; a folder not empty stays
 }
 
 std::optional<uint64_t> free_bytes_beside(const std::string& path) {

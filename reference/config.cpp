@@ -441,6 +441,8 @@ std::optional<std::string> config_difference(const ModelConfig& a, const ModelCo
   for (const auto* keys : {&ja, &jb}) {
     for (const auto& [key, unused] : keys->items()) {
       if (key == "gret_chunk_size") continue;
+      // Only the gRet mixer reads the gate normalizer: two SWA configs differing there compute the same.
+      if (key == "gate_logit_normalizer" && a.sliding_window && b.sliding_window) continue;
       const auto* va = ja.contains(key) ? &ja.at(key) : nullptr;
       const auto* vb = jb.contains(key) ? &jb.at(key) : nullptr;
       if (!va || !vb || *va != *vb) return key + " " + shown(va) + " vs " + shown(vb);

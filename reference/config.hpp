@@ -71,7 +71,8 @@ ModelConfig resolve_model(const std::string& preset_or_file);
 std::string config_to_json_text(const ModelConfig& cfg);
 // The first field (in config_to_json_text's order) where `a` computes another
 // function than `b`, as "field a-value vs b-value"; nullopt when none. The name
-// and gret_chunk_size (a paradigm's block: the same function) are not compared.
+// and gret_chunk_size (a paradigm's block: the same function) are not compared,
+// nor gate_logit_normalizer between two SWA configs (only gRet reads it).
 std::optional<std::string> config_difference(const ModelConfig& a, const ModelConfig& b);
 
 // Checks every token id against the vocabulary.

@@ -1,5 +1,6 @@
 // test_cli: writes that fail (a full disk, a folder that is a file, a
 // file-size limit, stdout) and outputs that would replace an input.
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -107,10 +108,21 @@ TEST_F(Cli, CtrlCWhileWritingLeavesNoTemporary) {
     // set -m: without job control bash starts a background command with SIGINT ignored.
     const std::string line = "set -m; " + shell_quote(YOCO_CLI_PATH) + " weights init --model yoco-160m --dtype bf16 --seed 1 --out " +
                              shell_quote(target) + " 2>" + shell_quote(err) + " & pid=$!; i=0; " +
-                             "while ! ls -a " + shell_quote(dir_.string()) + " | grep -q '^\\.stopped.safetensors.tmp.'; do " +
+                             // Non-empty: the output check's empty probe comes and goes before the real one.
+                             "while [ -z \"$(find " + shell_quote(dir_.string()) +
+                             " -maxdepth 1 -name '.stopped.safetensors.tmp.*' -size +0c)\" ]; do " +
                              "i=$((i+1)); [ $i -lt 2000 ] || exit 99; sleep 0.01; done; kill -" + sig +
                              " $pid; wait $pid; exit $?";
+    // A signal ignored when the shell starts stays ignored (a test run started in the background has
+    // SIGINT so): the command starts from the default actions, as from a terminal.
+    struct sigaction dfl {}, old_int {}, old_term {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(SIGINT, &dfl, &old_int);
+    ::sigaction(SIGTERM, &dfl, &old_term);
     const int raw = std::system(("bash -c " + shell_quote(line)).c_str());
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
     ASSERT_TRUE(WIFEXITED(raw)) << sig;
     ASSERT_NE(WEXITSTATUS(raw), 99) << "no temporary seen: " << slurp(err);
     EXPECT_EQ(WEXITSTATUS(raw), std::string(sig) == "INT" ? 130 : 143) << slurp(err);

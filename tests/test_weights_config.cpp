@@ -327,6 +327,13 @@ TEST(Weights, AFileWrittenForAnotherConfigIsRefused) {
   EXPECT_FALSE(config_difference(cfg, chunk).has_value());
   EXPECT_EQ(config_difference(cfg, theta).value_or(""), "rope_theta 10000.0 vs 500000.0");
   EXPECT_TRUE(config_difference(cfg, preset_config("transformer-tiny")).has_value());
+  // Only gRet reads the gate normalizer: SWA configs differing there are the same function.
+  auto swa_gate = window;
+  swa_gate.gate_logit_normalizer = 8.0;
+  EXPECT_FALSE(config_difference(window, swa_gate).has_value());
+  auto gret_gate = cfg;
+  gret_gate.gate_logit_normalizer = 8.0;
+  EXPECT_EQ(config_difference(cfg, gret_gate).value_or(""), "gate_logit_normalizer 16.0 vs 8.0");
   // The same tensors with another yoco_config, or none.
   SafetensorsReader r(file);
   std::vector<SafetensorsWriter::Spec> specs;
@@ -552,6 +559,9 @@ TEST(AtomicFile, AStopSignalRemovesTheTemporaryAndEndsByTheSignal) {
       const pid_t child = ::fork();
       ASSERT_GE(child, 0);
       if (child == 0) {
+        // A test run started in the background (`scripts/test.sh &`, nohup) has SIGINT ignored, and a
+        // writer rightly leaves an ignored signal alone: start from the default action.
+        std::signal(sig, SIG_DFL);
         if (own_handler) std::signal(sig, [](int s) {
           std::signal(s, SIG_DFL);
           ::raise(s);
@@ -573,7 +583,11 @@ TEST(AtomicFile, AStopSignalRemovesTheTemporaryAndEndsByTheSignal) {
       EXPECT_EQ(files(), 1);
     }
   }
-  // After the last writer the actions are the process's again.
+  // After the last writer the actions are the process's again (from the default one, as above).
+  struct sigaction before {}, dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  ASSERT_EQ(::sigaction(SIGINT, &dfl, &before), 0);
   {
     AtomicFile f(target);
     struct sigaction during {};
@@ -583,6 +597,10 @@ TEST(AtomicFile, AStopSignalRemovesTheTemporaryAndEndsByTheSignal) {
   struct sigaction after {};
   ASSERT_EQ(::sigaction(SIGINT, nullptr, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_DFL);
+  ::sigaction(SIGINT, &before, nullptr);
+  // The output check's probe makes a missing folder to try it and removes it again.
+  check_output_path(dir + "/probe/only/x.bin");
+  EXPECT_FALSE(fs::exists(dir + "/probe"));
   fs::remove_all(dir);
 }
 
