@@ -20,6 +20,10 @@ namespace yoco::check {
 
 namespace {
 
+// A value as a bf16 kernel reads or writes it (an object: Eigen's unaryExpr takes functors).
+constexpr auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
+
+
 [[noreturn]] void fail(const std::string& what) { throw InputError(what); }
 
 
@@ -286,7 +290,6 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
         if (run_tc) {
           // A bf16 kernel reads q, k, v as bf16: round them first (the identity
           // for bf16 files), so that f32 inputs' rounding is in the tolerance.
-          const auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
           const Mat<double> qr = Eigen::Map<const Mat<double>>(qh, L, d.D).unaryExpr(bf) * scale;
           cuda::GretEmulation e = cuda::gret_chunk_emulate(qr, k.unaryExpr(bf), v.unaryExpr(bf), lg, &Se_tc[h], 64);
           if (low_o) emu_o[static_cast<size_t>(h)] = std::move(e.o);
@@ -321,7 +324,6 @@ GretCheckReport check_gret(const TensorFile& in, const TensorFile& out, const Gr
       const std::vector<Mat<double>> got = read_states(out, opt.final_state, d, s, opt.state_layout);
       // A 16-bit state is the kernel's fp32 state rounded as it is written: the
       // emulation's is rounded to bf16 the same way (o's rule).
-      const auto bf = [](double x) { return static_cast<double>(round_to_bf16(static_cast<float>(x))); };
       for (int64_t h = 0; h < d.H; ++h)
         for (int64_t i = 0; i < d.D; ++i)
           for (int64_t j = 0; j < d.D; ++j)
