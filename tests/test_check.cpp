@@ -138,6 +138,18 @@ class Check : public yoco_test::CliTest {
     yoco::write_safetensors(f, t, DType::f32, {});
     return f;
   }
+  // The same inputs (no initial state) as a folder of f32 .npy files, made if missing.
+  std::string write_inputs_npy(const Problem& p, const std::string& name) {
+    const std::string in = path(name);
+    std::filesystem::create_directories(in);
+    using yoco::cli::NpyDType;
+    using yoco::cli::write_npy;
+    write_npy(in + "/q.npy", NpyDType::f32, {p.B, p.T, p.H, p.D}, p.q.data());
+    write_npy(in + "/k.npy", NpyDType::f32, {p.B, p.T, p.H, p.D}, p.k.data());
+    write_npy(in + "/v.npy", NpyDType::f32, {p.B, p.T, p.H, p.D}, p.v.data());
+    write_npy(in + "/g.npy", NpyDType::f32, {p.B, p.T, p.H}, p.g.data());
+    return in;
+  }
   std::string write_outputs(const Problem& p, const Outputs& o, DType dtype, bool with_state,
                             const std::string& name = "out.safetensors") {
     const std::string f = path(name);
@@ -325,14 +337,9 @@ TEST_F(Check, PackedSequencesRestartFromTheirOwnState) {
 TEST_F(Check, PackedOffsetsAreAnIntegerTensor) {
   const Problem p = make_problem(1, 64, 2, 16, 14, false);
   const std::string out = write_outputs(p, compute(p, {}), DType::f32, false);
-  const std::string in = path("cu_in");
-  std::filesystem::create_directories(in);
+  const std::string in = write_inputs_npy(p, "cu_in");
   using yoco::cli::NpyDType;
   using yoco::cli::write_npy;
-  write_npy(in + "/q.npy", NpyDType::f32, {1, 64, 2, 16}, p.q.data());
-  write_npy(in + "/k.npy", NpyDType::f32, {1, 64, 2, 16}, p.k.data());
-  write_npy(in + "/v.npy", NpyDType::f32, {1, 64, 2, 16}, p.v.data());
-  write_npy(in + "/g.npy", NpyDType::f32, {1, 64, 2}, p.g.data());
   const std::vector<double> cu{0, 30.5, 64};
   write_npy(in + "/cu_seqlens.npy", NpyDType::f32, {3}, cu.data());
   const auto f = yoco("check gret " + in + " " + out);
@@ -474,14 +481,8 @@ TEST_F(Check, BadFilesAreInputErrorsNamingFileAndTensor) {
 // dtype refused only when it is named.
 TEST_F(Check, TensorsOfOtherDtypesAreIgnoredUnlessUsed) {
   const Problem p = make_problem(1, 64, 2, 16, 13, false);
-  const std::string in = path("in_extra");
-  std::filesystem::create_directories(in);
+  const std::string in = write_inputs_npy(p, "in_extra");
   using yoco::cli::NpyDType;
-  using yoco::cli::write_npy;
-  write_npy(in + "/q.npy", NpyDType::f32, {1, 64, 2, 16}, p.q.data());
-  write_npy(in + "/k.npy", NpyDType::f32, {1, 64, 2, 16}, p.k.data());
-  write_npy(in + "/v.npy", NpyDType::f32, {1, 64, 2, 16}, p.v.data());
-  write_npy(in + "/g.npy", NpyDType::f32, {1, 64, 2}, p.g.data());
   std::string u8 = yoco::cli::npy_header(NpyDType::f32, {4});
   u8.replace(u8.find("<f4"), 3, "<u8");
   yoco_test::spit(in + "/ids.npy", u8 + std::string(32, '\0'));
