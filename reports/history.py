@@ -199,14 +199,15 @@ def matching_rows(store, glob):
 
 
 def series_points(store, glob):
-    """series name -> (metric, [(commit, timestamp, value, spread, method)]) in history order."""
+    """series name -> (metric, [(commit, timestamp, value, spread, method, file_id)]) in history order."""
     out = {}
     for r in matching_rows(store, glob):
         if r["value"] is None:
             continue
         n = series_name(r)
         spread = r["max"] - r["min"] if r["min"] is not None and r["max"] is not None else None
-        out.setdefault(n, (r["metric"], []))[1].append((r["git_sha"], r["timestamp"], r["value"], spread, r["method"]))
+        out.setdefault(n, (r["metric"], []))[1].append((r["git_sha"], r["timestamp"], r["value"], spread, r["method"],
+                                                              r["file_id"]))
     return out
 
 
@@ -279,6 +280,11 @@ def cmd_check(a):
         raise HistoryError("%s: the history holds no series with a value to check" % store.be.where)
     regressions = suspected = 0
     for name, (metric, pts) in sorted(series.items()):
+        # The run ingested last (the highest file id; its last point in history order), judged against the runs
+        # before it: a run of an older commit ingested now is this ingest's run, not the history's last.
+        last = max(p[5] for p in pts)
+        k = max(i for i, p in enumerate(pts) if p[5] == last)
+        pts = pts[:k + 1]
         res = analyse(pts, metric, floor, a.far, a.noise)
         if res["newest"] in ("regression", "suspected"):
             print("%s: %s at %s: %s" % (res["newest"].upper(), name, pts[-1][0], res["newest_detail"]))

@@ -664,6 +664,42 @@ class HistoryTest(unittest.TestCase):
         values = [r["value"] for r in csv.DictReader(io.StringIO(out))]
         self.assertEqual(values, ["1.0", "2.0", "3.0"])
 
+    def test_a_shallow_clone_keeps_the_order_and_check_judges_the_run_ingested_last(self):
+        """CI's actions/checkout clones at depth 1: `git log --all` lists the one commit. The order was replaced by
+        that one commit, which sorted first: seven runs near 1.00, then 1.50 at the clone's commit, passed."""
+        origin = os.path.join(self.dir, "origin")
+        git = lambda *a, cwd=origin: subprocess.run(["git", "-C", cwd] + list(a), capture_output=True, text=True,  # noqa: E731
+                                                    check=True).stdout.strip()
+        os.makedirs(origin)
+        git("init", "-q")
+        values = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.01, 1.5]
+        for i, v in enumerate(values):
+            git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "c%d" % i,
+                "--date", "2026-11-%02dT00:00:00+05:00" % (i + 1))
+            clone = os.path.join(self.dir, "clone%d" % i)
+            git("clone", "-q", "--depth", "1", "file://" + origin, clone, cwd=self.dir)
+            self.assertEqual(len(git("log", "--all", "--format=%H", cwd=clone).split()), 1)  # shallow indeed
+            sha = git("rev-parse", "HEAD", cwd=clone)[:12]
+            f = os.path.join(self.dir, "r%d.csv" % i)
+            # Run times in another zone than git's dates, all in the runs' order.
+            write_csv(f, [row(git_sha=sha, timestamp="2026-11-%02dT03:00:00Z" % (i + 1), value=repr(v),
+                              min="", max="")])
+            code, out, err = run("ingest", "--db", self.db, "--git", clone, f)
+            self.assertEqual(code, 0, err)
+        code, out, err = run("export", "--db", self.db)
+        self.assertEqual([float(r["value"]) for r in csv.DictReader(io.StringIO(out))], values)
+        code, out, err = run("check", "--db", self.db)
+        self.assertEqual(code, 1, out + err)
+        self.assertIn("REGRESSION: m|d|1|1|0|prefill|prefill_latency_s at %s" % sha, out)
+        # A run of an older commit ingested last is the one judged, against the runs before it: 1.02 is no regression.
+        old = git("rev-list", "--max-parents=0", "HEAD")[:12]
+        f = os.path.join(self.dir, "late.csv")
+        write_csv(f, [row(git_sha=old, timestamp="2026-11-01T05:00:00Z", value="1.02", min="", max="")])
+        self.assertEqual(run("ingest", "--db", self.db, "--git", clone, f)[0], 0)
+        code, out, err = run("check", "--db", self.db)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("0 regression(s)", out)
+
 
 if __name__ == "__main__":
     unittest.main()

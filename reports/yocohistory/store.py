@@ -1,9 +1,12 @@
 """The history store on SQLite: schema version 1, ingest that is idempotent (a file's content hash is kept)
 and atomic (one transaction per file; WAL mode, so that two ingests at once both land), parameterised queries
 only. A database file that is not ours (or not SQLite) is refused and never written."""
+import bisect
 import csv
+import datetime
 import hashlib
 import io
+import math
 import os
 import sqlite3
 
@@ -29,6 +32,18 @@ _SCHEMA = [
     "CREATE INDEX results_series ON results (model, device_name, seq_len, batch, gen_tokens, phase, metric)",
     "CREATE TABLE commits (sha TEXT PRIMARY KEY, ord INTEGER NOT NULL, date TEXT)",
 ]
+
+
+def instant(text):
+    """An ISO 8601 time as seconds since the epoch, UTC (a time with no zone read as UTC); -inf when it is not one
+    (sorted first, then by its text)."""
+    try:
+        t = datetime.datetime.fromisoformat((text or "").strip().replace("Z", "+00:00"))
+    except ValueError:
+        return -math.inf
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=datetime.timezone.utc)
+    return t.timestamp()
 
 
 class HistoryError(Exception):
@@ -369,13 +384,26 @@ class Store(object):
         return len(rows)
 
     def set_commit_order(self, ordered):
-        """[(sha, date)] oldest first (from git): the order series follow; others fall back to time."""
+        """[(sha, date)] oldest first (from git): merged into the order already known, never replacing it. A shallow
+        clone (actions/checkout's default depth 1) lists its one commit: replacing the order with that made the
+        newest commit the only one known, sorted first, and `check` judged an old run. Commits git lists now take
+        its order; those it no longer lists keep their place after their predecessor in the earlier order."""
         self._tx()
         try:
             self.be.lock()
+            earlier = self.be.execute("SELECT sha, date FROM commits ORDER BY ord").fetchall()
+            merged = [(s, d) for s, d in ordered]
+            place = {s: i for i, (s, _d) in enumerate(merged)}
+            prev = None
+            for s, d in earlier:
+                if s not in place:
+                    at = place[prev] + 1 if prev is not None else 0
+                    merged.insert(at, (s, d))
+                    place = {x: i for i, (x, _d) in enumerate(merged)}
+                prev = s
             self.be.execute("DELETE FROM commits")
             self.be.executemany("INSERT INTO commits (sha, ord, date) VALUES (?, ?, ?)",
-                                [(s, i, d) for i, (s, d) in enumerate(ordered)])
+                                [(s, i, d) for i, (s, d) in enumerate(merged)])
             self.be.execute("COMMIT")
         except BaseException:
             self.be.execute("ROLLBACK")
@@ -388,12 +416,34 @@ class Store(object):
         return [r[0] for r in self.be.execute("SELECT sha FROM commits ORDER BY ord").fetchall()]
 
     def rows(self, where="", args=()):
-        """Result rows as dicts in series order: by the commit's place in git's history where known, then time."""
+        """Result rows as dicts in series order: by the commit's place in git's history where known; a commit git
+        does not know goes after the last known commit dated before its run (times as UTC instants, so that git's
+        +01:00 and a row's Z compare); within a commit by time, then ingest order. Each dict also has "file_id"
+        (ingest order: a later file, a higher id)."""
         q = ("SELECT r.git_sha, r.timestamp, r.host, r.device, r.device_name, r.driver, r.model, r.seq_len, r.batch, "
-             "r.gen_tokens, r.phase, r.metric, r.value, r.unit, r.method, r.repeats, r.min, r.max, r.notes "
-             "FROM results r LEFT JOIN commits c ON c.sha = r.git_sha " + where +
-             " ORDER BY c.ord IS NULL, c.ord, r.timestamp, r.file_id, r.line")
-        return [dict(zip(COLUMNS, rec)) for rec in self.be.execute(q, args).fetchall()]
+             "r.gen_tokens, r.phase, r.metric, r.value, r.unit, r.method, r.repeats, r.min, r.max, r.notes, "
+             "r.file_id, r.line FROM results r " + where)
+        recs = self.be.execute(q, args).fetchall()
+        known = self.be.execute("SELECT sha, ord, date FROM commits ORDER BY ord").fetchall()
+        rank = {s: i for i, (s, _o, _d) in enumerate(known)}
+        # Known commits' dates as a non-decreasing sequence (branches' dates need not follow git's order).
+        dates, top = [], -math.inf
+        for _s, _o, d in known:
+            top = max(top, instant(d))
+            dates.append(top)
+        keyed = []
+        for rec in recs:
+            t = instant(rec[1])
+            i = rank.get(rec[0])
+            slot = (i, 0) if i is not None else (bisect.bisect_right(dates, t) - 1, 1)
+            keyed.append((slot, t, rec[1], rec[19], rec[20], rec))
+        keyed.sort(key=lambda k: k[:5])
+        out = []
+        for k in keyed:
+            d = dict(zip(COLUMNS, k[5]))
+            d["file_id"] = k[5][19]
+            out.append(d)
+        return out
 
     def counts(self):
         return (self.be.execute("SELECT count(*) FROM files").fetchone()[0],
