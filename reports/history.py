@@ -22,7 +22,8 @@ prefill chunk, 'chunk 16384'; the words yocoreport/chunks.py reads); GLOB matche
 
 Detection (yocohistory/detect.py has the method): per series, PELT change points (ruptures) on the series
 scaled by its own noise; a change is a regression when it goes the metric's worse way by more than the floor
-and 3x the noise; counted metrics (exact rows, bytes, FLOPs) flag any change. `check` judges the newest run of
+and 3x the noise; counted metrics (exact rows, bytes, FLOPs) flag any change, a regression only the worse
+way (a metric of no direction, param_*: a CHANGE line, exit 0). `check` judges the newest run of
 each series: a regression at once when worse than its level by the floor and 6x the noise, or when the last
 two runs form a new, worse level; "suspected" (reported, exit 0) when worse by the floor and 3x the noise only.
 
@@ -278,7 +279,7 @@ def cmd_check(a):
         store.close()
     if not series:  # a gate that checks nothing is not a pass
         raise HistoryError("%s: the history holds no series with a value to check" % store.be.where)
-    regressions = suspected = 0
+    regressions = suspected = changed = 0
     for name, (metric, pts) in sorted(series.items()):
         # The run ingested last (the highest file id; its last point in history order), judged against the runs
         # before it: a run of an older commit ingested now is this ingest's run, not the history's last.
@@ -286,12 +287,13 @@ def cmd_check(a):
         k = max(i for i, p in enumerate(pts) if p[5] == last)
         pts = pts[:k + 1]
         res = analyse(pts, metric, floor, a.far, a.noise)
-        if res["newest"] in ("regression", "suspected"):
+        if res["newest"] in ("regression", "suspected", "change"):
             print("%s: %s at %s: %s" % (res["newest"].upper(), name, pts[-1][0], res["newest_detail"]))
             regressions += res["newest"] == "regression"
             suspected += res["newest"] == "suspected"
-    print("%d series checked: %d regression(s), %d suspected (floor %.1f%%)"
-          % (len(series), regressions, suspected, 100 * floor))
+            changed += res["newest"] == "change"
+    print("%d series checked: %d regression(s), %d suspected, %d changed of no direction (floor %.1f%%)"
+          % (len(series), regressions, suspected, changed, 100 * floor))
     return 1 if regressions else 0
 
 

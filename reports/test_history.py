@@ -789,6 +789,35 @@ class DetectionTest(unittest.TestCase):
         self.assertEqual(res["newest"], "regression")
         self.assertEqual(res["changes"][0][0], 10)
 
+    def test_a_counted_metric_is_judged_by_its_direction(self):
+        """Any change of a counted metric was a regression: bytes that fell, a larger max_batch, a param_* row
+        (no direction) all failed the gate."""
+        def judge(metric, before, after):
+            pts = [("c%d" % i, "", before, None, "exact") for i in range(5)] + [("c5", "", after, None, "exact")]
+            res = self.detect.analyse(pts, metric)
+            return res["newest"], [c[6] for c in res["changes"]]
+        self.assertEqual(judge("bytes", 1000.0, 999.0), ("ok", ["improvement (exact)"]))
+        self.assertEqual(judge("bytes", 1000.0, 1001.0), ("regression", ["regression (exact)"]))
+        self.assertEqual(judge("max_batch", 8.0, 16.0), ("ok", ["improvement (exact)"]))
+        self.assertEqual(judge("max_batch", 16.0, 8.0), ("regression", ["regression (exact)"]))
+        self.assertEqual(judge("param_layers", 24.0, 26.0), ("change", ["change (exact)"]))
+        d = tempfile.mkdtemp(prefix="yoco_history_")
+        db = os.path.join(d, "h.db")
+        rows = []
+        for i in range(4):
+            t = "2026-11-%02dT00:00:00Z" % (i + 1)
+            for metric, v in (("bytes", 100 - i), ("param_layers", 24 + (i == 3))):
+                rows.append(row(git_sha="c%03d" % i, timestamp=t, metric=metric, unit="B", method="exact",
+                                value=str(v), min="", max=""))
+        f = os.path.join(d, "r.csv")
+        write_csv(f, rows)
+        self.assertEqual(run("ingest", "--db", db, f)[0], 0)
+        code, out, err = run("check", "--db", db)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("CHANGE: m|d|1|1|0|prefill|param_layers at c003: a counted metric changed: 24.0 -> 25.0", out)
+        self.assertIn("2 series checked: 0 regression(s), 0 suspected, 1 changed of no direction", out)
+        self.assertNotIn("bytes at", out)
+
     def test_a_drift_is_labelled_since_an_earlier_commit_and_columns_stay_aligned(self):
         # "regression (drift since c004: +6.4%)" overflowed the 24-character kind column; commits were cut to 10
         # hex digits; one shift past the floor but not the noise was a "drift since" its own commit.

@@ -15,7 +15,9 @@ outlying run alone is never a change (PELT may pair it with a normal run).
 
 A change is a regression when it goes the metric's worse way (reports/SCHEMA.md, "Direction") by more than the
 floor (default 5%) and by more than NOISE_MULTIPLE x the noise. Counted metrics (method exact, or flops, bytes,
-*_bytes) change by construction only when something changed: any difference is flagged at once.
+*_bytes) change by construction only when something changed: any difference is flagged at once, by its direction:
+"regression (exact)" the worse way, "improvement (exact)" the better, "change (exact)" for a metric of no direction
+(the newest run: "change", which `check` reports, exit 0).
 
 The newest run (policy of `check`), judged against the runs before it, both their level and their noise estimated
 without it (the level: the runs since the last change that counts): flagged at once when it is worse than that
@@ -172,12 +174,19 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
         return out
     sign = direction(metric)
     if is_counted(metric, methods):
+        # Any difference is real, but only the worse way is a regression: bytes that fell, a larger max_batch are
+        # improvements; a metric of no direction (param_*) changed, which is said and fails nothing.
+        def kind(before, after):
+            return "change" if sign == 0 else "regression" if (after - before) * sign < 0 else "improvement"
         for i in range(1, len(vals)):
             if vals[i] != vals[i - 1]:
                 rel = (vals[i] - vals[i - 1]) / abs(vals[i - 1]) if vals[i - 1] else math.inf
-                out["changes"].append((i, points[i][0], vals[i - 1], vals[i], rel, 1.0, "exact change", ""))
+                out["changes"].append((i, points[i][0], vals[i - 1], vals[i], rel, 1.0,
+                                       kind(vals[i - 1], vals[i]) + " (exact)", ""))
         if len(vals) >= 2 and vals[-1] != vals[-2]:
-            out["newest"], out["newest_detail"] = "regression", "a counted metric changed: %r -> %r" % (vals[-2], vals[-1])
+            k = kind(vals[-2], vals[-1])
+            out["newest"] = "ok" if k == "improvement" else k
+            out["newest_detail"] = "a counted metric changed: %r -> %r" % (vals[-2], vals[-1])
         return out
     out["changes"], out["noise"] = _changes(points, sign, floor, k_noise)
     # The newest run against the history before it: the level and the noise of the runs before it, the run judged
