@@ -17,8 +17,9 @@ adds its new points only) and atomic per file.
 --git DIR orders commits by that repository's history (else rows follow their timestamps). --commit/--date
 override the rows' own git_sha/timestamp (files from elsewhere). A series is model|device_name|seq_len|batch|
 gen_tokens|phase|metric, and |CONFIGURATION where the row's notes name one other than the runners' default (a
-prefill chunk, 'chunk 16384'; the words yocoreport/chunks.py reads); GLOB matches it (fnmatch), e.g.
-'yoco-3b|*|prefill|prefill_latency_s'.
+prefill chunk, 'chunk 16384'; the words yocoreport/chunks.py reads; a gRet decode kernel named, 'gRet decode
+split'); GLOB matches the whole name (fnmatch), so end it in * to take those configurations too:
+'yoco-3b|*|prefill|prefill_latency_s*' (without the last *, the '|chunk 16384' series are left out).
 
 Detection (yocohistory/detect.py has the method): per series, PELT change points (ruptures) on the series
 scaled by its own noise; a change is a regression when it goes the metric's worse way by more than the floor
@@ -36,6 +37,7 @@ import datetime
 import fnmatch
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +46,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from yocohistory.store import COLUMNS, SERIES_KEY, HistoryError, Store, read_file  # noqa: E402
 from yocoreport.chunks import DEFAULT_CONFIG, config_of, label as config_label  # noqa: E402
 from yocoreport.cli import ArgumentParser  # noqa: E402
+
+
+NAMED_DECODE = re.compile(r"gRet decode step (\w+) named")  # bench/harness/cuda_backend.cpp, gret_kernel_note
 
 
 def one_line(exc):
@@ -60,8 +65,15 @@ def series_name(r):
     its up half fused, ...); a row that names the default (`prefill chunk 32768`) is in the series of one that
     names none, as the schema says they ran the same."""
     name = "|".join(str(r[k]) for k in SERIES_KEY)
-    config = config_of(r["notes"] or "")
-    return name if config == DEFAULT_CONFIG else name + "|" + config_label(config)
+    notes = r["notes"] or ""
+    config = config_of(notes)
+    parts = [] if config == DEFAULT_CONFIG else [config_label(config)]
+    # A gRet decode kernel named by YOCO_GRET_DECODE (bench/harness/cuda_backend.cpp): the report's configuration
+    # does not read it, and its rows joined the default's series.
+    decode = NAMED_DECODE.search(notes)
+    if decode:
+        parts.append("gRet decode " + decode.group(1))
+    return name + "|" + ", ".join(parts) if parts else name
 
 
 def csv_files(specs):
@@ -326,7 +338,7 @@ def cmd_series(a):
 
 DB_HELP = "the history: a SQLite file (ingest creates it) or a postgresql://user@host:port/database URL"
 SERIES_HELP = ("only the series matching GLOB (fnmatch) over model|device_name|seq_len|batch|gen_tokens|phase|metric"
-               "[|configuration]")
+               "[|configuration]; end it in * to take a metric's configured series too (metric*)")
 
 
 def add_detection_options(parser, noise_note=""):

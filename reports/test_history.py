@@ -388,6 +388,32 @@ class HistoryTest(unittest.TestCase):
             self.assertEqual(code, 0, out + err)
             self.assertIn("4 series checked: 0 regression(s)", out)
 
+    def test_a_named_decode_kernel_makes_its_own_series_and_the_help_glob_takes_configurations(self):
+        """Rows of a gRet decode kernel named by YOCO_GRET_DECODE joined the default's series; the help's example glob
+        'yoco-3b|*|prefill|prefill_latency_s' silently left out the '|chunk 16384' series."""
+        f = os.path.join(self.dir, "r.csv")
+        write_csv(f, [row(model="yoco-3b", phase="decode", metric="decode_step_latency_s", value="1"),
+                      row(model="yoco-3b", phase="decode", metric="decode_step_latency_s", value="2",
+                          notes="gRet decode step split named"),
+                      row(model="yoco-3b", phase="decode", metric="decode_step_latency_s", value="3",
+                          notes="prefill chunk 16384; gRet decode step eager named"),
+                      row(model="yoco-3b", value="4"),
+                      row(model="yoco-3b", value="5", notes="prefill chunk 16384")])
+        self.assertEqual(run("ingest", "--db", self.db, f)[0], 0)
+        code, out, err = run("series", "--db", self.db)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out.splitlines(), [
+            "    1  yoco-3b|d|1|1|0|decode|decode_step_latency_s",
+            "    1  yoco-3b|d|1|1|0|decode|decode_step_latency_s|chunk 16384, gRet decode eager",
+            "    1  yoco-3b|d|1|1|0|decode|decode_step_latency_s|gRet decode split",
+            "    1  yoco-3b|d|1|1|0|prefill|prefill_latency_s",
+            "    1  yoco-3b|d|1|1|0|prefill|prefill_latency_s|chunk 16384"])
+        code, out, err = run("--help")
+        example = next(w.strip("'.,()") for w in out.split() if w.startswith("'yoco-3b|"))
+        code, out, err = run("series", "--db", self.db, "--series", example)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(out.splitlines()), 2, (example, out))  # the default's series and the chunk's
+
     def test_bad_options_are_one_line_exit_2(self):
         for args, fragment in (([], "no command"), (["bogus"], "invalid choice: 'bogus'"),
                                (["check"], "required: --db"), (["export", "--db"], "--db: expected one argument"),
