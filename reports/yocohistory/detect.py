@@ -36,6 +36,27 @@ MIN_RUNS_FOR_NOISE = 6
 PENALTY_PER_LOG_N = 4.0
 NOISE_MULTIPLE = 3.0
 FAR = 6.0
+# The newest run is a regression at once only with MIN_PRIOR_RUNS runs before it ("suspected" below): the noise
+# of 2 to 4 runs is a guess (pure noise of 3%: 12% false regressions at 3 runs, 4.8% at 4, before this rule).
+MIN_PRIOR_RUNS = 5
+RECENT = 4
+# The least relative noise the newest run is judged against: runs that tie (six equal values) have a MAD of 0, and
+# a 6% step was 6e7 x "the noise". 1.25% is ~1.75x the median noise of the committed repeated runs (0.71%,
+# reports/test_history.py real_noise), and keeps 10% worse at 1% noise past FAR x it.
+MIN_REL_NOISE = 0.0125
+# Finite-sample consistency factors of the two MAD estimates (their median made equal to the true sigma of
+# Gaussian runs), by simulation: 40000 series of n N(0, 1) runs for each n, factor = 1 / median(estimate);
+# reports/test_history.py re-simulates them. DIFF: 1.4826 MAD(first differences) / sqrt 2 (0.57 of sigma at 4
+# runs uncorrected); RESID: 1.4826 MAD(residuals about the median) x sqrt(n / (n - 1)), one segment. Past 20 runs
+# 1 + 0.6 / n (within 1% of the simulation at 20 to 40 runs).
+DIFF_MAD_FACTOR = {3: 1.151, 4: 1.65, 5: 1.337, 6: 1.21, 7: 1.165, 8: 1.12, 9: 1.104, 10: 1.083, 11: 1.074,
+                   12: 1.061, 13: 1.061, 14: 1.048, 15: 1.045, 16: 1.04, 17: 1.04, 18: 1.039, 19: 1.033, 20: 1.027}
+RESID_MAD_FACTOR = {3: 1.514, 4: 1.287, 5: 1.198, 6: 1.157, 7: 1.126, 8: 1.101, 9: 1.085, 10: 1.074, 11: 1.068,
+                    12: 1.059, 13: 1.058, 14: 1.044, 15: 1.044, 16: 1.04, 17: 1.042, 18: 1.041, 19: 1.035, 20: 1.034}
+
+
+def mad_factor(table, n):
+    return table.get(n, 1.0 + 0.6 / n if n > 20 else 1.0)
 
 LOWER = ("*_latency_s", "*_bytes", "*_bytes_per_token", "kernel_time_s", "roofline_time_s", "gpu_time_s",
          "cupti_overhead_fraction", "flops", "bytes", "*_host_enqueue_s")
@@ -79,7 +100,8 @@ def noise(values, spreads=()):
     sigma_runs = 0.0
     if len(v) >= 3:
         d = np.diff(v)
-        sigma_runs = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
+        sigma_runs = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2) * mad_factor(DIFF_MAD_FACTOR,
+                                                                                                        len(v))
     if len(v) < MIN_RUNS_FOR_NOISE:
         sigma_runs = max(sigma_runs, _row_spread_noise(v, spreads))
     return max(sigma_runs, _tiny(v))
@@ -108,7 +130,8 @@ def segment(values, spreads=()):
         res = np.concatenate([v[b[i]:b[i + 1]] - np.median(v[b[i]:b[i + 1]]) for i in range(len(b) - 1)])
         # Robust too: one outlying run (a hiccup 30% slow) inflated the residuals' standard deviation tenfold,
         # and hid a 10% step later on. sqrt(n / (n - segments)): the residuals are about fitted levels.
-        pooled = 1.4826 * float(np.median(np.abs(res))) * math.sqrt(n / (n - (len(b) - 1)))
+        pooled = 1.4826 * float(np.median(np.abs(res))) * math.sqrt(n / (n - (len(b) - 1))) * \
+            mad_factor(RESID_MAD_FACTOR, n)
         sigma = max(pooled, _row_spread_noise(v, spreads) if n < MIN_RUNS_FOR_NOISE else 0.0, _tiny(v))
         cps = change_points(v, sigma)
     return cps, sigma
@@ -198,6 +221,7 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
         prev, prev_sigma = _changes(points[:-1], sign, floor, k_noise)
         counted = [c[0] for c in prev if c[6] != "shift (below the floor)"]
         level = float(np.median(vals[counted[-1] if counted else 0:-1]))
+        prev_sigma = max(prev_sigma, MIN_REL_NOISE * abs(level))
         delta = vals[-1] - level
         worse = delta * sign < 0
         rel = abs(delta) / abs(level) if level else math.inf
@@ -207,8 +231,24 @@ def analyse(points, metric, floor=0.05, far=None, noise_multiple=None):
             out["newest"] = "suspected"
         out["newest_detail"] = "%+.2f%% vs the level %.6g (noise %.3g)" % (100 * delta / abs(level) if level else 0,
                                                                           level, prev_sigma)
+        # A regression (a drift's included) that the series without the newest run did not have: this run newly
+        # confirms it. A drift of 2%/run at 1% noise showed in `changes` while `check` passed every run (2 of 10
+        # seeds over 40 runs). The same regression found one run earlier or later (+-2 runs) is not new.
+        had = [c[0] for c in prev if c[6].startswith("regression")]
+        # Only a regression whose new level is recent (starts within the last RECENT runs): a change point further
+        # back that one more run moved is PELT re-segmenting noise (3% noise, 8 runs: 1.2% false alarms).
+        new = [c for c in out["changes"] if c[6].startswith("regression") and c[0] >= len(vals) - RECENT
+               and not any(abs(c[0] - h) <= 2 for h in had)]
+        if new and out["newest"] != "regression":
+            c = new[-1]
+            out["newest"] = "regression"
+            out["newest_detail"] = "confirms a %s since %s: %+.2f%%%s" % (c[6], c[1], 100 * c[4],
+                                                                        " (%s)" % c[7] if c[7] else "")
     if out["changes"] and out["changes"][-1][0] >= len(vals) - MIN_SIZE and out["changes"][-1][6].startswith("regression"):
         out["newest"] = "regression"
         c = out["changes"][-1]
         out["newest_detail"] = "a new level since %s: %+.2f%%" % (c[1], 100 * c[4])
+    if out["newest"] == "regression" and len(vals) - 1 < MIN_PRIOR_RUNS:
+        out["newest"] = "suspected"
+        out["newest_detail"] += " (only %d run(s) before it: a regression needs %d)" % (len(vals) - 1, MIN_PRIOR_RUNS)
     return out
