@@ -57,8 +57,10 @@ void check_log_decay(const TensorFile& f, const std::string& name) {
       }
       std::ostringstream v;
       v << x;
+      // -inf is how some kernels spell a reset (decay 0); the check's reset is a sequence boundary.
       fail(f.path() + ": tensor '" + name + "' is a log-decay, finite and <= 0 everywhere; element " +
-           shape_str(index) + " is " + v.str());
+           shape_str(index) + " is " + v.str() +
+           (std::isinf(x) && x < 0 ? " (for a reset, start a new sequence with cu_seqlens)" : ""));
     }
   }
 }
