@@ -1,9 +1,11 @@
 """The history store (yocohistory, history.py): exact round trips of every committed CSV, idempotent and atomic
 ingest, concurrent ingests, refusal of databases and CSVs that are not ours, hostile text kept verbatim."""
+import atexit
 import csv
 import glob
 import io
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -66,6 +68,21 @@ def committed_csvs(refused=None):
                 refused[os.path.relpath(f, HERE)] = str(exc)
     return out
 
+
+
+_BIG_CSV = []
+
+
+def _big_csv():
+    """A 400,000-row CSV whose ingest takes seconds, written once for all the tests that interrupt an ingest
+    (read only; about 3 s a time to write on 2 cores, four times over the SQLite and PostgreSQL tests)."""
+    if not _BIG_CSV:
+        d = tempfile.mkdtemp(prefix="yoco_history_big_")
+        atexit.register(shutil.rmtree, d, True)
+        big = os.path.join(d, "big.csv")
+        write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
+        _BIG_CSV.append(big)
+    return _BIG_CSV[0]
 
 class HistoryTest(unittest.TestCase):
     def setUp(self):
@@ -148,9 +165,7 @@ class HistoryTest(unittest.TestCase):
         small = os.path.join(self.dir, "small.csv")
         write_csv(small, [row()])
         self.assertEqual(run("ingest", "--db", self.db, small)[0], 0)
-        big = os.path.join(self.dir, "big.csv")
-        write_csv(big, [row(seq_len=i, notes="n" * 200) for i in range(400000)])
-        return big
+        return _big_csv()
 
     def test_a_killed_ingest_leaves_the_store_as_it_was(self):
         big = self._one_file_in_and_a_big_one()
