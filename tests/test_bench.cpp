@@ -264,7 +264,10 @@ TEST_F(Bench, StopBeforeAnyPointSaysNoFileWasWritten) {
   const std::string sweep = "bench --model transformer-tiny --lengths 32K --metrics prefill --repeats 3 --warmup 1";
   for (const bool earlier : {false, true}) {
     SCOPED_TRACE(earlier ? "an earlier file there" : "no file there");
-    const std::string out = path(earlier ? "earlier.csv" : "k.csv"), err = path("early.err"), rc = path("early.rc");
+    // An error file of its own: the wait for the plan read the first pass's (before the shell opened this
+    // one), signalled the shell before it ran yoco, and found the first pass's message.
+    const std::string tag = earlier ? "earlier" : "k";
+    const std::string out = path(tag + ".csv"), err = path(tag + ".err"), rc = path(tag + ".rc");
     if (earlier) yoco_test::spit(out, "an earlier run's file\n");
     const std::string script = shell_quote(YOCO_CLI_PATH) + " " + sweep + " --out " + shell_quote(out) +
                                " >/dev/null 2>" + shell_quote(err) + " & p=$!; until grep -q 'points; their timed' " +
