@@ -559,7 +559,16 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(breakdown.kernel_note(R("decode:x", "kernel_time_s", "")), ("", ""))
 
     def test_no_cupti_rows_no_breakdown(self):
+        from unittest import mock
+        from yocoreport import figures
         make_synthetic(self.results, with_cuda=False)
+        # Only the CUPTI figure's choice is under test: the others are not drawn (about 5 s on 2 cores).
+        def skipped(data, name, rows, *kind_out_stem):
+            return plot.Figure(name, kind_out_stem[-1], reason="not drawn by this test")
+        for fn in ("line_figure", "breakdown_figure", "kv_figure"):
+            patch = mock.patch.object(figures, fn, skipped)
+            patch.start()
+            self.addCleanup(patch.stop)
         # No hand-written reasons either: the committed ones cite the GPU run's CUPTI breakdown.
         no_reasons = os.path.join(self.tmp, "no-reasons.csv")
         with open(no_reasons, "w") as f:
@@ -606,8 +615,11 @@ class ReportsTest(unittest.TestCase):
                 self.assertIn("extrapolated", f.title)
         finally:
             del lines_mod._orig_save
-        # The paper comparison says how the value was obtained, with the notes of the scaling.
-        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme])
+        # The paper comparison says how the value was obtained, with the notes of the scaling: a table, which
+        # no figure changes, so none is drawn (about 10 s on 2 cores; test_plot_and_report draws them).
+        with mock.patch.object(report.plot, "make_figures", lambda data, out: []):
+            rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme",
+                                                self.readme])
         self.assertEqual(rc, 0, out + err)
         text = self._readme()
         glance = text[:text.index("## What was measured")]
