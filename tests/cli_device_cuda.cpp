@@ -94,5 +94,15 @@ TEST_F(Cli, DeviceCudaOptions) {
   }
 }
 
+// A command that runs on the CPU maps no cuBLAS: loading it cost every yoco process ~110 ms (its static
+// constructors touch ~200 MB), and the GPU paths now open it at their first call (cuda/device/cublas_loader).
+TEST_F(Cli, ACpuCommandLoadsNoCublas) {
+  // glibc's loader names every library it maps on stderr under LD_DEBUG=files.
+  const CliRun r = shell("LD_DEBUG=files " + shell_quote(YOCO_CLI_PATH) + " model --model yoco-tiny --lengths 1K");
+  ASSERT_EQ(r.status, 0) << r.all();
+  ASSERT_NE(r.err.find("file="), std::string::npos) << "LD_DEBUG gave no trace: " << r.err.substr(0, 400);
+  EXPECT_EQ(r.err.find("libcublas"), std::string::npos) << r.err.substr(0, 4000);
+}
+
 }  // namespace
 }  // namespace yoco_test
