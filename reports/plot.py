@@ -22,7 +22,7 @@ overlaid (stars) only on figures of an H100 device that show the paper's models.
 How a value was obtained (`method`) is drawn, never hidden:
   measured: solid line, filled circles     exact: solid line, filled diamonds
   sampled: filled squares                  extrapolated: dotted line, open triangles
-  analytic: dashed line, x markers
+  analytic: dashed line, x markers        calibrated: dash-dot line, open plus markers
   over_budget / out_of_memory / failed: a cross at the analytic value of the
   same point (the `analytic` row beside it), labelled "over budget" / "OOM" / "failed".
 
@@ -51,8 +51,9 @@ import sys
 
 from yocoreport.data import (  # noqa: F401
     COLUMNS, DEFAULT_DIFFERENCES, DEFAULT_OUT, DEFAULT_PAPER_GLOB, DEFAULT_RESULTS_GLOB, DIFFERENCES_NAME,
-    FLOAT_COLUMNS, GB, INT_COLUMNS, KNOWN_METHODS, METHOD_RANK, NOT_RUN, NOT_RUN_LABEL, PAPER_MODELS, RATIO_METRICS,
-    REPORTS_DIR, CsvError, Data, Row, dedupe, expand_paths, load, read_differences, read_result_csv, warn)
+    FLOAT_COLUMNS, GB, INT_COLUMNS, KNOWN_METHODS, METHOD_RANK, NOT_RUN, NOT_RUN_LABEL, PAPER_MODELS,
+    PREDICTED_METHODS, RATIO_METRICS, REPORTS_DIR, CsvError, Data, Row, dedupe, expand_paths, load, read_differences,
+    read_result_csv, warn)
 from yocoreport.style import (  # noqa: F401
     FIGURE_KINDS, METHOD_LEGEND, METHOD_STYLE, PAPER_DEVICE_RE, Figure, family_kind, fmt_sig, fmt_tokens, fmt_value,
     is_paper_device, methods_phrase, model_colors, model_sort_key, models_phrase, paper_flags, paper_value_text, slug,

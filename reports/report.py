@@ -59,6 +59,8 @@ METHOD_TEXT = OrderedDict([
     ("sampled", "part of the phase timed and scaled (the row's notes say what)"),
     ("extrapolated", "a reduced run scaled up (the row's notes say how)"),
     ("analytic", "from the cost model, never from a run"),
+    ("calibrated", "from the cost model corrected by one card's measured kernel efficiencies, never from a run "
+                   "on the device named"),
     ("over_budget", "not run: predicted time above the budget; figures show the analytic value"),
     ("out_of_memory", "not run: does not fit; figures show the analytic value"),
     ("failed", "the run raised an error; figures show the analytic value"),
@@ -131,6 +133,23 @@ def paper_fig(row):
 # ----------------------------------------------------------------------------------------------
 
 
+def reason_of(data, claim, row):
+    """(key, reason) from differences.csv for one row beside a claim: reasons are written by hand for a card's runs.
+    A calibrated prediction never takes one (it is no run on the card it names: a measured run's reason would read
+    as its own); an analytic row takes its card's reason only where a run of that card was read (the reason then
+    explains why there is a projection there, e.g. "No measured ratio: ... does not fit"), and a reason for every
+    device (no card) otherwise."""
+    if row.method == "calibrated":
+        return None, ""
+    key, why = difference_for(data.differences, claim.model, claim.seq_len, claim.metric, row.device_name)
+    if key is not None and key[3] and row.method in plot.PREDICTED_METHODS and not any(
+            r.method not in plot.PREDICTED_METHODS and key[3].lower() in r.device_name.lower()
+            for r in data.results):
+        key = (claim.model, claim.seq_len, claim.metric, "")
+        return (key, data.differences[key]) if key in data.differences else (None, "")
+    return key, why
+
+
 def section_glance(data, devices):
     lines = ["## The paper's claims and this suite's numbers", ""]
     claims = [p for p in data.paper if not plot.paper_flags(p)["context"]]
@@ -180,7 +199,7 @@ def section_glance(data, devices):
         for r in ours:
             v, _ = data.value_of(r)
             ratio = "%s" % fmt_sig(v / p.value) if (v is not None and p.value) else "—"
-            key, why = difference_for(data.differences, p.model, p.seq_len, p.metric, r.device_name)
+            key, why = reason_of(data, p, r)
             used.add(key)
             body.append([what, plot.paper_value_text(p), src, our_value_text(data, r), ratio, method_text(r),
                          r.device_name + ("" if r.batch in (0, 1) else " (batch %d)" % r.batch),
@@ -193,13 +212,14 @@ def section_glance(data, devices):
     # (a partial results folder: up to 43 lines of warnings) or where the card is misspelt: one line names
     # those cards, so a typo still shows.
     claimed = {(p.model, p.seq_len, p.metric) for p in claims}
-    unread = sorted({k[3] for k in data.differences if k not in used and k[3] and k[:3] in claimed})
+    unread = sorted({k[3] for k in data.differences if k not in used and k[:3] in claimed})
     if unread:
-        n = sum(1 for k in data.differences if k not in used and k[3] and k[:3] in claimed)
-        plot.warn("%s: %d reason(s) for cards whose rows were not read here, not shown: no device named like %s"
-                  % (data.differences_file, n, ", ".join(repr(d) for d in unread)))
+        n = sum(1 for k in data.differences if k not in used and k[:3] in claimed)
+        plot.warn("%s: %d reason(s) for cards whose rows were not read here, not shown: no device named like %s "
+                  "with a run (a projection, analytic or calibrated, takes no card's reason)"
+                  % (data.differences_file, n, ", ".join(repr(d) if d else "'' (every device)" for d in unread)))
     for k in data.differences:
-        if k not in used and not (k[3] and k[:3] in claimed):
+        if k not in used and k[:3] not in claimed:
             plot.warn("%s: no claim of the paper has model %r, length %d, metric %r%s; reason not shown"
                       % (data.differences_file, k[0], k[1], k[2],
                          ", measured on a device named like %r" % k[3] if k[3] else ""))

@@ -720,6 +720,80 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(rc, 2, out + err)
         self.assertIn("%s: not a file (given as --differences)" % self.tmp, err)
 
+    def test_calibrated_rows_are_predictions_not_measurements_nor_cupti(self):
+        # `yoco model --calibration ... --out` rows (method calibrated, and prefill.<family> gpu_time_s of the
+        # model): each warned "unknown method ... drawn as measured", the README announced a CUPTI breakdown and
+        # drew one from the model's family rows, and the paper table gave the predicted points a measured H200
+        # run's hand-written reason (matched by the card's name in "calibrated: H200 ...").
+        from unittest import mock
+        from matplotlib.text import Text
+        from yocoreport import lines as lines_mod
+        from yocoreport.breakdown import is_cupti_row
+        from yocoreport.style import plt
+        name = "calibrated: H200 SXM 141GB (datasheet)"
+        w = _Writer(dict(git_sha="abc", timestamp="2026-11-29T10:00:00Z", host="h", device="calibrated",
+                         device_name=name, driver=""))
+        for model, base in (("yoco-3b", 0.35), ("transformer-3b", 1.7)):
+            for n in (128 * K, 256 * K, 512 * K, M):
+                t = base * n / (64 * K)
+                w.add(model, n, "prefill", "prefill_latency_s", t, "s", "calibrated", lo=0.95 * t, hi=1.05 * t)
+                for fam, share in (("gemm", 0.7), ("gret", 0.1), ("attention", 0.2)):
+                    w.add(model, n, "prefill." + fam, "gpu_time_s", share * t, "s", "calibrated")
+            w.add(model, M, "memory", "mem_total_bytes", 13.5e9 if model == "yoco-3b" else 121e9, "B", "calibrated")
+        path = w.write(os.path.join(self.results, "h200.csv"))
+        diff = os.path.join(self.tmp, "differences.csv")
+        with open(diff, "w", encoding="utf-8") as f:
+            f.write("model,seq_len,metric,device,reason\n"
+                    "yoco-3b,512K,prefill_latency_s,H200,measured on the H200 in run-04\n"
+                    "yoco-3b,1M,mem_total_bytes,H200,counted on the H200 in run-04\n")
+        data, _out, err = _quiet(plot.load, [path], None, diff)
+        self.assertNotIn("unknown method", err)
+        rows = data.devices()[name]
+        self.assertFalse([r for r in rows if is_cupti_row(r)])
+        # drawn as a prediction: its own marker (not the measured filled circle), dash-dot, legend says calibrated
+        seen = {}
+
+        def spy(fig, out_dir, stem):
+            ax = fig.axes[0]
+            seen["markers"] = set(l.get_marker() for l in ax.get_lines() if len(l.get_xdata()) == 1)
+            seen["styles"] = set(l.get_linestyle() for l in ax.get_lines() if len(l.get_xdata()) > 1)
+            seen["texts"] = [t.get_text() for t in fig.findobj(Text)]
+            plt.close(fig)
+            return []
+
+        with mock.patch.object(lines_mod, "_save", spy):
+            _quiet(plot.line_figure, data, name, rows, "prefill_vs_length", self.out, "x")
+        self.assertEqual(seen["markers"], {plot.METHOD_STYLE["calibrated"][0]})
+        self.assertNotIn("o", seen["markers"])
+        self.assertEqual(seen["styles"], {"-."})
+        self.assertIn(plot.METHOD_LEGEND["calibrated"], seen["texts"])
+        # The README: no CUPTI section nor breakdown figure; the method listed; no measured run's reason.
+        rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", self.readme,
+                                            "--differences", diff])
+        self.assertEqual(rc, 0, out + err)
+        self.assertNotIn("unknown method", err)
+        text = self._readme()
+        self.assertNotIn("CUPTI", text)
+        self.assertFalse([f for f in os.listdir(self.out) if "breakdown" in f and "memory" not in f])
+        self.assertIn("- `calibrated`: from the cost model corrected by", text)
+        glance = text[:text.index("## What was measured")]
+        self.assertIn("| 2.8 s | 0.467 | calibrated | %s |  |" % name, glance)
+        self.assertNotIn("run-04", text)
+        self.assertIn("2 reason(s) for cards whose rows were not read here, not shown: no device named like 'H200' "
+                      "with a run", err)
+        # Beside a measured run of the card, the run takes its reason and the prediction still none.
+        w2 = _Writer(dict(git_sha="abc", timestamp="2026-11-29T10:00:00Z", host="h", device="cuda",
+                          device_name="NVIDIA H200", driver="570"))
+        w2.add("yoco-3b", 512 * K, "prefill", "prefill_latency_s", 2.86, "s", "measured")
+        w2.write(os.path.join(self.results, "run.csv"))
+        with mock.patch.object(report.plot, "make_figures", lambda data, out: []):
+            rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme",
+                                                self.readme, "--differences", diff])
+        self.assertEqual(rc, 0, out + err)
+        glance = self._readme()[:self._readme().index("## What was measured")]
+        self.assertIn("| measured | NVIDIA H200 | measured on the H200 in run-04 |", glance)
+        self.assertIn("| calibrated | %s |  |" % name, glance)
+
     def test_committed_differences_file(self):
         path = os.path.join(HERE, "paper", "differences.csv")
         with open(path, encoding="utf-8") as fh:

@@ -19,6 +19,7 @@ from collections import OrderedDict
 
 from matplotlib.patches import Patch
 
+from .data import PREDICTED_METHODS
 from .style import Figure, _save, fmt_sig, fmt_tokens, fmt_value, model_colors, model_sort_key, models_phrase, plt
 
 PHASES = OrderedDict([("prefill", "per prefill"), ("decode", "per decode step")])
@@ -40,7 +41,11 @@ TOP_KERNELS = 5
 
 
 def is_cupti_row(r):
-    """A row of the CUPTI breakdown (not one of the kernel benchmarks, whose phases are '<family>:<variant>')."""
+    """A row of the CUPTI breakdown (not one of the kernel benchmarks, whose phases are '<family>:<variant>'). A
+    prediction is never one: `yoco model --calibration` writes `prefill.<family>` gpu_time_s rows too, of the cost
+    model, not of CUPTI records of a run."""
+    if r.method in PREDICTED_METHODS:
+        return False
     if r.metric == "kernel_time_s":
         top, sep, name = r.phase.partition(":")
         return bool(sep) and top in PHASES and bool(name)

@@ -26,10 +26,13 @@ INT_COLUMNS = ("seq_len", "batch", "gen_tokens")
 FLOAT_COLUMNS = ("value", "min", "max")
 
 NOT_RUN = ("over_budget", "out_of_memory", "failed", "skipped")
-KNOWN_METHODS = ("measured", "exact", "sampled", "extrapolated", "analytic", "paper") + NOT_RUN
+KNOWN_METHODS = ("measured", "exact", "sampled", "extrapolated", "analytic", "calibrated", "paper") + NOT_RUN
+# Predictions of the cost model, never from a run on the device named: drawn as projections, never as CUPTI
+# breakdowns, and a reason written by hand for a card's runs (differences.csv) is not theirs.
+PREDICTED_METHODS = ("analytic", "calibrated")
 NOT_RUN_LABEL = {"over_budget": "over budget", "out_of_memory": "OOM", "failed": "failed", "skipped": "skipped"}
 # Weaker = larger (reports/SCHEMA.md "Ratio rows"); exact counts as strong as measured.
-METHOD_RANK = {"measured": 0, "exact": 0, "sampled": 1, "extrapolated": 2, "analytic": 3,
+METHOD_RANK = {"measured": 0, "exact": 0, "sampled": 1, "extrapolated": 2, "analytic": 3, "calibrated": 3,
                "over_budget": 4, "out_of_memory": 4, "failed": 4, "skipped": 4}
 
 # The paper's compared models; its other numbers (7B on 4 GPUs) are context only.

@@ -32,6 +32,7 @@ METHOD_STYLE = OrderedDict([
     ("sampled", ("s", True, "-")),
     ("extrapolated", ("^", False, ":")),
     ("analytic", ("x", True, "--")),
+    ("calibrated", ("P", False, "-.")),
     ("not run", ("X", False, "--")),
     ("does not fit", ("v", False, "none")),
 ])
@@ -41,6 +42,7 @@ METHOD_LEGEND = {
     "sampled": "sampled (part timed, scaled)",
     "extrapolated": "extrapolated (reduced run, scaled)",
     "analytic": "analytic (cost model)",
+    "calibrated": "calibrated (cost model fitted to a measured card)",
     "not run": "not run: analytic value shown",
     "does not fit": "no point: one sequence does not fit",
 }
@@ -169,7 +171,7 @@ def is_paper_device(device_name):
 def methods_phrase(rows):
     """'measured, sampled; 1 point over budget' from the rows drawn."""
     counts = OrderedDict()
-    for m in ("measured", "exact", "sampled", "extrapolated", "analytic") + NOT_RUN:
+    for m in ("measured", "exact", "sampled", "extrapolated", "analytic", "calibrated") + NOT_RUN:
         n = sum(1 for r in rows if r.method == m)
         if n:
             counts[m] = n
@@ -369,7 +371,7 @@ def _draw_point(ax, x, y, method, color, size=6.5, alpha=1.0):
 
 
 def _segment_style(m1, m2):
-    rank = {"measured": 0, "exact": 0, "sampled": 1, "extrapolated": 2, "analytic": 3, "not run": 4}
+    rank = {"measured": 0, "exact": 0, "sampled": 1, "extrapolated": 2, "analytic": 3, "calibrated": 3, "not run": 4}
     worse = m1 if rank.get(m1, 0) >= rank.get(m2, 0) else m2
     return METHOD_STYLE[worse][2]
 
@@ -421,7 +423,7 @@ def _draw_paper_star(ax, x, y, color, row):
 
 def _short_methods(rows):
     """For titles: 'measured, extrapolated; 1 over budget'."""
-    parts = [m for m in ("measured", "exact", "sampled", "extrapolated", "analytic")
+    parts = [m for m in ("measured", "exact", "sampled", "extrapolated", "analytic", "calibrated")
              if any(r.method == m for r in rows)]
     parts += sorted(set(r.method for r in rows if r.method not in KNOWN_METHODS))
     text = "method: " + (", ".join(parts) if parts else "none")
