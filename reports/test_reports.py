@@ -1076,6 +1076,42 @@ class ReportsTest(unittest.TestCase):
             self.assertFalse([n for d in (self.tmp, self.out) if os.path.isdir(d) for n in os.listdir(d)
                               if n.endswith(".tmp")])
 
+    def test_sigterm_removes_the_temporary_file_and_says_one_line(self):
+        # `timeout -s TERM 10 plot.py ...` ended it on the spot: no message, and a `.<name>.png.<rand>.tmp` left in
+        # the output folder. Now as SIGINT: the temporary file removed, one line, the end by the signal (143).
+        import signal
+        exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        target = os.path.join(self.out, "fig.png")
+        # Deterministic: the SIGTERM comes inside the atomic write of a figure.
+        script = ("import os, signal, sys, time\n"
+                  "sys.path.insert(0, %r)\n"
+                  "from yocoreport.atomic import replacing\n"
+                  "from yocoreport.cli import run_main\n"
+                  "def main():\n"
+                  "    with replacing(%r) as f:\n"
+                  "        f.write(b'half a figure')\n"
+                  "        os.kill(os.getpid(), signal.SIGTERM)\n"
+                  "        time.sleep(30)\n"
+                  "    return 0\n"
+                  "run_main(main, 'plot.py')\n" % (HERE, target))
+        p = subprocess.run([exe, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=60)
+        self.assertEqual(p.returncode, -signal.SIGTERM, p.stderr)
+        self.assertEqual(p.stderr.strip().splitlines(), ["plot.py: interrupted (SIGTERM)"])
+        self.assertEqual(os.listdir(self.out), [])
+        # The tool itself, terminated while it draws (its first line is out before any figure is drawn).
+        make_synthetic(self.results, with_cuda=False)
+        out2 = os.path.join(self.tmp, "figures2")
+        p = subprocess.Popen([exe, os.path.join(HERE, "plot.py"), "--results", self.results, "--out", out2],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        p.stdout.readline()
+        p.send_signal(signal.SIGTERM)
+        _out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, -signal.SIGTERM, err)
+        self.assertEqual(err.decode().strip().splitlines(), ["plot.py: interrupted (SIGTERM)"])
+        self.assertFalse([n for n in os.listdir(out2) if n.endswith(".tmp")] if os.path.isdir(out2) else [])
+
     def test_bad_options_are_one_line_exit_2(self):
         exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
         for tool in ("plot.py", "report.py"):

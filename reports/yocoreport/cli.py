@@ -39,17 +39,33 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, "%s: error: %s (%s --help lists the options)\n" % (self.prog, message, self.prog))
 
 
+class Terminated(BaseException):
+    """SIGTERM (`timeout`, a batch system, `kill`), raised as KeyboardInterrupt is for SIGINT: the unwinding
+    removes a half-written output's temporary file (yocoreport.atomic), which the default action, the end on the
+    spot, left in the output folder."""
+
+
+def _raise_terminated(signum, frame):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: a second must not cut the cleanup short
+    raise Terminated()
+
+
 def run_main(main, prog):
     """sys.exit(main()), ending the way the C++ yoco ends: a reader that stops early (`report.py | head`) ends the
-    command by SIGPIPE, quietly, and Ctrl-C by SIGINT after one line; never a traceback. The outputs stay whole
-    either way (yocoreport.atomic: the earlier file or the new one)."""
+    command by SIGPIPE, quietly, and Ctrl-C by SIGINT (a SIGTERM by SIGTERM) after one line; never a traceback.
+    The outputs stay whole either way (yocoreport.atomic: the earlier file or the new one, no temporary file)."""
     # Python turns SIGPIPE into BrokenPipeError, an OSError: report.py took a closed stdout for a figure it could
     # not write (exit 2, no README).
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         sys.exit(main())
-    except KeyboardInterrupt:
-        sys.stderr.write("\n%s: interrupted (SIGINT)\n" % prog)
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
+    except (KeyboardInterrupt, Terminated) as exc:
+        sig = signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM
+        try:
+            sys.stderr.write("\n%s: interrupted (%s)\n" % (prog, sig.name))
+            sys.stderr.flush()
+        except OSError:
+            pass
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
