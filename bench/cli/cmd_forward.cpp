@@ -32,7 +32,7 @@ CommandSpec forward_spec() {
       "CPU reference only.";
   s.options = model_option_specs();
   for (auto& o : token_option_specs()) s.options.push_back(o);
-  s.options.push_back({"--paradigm", "P", "gRet paradigm: parallel (default), recurrent or chunkwise; YOCO gRet models only"});
+  s.options.push_back({"--paradigm", "P", "gRet paradigm: parallel (default), recurrent or chunkwise; YOCO gRet models only; under mpirun chunkwise only (the default there)"});
   s.options.push_back({"--chunk", "N", "chunk size of the chunkwise paradigm (>= 1; default: the config's gret_chunk_size)"});
   s.options.push_back({"--all-positions", "", "write the logits of every position, not only the last"});
   s.options.push_back({"--out", "FILE.npy", "output file; required"});
@@ -76,7 +76,9 @@ int cmd_forward(const Args& args) {
   refuse_unshared_tokens_file(a);
   const std::vector<int64_t> ids = tokens_from_args(a, m.cfg);
   const int64_t n = static_cast<int64_t>(ids.size());
-  check_prompt_splits(m.cfg, n, a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file"));
+  const std::string prompt_option = a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file");
+  check_prompt_splits(m.cfg, n, prompt_option);
+  check_ranks_read_one_prompt(ids, n, prompt_option);
   // The GPU has one gRet form, its chunk kernel: chunkwise (parallel names the same function).
   const GretParadigm run_paradigm =
       m.cuda || sharded ? (gret ? GretParadigm::chunkwise : GretParadigm::parallel) : paradigm;

@@ -51,17 +51,18 @@ CommandSpec generate_spec() {
   for (auto& o : token_option_specs()) s.options.push_back(o);
   s.options.push_back({"--gen", "M", "tokens to generate (>= 0, K and M as in --prompt-len); required"});
   s.options.push_back({"--batch", "B", "sequences decoded together (default 1; --tokens prompts are replicated)"});
-  s.options.push_back({"--prefill-chunk", "N", "prefill chunk in tokens (>= 1, default 32768)"});
+  s.options.push_back({"--prefill-chunk", "N", "prefill chunk in tokens (>= 1, default 32768); refused under mpirun on the CPU (each rank prefills its shard in one step)"});
   s.options.push_back({"--check", "", "compare the cached logits with the full forward over prompt + generated tokens"});
   s.options.push_back({"--dry-run", "", "check the options, the model, the tokens and (--device cuda) the runners' YOCO_* "
                                         "switches, say what would run; run nothing, touch no device"});
   s.notes =
       "--check compares, for every sequence, the prefill's logits and those of each decode step with the\n"
-      "full forward (parallel paradigm) at the same positions, and passes when the largest RMS ratio is\n"
+      "full forward (parallel paradigm; chunkwise under mpirun) at the same positions, and passes when the largest RMS ratio is\n"
       "<= 1e-9 (f64) or <= 1e-4 (f32). A failed check exits with status 1. --check applies to --device cpu\n"
       "(the GPU's logits are checked against the reference by the GPU tests, tests/cuda).\n"
-      "Progress (prefill, decode step i of M, the check) goes to stderr when it is a terminal, or one line\n"
-      "a report with YOCO_PROGRESS=lines.";
+      "Progress (prefill, decode step i of M, the check) is redrawn on stderr when that is a terminal; with\n"
+      "YOCO_PROGRESS=lines it is one line per report wherever stderr goes. Under mpirun the ranks' stderr is\n"
+      "a pipe to mpirun, never a terminal: set YOCO_PROGRESS=lines (mpirun -x YOCO_PROGRESS=lines) to see it.";
   return s;
 }
 
@@ -89,9 +90,11 @@ int cmd_generate(const Args& args) {
   std::vector<int64_t> given;
   if (!a.has("--prompt-len")) given = tokens_from_args(a, m.cfg);
   const int64_t n = a.has("--prompt-len") ? prompt_len : static_cast<int64_t>(given.size());
-  check_prompt_splits(m.cfg, n,
-                      a.has("--prompt-len") ? "--prompt-len " + std::to_string(n)
-                                            : (a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file")));
+  const std::string prompt_option =
+      a.has("--prompt-len") ? "--prompt-len " + std::to_string(n)
+                            : (a.has("--tokens") ? "--tokens" : "--tokens-file " + *a.get("--tokens-file"));
+  check_prompt_splits(m.cfg, n, prompt_option);
+  check_ranks_read_one_prompt(given, n, prompt_option);
   // On the GPU the host holds the tokens and one step's logits (as float and as double).
   const double host_cuda = static_cast<double>(batch) * (static_cast<double>(n + gen) * 8 * 3 +
                                                          static_cast<double>(m.cfg.vocab_size) * (4 + 8) * 2);
@@ -185,7 +188,9 @@ int cmd_generate(const Args& args) {
   if (!check) return 0;
   const DecodeCheck c = check_decode_against_forward(*runner, prompt, run);
   progress.done();
-  std::cout << "check: cached logits vs full forward (parallel) at " << c.positions
+  // The sharded forward runs gRet chunkwise (dist_runner); one process runs the parallel form.
+  std::cout << "check: cached logits vs full forward (" << (sharded_ranks(m.cuda) ? "chunkwise, sharded" : "parallel")
+            << ") at " << c.positions
             << (c.positions == 1 ? " position x " : " positions x ") << c.sequences
             << (c.sequences == 1 ? " sequence: " : " sequences: ") << check_summary(c) << "\n";
   return c.pass ? 0 : 1;

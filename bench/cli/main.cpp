@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "args.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
 #include "mpi_job.hpp"
@@ -23,15 +24,19 @@ struct Command {
   const char* name;
   int (*run)(const yoco::cli::Args&);
   const char* summary;
+  // forward, generate and bench shard the sequence over mpirun's ranks; the
+  // others run one process (every rank ran it whole: two ranks wrote the same
+  // weights file, and history's exec of Python left MPI unfinalised, exit 1).
+  bool sharded = false;
 };
 
 const Command kCommands[] = {
-    {"forward", yoco::cli::cmd_forward, "logits of a model over a token sequence, written as .npy"},
+    {"forward", yoco::cli::cmd_forward, "logits of a model over a token sequence, written as .npy", true},
     {"generate", yoco::cli::cmd_generate,
-     "prefill + greedy decoding: generated ids, timings, memory; --check against the full forward"},
+     "prefill + greedy decoding: generated ids, timings, memory; --check against the full forward", true},
     {"weights", yoco::cli::cmd_weights, "init | inspect safetensors weight files"},
     {"bench", yoco::cli::cmd_bench,
-     "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)"},
+     "measure memory, prefill, decode and throughput over models x lengths (no arguments: the default job)", true},
     {"model", yoco::cli::cmd_model, "analytic cost model: memory, FLOPs, bytes, roofline times, KV bytes per token"},
     {"compare", yoco::cli::cmd_compare, "compare two result CSVs (CI regression gate: exit 1 if a metric got worse)"},
     {"ratios", yoco::cli::cmd_ratios, "YOCO-vs-Transformer ratio rows of result CSVs measured apart (a point run alone)"},
@@ -83,8 +88,13 @@ int dispatch(int argc, char** argv) {
     return 0;
   }
   const yoco::cli::Args args(argv + 2, argv + argc);
-  for (const auto& c : kCommands)
-    if (cmd == c.name) return c.run(args);
+  for (const auto& c : kCommands) {
+    if (cmd != c.name) continue;
+    if (!c.sharded && yoco::cli::mpi_job() && !yoco::cli::wants_help(args))
+      throw yoco::InputError("yoco " + cmd + " runs one process: run it without mpirun (forward, generate and bench "
+                             "shard over mpirun's ranks)");
+    return c.run(args);
+  }
   throw yoco::InputError("unknown command '" + cmd + "' (commands: " + command_names() + "; see yoco --help)");
 }
 

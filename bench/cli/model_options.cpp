@@ -32,7 +32,7 @@ std::vector<OptionSpec> model_option_specs() {
 std::vector<OptionSpec> token_option_specs() {
   return {
       {"--tokens", "1,2,3", "token ids, separated by commas and/or spaces"},
-      {"--tokens-file", "FILE", "token ids from a file, separated by commas and/or whitespace"},
+      {"--tokens-file", "FILE", "token ids from a file, separated by commas and/or whitespace; under mpirun a regular file every rank reads alike"},
   };
 }
 

@@ -8,6 +8,7 @@
 
 #if defined(YOCO_HAVE_DIST)
 #include "communicator.hpp"
+#include "dist_backend.hpp"
 #include "dist_runner.hpp"
 #include "shard_plan.hpp"
 #endif
@@ -40,9 +41,38 @@ void refuse_unshared_tokens_file(const ParsedArgs& a) {
   if (!mpi_job()) return;
   const auto f = a.get("--tokens-file");
   std::error_code ec;
-  if (f && !std::filesystem::is_regular_file(*f, ec))
+  // A file that is not there is said by the reader, as without mpirun.
+  if (f && std::filesystem::exists(*f, ec) && !std::filesystem::is_regular_file(*f, ec))
     throw InputError("--tokens-file " + *f + " under mpirun: not a regular file, and stdin or a pipe reaches rank 0 "
                      "only; give a file every rank can read, or --tokens");
+}
+
+void check_ranks_read_one_prompt(const std::vector<int64_t>& ids, int64_t n, const std::string& option) {
+#if defined(YOCO_HAVE_DIST)
+  dist::Communicator* comm = mpi_job();
+  if (!comm || comm->size() < 2) return;
+  // FNV-1a over the count and the ids: 8 bytes a rank, not the prompt.
+  uint64_t h = 1469598103934665603ull;
+  const auto mix = [&h](uint64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  };
+  mix(static_cast<uint64_t>(n));
+  for (const int64_t id : ids) mix(static_cast<uint64_t>(id));
+  std::vector<uint64_t> all(static_cast<size_t>(comm->size()));
+  comm->allgather(&h, sizeof h, all.data(), std::string(kHarnessLabel) + "inputs");  // not the model's
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0])
+      throw InputError(option + ": the ranks read different prompts (rank " + std::to_string(r) +
+                       "'s differs from rank 0's: a file that differs between nodes, or other options on some "
+                       "ranks); give every rank the same prompt");
+#else
+  (void)ids;
+  (void)n;
+  (void)option;
+#endif
 }
 
 int sharded_ranks(bool cuda) {

@@ -5,6 +5,7 @@
 // one line naming the option (exit 2). Outside mpirun each check passes.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "args.hpp"
 #include "config.hpp"
@@ -24,6 +25,12 @@ void refuse_prefill_chunk_under_mpirun(const ParsedArgs& a, bool cuda);
 // --tokens-file that is not a regular file (stdin, a pipe): mpirun gives stdin
 // to rank 0 only, so the ranks would read different prompts.
 void refuse_unshared_tokens_file(const ParsedArgs& a);
+
+// The ranks run the same command on what must be one prompt (n tokens, `ids`
+// when given, else the rule's): a node-local file that differs between nodes,
+// or an MPMD launch with other options on some ranks, gave a wrong answer with
+// exit 0. InputError "<option>: ..." naming the first rank that differs.
+void check_ranks_read_one_prompt(const std::vector<int64_t>& ids, int64_t n, const std::string& option);
 
 // The ranks the CPU's runners are sharded over, whose prefill is each rank's
 // shard in one step (sweep.hpp: prefill_note): the job's size under mpirun

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <sstream>
 #include <string>
@@ -252,6 +253,43 @@ TEST_F(DistCli, BadInputEndsTheJobWithOneMessage) {
                        " -np 2 --oversubscribe " + shell_quote(YOCO_CLI_PATH) +
                        " forward --model yoco-tiny --tokens-file /dev/stdin --out " + path("x.npy")),
                  "--tokens-file /dev/stdin under mpirun: not a regular file");
+}
+
+// What does not shard is refused under mpirun: every rank ran it whole (two ranks wrote one weights file;
+// history's exec of Python left MPI unfinalised, mpirun exit 1 after a success). --help still answers.
+TEST_F(DistCli, CommandsThatDoNotShardAreRefusedOnTheRanks) {
+  const std::vector<std::string> commands = {"weights init --model yoco-tiny --seed 1 --out " + path("w.safetensors"),
+                                             "model --model yoco-tiny --lengths 1K", "demo",
+                                             "history ingest --db " + path("h.db") + " " + path("none.csv")};
+  for (const std::string& cmd : commands) {
+    SCOPED_TRACE(cmd);
+    expect_refused(mpi(2, cmd), "runs one process: run it without mpirun");
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("w.safetensors")));
+  const CliRun help = mpi(2, "weights --help");
+  EXPECT_EQ(help.status, 0) << help.all();
+}
+
+// The ranks read what must be one prompt: an MPMD launch with another prompt on one rank (or a file that
+// differs between nodes) gave the ids of neither prompt, exit 0. A missing --tokens-file was called "not a
+// regular file ... stdin or a pipe".
+TEST_F(DistCli, RanksThatReadDifferentPromptsAreRefused) {
+  const std::string launch = "env " YOCO_MPI_ENV_LINE " timeout -k 5 300 " + shell_quote(YOCO_MPIEXEC) +
+                             " --oversubscribe -np 1 " + shell_quote(YOCO_CLI_PATH);
+  expect_refused(shell(launch + " generate --model yoco-tiny --prompt-len 37 --gen 2 : -np 1 " +
+                       shell_quote(YOCO_CLI_PATH) + " generate --model yoco-tiny --prompt-len 40 --gen 2"),
+                 "the ranks read different prompts (rank 1's differs from rank 0's");
+  expect_refused(shell(launch + " forward --model yoco-tiny --tokens 1,2,3,4 --out " + path("a.npy") + " : -np 1 " +
+                       shell_quote(YOCO_CLI_PATH) + " forward --model yoco-tiny --tokens 1,2,3,5 --out " + path("a.npy")),
+                 "--tokens: the ranks read different prompts");
+  EXPECT_FALSE(std::filesystem::exists(path("a.npy")));
+  // The same prompt on both sides of an MPMD launch runs.
+  const CliRun same = shell(launch + " generate --model yoco-tiny --prompt-len 37 --gen 2 : -np 1 " +
+                            shell_quote(YOCO_CLI_PATH) + " generate --model yoco-tiny --prompt-len 37 --gen 2");
+  EXPECT_EQ(same.status, 0) << same.all();
+  const CliRun missing = mpi(2, "generate --model yoco-tiny --tokens-file " + path("absent.txt") + " --gen 1");
+  expect_refused(missing, path("absent.txt"));
+  EXPECT_EQ(missing.err.find("not a regular file"), std::string::npos) << missing.err;
 }
 
 // What the rows and the header say of the prefill under mpirun: each rank's shard in one step, not a
