@@ -142,5 +142,40 @@ TEST_F(Cli, CalibrateNamesTheSweepsRowWithBatchZero) {
   }
 }
 
+// A fit on two decode points of one model (beyond-decode.csv) gave norms an inverse efficiency of 359
+// at 0.0%, and yoco model printed the never-fitted prefill as a calibrated 59.46 [59.46, 59.46]. Now the
+// fits table lists the families not fitted and those without a band, the check marks the points they
+// price, and yoco model gives such rows no band (empty min/max in the CSV) and says why.
+TEST_F(Cli, CalibrateAndModelSayWhichFamiliesAreNotFittedAndGiveThemNoBand) {
+  const fs::path results = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results";
+  const std::string cal = path("cal.csv");
+  const auto fit = yoco("calibrate " + (results / "nvidia-h200/beyond-decode.csv").string() + " --out " + cal);
+  ASSERT_EQ(fit.status, 0) << fit.err;
+  EXPECT_NE(fit.out.find("prefill  gemm       compute  not fitted"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("2       unknown (< 3 points)"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("1.000 *"), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("* 2 points priced without a band: gemm memory: 2 points, fewer than 3"), std::string::npos)
+      << fit.out;
+  const auto model = yoco("model --calibration " + cal + " --device-spec h200 --model transformer-3b --lengths 512K");
+  ASSERT_EQ(model.status, 0) << model.err;
+  EXPECT_NE(model.out.find("prefill_latency_s        59.46       unknown *"), std::string::npos) << model.out;
+  EXPECT_NE(model.out.find("* band unknown, prefill_latency_s: gemm compute: the roofline, no points"),
+            std::string::npos)
+      << model.out;
+  EXPECT_EQ(model.out.find("[59.46, 59.46]"), std::string::npos) << model.out;
+  const auto csv = yoco("model --calibration " + cal + " --device-spec h200 --model transformer-3b --lengths 512K "
+                        "--format csv");
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  const size_t row = csv.out.find(",calibrated,0,,,\"");  // method, repeats, no min, no max, notes
+  ASSERT_NE(row, std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("band unknown (", row), std::string::npos);
+  // The committed H100 calibration has every family fitted on 4 or more points: bands as before.
+  const auto h100 = yoco("model --calibration " + (results.parent_path() / "model/calibration-nvidia-h100.csv").string() +
+                         " --model transformer-3b --lengths 1M");
+  ASSERT_EQ(h100.status, 0) << h100.err;
+  EXPECT_NE(h100.out.find("315.1       [300.4, 329.8]"), std::string::npos) << h100.out;
+  EXPECT_EQ(h100.out.find("unknown"), std::string::npos) << h100.out;
+}
+
 }  // namespace
 }  // namespace yoco_test

@@ -4,6 +4,7 @@
 // round-trips, and a bad file is an InputError naming the file and line.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,38 @@ TEST(Calibration, TheFitRecoversKnownEfficienciesAndAMissingFamilyKeepsTheRoofli
   EXPECT_NE(p.fallback.find("gret memory: the roofline"), std::string::npos) << p.fallback;
   EXPECT_NEAR(p.family_s[static_cast<int>(Family::gret)], roofline_time(w[Part::gret], ceil), 1e-15);
   EXPECT_NEAR(p.total_s, (p.family_s[0] + p.family_s[1] + p.family_s[2] + p.family_s[3]) * 1.01, 1e-12);
+}
+
+// A two-parameter fit passes through two points exactly: its 0% residual is no band. Below
+// kMinBandPoints points, and at the roofline (no points), a prediction says it has none.
+TEST(Calibration, AFitOfTooFewPointsOrTheRooflineGivesNoBand) {
+  Calibration c = fit_calibration(synthetic_sweep(1.25, 20e-6), "synthetic");
+  const yoco::ModelConfig t = yoco::preset_config("transformer-3b");
+  const DeviceSpec ceil = calibrated_ceilings(c, DeviceSpec{});
+  const PhaseWork w = prefill_work(t, Storage{}, 1, 65536, 32768);
+  EXPECT_EQ(calibrated_phase(t, w, true, c, ceil).unbanded, "");  // 6 points a family
+  auto& gemm = c.prefill[static_cast<int>(Family::gemm)][static_cast<int>(Bound::compute)];
+  gemm.points = kMinBandPoints - 1;
+  EXPECT_EQ(calibrated_phase(t, w, true, c, ceil).unbanded, "gemm compute: 2 points, fewer than 3");
+  gemm.points = kMinBandPoints;
+  EXPECT_EQ(calibrated_phase(t, w, true, c, ceil).unbanded, "");
+  // The decode step has no fit at all: every family at the roofline, said so, and so its throughput.
+  const CalibratedPhase d = calibrated_decode(t, Storage{}, c, ceil, 1, 65536, RunnerLayout{});
+  EXPECT_NE(d.unbanded.find("gemm memory: the roofline, no points"), std::string::npos) << d.unbanded;
+  std::string why;
+  calibrated_throughput(t, Storage{}, c, ceil, 65536, 16, 1, 32768, nullptr, false, RunnerLayout{}, &why);
+  EXPECT_EQ(why, "decode " + d.unbanded);
+  // The file says which families are too thin for a band.
+  const auto rows = calibration_rows(c, Provenance::here("calibration", "calibrated on x", ""));
+  const auto at = std::find_if(rows.begin(), rows.end(), [](const ResultRow& r) {
+    return r.phase == "calibration:prefill.gemm.compute" && r.metric == "points";
+  });
+  ASSERT_NE(at, rows.end());
+  EXPECT_EQ(at->notes.find("no band"), std::string::npos) << at->notes;
+  gemm.points = 2;
+  const auto thin = calibration_rows(c, Provenance::here("calibration", "calibrated on x", ""));
+  EXPECT_NE(thin[at - rows.begin()].notes.find("2 points, fewer than 3: no band"), std::string::npos)
+      << thin[at - rows.begin()].notes;
 }
 
 // A family's time is no shorter than either resource at its fitted rate:

@@ -40,13 +40,26 @@ CalibratedPhase calibrated_phase(const ModelConfig& cfg, const PhaseWork& w, boo
                       (alt.points ? std::string(": the ") + bound_name(other) + "-bound fit" : ": the roofline");
       if (alt.points) fit = &alt;
     }
+    Bound fit_bound = fit == &c.fit(prefill_phase, fam, bound) ? bound : other;
     out.family_s[f] = roof * inverse_efficiency(*fit, bound) + layers_of(cfg, fam) * fit->per_layer_s;
     // Nor faster than the other resource at its sustained rate, where a fit
     // has one: work near the balance point (short query tiles over a long
     // cache) is bound by whichever of the two runs out first once the
     // kernels' efficiencies are counted, not by the raw rooflines.
-    if (const FamilyFit& alt = c.fit(prefill_phase, fam, other); alt.points && fit != &alt)
-      out.family_s[f] = std::max(out.family_s[f], bound_roofline(w, fam, other, ceil) * inverse_efficiency(alt, other));
+    const FamilyFit* priced = fit;  // the fit the family's time came from
+    if (const FamilyFit& alt = c.fit(prefill_phase, fam, other); alt.points && fit != &alt) {
+      const double floor = bound_roofline(w, fam, other, ceil) * inverse_efficiency(alt, other);
+      if (floor > out.family_s[f]) out.family_s[f] = floor, priced = &alt, fit_bound = other;
+    }
+    // A band from the fit's residuals only where it has them: not from the roofline, nor from a fit
+    // through too few points to miss any (kMinBandPoints).
+    if (!priced->banded()) {
+      out.unbanded += std::string(out.unbanded.empty() ? "" : ", ") + family_name(fam) + " " + bound_name(fit_bound) +
+                      (priced->points == 0 ? ": the roofline, no points"
+                                           : ": " + std::to_string(priced->points) + " point" +
+                                                 (priced->points == 1 ? "" : "s") + ", fewer than " +
+                                                 std::to_string(kMinBandPoints));
+    }
     out.band = std::max(out.band, fit->worst_residual);
     kernels += out.family_s[f];
   }
@@ -107,19 +120,22 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
 
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
-                             bool sampled_prefill, const RunnerLayout& layout) {
+                             bool sampled_prefill, const RunnerLayout& layout, std::string* unbanded) {
   const int64_t prompt = seq_len - gen;
   const CalibratedPhase p =
       sampled_prefill ? calibrated_prefill(cfg, st, c, ceil, 1, prompt, prefill_chunk, layout)
                       : calibrated_prefill(cfg, st, c, ceil, batch, prompt, prefill_chunk, layout);
   const double prefill = (sampled_prefill ? static_cast<double>(batch) : 1.0) * p.total_s;
   double decode = 0, b = p.band;
+  std::string why = p.unbanded.empty() ? "" : "prefill " + p.unbanded, decode_why;
   for (int64_t i = 0; i < gen; ++i) {
     const CalibratedPhase d = calibrated_decode(cfg, st, c, ceil, batch, prompt + i, layout);
     decode += d.total_s;
     b = std::max(b, d.band);
+    if (decode_why.empty() && !d.unbanded.empty()) decode_why = "decode " + d.unbanded;
   }
   if (band) *band = b;
+  if (unbanded) *unbanded = why + (why.empty() || decode_why.empty() ? "" : "; ") + decode_why;
   return static_cast<double>(batch * gen) / (prefill + decode);
 }
 

@@ -18,6 +18,9 @@ struct CalibratedPhase {
   double host_s = 0;    // the host's calls (prefill: they bound the phase from below; decode replays a graph)
   double total_s = 0;   // max(kernels + gap, host)
   double band = 0;       // the largest worst residual of the fits it used (its uncertainty, relative)
+  // Why the band is unknown, "" when it is known: families priced at the roofline (no points on either
+  // bound) or by a fit of fewer than kMinBandPoints points ("gemm compute: the roofline, no points").
+  std::string unbanded;
   std::string fallback;  // families that kept the roofline or borrowed the other bound's fit, "" if none
   std::string kernels;   // the kernel versions it priced apart from the fit's ("attention prefill v3 at ..."), or ""
 };
@@ -53,7 +56,8 @@ double calibrated_memory(const ModelConfig& cfg, const Calibration& c, const Dev
                          int64_t prompt, int64_t gen, int64_t chunk, const RunnerLayout& layout);
 
 // DESIGN.md §4 throughput at `batch` (> 0) with the calibrated times; `band`
-// (if given) receives the larger band of its prefill and decode steps. The
+// (if given) receives the larger band of its prefill and decode steps,
+// `unbanded` (if given) why that band is unknown ("" when known: CalibratedPhase::unbanded). The
 // prompts are prefilled as the runners do, the whole batch a step; with
 // `sampled_prefill`, as the sweep samples a long point's prefill: one
 // prompt's prefill x batch.
@@ -62,7 +66,7 @@ double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Ca
                              double* band = nullptr, bool sampled_prefill = false);
 double calibrated_throughput(const ModelConfig& cfg, const Storage& st, const Calibration& c, const DeviceSpec& ceil,
                              int64_t seq_len, int64_t gen, int64_t batch, int64_t prefill_chunk, double* band,
-                             bool sampled_prefill, const RunnerLayout& layout);
+                             bool sampled_prefill, const RunnerLayout& layout, std::string* unbanded = nullptr);
 
 
 }  // namespace yoco::cost

@@ -49,11 +49,21 @@ const char* family_name(Family f);  // "gemm", "attention", "gret", "norms"
 enum class Bound { compute, memory };
 const char* bound_name(Bound b);  // "compute", "memory"
 
+// The fewest points a family's fit gives a band from: the fit has two
+// parameters (inverse_efficiency, per_layer_s), so through one or two points
+// it passes exactly and its worst residual is 0 whatever its error (two decode
+// points of one model gave norms an inverse efficiency of 359 at 0.0%); a
+// third point is the first the fit can miss. Below it the fit stands but its
+// band is unknown, and every prediction that uses it says so.
+inline constexpr int kMinBandPoints = 3;
+
 struct FamilyFit {
   double inverse_efficiency = 1.0;  // measured / roofline, in the large-problem limit
   double per_layer_s = 0.0;         // fixed seconds per layer that has the family
   int points = 0;                   // 0: not fitted, the roofline stands
   double worst_residual = 0.0;      // largest |fit / measured - 1| over its points
+  // The worst residual bounds the error only past kMinBandPoints points.
+  bool banded() const { return points >= kMinBandPoints; }
 };
 
 struct Calibration {

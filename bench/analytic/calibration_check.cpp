@@ -64,7 +64,7 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     if (!r.value || *r.value <= 0) continue;
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
-    CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0};
+    CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0, ""};
     // As the point's runner was laid out and chunked: its rows say so since
     // each choice became the default or an option; rows from before say
     // nothing (RunnerLayout, the default chunk).
@@ -75,15 +75,19 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
     const bool measured = r.method == "measured" || r.method == "sampled" || r.method == "exact";
     if (measured) require_point_batch(r, source);
     if (r.phase == "prefill" && r.metric == "prefill_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout).total_s;
+      const CalibratedPhase p = calibrated_prefill(*cfg, st, c, ceil, r.batch, r.seq_len, chunk, layout);
+      k.predicted = p.total_s;
+      k.unbanded = p.unbanded;
     } else if (r.phase == "decode" && r.metric == "decode_step_latency_s" && r.method == "measured") {
-      k.predicted = calibrated_decode(*cfg, st, c, ceil, r.batch, r.seq_len, layout).total_s;
+      const CalibratedPhase d = calibrated_decode(*cfg, st, c, ceil, r.batch, r.seq_len, layout);
+      k.predicted = d.total_s;
+      k.unbanded = d.unbanded;
     } else if (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" &&
                (r.method == "sampled" || r.method == "measured") && r.gen_tokens > 0 && r.gen_tokens < r.seq_len) {
       // As the point ran its prefill: the whole batch, or one prompt x batch ("prefill sampled" in its notes).
       const bool sampled = r.notes.find("prefill sampled") != std::string::npos;
-      k.predicted =
-          calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled, layout);
+      k.predicted = calibrated_throughput(*cfg, st, c, ceil, r.seq_len, r.gen_tokens, r.batch, chunk, nullptr, sampled,
+                                          layout, &k.unbanded);
     } else if (r.phase == "memory" && r.metric == "mem_total_bytes" && r.method == "measured") {
       // The point's caches hold its prompt (the sweep's memory rows: "caches of exactly that").
       k.predicted = calibrated_memory(*cfg, c, ceil, r.batch, r.seq_len, 0, chunk, layout);

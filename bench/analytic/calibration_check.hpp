@@ -15,6 +15,9 @@ struct CalibrationCheck {
   int64_t seq_len = 0, batch = 1, gen_tokens = 0;
   std::string metric;  // prefill_latency_s, decode_step_latency_s, throughput_tokens_per_s, mem_total_bytes
   double measured = 0, predicted = 0;
+  // Why the prediction has no band (CalibratedPhase::unbanded: a family at the roofline or fitted on
+  // fewer than kMinBandPoints points); "" where it has one, and for memory (the runners' formula).
+  std::string unbanded;
   double ratio() const { return predicted / measured; }
 };
 

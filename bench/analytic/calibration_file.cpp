@@ -51,7 +51,11 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
         const std::string ph = std::string(is_pre ? "prefill." : "decode.") + family_name(static_cast<Family>(f)) +
                                "." + bound_name(static_cast<Bound>(b));
         const std::string note =
-            fit.points ? std::to_string(fit.points) + " points; " + from : "no points: the roofline";
+            !fit.points ? "no points: the roofline"
+            : fit.banded()
+                ? std::to_string(fit.points) + " points; " + from
+                : std::to_string(fit.points) + (fit.points == 1 ? " point" : " points") + ", fewer than " +
+                      std::to_string(kMinBandPoints) + ": no band (a two-parameter fit passes through them); " + from;
         add(ph, "inverse_efficiency", fit.inverse_efficiency, "x", note);
         add(ph, "per_layer_s", fit.per_layer_s, "s", note);
         add(ph, "points", fit.points, "count", note);

@@ -50,8 +50,11 @@ CommandSpec calibrate_spec() {
   s.max_positional = 1;
   s.notes =
       "The model: family time = roofline x inverse_efficiency + layers x per_layer_s; a phase is the families'\n"
-      "sum x (1 + gap). Families without CUPTI points keep the roofline (the check says so). Exit 2 on a\n"
-      "file without ceilings or CUPTI rows, naming the file.";
+      "sum x (1 + gap). The fits table lists every family and bound: one without CUPTI points is not fitted\n"
+      "and keeps the roofline (or its other bound's fit); one fitted on fewer than 3 points (a two-parameter\n"
+      "fit passes through them exactly) has no band. Check rows priced by either are marked * and said under\n"
+      "the table, and yoco model --calibration gives them no band. Exit 2 on a file without ceilings or CUPTI\n"
+      "rows, naming the file.";
   return s;
 }
 
@@ -126,14 +129,22 @@ int cmd_calibrate(const Args& args) {
   for (const bool pre : {true, false})
     for (int f = 0; f < cost::kFamilies; ++f)
       for (int b = 0; b < 2; ++b) {
+        // Every family and bound, fitted or not: one without points is priced at the roofline (or by its
+        // other bound's fit), one of fewer than kMinBandPoints has a fit but no band.
         const auto& fit = cal.fit(pre, static_cast<cost::Family>(f), static_cast<cost::Bound>(b));
-        if (!fit.points) continue;
+        const bool fitted = fit.points > 0;
         fits.add_row({pre ? "prefill" : "decode", cost::family_name(static_cast<cost::Family>(f)),
-                      cost::bound_name(static_cast<cost::Bound>(b)), strf("%.3f", fit.inverse_efficiency),
-                      strf("%.2f us", fit.per_layer_s * 1e6), std::to_string(fit.points),
-                      strf("%.1f%%", 100 * fit.worst_residual)});
+                      cost::bound_name(static_cast<cost::Bound>(b)),
+                      fitted ? strf("%.3f", fit.inverse_efficiency) : "not fitted",
+                      fitted ? strf("%.2f us", fit.per_layer_s * 1e6) : "-", std::to_string(fit.points),
+                      !fitted          ? "-"
+                      : fit.banded() ? strf("%.1f%%", 100 * fit.worst_residual)
+                                       : strf("unknown (< %d points)", cost::kMinBandPoints)});
       }
-  std::cout << fits.str() << "host gaps: prefill " << strf("%.1f%%", 100 * cal.prefill_gap) << ", decode "
+  std::cout << fits.str()
+            << "not fitted: no point's family was bound there; its work is priced by the other bound's fit, or at\n"
+               "the roofline where neither bound has points (yoco model --calibration then gives no band)\n"
+            << "host gaps: prefill " << strf("%.1f%%", 100 * cal.prefill_gap) << ", decode "
             << strf("%.1f%%", 100 * cal.decode_gap) << "; memory: the runners' own formula\n";
   if (const int fit = cal.attention_prefill_fit_version) {
     std::cout << "prefill attention: fitted on flash prefill v" << fit;
@@ -148,12 +159,17 @@ int cmd_calibrate(const Args& args) {
   std::cout << "\n";
   TextTable t({"model", "N", "batch", "metric", "measured", "predicted", "pred / meas"});
   std::map<std::string, double> worst;
+  std::map<std::string, int> unbanded;  // why a prediction has no band -> how many
   for (const auto& k : checks) {
     t.add_row({k.model, length_label(k.seq_len), std::to_string(k.batch), k.metric, strf("%.4g", k.measured),
-               strf("%.4g", k.predicted), strf("%.3f", k.ratio())});
+               strf("%.4g", k.predicted), strf("%.3f", k.ratio()) + (k.unbanded.empty() ? "" : " *")});
     worst[k.metric] = std::max(worst[k.metric], std::abs(k.ratio() - 1));
+    if (!k.unbanded.empty()) ++unbanded[k.unbanded];
   }
-  std::cout << t.str() << "\nworst |predicted / measured - 1| per metric:";
+  std::cout << t.str();
+  for (const auto& [why, n] : unbanded)
+    std::cout << "* " << n << (n == 1 ? " point" : " points") << " priced without a band: " << why << "\n";
+  std::cout << "\nworst |predicted / measured - 1| per metric:";
   for (const auto& [m, w] : worst) std::cout << "  " << m << " " << strf("%.1f%%", 100 * w);
   std::cout << "\n";
   return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "analytic_options.hpp"
@@ -184,12 +185,16 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
                            ceil.source + ": " + strf("%.0f", ceil.peak_flops / 1e12) + " TFLOP/s, " +
                            strf("%.0f", ceil.bandwidth / 1e9) + " GB/s";
   std::vector<ResultRow> out;
+  // unbanded: why the band is unknown (CalibratedPhase::unbanded); then no min/max, and the notes say why.
   auto add = [&](const std::string& model, int64_t len, int64_t batch, int64_t gen, const std::string& phase,
-                 const std::string& metric, double v, const std::string& unit, double band, const std::string& extra) {
+                 const std::string& metric, double v, const std::string& unit, double band, const std::string& extra,
+                 const std::string& unbanded = "") {
     ResultRow r = make_row(prov, model, len, batch, gen, phase, metric, v, unit, "calibrated", 0,
-                           from + "; band +-" + strf("%.1f%%", 100 * band) + " (worst fit residual)" + extra);
-    r.min = v * (1 - band);
-    r.max = v * (1 + band);
+                           from + (unbanded.empty() ? "; band +-" + strf("%.1f%%", 100 * band) + " (worst fit residual)"
+                                                    : "; band unknown (" + unbanded + ")") +
+                               extra);
+    r.min = unbanded.empty() ? std::optional<double>(v * (1 - band)) : std::nullopt;
+    r.max = unbanded.empty() ? std::optional<double>(v * (1 + band)) : std::nullopt;
     out.push_back(r);
   };
   for (size_t i = 0; i < models.names.size(); ++i) {
@@ -208,17 +213,18 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
           "; prefill chunk " + std::to_string(s.prefill_chunk) + " tokens" + cost::runner_layout_note(said);
       add(models.names[i], len, s.batch, 0, "prefill", "prefill_latency_s", p.total_s, "s", p.band,
           chunk_note + (p.kernels.empty() ? "" : "; " + p.kernels) + (p.fallback.empty() ? "" : "; fallback: " + p.fallback) +
-              (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""));
+              (host_bound ? "; host-bound: the runner's calls take longer to enqueue than the kernels run" : ""),
+          p.unbanded);
       for (int f = 0; f < cost::kFamilies; ++f)
         if (p.family_s[f] > 0)
           add(models.names[i], len, s.batch, 0, std::string("prefill.") + cost::family_name(static_cast<cost::Family>(f)),
-              "gpu_time_s", p.family_s[f], "s", p.band, "");
+              "gpu_time_s", p.family_s[f], "s", p.band, "", p.unbanded);
       add(models.names[i], len, s.batch, 0, "decode", "decode_step_latency_s", d.total_s, "s", d.band,
-          d.fallback.empty() ? "" : "; fallback: " + d.fallback);
+          d.fallback.empty() ? "" : "; fallback: " + d.fallback, d.unbanded);
       for (int f = 0; f < cost::kFamilies; ++f)
         if (d.family_s[f] > 0)
           add(models.names[i], len, s.batch, 0, std::string("decode.") + cost::family_name(static_cast<cost::Family>(f)),
-              "gpu_time_s", d.family_s[f], "s", d.band, "");
+              "gpu_time_s", d.family_s[f], "s", d.band, "", d.unbanded);
       add(models.names[i], len, s.batch, 0, "memory", "mem_total_bytes",
           cost::calibrated_memory(cfg, cal, ceil, s.batch, len, 0, s.prefill_chunk, layout), "B", 0.0,
           chunk_note + "; the runners' buffers by their own formula (cuda/runner/generation_bytes.hpp)");
@@ -227,11 +233,12 @@ std::vector<ResultRow> calibrated_rows(const cost::Calibration& cal, const Named
             cost::throughput_cost(cfg, s.storage, s.device, len, s.gen, s.tp_batch, s.prefill_chunk, s.max_batch);
         if (t.batch > 0) {
           double band = 0;
+          std::string unbanded;
           const double tps =
               cost::calibrated_throughput(cfg, s.storage, cal, ceil, len, s.gen, t.batch, s.prefill_chunk, &band,
-                                          false, layout);
+                                          false, layout, &unbanded);
           add(models.names[i], len, t.batch, s.gen, "throughput", "throughput_tokens_per_s", tps, "tokens/s", band,
-              "; batch from the analytic search");
+              "; batch from the analytic search", unbanded);
         }
       }
     }
@@ -287,11 +294,34 @@ void print_calibrated(const std::vector<ResultRow>& rows) {
   std::cout << "\nCalibrated model (" << rows.front().prov.device_name << "; " << rows.front().notes.substr(0, rows.front().notes.find("; band"))
             << ")\n";
   TextTable t({"model", "N", "batch", "metric", "calibrated", "band"});
+  // Rows without a band (CalibratedPhase::unbanded), and rows with a family at the roofline, said under
+  // the table: the number is the model's, but not one the fit's residuals bound.
+  std::map<std::string, std::set<std::string>> unknown, fallbacks;
+  auto note_of = [](const ResultRow& r, const std::string& head) -> std::string {
+    const size_t at = r.notes.find(head);
+    if (at == std::string::npos) return "";
+    const size_t from = at + head.size();
+    const size_t end = head.back() == '(' ? r.notes.find(')', from) : r.notes.find(';', from);
+    return r.notes.substr(from, end == std::string::npos ? end : end - from);
+  };
   for (const auto& r : rows)
-    if (r.phase.find('.') == std::string::npos)
+    if (r.phase.find('.') == std::string::npos) {
+      const std::string why = note_of(r, "band unknown (");
       t.add_row({r.model, length_label(r.seq_len), std::to_string(r.batch), r.metric, strf("%.4g", *r.value),
-                 "[" + strf("%.4g", *r.min) + ", " + strf("%.4g", *r.max) + "]"});
+                 r.min && r.max ? "[" + strf("%.4g", *r.min) + ", " + strf("%.4g", *r.max) + "]" : "unknown *"});
+      if (!why.empty()) unknown[r.metric + ": " + why].insert(r.model);
+      if (const std::string fb = note_of(r, "fallback: "); !fb.empty()) fallbacks[r.phase + ": " + fb].insert(r.model);
+    }
   std::cout << t.str();
+  auto who = [](const std::set<std::string>& models) {
+    std::string w;
+    for (const auto& m : models) w += (w.empty() ? "" : ", ") + m;
+    return w;
+  };
+  for (const auto& [what, models] : unknown)
+    std::cout << "* band unknown, " << what << " (" << who(models) << ")\n";
+  for (const auto& [what, models] : fallbacks)
+    std::cout << "fallback, " << what << " (" << who(models) << ")\n";
   // The kernel versions priced apart from the fit's (the prefill rows' notes), once each, by model.
   std::map<std::string, std::set<std::string>> versions;
   for (const auto& r : rows) {
