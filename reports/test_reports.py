@@ -393,11 +393,25 @@ class ReportsTest(unittest.TestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("skip memory_vs_length", out)
         self.assertTrue(os.path.isfile(os.path.join(self.out, "some-cpu_prefill_vs_length.png")))
-        # no results at all: a README that says so, no crash
+        # A results folder holding no CSV was exit 0 and a README of no rows (one line on stdout, easily missed):
+        # but a folder of nothing named on the command line is the user's mistake (a wrong path, a run not copied
+        # yet), so it is bad input now: exit 2, one line on stderr naming the folder, nothing written
+        # (test_empty_results_folder_exit_2). A point that did not run (above) is still no error.
+
+    def test_empty_results_folder_exit_2(self):
         empty = os.path.join(self.tmp, "empty")
-        os.makedirs(empty)
-        rc, out, err = _quiet(report.main, ["--results", empty, "--out", self.out, "--readme", self.readme])
-        self.assertEqual(rc, 0, out + err)
+        os.makedirs(os.path.join(empty, "nvidia-h100", "logs", "run-01"))
+        # (a CSV under logs/ is history, not results: still nothing to report)
+        with open(os.path.join(empty, "nvidia-h100", "logs", "run-01", "sweep.csv"), "w") as f:
+            f.write(",".join(plot.COLUMNS) + "\n")
+        for tool, main, extra in (("report.py", report.main, ["--readme", self.readme]), ("plot.py", plot.main, [])):
+            for args in (["--results", empty], [empty]):
+                rc, out, err = _quiet(main, args + ["--out", self.out] + extra)
+                self.assertEqual(rc, 2, out + err)
+                self.assertEqual(err.splitlines(), ["%s: %s: no *.csv under this folder (given as --results; folders "
+                                                    "named logs are not read)" % (tool, empty)], tool)
+                self.assertFalse(os.path.exists(self.readme), tool)
+                self.assertFalse(os.path.exists(self.out), tool)
 
     def _expect_exit2(self, content, line, fragment):
         path = os.path.join(self.tmp, "bad.csv")

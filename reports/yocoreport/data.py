@@ -216,7 +216,8 @@ def warn(msg):
 
 
 def expand_paths(specs, what):
-    """Files named, or every *.csv under the folders named (recursively), in a stable order.
+    """Files named, or every *.csv under the folders named (recursively), in a stable order; CsvError naming a
+    folder that holds none.
 
     A folder named `logs` is history, not results: each GPU run's raw logs and the
     CSVs it brought back sit under reports/results/<device>/logs/run-NN-*/, and
@@ -227,8 +228,9 @@ def expand_paths(specs, what):
         if os.path.isdir(spec):
             found = sorted(f for f in glob.glob(os.path.join(spec, "**", "*.csv"), recursive=True)
                            if "logs" not in os.path.relpath(f, spec).split(os.sep)[:-1])
-            if not found:
-                print("%s: no *.csv under %s" % (what, spec))
+            if not found:  # a folder of nothing is a mistake (a wrong path, a run not copied yet), not a report
+                raise CsvError(spec, 0, "no *.csv under this folder (given as %s; folders named logs are not read)"
+                               % what)
             out.extend(found)
         elif os.path.isfile(spec):
             out.append(spec)
