@@ -36,9 +36,9 @@ struct ShardPlan {
     const int parts = ranks * per_rank;
     if (n < parts)
       throw InputError("a prompt of " + std::to_string(n) + " tokens cannot be split over " + std::to_string(ranks) +
-                       " ranks (" +
+                       (ranks == 1 ? " rank (" : " ranks (") +
                        (per_rank == 1 ? "each rank holds at least one token" : "each rank holds two chunks of at least one") +
-                       "): give a longer prompt or fewer ranks");
+                       (ranks > 1 ? "): give a longer prompt or fewer ranks" : "): give a longer prompt"));
     return even(n, parts);
   }
   // Given lengths, one per rank, each >= 1.

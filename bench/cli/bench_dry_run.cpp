@@ -103,7 +103,8 @@ int print_bench_dry_run(const SweepSettings& s, const BenchDryRun& d) {
   for (int64_t n : s.lengths) lengths.push_back(length_label(n));
   const size_t points = s.models.size() * s.lengths.size();
   std::cout << "yoco bench --dry-run: " << d.what << " checked; nothing runs and no device is touched\n"
-            << "  device " << d.device << "; models " << joined(s.models) << "; lengths " << joined(lengths) << " ("
+            << "  device " << d.device  // the rows' label: cpu-xR on R ranks
+            << (s.sharded_ranks > 0 ? "-x" + std::to_string(s.sharded_ranks) : std::string()) << "; models " << joined(s.models) << "; lengths " << joined(lengths) << " ("
             << points << (points == 1 ? " point" : " points") << ")\n"
             << "  metrics " << joined(metrics) << "; " << s.repeats << (s.repeats == 1 ? " repeat" : " repeats")
             << " after " << s.warmup << " warm-up; " << s.decode_sample << " decode steps timed; "

@@ -100,18 +100,22 @@ std::vector<PhaseReading> comm_readings(DistRunner& runner) {
       std::vector<double> all(3 * static_cast<size_t>(R));
       comm.allgather(v, sizeof(v), all.data(), std::string(kHarnessLabel) + "comm");
       double recv = 0, sent = 0;
-      std::string per_rank;
+      std::string received_by_rank, sent_by_rank;
       for (int r = 0; r < R; ++r) {
         recv = std::max(recv, all[3 * r]);
         sent = std::max(sent, all[3 * r + 1]);
-        per_rank += (r ? ", " : "") + strf("%.0f", all[3 * r]);
+        received_by_rank += (r ? ", " : "") + strf("%.0f", all[3 * r]);
+        sent_by_rank += (r ? ", " : "") + strf("%.0f", all[3 * r + 1]);
       }
-      const std::string notes = what + (label.empty() ? ", every collective" : ", collective '" + label + "'") +
-                                strf(", %.0f calls", all[2]) + "; the busiest of " + std::to_string(R) +
-                                " ranks (bytes received by rank: " + per_rank + "); " + runner.sharding();
+      // Each row's note lists its own metric by rank (the sent row listed the bytes received).
+      const auto notes = [&](const char* verb, const std::string& by_rank) {
+        return what + (label.empty() ? ", every collective" : ", collective '" + label + "'") +
+               strf(", %.0f calls", all[2]) + "; the busiest of " + std::to_string(R) + " ranks (bytes " + verb +
+               " by rank: " + by_rank + "); " + runner.sharding();
+      };
       const std::string ph = label.empty() ? phase : phase + ":" + label;
-      out.push_back({ph, {"comm_bytes_received", recv, "B", "exact", 1, notes, {}, {}}});
-      out.push_back({ph, {"comm_bytes_sent", sent, "B", "exact", 1, notes, {}, {}}});
+      out.push_back({ph, {"comm_bytes_received", recv, "B", "exact", 1, notes("received", received_by_rank), {}, {}}});
+      out.push_back({ph, {"comm_bytes_sent", sent, "B", "exact", 1, notes("sent", sent_by_rank), {}, {}}});
     }
   };
   add("comm", runner.last_prefill_comm(), "the last prefill");
