@@ -177,5 +177,46 @@ TEST_F(Cli, CalibrateAndModelSayWhichFamiliesAreNotFittedAndGiveThemNoBand) {
   EXPECT_EQ(h100.out.find("unknown"), std::string::npos) << h100.out;
 }
 
+// A check of what the calibration cannot price exited 0: a CPU run's tiny models checked on the CUDA
+// runners' model (errors to 427%), an analytic model.csv or a kernel benchmark as an empty table, a
+// measured point of value 0 dropped unsaid. Each is now one line naming the file.
+TEST_F(Cli, CalibrateChecksOnlyMeasuredPointsOfACudaRun) {
+  const fs::path results = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path() / "reports/results";
+  const std::string cal = (results.parent_path() / "model/calibration-nvidia-h100.csv").string();
+  const std::string cpu = (results / "cpu-amd-epyc/bench.csv").string();
+  expect_one_line_error(yoco("calibrate " + cpu + " --calibration " + cal), {cpu, "device 'cpu'", "not a CUDA run"},
+                        "a CPU run");
+  for (const std::string& nothing : {(results / "analytic-h100/model.csv").string(),
+                                    (results / "nvidia-h200/kernels.csv").string()})
+    expect_one_line_error(yoco("calibrate " + nothing + " --calibration " + cal), {nothing, "no measured points"},
+                          "nothing to check in " + nothing);
+  // The first measured prefill of the H100 sweep at 0 s (value, min and max).
+  std::string text = slurp((results / "nvidia-h100/sweep.csv").string()), bad_text;
+  bool done = false;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::vector<std::string> f;
+    std::istringstream fields(line);
+    for (std::string x; f.size() < 18 && std::getline(fields, x, ',');) f.push_back(x);
+    if (!done && f.size() == 18 && f[3] == "cuda" && f[11] == "prefill_latency_s" && f[14] == "measured") {
+      f[12] = f[16] = f[17] = "0";
+      std::string joined;
+      for (const auto& x : f) joined += x + ",";
+      size_t at = 0;
+      for (int i = 0; i < 18; ++i) at = line.find(',', at) + 1;
+      line = joined + line.substr(at);
+      done = true;
+    }
+    bad_text += line + "\n";
+  }
+  ASSERT_TRUE(done);
+  const std::string bad = path("zero.csv");
+  spit(bad, bad_text);
+  expect_one_line_error(yoco("calibrate " + bad + " --calibration " + cal), {bad, "prefill_latency_s", "value 0"},
+                        "a measured point of 0 s");
+  // The sweep itself checks.
+  EXPECT_EQ(yoco("calibrate " + (results / "nvidia-h100/sweep.csv").string() + " --calibration " + cal).status, 0);
+}
+
 }  // namespace
 }  // namespace yoco_test

@@ -2,6 +2,8 @@
 #include "calibration_check.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 #include "calibration_parts.hpp"
@@ -61,7 +63,27 @@ std::vector<CalibrationCheck> check_calibration(const std::vector<ResultRow>& ro
   const Storage st;
   const PrefillVersions versions(rows);
   for (const auto& r : rows) {
-    if (!r.value || *r.value <= 0) continue;
+    if (!r.value) continue;
+    // A point the calibrated model predicts (the branches below): a measured prefill, decode step,
+    // throughput or memory.
+    const bool m = r.method == "measured", sampled = r.method == "sampled";
+    const bool checked = (r.phase == "prefill" && r.metric == "prefill_latency_s" && m) ||
+                         (r.phase == "decode" && r.metric == "decode_step_latency_s" && m) ||
+                         (r.phase == "throughput" && r.metric == "throughput_tokens_per_s" && (m || sampled) &&
+                          r.gen_tokens > 0 && r.gen_tokens < r.seq_len) ||
+                         (r.phase == "memory" && r.metric == "mem_total_bytes" && m);
+    if (!checked) continue;
+    const std::string row = "the " + r.phase + " " + r.metric + " row of " + r.model + " at seq_len " +
+                            std::to_string(r.seq_len);
+    // The calibration is the CUDA runners' (their kernels, their buffers): a CPU run's times and memory
+    // are another implementation's, not a check of it (a CPU run's tiny models were off by 427%).
+    if (r.prov.device.rfind("cuda", 0) != 0)
+      throw InputError(source + ": " + row + " ran on device '" + r.prov.device +
+                       "', not a CUDA run: the calibration prices the CUDA runners only");
+    // A measured time, rate or size of 0 has no ratio to the prediction; dropped, it went unsaid.
+    if (!(*r.value > 0) || !std::isfinite(*r.value))
+      throw InputError(source + ": " + row + " has value " + (std::ostringstream() << *r.value).str() +
+                       ": a measured point needs a value > 0 to be checked");
     const auto cfg = preset_of(r.model);
     if (!cfg) continue;
     CalibrationCheck k{r.model, r.phase, r.seq_len, r.batch, r.gen_tokens, r.metric, *r.value, 0, ""};

@@ -97,6 +97,10 @@ int cmd_calibrate(const Args& args) {
   // cannot use, exits 2 without leaving a calibration behind.
   const cost::CheckCeilings on = cost::check_ceilings(rows, cal, a.get_or("--ceilings", "auto"), sweep);
   const auto checks = cost::check_calibration(rows, cal, on.ceil, sweep);
+  // A check of nothing printed an empty table, exit 0 (an analytic model.csv, a kernel benchmark).
+  if (checks.empty() && a.has("--calibration"))
+    throw InputError(sweep + ": no measured points to check (measured prefill_latency_s, decode_step_latency_s, "
+                             "throughput_tokens_per_s or mem_total_bytes rows of a preset; a sweep's CSV)");
   const Provenance prov = Provenance::here("calibration", "calibrated on " + cal.device_name, "");
   const std::vector<ResultRow> cal_rows = cost::calibration_rows(cal, prov);
   require_finite(cal_rows, cal.source);
