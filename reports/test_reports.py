@@ -553,8 +553,8 @@ class ReportsTest(unittest.TestCase):
         from yocoreport import breakdown
 
         class R(object):
-            def __init__(self, phase, metric, notes=""):
-                self.phase, self.metric, self.notes = phase, metric, notes
+            def __init__(self, phase, metric, notes="", method="measured"):
+                self.phase, self.metric, self.notes, self.method = phase, metric, notes, method
 
         for phase, metric, yes in (("prefill.gemm", "gpu_time_s", True), ("decode.kernels", "gpu_busy_fraction", True),
                                    ("decode.kernels", "cupti_overhead_fraction", True),
@@ -565,6 +565,8 @@ class ReportsTest(unittest.TestCase):
                                    ("attn_prefill:D128 v2", "kernel_time_s", False),  # a kernel benchmark
                                    ("prefill", "prefill_latency_s", False)):
             self.assertEqual(breakdown.is_cupti_row(R(phase, metric)), yes, (phase, metric))
+        # the cost model's per-family predictions (yoco model --calibration) are no CUPTI records
+        self.assertFalse(breakdown.is_cupti_row(R("prefill.gemm", "gpu_time_s", method="calibrated")))
         note = ("family gemm, 52 launches per prefill; CUPTI activity records (concurrent kernel), per prefill")
         self.assertEqual(breakdown.kernel_note(R("prefill:x", "kernel_time_s", note)), ("gemm", "52"))
         rest = ("12 kernels past the first 99.9% of the time, merged (family other), 0.5 launches per decode step; "
@@ -815,7 +817,12 @@ class ReportsTest(unittest.TestCase):
         self.assertTrue(lines[0].startswith("#"), "explain the file in a comment first")
         self.assertIn("model,seq_len,metric,device,reason", lines)
         got = plot.read_differences(path)
-        paper = _quiet(plot.load, [self.tmp], None)[0]  # the default paper folder: differences.csv is no paper CSV
+        # (one result row: a results folder holding no CSV is refused, test_empty_results_folder_exit_2)
+        w = _Writer(dict(git_sha="x", timestamp="2026-11-21T10:00:00Z", host="h", device="cpu", device_name="CPU",
+                         driver=""))
+        w.add("yoco-tiny", 1024, "prefill", "prefill_latency_s", 0.5, "s", "measured")
+        w.write(os.path.join(self.results, "one.csv"))
+        paper = _quiet(plot.load, [self.results], None)[0]  # the default paper folder: differences.csv is no paper CSV
         self.assertNotIn(path, [os.path.abspath(p) for p in paper.paper_files])
         self.assertTrue(paper.paper)
         self.assertEqual(paper.differences, got)
