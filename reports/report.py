@@ -24,6 +24,7 @@ from yocoreport.calibrated import calibrated_section  # noqa: E402
 from yocoreport.cli import ArgumentParser, run_main  # noqa: E402
 from yocoreport.data import difference_for  # noqa: E402
 from yocoreport.multi_device import multi_device_section  # noqa: E402
+from yocoreport.style import WRITTEN  # noqa: E402
 from yocoreport.two_cards import card_dirs_of, two_cards_section  # noqa: E402
 from plot import fmt_tokens, fmt_value, fmt_sig, model_sort_key  # noqa: E402
 
@@ -451,6 +452,10 @@ def main(argv=None):
     p.add_argument("--readme", default=DEFAULT_README, metavar="PATH",
                    help="the README to write (default: reports/README.md)")
     args = p.parse_args(argv)
+    if os.path.isdir(args.readme):  # refused before any work: the figures take a minute, then the README failed
+        sys.stderr.write("report.py: cannot write: %s: is a folder (--readme names the README file to write)\n"
+                         % args.readme)
+        return 2
     try:
         data = plot.load_from_args(args)
     except plot.CsvError as exc:
@@ -464,6 +469,7 @@ def main(argv=None):
     except OSError as exc:
         sys.stderr.write("report.py: cannot write: %s\n" % (exc.strerror or exc))
         return 2
+    written = len(WRITTEN)
     try:
         figures = plot.make_figures(data, args.out)
     except OSError as exc:
@@ -476,7 +482,8 @@ def main(argv=None):
     except OSError as exc:
         sys.stderr.write("report.py: cannot write %s: %s\n" % (args.readme, exc.strerror or exc))
         return 2
-    print("%d figure(s) in %s" % (sum(1 for f in figures if f.paths), args.out))
+    # what was written: the device figures and the README's own (multi_device_prefill, the calibrated checks)
+    print("%d figure(s) in %s" % (len(set(os.path.splitext(p)[0] for p in WRITTEN[written:])), args.out))
     print("wrote %s" % args.readme)
     return 0
 

@@ -413,6 +413,36 @@ class ReportsTest(unittest.TestCase):
                 self.assertFalse(os.path.exists(self.readme), tool)
                 self.assertFalse(os.path.exists(self.out), tool)
 
+    def test_readme_folder_refused_before_any_work_and_figures_counted_as_written(self):
+        # `--readme SOMEFOLDER` was refused only when the README was written, after every figure (a minute).
+        from unittest import mock
+        make_synthetic(self.results, with_cuda=False)
+        folder = os.path.join(self.tmp, "a-folder")
+        os.makedirs(folder)
+        with mock.patch.object(report.plot, "make_figures", side_effect=AssertionError("figures drawn")) as mf, \
+                mock.patch.object(report.plot, "load_from_args", wraps=report.plot.load_from_args) as ld:
+            rc, out, err = _quiet(report.main, ["--results", self.results, "--out", self.out, "--readme", folder])
+        self.assertEqual(rc, 2, out + err)
+        self.assertEqual(err.splitlines(), ["report.py: cannot write: %s: is a folder (--readme names the README "
+                                            "file to write)" % folder])
+        self.assertFalse(mf.called)
+        self.assertFalse(ld.called)
+        self.assertFalse(os.path.exists(self.out))
+        self.assertEqual(os.listdir(folder), [])
+        # The count line counts what was written: a device of no figure beside the README's multi-device figure
+        # said "0 figure(s)" while multi_device_prefill.png was written.
+        from yocoreport import multi_device
+        self.assertTrue(os.path.isfile(multi_device.PATH), multi_device.PATH)
+        w = _Writer(dict(git_sha="x", timestamp="2026-11-21T10:00:00Z", host="h", device="cpu", device_name="CPU",
+                         driver=""))
+        w.add("-", 0, "ceiling", "gemm_flops", 5e9, "FLOP/s", "measured")
+        one = w.write(os.path.join(self.tmp, "one", "one.csv"))
+        rc, out, err = _quiet(report.main, ["--results", one, "--out", self.out, "--readme", self.readme])
+        self.assertEqual(rc, 0, out + err)
+        pngs = [f for f in os.listdir(self.out) if f.endswith(".png")]
+        self.assertIn("multi_device_prefill.png", pngs)
+        self.assertIn("\n%d figure(s) in %s\n" % (len(pngs), self.out), out)
+
     def _expect_exit2(self, content, line, fragment):
         path = os.path.join(self.tmp, "bad.csv")
         with open(path, "w") as f:

@@ -246,6 +246,11 @@ FIGURE_KINDS = OrderedDict([
 ])
 
 
+# Every figure file _save has written in this process, in order (report.py counts the figures it wrote: the
+# device figures and the README's own, e.g. multi_device_prefill).
+WRITTEN = []
+
+
 def _save(fig, out_dir, stem):
     os.makedirs(out_dir, exist_ok=True)
     paths = []
@@ -255,6 +260,7 @@ def _save(fig, out_dir, stem):
         with replacing(p) as f:  # atomic: a cut-off run never leaves a torn figure
             fig.savefig(f, format=ext, dpi=150, bbox_inches="tight", **kw)
         paths.append(p)
+        WRITTEN.append(p)
     plt.close(fig)
     return paths
 
