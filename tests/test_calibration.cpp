@@ -723,4 +723,64 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
   EXPECT_THROW(fit_calibration(bare, "bare.csv"), InputError);
 }
 
+// One calibration a file, in its units and method: two blocks (a second fit appended, or another card's)
+// were read as one, the header crediting the first device and the values the last block's; a per-layer
+// time in ms or a row of another method was read as the fit's.
+TEST(Calibration, AFileOfTwoBlocksOrOtherUnitsOrMethodsIsRefused) {
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  std::ostringstream good;
+  yoco::cli::write_results_csv(good, calibration_rows(c, Provenance::here("calibration", "calibrated on x", "")));
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(good.str());
+    for (std::string s; std::getline(in, s);) lines.push_back(s);
+  }
+  const std::string f = temp("blocks.csv");
+  auto write = [&](const std::vector<std::string>& l) {
+    std::ofstream out(f);
+    for (const auto& s : l) out << s << "\n";
+  };
+  auto expect_error = [&](const std::string& needle) {
+    try {
+      read_calibration(f);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  write(lines);
+  EXPECT_NO_THROW(read_calibration(f));
+  const std::string first_row = f + ":" + std::to_string(lines.size() + 1) + ": ";
+  std::vector<std::string> twice = lines;
+  twice.insert(twice.end(), lines.begin() + 1, lines.end());
+  write(twice);
+  // The same block twice: the result CSV reader's duplicate key, at the second block's first row.
+  expect_error(f + ": line " + std::to_string(lines.size() + 1) + ": duplicate key");
+  for (size_t i = lines.size(); i < twice.size(); ++i) {
+    const size_t p = twice[i].find("calibrated on x");
+    twice[i].replace(p, 15, "calibrated on y");
+  }
+  write(twice);
+  expect_error(first_row + "device_name 'calibrated on y', but " + f + ":2 has 'calibrated on x'");
+  auto with = [&](const std::string& key, const std::string& from, const std::string& to) {
+    std::vector<std::string> l = lines;
+    for (size_t i = 1; i < l.size(); ++i)
+      if (l[i].find(key) != std::string::npos) {
+        const size_t p = l[i].find(from, l[i].find(key) + key.size());
+        EXPECT_NE(p, std::string::npos) << l[i];
+        l[i].replace(p, from.size(), to);
+        write(l);
+        return f + ":" + std::to_string(i + 1) + ": ";
+      }
+    ADD_FAILURE() << "no row " << key;
+    return std::string();
+  };
+  const std::string layer = with("calibration:prefill.gemm.compute,per_layer_s,", ",s,", ",ms,");
+  expect_error(layer + "per_layer_s in 'ms': yoco calibrate writes it in 's'");
+  const std::string call = with("calibration:host,call_s,", ",calibrated,", ",measured,");
+  expect_error(call + "method 'measured': a calibration row's is 'calibrated'");
+  std::filesystem::remove(f);
+}
+
 }  // namespace

@@ -202,12 +202,28 @@ Calibration read_calibration(const std::string& path) {
   bool ceilings = false;
   std::set<std::string> seen;  // phase and metric of every row read
   std::map<std::string, std::string> version_row_at;  // calibration:attention_prefill metric -> file:line
+  // Each row's unit as calibration_rows writes it (phase and metric -> unit).
+  std::map<std::string, std::string> unit_of;
+  for (const auto& r : calibration_rows(Calibration{}, Provenance{})) unit_of[r.phase + " " + r.metric] = r.unit;
+  std::string first_at;  // file:line of the first row, whose device_name every row shares
   for (size_t i = 0; i < rows.size(); ++i) {
     const ResultRow& r = rows[i];
-    seen.insert(r.phase + " " + r.metric);
+    const std::string key = r.phase + " " + r.metric;
     const std::string at = path + ":" + std::to_string(i < line_of.size() ? line_of[i] : static_cast<int>(i) + 2);
     auto bad = [&](const std::string& why) -> InputError { return InputError(at + ": " + why); };
     if (r.phase.rfind("calibration:", 0) != 0) throw bad("phase '" + r.phase + "' is not a calibration row");
+    // One calibration a file: two blocks (two fits appended, another card's below) were read as one,
+    // the header crediting the first device and the values the last block's.
+    if (first_at.empty()) first_at = at;
+    if (r.prov.device_name != rows[0].prov.device_name)
+      throw bad("device_name '" + r.prov.device_name + "', but " + first_at + " has '" + rows[0].prov.device_name +
+                "': one calibration (one device) a file");
+    if (!seen.insert(key).second)
+      throw bad(r.phase + " " + r.metric + " a second time: one calibration a file (two blocks appended?)");
+    if (r.method != "calibrated")
+      throw bad("method '" + r.method + "': a calibration row's is 'calibrated' (yoco calibrate --out)");
+    if (const auto u = unit_of.find(key); u != unit_of.end() && r.unit != u->second)
+      throw bad(r.metric + " in '" + r.unit + "': yoco calibrate writes it in '" + u->second + "'");
     if (!r.value || !std::isfinite(*r.value) || *r.value < 0)
       throw bad(r.metric + " needs a finite value >= 0");
     const double v = *r.value;
