@@ -67,7 +67,10 @@ std::vector<ResultRow> analytic_rows(const std::string& model, const AnalyticPoi
                                      const std::set<std::string>& metrics) {
   std::vector<ResultRow> out;
   const RowMaker mk{prov, model, out};
-  const std::string st = storage_note(s);
+  const std::string st =
+      storage_note(s) + (s.sharded_ranks > 0 ? "; one device with the whole sequence (the measured rows: " +
+                                                   std::to_string(s.sharded_ranks) + " MPI ranks)"
+                                             : std::string());
   const int64_t N = p.seq_len, B = s.batch;
   if (metrics.count("memory")) {
     const std::string note = st + "; activations at prefill chunk " + std::to_string(s.prefill_chunk);
@@ -196,7 +199,11 @@ std::vector<ResultRow> ratio_rows(const std::vector<ResultRow>& rows,
           q.min = *num.min / *den.max;
           q.max = *num.max / *den.min;
         }
+        // Of rows measured on MPI ranks, each model's value is its largest rank's (weights whole on every
+        // rank, the caches sharded): not a one-device ratio, and the note says so.
+        const bool per_rank = r.notes.find("the largest of the") != std::string::npos;
         q.notes = std::string(def.yoco_over_transformer ? y + " / " + t : t + " / " + y) + " " + def.metric +
+                  (per_rank ? " of each model's largest rank (weights whole on every rank, caches sharded)" : "") +
                   (q.batch == 0 ? std::string("; each at its own batch (") + std::to_string(r.batch) + " vs " +
                                       std::to_string(tr.batch) + ")"
                                 : "");

@@ -21,6 +21,9 @@ struct AnalyticSettings {
   int64_t gen = 1024;        // throughput: generated tokens
   int64_t tp_batch = 0;      // throughput batch, 0 = largest that fits
   int64_t max_batch = 1 << 20;
+  // Under mpirun, the ranks the measured rows come from: the analytic rows stay
+  // one device's with the whole sequence, and their notes say so.
+  int sharded_ranks = 0;
 };
 
 // Everything the cost model says about one model at one length.

@@ -156,6 +156,7 @@ AnalyticSettings sweep_analytic_settings(const SweepSettings& s, const cost::Sto
   an.device = device;
   an.prefill_chunk = s.prefill_chunk;
   an.gen = s.gen;
+  an.sharded_ranks = s.sharded_ranks;
   return an;
 }
 
