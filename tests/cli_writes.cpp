@@ -137,7 +137,7 @@ TEST_F(Cli, CtrlCWhileWritingLeavesNoTemporary) {
 // --out naming a file the command reads (by any path) replaced it: forward
 // --weights w --out w left logits where the weights were, calibrate SWEEP
 // --out SWEEP a calibration where hours of measurements were. Refused, the
-// input untouched; calibrate --calibration C --out C still rewrites C.
+// input untouched (calibrate --calibration C --out C: --out is refused in a check, cli_calibrate.cpp).
 TEST_F(Cli, AnOutputOverAnInputIsRefused) {
   const std::string w = path("w.safetensors"), tok = path("tok.txt"), cfg = path("cfg.json");
   ASSERT_EQ(yoco("weights init --model yoco-tiny --seed 1 --out " + w).status, 0);
@@ -170,7 +170,9 @@ TEST_F(Cli, AnOutputOverAnInputIsRefused) {
   expect_one_line_error(yoco("model --model yoco-tiny --lengths 1K --calibration " + cal + " --out " + cal),
                         {"--out", "--calibration"}, "model over its calibration");
   EXPECT_EQ(slurp(cal), cal_bytes);
-  EXPECT_EQ(yoco("calibrate " + sweep + " --calibration " + cal + " --out " + cal).status, 0);  // on purpose
+  expect_one_line_error(yoco("calibrate " + sweep + " --calibration " + cal + " --out " + cal), {"--out"},
+                        "calibrate over its calibration");
+  EXPECT_EQ(slurp(cal), cal_bytes);
 }
 
 // Rows and tables on stdout are often redirected to a file: a write that fails

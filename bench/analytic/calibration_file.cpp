@@ -36,8 +36,8 @@ std::vector<ResultRow> calibration_rows(const Calibration& c, const Provenance& 
     rows.push_back(make_row(prov, "-", 0, 1, 0, "calibration:" + phase, metric, v, unit, "calibrated", 0, notes));
   };
   // The sweep of the fit, also where this calibration was read from a file
-  // (yoco calibrate --calibration C --out C rewrites it); "from FILE" where
-  // the file did not say.
+  // (a file written again from what was read); "from FILE" where the file
+  // did not say.
   const std::string from = (c.fitted_on.empty() ? "from " + c.source : "fitted on " + c.fitted_on) + " (" +
                            c.device_name + ", " + c.fitted_at + ")";
   add("ceilings", "gemm_peak_tflops", c.peak_flops / 1e12, "TFLOP/s", "the fit's rooflines; " + from);

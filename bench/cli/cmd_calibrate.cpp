@@ -25,8 +25,8 @@ CommandSpec calibrate_spec() {
   CommandSpec s;
   s.path = "yoco calibrate";
   s.usage =
-      "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--kernels KERNELS.csv]\n"
-      "                         [--calibration FILE [--ceilings auto|run|h100|h200|b200]] [--format table|csv]";
+      "yoco calibrate SWEEP.csv [--out CALIBRATION.csv] [--kernels KERNELS.csv] [--format table|csv]\n"
+      "       yoco calibrate SWEEP.csv --calibration FILE [--ceilings auto|run|h100|h200|b200] [--format table|csv]";
   s.summary =
       "Fits the calibrated cost model to a sweep run with --cupti: per phase and kernel family (gemm with the\n"
       "LM head, attention, gret, norms and other element-wise kernels) the inverse efficiency against the\n"
@@ -34,7 +34,8 @@ CommandSpec calibrate_spec() {
       "Then predicts every measured point of the sweep (prefill, decode step, throughput, memory) and prints\n"
       "predicted / measured with the worst error per metric.";
   s.options = {
-      {"--out", "FILE.csv", "write the calibration (result rows, reports/SCHEMA.md; yoco model --calibration reads it)"},
+      {"--out", "FILE.csv", "write the calibration (result rows, reports/SCHEMA.md; yoco model --calibration reads it);\n"
+                            "only when fitting, not with --calibration"},
       {"--kernels", "FILE.csv",
        "the same card's kernel benchmark (bench_cuda_kernels' rows, kernels.csv): each flash prefill version's time over the\n"
        "version the sweep ran (attn_prefill rows of the same shapes), so that a point that ran another version\n"
@@ -83,8 +84,12 @@ int cmd_calibrate(const Args& args) {
   if (const auto k = a.get("--kernels"); k && k->empty()) throw InputError("--kernels: needs a file (the kernel benchmark's CSV)");
   if (a.has("--kernels") && a.has("--calibration"))
     throw InputError("--kernels: only when fitting (a calibration read with --calibration keeps its own ratios)");
+  // A check writes no calibration: --out rewrote the one read (or copied it) with a new commit and date,
+  // unsaid, as if refitted.
+  if (a.has("--out") && a.has("--calibration"))
+    throw InputError("--out: only when fitting (a check with --calibration writes nothing; --format csv prints the "
+                     "check's rows)");
   if (const auto out = a.get("--out")) {
-    // --calibration FILE --out FILE rewrites a calibration in place, on purpose; the sweep is measurements.
     refuse_output_over_input("--out", *out, sweep, "the sweep");
     if (const auto kernels = a.get("--kernels")) refuse_output_over_input("--out", *out, *kernels, "the kernel benchmark");
     check_output_path(*out);
