@@ -173,7 +173,11 @@ void check_resumed_device(const std::string& file, const ResultRow& r, const std
   if (r.prov.device != device || (device_name && r.prov.device_name != *device_name))
     throw InputError(file + ": written on device " + r.prov.device + " '" + r.prov.device_name + "', this run is " +
                      device + (device_name ? " '" + *device_name + "'" : std::string()) +
-                     " (--device, --device-name)" + kResumeAgain);
+                     // cpu-x2 against cpu-x3: the number of mpirun's ranks, not an option, differs.
+                     (device.find("-x") != std::string::npos || r.prov.device.find("-x") != std::string::npos
+                          ? " (the number of mpirun ranks, --device, --device-name)"
+                          : " (--device, --device-name)") +
+                     kResumeAgain);
 }
 
 std::string resumed_point_words(const std::string& file, const std::string& model, int64_t seq_len) {
