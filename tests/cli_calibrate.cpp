@@ -218,5 +218,39 @@ TEST_F(Cli, CalibrateChecksOnlyMeasuredPointsOfACudaRun) {
   EXPECT_EQ(yoco("calibrate " + (results / "nvidia-h100/sweep.csv").string() + " --calibration " + cal).status, 0);
 }
 
+// model --help said "Every row it writes has method=analytic" (--calibration writes calibrated rows) and
+// neither help had an example. The examples of both helps run as printed (from the repository root).
+TEST_F(Cli, CalibrateAndModelHelpExamplesRun) {
+  const std::string root = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path().string();
+  const auto model_help = yoco("model --help");
+  ASSERT_EQ(model_help.status, 0);
+  EXPECT_EQ(model_help.out.find("Every row it writes has method=analytic"), std::string::npos) << model_help.out;
+  EXPECT_NE(model_help.out.find("method=calibrated"), std::string::npos) << model_help.out;
+  int examples = 0;
+  for (const std::string cmd : {"model", "calibrate"}) {
+    std::istringstream help(yoco(cmd + " --help").out);
+    for (std::string line; std::getline(help, line);) {
+      const std::string head = "  yoco " + cmd + " ";
+      if (line.rfind(head, 0) != 0) continue;
+      std::string args = line.substr(7);  // after "  yoco "
+      for (size_t at = 0; (at = args.find(" reports/", at)) != std::string::npos; at += root.size() + 2)
+        args.insert(at + 1, root + "/");
+      if (const size_t at = args.find(" --out cal.csv"); at != std::string::npos)
+        args.replace(at, 14, " --out " + path("cal.csv"));
+      SCOPED_TRACE(args);
+      const auto r = yoco(args);
+      EXPECT_EQ(r.status, 0) << r.err;
+      ++examples;
+    }
+  }
+  EXPECT_EQ(examples, 3);
+  const auto with_cal = yoco("model --calibration " + root + "/reports/model/calibration-nvidia-h100.csv --lengths 32K");
+  ASSERT_EQ(with_cal.status, 0) << with_cal.err;
+  EXPECT_NE(with_cal.out.find("yoco model: analytic (computed from the shapes, not measured); the calibrated model "
+                              "below"),
+            std::string::npos)
+      << with_cal.out.substr(0, 300);
+}
+
 }  // namespace
 }  // namespace yoco_test

@@ -55,7 +55,10 @@ CommandSpec calibrate_spec() {
       "and keeps the roofline (or its other bound's fit); one fitted on fewer than 3 points (a two-parameter\n"
       "fit passes through them exactly) has no band. Check rows priced by either are marked * and said under\n"
       "the table, and yoco model --calibration gives them no band. Exit 2 on a file without ceilings or CUPTI\n"
-      "rows, naming the file.";
+      "rows, naming the file.\n"
+      "Examples (from the repository root): fit on the H100 sweep, then check it out of sample on the H200:\n"
+      "  yoco calibrate reports/results/nvidia-h100/sweep.csv --kernels reports/results/nvidia-h100/kernels.csv --out cal.csv\n"
+      "  yoco calibrate reports/results/nvidia-h200/long-points.csv --calibration reports/model/calibration-nvidia-h100.csv";
   return s;
 }
 

@@ -1,5 +1,6 @@
 // yoco model: the analytic cost model (bench/analytic/cost_model.hpp) for models ×
-// lengths, as tables and result rows with method=analytic.
+// lengths, as tables and result rows with method=analytic; with --calibration also the
+// calibrated model's (method=calibrated).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -30,7 +31,8 @@ CommandSpec model_spec() {
   s.summary =
       "The analytic cost model: memory by category, FLOPs and bytes moved by part for the prefill and one\n"
       "decode step, roofline times on a device, throughput (DESIGN.md §4) and KV cache bytes per token —\n"
-      "computed from the model's shapes. Every row it writes has method=analytic.";
+      "computed from the model's shapes, in rows with method=analytic. With --calibration it adds the calibrated\n"
+      "model's rows (method=calibrated; min/max the fit's band, empty where the band is unknown).";
   s.options = {
       {"--model", "A,B,...", "presets or config files (default yoco-3b,transformer-3b)"},
       {"--lengths", "N,...", "sequence lengths, K = 1024, M = 1048576, at most 2^40 (default 32K,64K,128K,256K,512K,1M)"},
@@ -70,7 +72,9 @@ CommandSpec model_spec() {
       "convention); bytes count every tensor an op reads or writes once (the floor of a fused kernel);\n"
       "a part's roofline time is max(FLOPs/peak, bytes/bandwidth) and parts add up. Activations are the\n"
       "temporaries of one prefill chunk plus the last positions' fp32 logits. Units are decimal (GB = 1e9 B).\n"
-      "The rows' columns, phases and metrics are described in reports/SCHEMA.md.";
+      "The rows' columns, phases and metrics are described in reports/SCHEMA.md.\n"
+      "Example (from the repository root): the H100 calibration projected to an H200, two models at 512K:\n"
+      "  yoco model --calibration reports/model/calibration-nvidia-h100.csv --device-spec h200 --model yoco-3b,transformer-3b --lengths 512K";
   return s;
 }
 
@@ -85,8 +89,9 @@ std::string secs(double s) { return s >= 1 ? strf("%.2f", s) : s >= 1e-3 ? strf(
 
 void print_tables(const std::vector<ModelRun>& runs, const std::vector<ModelConfig>& kv_models,
                   const std::vector<std::string>& kv_names, const AnalyticSettings& s, bool parts,
-                  const std::vector<ResultRow>& ratios) {
-  std::cout << "yoco model: analytic (computed from the shapes, not measured)\n"
+                  const std::vector<ResultRow>& ratios, bool calibrated) {
+  std::cout << "yoco model: analytic (computed from the shapes, not measured)"
+            << (calibrated ? "; the calibrated model below" : "") << "\n"
             << "storage: weights " << cost::storage_name(s.storage.weights) << ", KV cache "
             << cost::storage_name(s.storage.kv_cache) << ", activations " << cost::storage_name(s.storage.activations)
             << ", gRet state " << cost::storage_name(s.storage.state) << "; prefill chunk " << s.prefill_chunk
@@ -412,7 +417,7 @@ int cmd_model(const Args& args) {
   for (const auto& r : rows)
     if (r.unit == "x") ratios.push_back(r);
   emit_rows(a, format, all, [&] {
-    print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios);
+    print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios, !cal_rows.empty());
     if (!cal_rows.empty()) print_calibrated(cal_rows);
     if (!multi_rows.empty()) print_multi_device(multi_rows);
   });
