@@ -618,16 +618,20 @@ TEST(Calibration, TheFileRoundTrips) {
   std::filesystem::remove(f);
 }
 
-TEST(Calibration, BadFilesNameTheFileAndLine) {
+// The lines of a calibration file fitted on the committed H100 sweep: the good file the bad ones are edited from.
+std::vector<std::string> committed_sweep_calibration_lines() {
   const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
   const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
   std::ostringstream good;
   yoco::cli::write_results_csv(good, calibration_rows(c, Provenance::here("calibration", "calibrated on x", "")));
   std::vector<std::string> lines;
-  {
-    std::istringstream in(good.str());
-    for (std::string s; std::getline(in, s);) lines.push_back(s);
-  }
+  std::istringstream in(good.str());
+  for (std::string s; std::getline(in, s);) lines.push_back(s);
+  return lines;
+}
+
+TEST(Calibration, BadFilesNameTheFileAndLine) {
+  const std::vector<std::string> lines = committed_sweep_calibration_lines();
   auto with_line = [&](size_t at, const std::string& from, const std::string& to) {
     std::vector<std::string> l = lines;
     const size_t p = l[at].find(from);
@@ -727,15 +731,7 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
 // were read as one, the header crediting the first device and the values the last block's; a per-layer
 // time in ms or a row of another method was read as the fit's.
 TEST(Calibration, AFileOfTwoBlocksOrOtherUnitsOrMethodsIsRefused) {
-  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
-  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
-  std::ostringstream good;
-  yoco::cli::write_results_csv(good, calibration_rows(c, Provenance::here("calibration", "calibrated on x", "")));
-  std::vector<std::string> lines;
-  {
-    std::istringstream in(good.str());
-    for (std::string s; std::getline(in, s);) lines.push_back(s);
-  }
+  const std::vector<std::string> lines = committed_sweep_calibration_lines();
   const std::string f = temp("blocks.csv");
   auto write = [&](const std::vector<std::string>& l) {
     std::ofstream out(f);
