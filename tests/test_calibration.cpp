@@ -618,10 +618,8 @@ TEST(Calibration, TheFileRoundTrips) {
   std::filesystem::remove(f);
 }
 
-// The lines of a calibration file fitted on the committed H100 sweep: the good file the bad ones are edited from.
-std::vector<std::string> committed_sweep_calibration_lines() {
-  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
-  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+// The lines of c's calibration file: the good file the bad ones are edited from.
+std::vector<std::string> calibration_file_lines(const Calibration& c) {
   std::ostringstream good;
   yoco::cli::write_results_csv(good, calibration_rows(c, Provenance::here("calibration", "calibrated on x", "")));
   std::vector<std::string> lines;
@@ -631,7 +629,9 @@ std::vector<std::string> committed_sweep_calibration_lines() {
 }
 
 TEST(Calibration, BadFilesNameTheFileAndLine) {
-  const std::vector<std::string> lines = committed_sweep_calibration_lines();
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const Calibration c = fit_calibration(yoco::cli::read_results_csv(sweep), sweep);
+  const std::vector<std::string> lines = calibration_file_lines(c);
   auto with_line = [&](size_t at, const std::string& from, const std::string& to) {
     std::vector<std::string> l = lines;
     const size_t p = l[at].find(from);
@@ -731,7 +731,9 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
 // were read as one, the header crediting the first device and the values the last block's; a per-layer
 // time in ms or a row of another method was read as the fit's.
 TEST(Calibration, AFileOfTwoBlocksOrOtherUnitsOrMethodsIsRefused) {
-  const std::vector<std::string> lines = committed_sweep_calibration_lines();
+  const std::string sweep = (repo() / "reports/results/nvidia-h100/sweep.csv").string();
+  const std::vector<std::string> lines =
+      calibration_file_lines(fit_calibration(yoco::cli::read_results_csv(sweep), sweep));
   const std::string f = temp("blocks.csv");
   auto write = [&](const std::vector<std::string>& l) {
     std::ofstream out(f);
