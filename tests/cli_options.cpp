@@ -96,6 +96,17 @@ TEST_F(Cli, NumberOptionsTakeDecimalsOnly) {
   }
   // Decimal forms still read.
   EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --peak-tflops 1.5e2 --peak-gbs 100").status, 0);
+  // A projection a device cannot hold says so, as the one-device table's "fits device" does: transformer-3b
+  // at 4M on 4 H100s (120 GB a device) was a plain 717 s prefill.
+  {
+    const CliRun r = yoco("model --model transformer-3b,yoco-3b --lengths 4M --devices 4");
+    ASSERT_EQ(r.status, 0) << r.all();
+    EXPECT_NE(r.out.find("fits device"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("120 GB           NO"), std::string::npos) << r.out;
+    const CliRun csv = yoco("model --model transformer-3b --lengths 4M --devices 4 --format csv");
+    ASSERT_EQ(csv.status, 0) << csv.all();
+    EXPECT_NE(csv.out.find("does not fit a device (120 GB > "), std::string::npos) << csv.out;
+  }
   EXPECT_EQ(yoco("model --model yoco-tiny --lengths 1K --devices 2 --link 0.5").status, 0);
 }
 

@@ -69,6 +69,13 @@ TEST(MultiDevice, BadInputIsRefusedWithTheOptionsName) {
     for (const char* n : {"--devices 8", "--lengths", "4 tokens"})
       EXPECT_NE(std::string(e.what()).find(n), std::string::npos) << e.what();
   }
+  // The Transformer's two chunks a device, as the sharded runners split it: 1K tokens over 1000 devices was
+  // projected (one token a device) where the runners refuse anything under 2000.
+  const ModelConfig t = preset_config("transformer-tiny");
+  EXPECT_THROW(multi_device_prefill(t, Storage{}, device_spec("h100"), interconnect("pcie"), 1000, 1, 1024, 32768),
+               InputError);
+  EXPECT_NO_THROW(multi_device_prefill(t, Storage{}, device_spec("h100"), interconnect("pcie"), 512, 1, 1024, 32768));
+  EXPECT_NO_THROW(multi_device_prefill(cfg, Storage{}, device_spec("h100"), interconnect("pcie"), 1000, 1, 1024, 32768));
 }
 
 }  // namespace

@@ -27,10 +27,13 @@ MultiDevicePrefill multi_device_prefill(const ModelConfig& cfg, const Storage& s
                                         const Interconnect& link, int devices, int64_t batch, int64_t prompt,
                                         int64_t prefill_chunk) {
   if (devices < 1) throw InputError("--devices: every count must be >= 1");
-  if (prompt < devices)
+  // The runners' rule: the Transformer was projected down to one token a device, which they refuse.
+  if (const int parts = shards_per_device(cfg); prompt < static_cast<int64_t>(devices) * parts)
     // Named as the user gave them (yoco model --lengths, --devices): "a prompt" named no option.
     throw InputError("--devices " + std::to_string(devices) + ": a length (--lengths) of " + std::to_string(prompt) +
-                     " tokens cannot be split over " + std::to_string(devices) + " devices");
+                     " tokens cannot be split over " + std::to_string(devices) + " devices (" +
+                     (parts == 1 ? "each holds at least one token" : "each holds two chunks of at least one token") +
+                     ", as the sharded runners split it)");
   MultiDevicePrefill m;
   m.devices = devices;
   const double R = devices, B = static_cast<double>(batch), N = static_cast<double>(prompt);

@@ -38,6 +38,12 @@ struct Interconnect {
 // InputError otherwise.
 Interconnect interconnect(const std::string& spec);
 
+// The prompt's parts a device (a rank) holds: YOCO one contiguous shard, the
+// Transformer two chunks of 2R (causal load balance). The runners' rule too
+// (bench/harness/dist_runner.hpp): a prompt of fewer than R x this tokens
+// cannot be split.
+inline int shards_per_device(const ModelConfig& cfg) { return cfg.is_yoco() ? 1 : 2; }
+
 struct MultiDevicePrefill {
   int devices = 1;
   double compute_s = 0;        // the roofline of a device's share

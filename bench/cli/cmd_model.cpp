@@ -276,22 +276,34 @@ std::vector<ResultRow> multi_device_rows(const std::string& devices_spec, const 
                                "analytic", 0, note));
         out.push_back(make_row(prov, models.names[i], len, s.batch, 0, "comm", "comm_bytes_received", m.comm_bytes, "B",
                                "analytic", 0, "a device, the whole prefill; " + note));
+        // As the one-device table's "fits device": a projection that a device cannot hold says so.
+        const std::string fits =
+            s.device.memory_bytes > 0 && m.memory_per_device > s.device.memory_bytes
+                ? strf("; does not fit a device (%.3g GB > %.3g GB)", m.memory_per_device / 1e9,
+                       s.device.memory_bytes / 1e9)
+                : std::string();
+        out.back().notes += fits;
+        out[out.size() - 2].notes += fits;
         out.push_back(make_row(prov, models.names[i], len, s.batch, 0, "memory", "mem_per_device_bytes",
-                               m.memory_per_device, "B", "analytic", 0, "weights + caches / R + state + activations"));
+                               m.memory_per_device, "B", "analytic", 0,
+                               "weights + caches / R + state + activations" + fits));
       }
   }
   return out;
 }
 
-void print_multi_device(const std::vector<ResultRow>& rows) {
+void print_multi_device(const std::vector<ResultRow>& rows, double device_memory_bytes) {
   std::cout << "\nPrefill on R devices (sequence sharded; " << rows.front().prov.device_name.substr(
                                                                   rows.front().prov.device_name.find(" over ") + 6)
             << ")\n";
-  TextTable t({"model", "N", "devices", "prefill s", "received / device", "memory / device"});
+  TextTable t({"model", "N", "devices", "prefill s", "received / device", "memory / device", "fits device"});
   for (size_t i = 0; i + 2 < rows.size(); i += 3)
     t.add_row({rows[i].model, length_label(rows[i].seq_len), rows[i].prov.device_name.substr(0, rows[i].prov.device_name.find(' ')),
                strf("%.4g", *rows[i].value), strf("%.3g GB", *rows[i + 1].value / 1e9),
-               strf("%.3g GB", *rows[i + 2].value / 1e9)});
+               strf("%.3g GB", *rows[i + 2].value / 1e9),
+               device_memory_bytes <= 0                                       ? "?"
+               : rows[i + 2].notes.find("does not fit") != std::string::npos ? "NO"
+                                                                              : "yes"});
   std::cout << t.str();
 }
 
@@ -419,7 +431,7 @@ int cmd_model(const Args& args) {
   emit_rows(a, format, all, [&] {
     print_tables(runs, kv.configs, kv.names, s, a.has("--parts"), ratios, !cal_rows.empty());
     if (!cal_rows.empty()) print_calibrated(cal_rows);
-    if (!multi_rows.empty()) print_multi_device(multi_rows);
+    if (!multi_rows.empty()) print_multi_device(multi_rows, s.device.memory_bytes);
   });
   return 0;
 }

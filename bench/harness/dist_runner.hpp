@@ -11,6 +11,7 @@
 #include <string>
 
 #include "communicator.hpp"
+#include "multi_device.hpp"
 #include "model_runner.hpp"
 
 namespace yoco {
@@ -38,7 +39,7 @@ class DistRunner : public ModelRunner {
   int64_t shortest_prompt() const override { return shortest_sharded_prompt(config(), communicator().size()); }
   // The prompt's parts a rank holds: YOCO one contiguous shard, the
   // Transformer two chunks of 2R (causal load balance), on the CPU and the GPU.
-  static int parts_per_rank(const ModelConfig& cfg) { return cfg.is_yoco() ? 1 : 2; }
+  static int parts_per_rank(const ModelConfig& cfg) { return cost::shards_per_device(cfg); }
   static int64_t shortest_sharded_prompt(const ModelConfig& cfg, int ranks) {
     return static_cast<int64_t>(ranks) * parts_per_rank(cfg);
   }
