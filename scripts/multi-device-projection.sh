@@ -23,7 +23,8 @@ done
 . scripts/find-yoco.sh
 find_yoco "$YOCO"
 OUT=reports/model/multi-device.csv
-tmp=$(mktemp)
+# Beside the target, so that the rename is atomic (a temporary in /tmp was copied across file systems).
+tmp=$(mktemp "$OUT.XXXXXX")
 trap 'rm -f "$tmp" "$tmp".*' EXIT
 keep() { /usr/bin/python3 scripts/result_rows.py keep device^=analytic-x "$@"; }
 "$YOCO" model --model yoco-3b,transformer-3b --lengths 32K,128K,512K,1M,2M,4M --devices 1,2,4,8 --link "$LINK" \
@@ -32,5 +33,6 @@ keep() { /usr/bin/python3 scripts/result_rows.py keep device^=analytic-x "$@"; }
   --format csv | keep >>"$tmp"
 "$YOCO" model --model reports/paper/transformer-7b.json,reports/paper/transformer-7b-gqa.json --lengths 450K,1M \
   --devices 1,4,8 --link "$LINK" --format csv | keep >>"$tmp"
+chmod 644 "$tmp"  # mktemp makes it 0600
 mv "$tmp" "$OUT"
 echo "multi-device-projection.sh: wrote $OUT ($(($(wc -l <"$OUT") - 1)) rows)"
