@@ -252,5 +252,30 @@ TEST_F(Cli, CalibrateAndModelHelpExamplesRun) {
       << with_cal.out.substr(0, 300);
 }
 
+// --ffn-rows is a count of rows: it took only digits ("--ffn-rows: expected an integer, got '1M'") where
+// every other count and length of yoco takes K and M, as the README says. Now 8K is 8192 rows, the same rows
+// as --ffn-rows 8192; 0 and words stay refused. --what-if is one a run, and model --help says so.
+TEST_F(Cli, ModelFfnRowsTakesKAndMAndHelpSaysWhatIfIsOneARun) {
+  const std::string root = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path().string();
+  const std::string m = "model --calibration " + root +
+                        "/reports/model/calibration-nvidia-h100.csv --model yoco-3b --lengths 1M --format csv";
+  const auto k = yoco(m + " --ffn-rows 8K"), plain = yoco(m + " --ffn-rows 8192");
+  ASSERT_EQ(k.status, 0) << k.err;
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(k.out.find("FFN in row blocks of 8192"), std::string::npos) << k.out.substr(0, 2000);
+  EXPECT_EQ(k.out.substr(k.out.find('\n')), plain.out.substr(plain.out.find('\n')))
+      << "--ffn-rows 8K and 8192 differ";
+  const auto mega = yoco(m + " --ffn-rows 1M");
+  EXPECT_EQ(mega.status, 0) << mega.err;
+  EXPECT_NE(mega.out.find("FFN in row blocks of 1048576"), std::string::npos) << mega.out.substr(0, 2000);
+  expect_one_line_error(yoco(m + " --ffn-rows 0"), {"--ffn-rows"}, "rows 0");
+  expect_one_line_error(yoco(m + " --ffn-rows 1Q"), {"--ffn-rows", "1Q"}, "rows with a bad suffix");
+  const auto help = yoco("model --help");
+  ASSERT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("one what-if a"), std::string::npos) << help.out;
+  expect_one_line_error(yoco(m + " --what-if gemm=ceiling --what-if norms=ceiling"), {"--what-if", "more than once"},
+                        "two what-ifs");
+}
+
 }  // namespace
 }  // namespace yoco_test

@@ -49,11 +49,13 @@ CommandSpec model_spec() {
                                 "each with a band from the fit's residuals; the runners' bf16 storage only (other --*-dtype refused)"},
       {"--what-if", "F[.B]=ceiling|X", "with --calibration: kernel family F (gemm, attention, gret, norms; bound B "
                                        "compute|memory) at its roofline or at efficiency X; or attention_prefill=vN: "
-                                       "every prefill attention at flash prefill vN's measured time"},
+                                       "every prefill attention at flash prefill vN's measured time; one what-if a "
+                                       "run (given twice is refused: run once per what-if)"},
       {"--ffn-fused", "", "with --calibration: the runners with the FFN's up half as one kernel (YOCO_FFN_FUSED=1: "
                           "the W1|W3 GEMM writes F, not 2F, and the SwiGLU pass is gone; a Hopper kernel, so on "
                           "other cards a what-if)"},
-      {"--ffn-rows", "N", "with --calibration: YOCO's prefill FFN in row blocks of N (YOCO_FFN_ROWS=N: the FFN's "
+      {"--ffn-rows", "N", "with --calibration: YOCO's prefill FFN in row blocks of N, K = 1024, M = 1048576 "
+                          "(the runners' YOCO_FFN_ROWS, N in rows: the FFN's "
                           "buffers hold N rows, not the step's; the memory follows, the time keeps the whole step's "
                           "GEMM efficiency)"},
       {"--sublayer-buffers", "shared|apart", "with --calibration: YOCO's prefill sublayers in one buffer (the "
@@ -411,7 +413,8 @@ int cmd_model(const Args& args) {
     cost::RunnerLayout layout = cost::current_runner_layout();
     if (a.has("--ffn-fused")) layout.ffn_up_fused = true;
     if (a.has("--residual-per-layer")) layout.residual_per_layer = true;
-    layout.ffn_rows = a.get_int("--ffn-rows", 0, 1, int64_t{1} << 40);
+    // A count of rows, K and M as the other counts take them (--ffn-rows 8K); 0 (not given): the step's rows.
+    if (const auto r = a.get("--ffn-rows")) layout.ffn_rows = parse_length("--ffn-rows", *r, int64_t{1} << 40);
     if (const auto sb = a.get("--sublayer-buffers")) {
       if (*sb != "shared" && *sb != "apart")
         throw InputError("--sublayer-buffers: expected shared or apart, got '" + *sb + "'");
