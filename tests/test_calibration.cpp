@@ -685,6 +685,9 @@ TEST(Calibration, BadFilesNameTheFileAndLine) {
            {"calibration:ceilings", "sm_count", "131.5"},
            {"calibration:prefill.gemm.compute", "inverse_efficiency", "1e300"},
            {"calibration:memory", "other_bytes", "1e300"},
+           // A latency a million times the kernels' priced a 6 s prefill at 6.25e6 s, exit 0.
+           {"calibration:prefill", "gap_fraction", "1e6"},
+           {"calibration:decode", "gap_fraction", "101"},
            // Positive but so small that a roofline over it is inf: inf rows, exit 0.
            {"calibration:ceilings", "gemm_peak_tflops", "1e-320"},
            {"calibration:ceilings", "copy_bw_gbs", "1e-300"},
