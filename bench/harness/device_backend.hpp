@@ -118,6 +118,13 @@ class DeviceBackend {
     (void)batch;
     return {};
   }
+  // Called after a latency point's timed prefills when no decode follows (a
+  // sweep of --metrics prefill): the rows decode_extras would give of the
+  // prefill (R ranks: the bytes they moved, phase comm). The others: none.
+  virtual std::vector<PhaseReading> prefill_extras(ModelRunner& runner) {
+    (void)runner;
+    return {};
+  }
 
   // --cupti: where the GPU time of `region` goes, kernel by kernel, from the
   // device's kernel profiler. The sweep calls it after a point's timed runs

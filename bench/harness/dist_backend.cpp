@@ -80,7 +80,12 @@ std::vector<PhaseReading> DistCpuBackend::decode_extras(ModelRunner& runner, int
   return d ? comm_readings(*d) : std::vector<PhaseReading>{};
 }
 
-std::vector<PhaseReading> comm_readings(DistRunner& runner) {
+std::vector<PhaseReading> DistCpuBackend::prefill_extras(ModelRunner& runner) {
+  auto* d = dynamic_cast<DistRunner*>(&runner);
+  return d ? comm_readings(*d, /*decode=*/false) : std::vector<PhaseReading>{};
+}
+
+std::vector<PhaseReading> comm_readings(DistRunner& runner, bool decode) {
   dist::Communicator& comm = runner.communicator();
   const int R = comm.size();
   std::vector<PhaseReading> out;
@@ -119,7 +124,7 @@ std::vector<PhaseReading> comm_readings(DistRunner& runner) {
     }
   };
   add("comm", runner.last_prefill_comm(), "the last prefill");
-  add("comm_decode", runner.last_decode_comm(), "one decode step (the last)");
+  if (decode) add("comm_decode", runner.last_decode_comm(), "one decode step (the last)");
   return out;
 }
 

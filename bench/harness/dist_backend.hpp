@@ -20,11 +20,11 @@ namespace yoco::cli {
 // model's communication: their labels start with this.
 inline constexpr const char* kHarnessLabel = "harness:";
 
-// What the ranks moved over the runner's last prefill (phase "comm") and last
-// decode step ("comm_decode"), in all and by collective ("comm:<label>"): the
-// busiest rank's bytes received and sent, every rank's received bytes in the
-// notes. A collective: every rank calls it, in the same place.
-std::vector<PhaseReading> comm_readings(DistRunner& runner);
+// What the ranks moved over the runner's last prefill (phase "comm") and, with
+// `decode`, its last decode step ("comm_decode"), in all and by collective
+// ("comm:<label>"): the busiest rank's bytes received and sent, every rank's
+// in the notes. A collective: every rank calls it, in the same place.
+std::vector<PhaseReading> comm_readings(DistRunner& runner, bool decode = true);
 
 // The largest `v` over the ranks, on every rank (a collective): a sweep's
 // decisions from a measurement must come out the same on every rank.
@@ -50,6 +50,7 @@ class DistCpuBackend : public DeviceBackend {
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;
   std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
+  std::vector<PhaseReading> prefill_extras(ModelRunner& runner) override;
 
  private:
   CpuBackend cpu_;

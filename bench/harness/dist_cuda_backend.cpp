@@ -90,6 +90,11 @@ std::vector<PhaseReading> DistCudaBackend::decode_extras(ModelRunner& runner, in
   return d ? comm_readings(*d) : std::vector<PhaseReading>{};
 }
 
+std::vector<PhaseReading> DistCudaBackend::prefill_extras(ModelRunner& runner) {
+  auto* d = dynamic_cast<DistRunner*>(&runner);
+  return d ? comm_readings(*d, /*decode=*/false) : std::vector<PhaseReading>{};
+}
+
 }  // namespace yoco::cli
 
 #endif  // YOCO_HAVE_DIST_CUDA

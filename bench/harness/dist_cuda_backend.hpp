@@ -37,6 +37,7 @@ class DistCudaBackend : public DeviceBackend {
   std::vector<Reading> memory_breakdown(const ModelRunner& runner, int64_t n, Precision p) override;
   std::vector<Reading> memory_peaks() override;
   std::vector<PhaseReading> decode_extras(ModelRunner& runner, int64_t batch) override;
+  std::vector<PhaseReading> prefill_extras(ModelRunner& runner) override;
   std::string device_lost() override { return cuda_.device_lost(); }
   std::string runner_note(const ModelConfig& cfg, int64_t batch) const override {
     return cuda_.runner_note(cfg, batch);

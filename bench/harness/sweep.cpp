@@ -77,7 +77,8 @@ const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std:
 // (the CUDA backend's eager steps) come with decode.
 // The --cupti rows (prefill.gemm, decode:<kernel>, ...) come with their phase's metric.
 std::string metric_of_phase(const std::string& phase) {
-  // comm / comm_decode rows (R MPI ranks) come from decode_extras, as decode_eager's do.
+  // comm_decode rows (R MPI ranks) come from decode_extras, as decode_eager's do; comm rows (the
+  // prefill's) too when decode runs, else from prefill_extras: check_resumed_point takes them with either.
   if (phase == "decode_eager" || phase.rfind("comm", 0) == 0) return "decode";
   if (phase == "kv_cache") return "memory";  // read off the memory breakdown
   const size_t cut = phase.find_first_of(".:");
@@ -223,7 +224,8 @@ std::set<std::string> check_resumed_point(const std::string& where, const SweepS
     const bool failed = r.method == "failed";  // a phase that failed runs again
     const bool tp = r.phase == "throughput";
     const int64_t batch = tp ? Bt : B, gen = tp ? s.gen : 0;
-    const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0;
+    const bool prefill_comm = r.phase.rfind("comm", 0) == 0 && r.phase.rfind("comm_decode", 0) != 0;
+    const bool measured = s.metrics.count(metric_of_phase(r.phase)) > 0 || (prefill_comm && s.metrics.count("prefill"));
     // --batch auto: the throughput ran at the batch the allocation search found, at most the planned one.
     const bool batch_ok = r.batch == batch || (tp && s.batch == 0 && r.batch >= 1 && r.batch <= Bt);
     if (!measured || (tp && !do_tp) || !batch_ok || r.gen_tokens != gen)
@@ -467,6 +469,8 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
               warm_up_decode(dev, *runner, B);
               res.decode = summarize(time_decode_steps(dev, *runner, B, s.decode_sample));
               res.decode_extras = dev.decode_extras(*runner, B);
+            } else {
+              res.prefill_extras = dev.prefill_extras(*runner);
             }
             auto peaks = dev.memory_peaks();
             if (res.memory) res.memory->insert(res.memory->end(), peaks.begin(), peaks.end());
@@ -579,6 +583,7 @@ std::vector<ResultRow> run_sweep(const SweepSettings& s, DeviceBackend& dev, Pro
         // The device's extra decode rows (CUDA: eager steps, enqueue times) go before
         // the decode row, so that a reader taking the last decode_step_latency_s of
         // a point (the sweep table) takes the decode phase's.
+        for (const PhaseReading& x : res.prefill_extras) sink.reading(model, n, B, 0, x.phase, x.reading);
         for (const PhaseReading& x : res.decode_extras) sink.reading(model, n, B, 0, x.phase, x.reading);
         if (res.decode)
           sink.timing(model, n, B, 0, "decode", "decode_step_latency_s", *res.decode, "measured",

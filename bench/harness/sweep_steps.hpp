@@ -28,6 +28,7 @@ struct PointResult {
   std::optional<Summary> prefill, decode;
   std::optional<Summary> prefill_host;  // the prefills' host seconds (DeviceBackend::last_region_host_s)
   std::vector<PhaseReading> decode_extras;  // the device's (DeviceBackend::decode_extras)
+  std::vector<PhaseReading> prefill_extras;  // without decode (DeviceBackend::prefill_extras)
   std::optional<std::vector<Reading>> memory;  // the breakdown, then the peaks
   int64_t throughput_batch = 0;
   std::optional<double> throughput, tp_prefill_s, tp_decode_s;

@@ -140,6 +140,31 @@ TEST_F(DistCli, BenchOnTwoRanksCountsTheBytesTheRanksMove) {
   EXPECT_NE(again.err.find("resuming: 4 of 4 points done"), std::string::npos) << again.err;
 }
 
+// A sweep of the prefill alone on the ranks has the prefill's comm rows (they came with decode only, so a
+// --metrics prefill sweep, the natural one for the bytes the prefill moves, had none), the same bytes as
+// with decode, and resumes; a file of prefill and decode resumes with decode alone too.
+TEST_F(DistCli, APrefillSweepOnTheRanksCountsTheBytesItsPrefillMoved) {
+  const std::string pre = path("prefill.csv"), both = path("both.csv");
+  const std::string sweep = "bench --model yoco-tiny,transformer-tiny --lengths 1K --repeats 1 --warmup 0 "
+                            "--decode-sample 2 --format csv --metrics ";
+  ASSERT_EQ(mpi(2, sweep + "prefill --out " + pre).status, 0);
+  ASSERT_EQ(mpi(2, sweep + "prefill,decode --out " + both).status, 0);
+  std::map<std::string, double> got, with_decode;
+  for (const auto& [file, into] : {std::pair{pre, &got}, std::pair{both, &with_decode}})
+    for (const auto& row : yoco::cli::read_results_csv(file))
+      if (row.phase.rfind("comm", 0) == 0 && row.value)
+        (*into)[row.model + " " + row.phase + " " + row.metric] = *row.value;
+  EXPECT_EQ(got.count("yoco-tiny comm:gret_state comm_bytes_received"), 1u);
+  EXPECT_EQ(got.count("transformer-tiny comm:ring_kv comm_bytes_received"), 1u);
+  for (const auto& [k, v] : got) {
+    EXPECT_EQ(k.find("comm_decode"), std::string::npos) << k;
+    EXPECT_EQ(with_decode[k], v) << k;
+  }
+  const CliRun again = mpi(2, sweep + "prefill --resume --out " + pre);
+  ASSERT_EQ(again.status, 0) << again.all();
+  EXPECT_NE(again.err.find("resuming: 2 of 2 points done"), std::string::npos) << again.err;
+}
+
 // Bad input under mpirun: exit 2, the message once (rank 0's), every rank ended.
 void expect_refused(const CliRun& r, const std::string& needle) {
   EXPECT_EQ(r.status, 2) << r.all();
