@@ -277,5 +277,35 @@ TEST_F(Cli, ModelFfnRowsTakesKAndMAndHelpSaysWhatIfIsOneARun) {
                         "two what-ifs");
 }
 
+// reports/SCHEMA.md left out the decode.<family> rows that model --calibration writes, and its columns table
+// had no device 'calibrated'. Every phase and device of those rows is named there now.
+TEST_F(Cli, SchemaNamesEveryPhaseAndDeviceOfModelCalibrationRows) {
+  const std::string root = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path().string();
+  const auto r = yoco("model --calibration " + root +
+                      "/reports/model/calibration-nvidia-h100.csv --model yoco-3b --lengths 32K --format csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string schema = slurp(root + "/reports/SCHEMA.md");
+  const size_t columns = schema.find("| `device` |");
+  ASSERT_NE(columns, std::string::npos);
+  const std::string device_row = schema.substr(columns, schema.find('\n', columns) - columns);
+  std::istringstream rows(r.out);
+  int calibrated = 0;
+  for (std::string line; std::getline(rows, line);) {
+    if (line.find(",calibrated,") == std::string::npos) continue;
+    std::vector<std::string> f;
+    std::istringstream cells(line);
+    for (std::string c; std::getline(cells, c, ',');) f.push_back(c);
+    ASSERT_GT(f.size(), 11u) << line;
+    if (f[3] != "calibrated") continue;  // the device column
+    ++calibrated;
+    EXPECT_NE(device_row.find("`calibrated`"), std::string::npos) << device_row;
+    std::string phase = f[10];  // prefill.gemm -> prefill.<family>
+    if (const size_t dot = phase.find('.'); dot != std::string::npos) phase = phase.substr(0, dot) + ".<family>";
+    EXPECT_NE(schema.find("`" + phase + "`"), std::string::npos) << phase << " (" << line << ")";
+    EXPECT_NE(schema.find("`" + f[11] + "`"), std::string::npos) << f[11];
+  }
+  EXPECT_EQ(calibrated, 12);
+}
+
 }  // namespace
 }  // namespace yoco_test
