@@ -307,5 +307,61 @@ TEST_F(Cli, SchemaNamesEveryPhaseAndDeviceOfModelCalibrationRows) {
   EXPECT_EQ(calibrated, 12);
 }
 
+// scripts/calibrate.sh wrote only reports/model/ and said "Every file lands at once, or none does" over a dozen
+// separate mv's. --out DIR writes elsewhere, and the set lands whole or not at all: here the last file's rename
+// fails (a folder in its place), and the files landed before it are put back as they were (the one DIR did not
+// have is gone again), the work folder beside DIR removed; a good run then replaces the set and leaves the
+// other files of DIR alone.
+TEST_F(Cli, CalibrateScriptWritesOutAndPutsTheOldSetBackWhenLandingFails) {
+  const std::string root = fs::path(YOCO_TEST_DATA_DIR).parent_path().parent_path().string();
+  const std::string script = shell_quote(root + "/scripts/calibrate.sh") + " --yoco " + shell_quote(YOCO_CLI_PATH);
+  const fs::path out = fs::path(path("model"));
+  const std::vector<std::string> names = {
+      "calibration-nvidia-h100.csv", "check-nvidia-h100.csv", "check-small-nvidia-h100.csv", "chunks-h100.csv",
+      "prefill-steps-h100.csv",      "projection-b200.csv",   "projection-h100.csv",         "projection-h200.csv",
+      "whatif-h100.csv"};
+  fs::create_directories(out);
+  for (const auto& n : names)
+    if (n != "chunks-h100.csv" && n != "whatif-h100.csv") spit((out / n).string(), "old\n");
+  spit((out / "multi-device.csv").string(), "other\n");
+  fs::create_directories(out / "whatif-h100.csv" / "in-the-way");  // the last to land: its rename fails
+  const auto failed = shell(script + " --out " + shell_quote(out.string()));
+  EXPECT_NE(failed.status, 0) << failed.err;
+  EXPECT_NE(failed.err.find("holds its old files again"), std::string::npos) << failed.err;
+  for (const auto& n : names) {
+    if (n == "whatif-h100.csv") continue;
+    if (n == "chunks-h100.csv") EXPECT_FALSE(fs::exists(out / n)) << n << " landed and stayed";
+    else EXPECT_EQ(slurp((out / n).string()), "old\n") << n << " is not the old file";
+  }
+  auto work_folders = [&] {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(out.parent_path()))
+      n += e.path().filename().string().rfind(".model.calibrate.", 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(work_folders(), 0);
+  fs::remove_all(out / "whatif-h100.csv");
+  const auto good = shell(script + " --out " + shell_quote(out.string() + "/"));
+  ASSERT_EQ(good.status, 0) << good.err;
+  for (const auto& n : names) EXPECT_NE(slurp((out / n).string()).rfind("git_sha,", 0), std::string::npos) << n;
+  EXPECT_NE(slurp((out / "projection-h100.csv").string()).find(out.string() + "/calibration-nvidia-h100.csv"),
+            std::string::npos)
+      << "the projections name the calibration where it landed";
+  EXPECT_EQ(slurp((out / "multi-device.csv").string()), "other\n");
+  EXPECT_EQ(work_folders(), 0);
+  // --out's refusals: one line, exit 2, nothing run.
+  const auto bare = shell(script + " --out");
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_EQ(bare.err, "calibrate.sh: --out needs a folder\n");
+  const auto file = shell(script + " --out " + shell_quote((out / "multi-device.csv").string()));
+  EXPECT_EQ(file.status, 2);
+  EXPECT_NE(file.err.find("--out: '" + (out / "multi-device.csv").string() + "' is not a folder"), std::string::npos)
+      << file.err;
+  EXPECT_EQ(std::count(file.err.begin(), file.err.end(), '\n'), 1) << file.err;
+  const auto help = shell(script + " --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("--out: the folder the files land in (default reports/model"), std::string::npos) << help.out;
+}
+
 }  // namespace
 }  // namespace yoco_test
