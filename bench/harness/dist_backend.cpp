@@ -113,8 +113,10 @@ std::vector<PhaseReading> comm_readings(DistRunner& runner, bool decode) {
         sent_by_rank += (r ? ", " : "") + strf("%.0f", all[3 * r + 1]);
       }
       // Each row's note lists its own metric by rank (the sent row listed the bytes received).
+      // A structured binding is not captured by a lambda before C++20's P1091 (clang 15 refuses it).
+      const std::string collective = label.empty() ? ", every collective" : ", collective '" + label + "'";
       const auto notes = [&](const char* verb, const std::string& by_rank) {
-        return what + (label.empty() ? ", every collective" : ", collective '" + label + "'") +
+        return what + collective +
                strf(", %.0f calls", all[2]) + "; the busiest of " + std::to_string(R) + " ranks (bytes " + verb +
                " by rank: " + by_rank + "); " + runner.sharding();
       };
