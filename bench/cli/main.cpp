@@ -90,9 +90,13 @@ int dispatch(int argc, char** argv) {
   const yoco::cli::Args args(argv + 2, argv + argc);
   for (const auto& c : kCommands) {
     if (cmd != c.name) continue;
-    if (!c.sharded && yoco::cli::mpi_job() && !yoco::cli::wants_help(args))
-      throw yoco::InputError("yoco " + cmd + " runs one process: run it without mpirun (forward, generate and bench "
-                             "shard over mpirun's ranks)");
+    if (!c.sharded && yoco::cli::mpi_job() && !yoco::cli::wants_help(args)) {
+      std::string sharded;
+      for (const auto& s : kCommands)
+        if (s.sharded) sharded += std::string(sharded.empty() ? "" : ", ") + s.name;
+      throw yoco::InputError("yoco " + cmd + " runs one process: run it without mpirun (" + sharded +
+                             " shard over mpirun's ranks)");
+    }
     return c.run(args);
   }
   throw yoco::InputError("unknown command '" + cmd + "' (commands: " + command_names() + "; see yoco --help)");

@@ -1,8 +1,10 @@
 #include "mpi_inputs.hpp"
 
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
+#include "counter_rng.hpp"
 #include "errors.hpp"
 #include "mpi_job.hpp"
 
@@ -51,16 +53,10 @@ void check_ranks_read_one_prompt(const std::vector<int64_t>& ids, int64_t n, con
 #if defined(YOCO_HAVE_DIST)
   dist::Communicator* comm = mpi_job();
   if (!comm || comm->size() < 2) return;
-  // FNV-1a over the count and the ids: 8 bytes a rank, not the prompt.
-  uint64_t h = 1469598103934665603ull;
-  const auto mix = [&h](uint64_t v) {
-    for (int b = 0; b < 8; ++b) {
-      h ^= (v >> (8 * b)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  };
-  mix(static_cast<uint64_t>(n));
-  for (const int64_t id : ids) mix(static_cast<uint64_t>(id));
+  // FNV-1a (the reference's) over the count and the ids' bytes: 8 bytes a rank, not the prompt.
+  std::vector<int64_t> words{n};
+  words.insert(words.end(), ids.begin(), ids.end());
+  const uint64_t h = fnv1a64(std::string_view(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t)));
   std::vector<uint64_t> all(static_cast<size_t>(comm->size()));
   comm->allgather(&h, sizeof h, all.data(), std::string(kHarnessLabel) + "inputs");  // not the model's
   for (size_t r = 1; r < all.size(); ++r)
